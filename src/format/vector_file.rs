@@ -1,0 +1,1 @@
+//! The vector cache file layout (placeholder until the vector cache lands).

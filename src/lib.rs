@@ -1,0 +1,25 @@
+//! engram: a codebase memory engine for AI coding agents.
+//!
+//! The crate is layered; each layer knows only those beneath it:
+//!
+//! - [`key`] and [`format`]: canonical key strings, `hash64`, and the exact bytes of
+//!   every file (pure, no I/O; see `format-spec/`).
+//! - [`store`]: the storage engine — the append-only `blob.dat`, the derived
+//!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
+//! - [`memory`]: memories, the first user of the store.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let memories = engram::memory::Memories::open("/tmp/my-store")?;
+//! let m = memories.remember("Use WAL mode for tracker.db", &["sqlite".into()], None)?;
+//! let hits = memories.recall("tracker WAL", 5)?;
+//! assert_eq!(hits[0].memory.id, m.id);
+//! # Ok(()) }
+//! ```
+
+pub mod format;
+pub mod key;
+#[cfg(feature = "store")]
+pub mod memory;
+#[cfg(feature = "store")]
+pub mod store;
