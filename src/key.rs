@@ -104,9 +104,9 @@ impl Key {
             key: s.to_string(),
             reason,
         };
-        let (ns, rest) = s.split_once(':').ok_or_else(|| KeyError::UnknownNamespace {
-            key: s.to_string(),
-        })?;
+        let (ns, rest) = s
+            .split_once(':')
+            .ok_or_else(|| KeyError::UnknownNamespace { key: s.to_string() })?;
         match ns {
             "file" => {
                 if rest.is_empty() {
@@ -248,8 +248,9 @@ impl std::str::FromStr for Key {
 
 fn is_slug(s: &str) -> bool {
     !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.'))
+        && s.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
+        })
 }
 
 /// Decimal without sign or leading zeros, so that parse∘format is the identity.
@@ -274,6 +275,7 @@ mod tests {
         ("task:debug", 15221118374782413835),
         ("pat:security-smells", 2193398467379759289),
         ("", 6179782471744631559),
+        ("mem:ffffffff", 8004309845250149716),
     ];
 
     #[test]
@@ -282,6 +284,11 @@ mod tests {
             assert_eq!(hash64(key), *want, "hash64({key:?})");
             assert_eq!(hash64_i64(key), *want as i64);
         }
+        // Longer than one 128-byte BLAKE2b block.
+        assert_eq!(
+            hash64(&format!("file:{}", "a".repeat(300))),
+            11440511754312576709
+        );
     }
 
     #[test]

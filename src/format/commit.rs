@@ -33,7 +33,13 @@ const _: () = assert!(std::mem::size_of::<CommitBody>() == COMMIT_BODY_LEN);
 
 impl CommitBody {
     /// Build a commit body.
-    pub fn new(batch_start: u64, prev_commit: u64, record_count: u32, batch_crc: u32, first_seq: u64) -> Self {
+    pub fn new(
+        batch_start: u64,
+        prev_commit: u64,
+        record_count: u32,
+        batch_crc: u32,
+        first_seq: u64,
+    ) -> Self {
         CommitBody {
             batch_start: U64::new(batch_start),
             prev_commit: U64::new(prev_commit),
@@ -48,7 +54,8 @@ impl CommitBody {
         if body.len() != COMMIT_BODY_LEN {
             return Err(FormatError::BadRecord("commit body is not 32 bytes"));
         }
-        CommitBody::read_from_bytes(body).map_err(|_| FormatError::BadRecord("unreadable commit body"))
+        CommitBody::read_from_bytes(body)
+            .map_err(|_| FormatError::BadRecord("unreadable commit body"))
     }
 }
 

@@ -75,7 +75,9 @@ impl FileHeader {
             });
         }
         if h.format_version.get() == 0 || h.header_len.get() as usize != FILE_HEADER_LEN {
-            return Err(FormatError::BadFileHeader("format version 0 or wrong header length"));
+            return Err(FormatError::BadFileHeader(
+                "format version 0 or wrong header length",
+            ));
         }
         if crc32fast::hash(&bytes[..60]) != h.crc.get() {
             return Err(FormatError::BadFileHeader("header checksum mismatch"));
@@ -98,8 +100,16 @@ mod tests {
             b[i] ^= 0x01;
             assert!(FileHeader::decode(&b).is_err(), "flip at byte {i} accepted");
         }
-        assert!(matches!(FileHeader::decode(&bytes[..10]), Err(FormatError::TruncatedFileHeader { .. })));
-        assert!(matches!(FileHeader::decode(b"hello world, not a store at all.................................."), Err(FormatError::NotABlobLog)));
+        assert!(matches!(
+            FileHeader::decode(&bytes[..10]),
+            Err(FormatError::TruncatedFileHeader { .. })
+        ));
+        assert!(matches!(
+            FileHeader::decode(
+                b"hello world, not a store at all.................................."
+            ),
+            Err(FormatError::NotABlobLog)
+        ));
     }
 
     #[test]
@@ -108,6 +118,15 @@ mod tests {
         h.format_version = U32::new(FORMAT_VERSION + 1);
         h.crc = U32::new(crc32fast::hash(&h.as_bytes()[..60]));
         let e = FileHeader::decode(h.as_bytes()).unwrap_err();
-        assert!(matches!(e, FormatError::VersionTooNew { found: 2, supported: 1 }), "{e}");
+        assert!(
+            matches!(
+                e,
+                FormatError::VersionTooNew {
+                    found: 2,
+                    supported: 1
+                }
+            ),
+            "{e}"
+        );
     }
 }

@@ -204,8 +204,8 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordView<'_>, FormatError> {
             have: buf.len(),
         });
     }
-    let (header, _) =
-        RecordHeader::ref_from_prefix(buf).map_err(|_| FormatError::BadRecord("unreadable header"))?;
+    let (header, _) = RecordHeader::ref_from_prefix(buf)
+        .map_err(|_| FormatError::BadRecord("unreadable header"))?;
     if header.magic != RECORD_MAGIC {
         return Err(FormatError::BadRecord("bad magic"));
     }
@@ -217,7 +217,9 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordView<'_>, FormatError> {
     }
     let payload = header.meta_len.get() as u64 + header.body_len.get() as u64;
     if payload > MAX_PAYLOAD_LEN as u64 {
-        return Err(FormatError::BadRecord("payload length over the 1 GiB limit"));
+        return Err(FormatError::BadRecord(
+            "payload length over the 1 GiB limit",
+        ));
     }
     let len = header.record_len();
     if buf.len() < len {
@@ -305,7 +307,15 @@ mod tests {
 
     #[test]
     fn every_prefix_of_a_record_is_truncated_not_damaged() {
-        let f = RecordFields { kind: RecordKind::Put, flags: 0, key_hash: 9, seq: 1, timestamp_ms: 0, meta: b"{\"key\":\"mem:a1b2c3d4\"}", body: b"hello" };
+        let f = RecordFields {
+            kind: RecordKind::Put,
+            flags: 0,
+            key_hash: 9,
+            seq: 1,
+            timestamp_ms: 0,
+            meta: b"{\"key\":\"mem:a1b2c3d4\"}",
+            body: b"hello",
+        };
         let mut out = vec![];
         encode_record(&f, &mut out).unwrap();
         for cut in 0..out.len() {

@@ -1,0 +1,223 @@
+//! JSON Lines import and export of memories.
+//!
+//! One memory per line: an object with `text` and optionally `id`, `tags`, `metadata`,
+//! `created_ms`, `updated_ms` and any fields of later versions (kept verbatim).
+//! Import reads the file twice: first to validate every line (reporting each bad one by
+//! number), then to stream it into a single batch, so a file is imported whole or not
+//! at all, and its size is not bounded by memory.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::model::Memory;
+use super::{check_text, clean_tags, normalise_id, Memories, MemoryError, Result};
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ImportReport {
+    pub imported: u64,
+    /// Lines whose id already existed, now replaced.
+    pub replaced: u64,
+    pub skipped_blank: u64,
+}
+
+/// How many bad lines an import reports before giving up reading.
+const MAX_REPORTED: usize = 20;
+
+impl Memories {
+    /// Import a JSONL file; see the module doc. On any bad line nothing is written and
+    /// the error names every bad line (up to 20).
+    pub fn import_file(&self, path: &Path) -> Result<ImportReport> {
+        let shown = path.display().to_string();
+        let mut bad: Vec<String> = Vec::new();
+        for_each_line(path, |line_no, line| {
+            if let Err(reason) = parse_line(line) {
+                bad.push(format!("line {line_no}: {reason}"));
+            }
+            Ok(bad.len() < MAX_REPORTED)
+        })?;
+        if !bad.is_empty() {
+            return Err(MemoryError::Invalid(format!(
+                "{shown}: {} bad line(s), nothing imported:\n  {}",
+                bad.len(),
+                bad.join("\n  ")
+            )));
+        }
+        let mut report = ImportReport::default();
+        let mut taken: HashSet<String> = HashSet::new();
+        let mut writer = self.store().begin_batch()?;
+        let now = crate::store::now_ms();
+        for_each_line(path, |line_no, line| {
+            let Some(mut m) = parse_line(line).map_err(|reason| MemoryError::BadLine {
+                path: shown.clone(),
+                line: line_no,
+                reason: format!("{reason} (the file changed during import)"),
+            })?
+            else {
+                report.skipped_blank += 1;
+                return Ok(true);
+            };
+            if m.id.is_empty() {
+                m.id = self.new_id(&taken)?;
+            } else if self.get(&m.id)?.is_some() {
+                report.replaced += 1;
+            }
+            taken.insert(m.id.clone());
+            if m.created_ms == 0 {
+                m.created_ms = now;
+            }
+            if m.updated_ms == 0 {
+                m.updated_ms = m.created_ms;
+            }
+            writer.put(&m.id, m.to_meta(), m.text.into_bytes())?;
+            report.imported += 1;
+            Ok(true)
+        })?;
+        if report.imported > 0 {
+            writer.finish()?;
+        }
+        Ok(report)
+    }
+
+    /// Write every memory as one JSON line, oldest first. Returns how many.
+    pub fn export(&self, out: &mut dyn Write) -> Result<u64> {
+        let mut n = 0u64;
+        let page = 1000usize;
+        let mut after: (i64, i64) = (i64::MIN, i64::MIN);
+        loop {
+            let rows: Vec<(String, i64, i64)> = self.store().with_tracker(|db| {
+                let mut stmt = db.prepare_cached(
+                    "SELECT id, created_ms, seq FROM memories WHERE (created_ms, seq) > (?1, ?2)
+                     ORDER BY created_ms, seq LIMIT ?3",
+                )?;
+                let rows = stmt
+                    .query_map(rusqlite::params![after.0, after.1, page as i64], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            })?;
+            let Some(last) = rows.last() else { break };
+            after = (last.1, last.2);
+            for (id, _, _) in &rows {
+                if let Some(m) = self.get(id)? {
+                    let line = serde_json::to_string(&m)
+                        .map_err(|e| MemoryError::Invalid(e.to_string()))?;
+                    writeln!(out, "{line}").map_err(|source| MemoryError::Io {
+                        path: "export".into(),
+                        source,
+                    })?;
+                    n += 1;
+                }
+            }
+        }
+        out.flush().map_err(|source| MemoryError::Io {
+            path: "export".into(),
+            source,
+        })?;
+        Ok(n)
+    }
+}
+
+/// Call `f(line_number, line)` for each line; `f` returns false to stop early.
+fn for_each_line(path: &Path, mut f: impl FnMut(u64, &str) -> Result<bool>) -> Result<()> {
+    let io = |source| MemoryError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf).map_err(io)? == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let line = match std::str::from_utf8(&buf) {
+            Ok(s) => s,
+            Err(e) => {
+                // Let the callback report it like any other bad line.
+                let msg = format!("\u{0}invalid UTF-8 at byte {}", e.valid_up_to());
+                if !f(line_no, &msg)? {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        if !f(line_no, line)? {
+            return Ok(());
+        }
+    }
+}
+
+/// Parse one line: `Ok(None)` for a blank line, `Err(reason)` for a bad one.
+fn parse_line(line: &str) -> std::result::Result<Option<Memory>, String> {
+    if let Some(msg) = line.strip_prefix('\u{0}') {
+        return Err(msg.to_string());
+    }
+    let line = line.trim();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let mut obj: Map<String, Value> = match serde_json::from_str(line) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => return Err("not a JSON object".into()),
+        Err(e) => return Err(format!("invalid JSON: {e}")),
+    };
+    let text = match obj.remove("text") {
+        Some(Value::String(s)) => s,
+        Some(_) => return Err("\"text\" must be a string".into()),
+        None => return Err("missing \"text\"".into()),
+    };
+    check_text(&text).map_err(|e| e.to_string())?;
+    let id = match obj.remove("id") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => normalise_id(&s).map_err(|e| e.to_string())?,
+        Some(_) => return Err("\"id\" must be a string".into()),
+    };
+    let tags = match obj.remove("tags") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => {
+            let mut tags = Vec::with_capacity(a.len());
+            for t in a {
+                match t {
+                    Value::String(s) => tags.push(s),
+                    _ => return Err("\"tags\" must be an array of strings".into()),
+                }
+            }
+            clean_tags(&tags).map_err(|e| e.to_string())?
+        }
+        Some(_) => return Err("\"tags\" must be an array of strings".into()),
+    };
+    let metadata = match obj.remove("metadata") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o,
+        Some(_) => return Err("\"metadata\" must be an object".into()),
+    };
+    let mut ms = |name: &str| match obj.remove(name) {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            format!("\"{name}\" must be a non-negative integer (Unix milliseconds)")
+        }),
+    };
+    let created_ms = ms("created_ms")?;
+    let updated_ms = ms("updated_ms")?;
+    for reserved in ["type", "key"] {
+        if obj.contains_key(reserved) {
+            return Err(format!("\"{reserved}\" is reserved and cannot be imported"));
+        }
+    }
+    Ok(Some(Memory {
+        id,
+        text,
+        tags,
+        metadata,
+        created_ms,
+        updated_ms,
+        extra: obj,
+    }))
+}

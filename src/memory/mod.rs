@@ -1,0 +1,256 @@
+//! Memories: durable notes an agent or a person writes, found again by keyword.
+//!
+//! The first user of the store. A memory is one record under `mem:{uuid8}`; the
+//! `memories` projection makes them listable and searchable. This layer decides what a
+//! memory is and how it is found; it must never reach around the store into files.
+
+mod jsonl;
+mod model;
+mod projection;
+pub mod query;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use rusqlite::{params, OptionalExtension};
+use serde_json::{Map, Value};
+
+pub use jsonl::ImportReport;
+pub use model::Memory;
+pub use projection::MemoryProjection;
+
+use crate::key::{hash64, Key};
+use crate::store::{Projection, Store, StoreError, StoreOptions, WriteBatch};
+
+/// What can go wrong with memories.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no memory {0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: line {line}: {reason}")]
+    BadLine {
+        path: String,
+        line: u64,
+        reason: String,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Shorthand for memory results.
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
+
+/// One recall result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecallHit {
+    pub memory: Memory,
+    /// BM25 relevance, higher is better.
+    pub score: f64,
+}
+
+/// The projections a store opened for memories needs.
+pub fn projections() -> Vec<Box<dyn Projection>> {
+    vec![Box::new(MemoryProjection)]
+}
+
+/// Memories in one store.
+pub struct Memories {
+    store: Store,
+}
+
+impl Memories {
+    /// Open (or create) the store in `dir` with default options.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Memories> {
+        Memories::open_with(dir, StoreOptions::default())
+    }
+
+    /// Open with explicit store options.
+    pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
+        Ok(Memories {
+            store: Store::open(dir, options, projections())?,
+        })
+    }
+
+    /// Wrap a store already opened with [`projections`].
+    pub fn from_store(store: Store) -> Memories {
+        Memories { store }
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Store a new memory and return it with its id.
+    pub fn remember(
+        &self,
+        text: &str,
+        tags: &[String],
+        metadata: Option<Map<String, Value>>,
+    ) -> Result<Memory> {
+        check_text(text)?;
+        let now = crate::store::now_ms();
+        let memory = Memory {
+            id: self.new_id(&HashSet::new())?,
+            text: text.to_string(),
+            tags: clean_tags(tags)?,
+            metadata: metadata.unwrap_or_default(),
+            created_ms: now,
+            updated_ms: now,
+            extra: Map::new(),
+        };
+        let mut batch = WriteBatch::new();
+        batch.put(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
+        self.store.commit(&batch)?;
+        Ok(memory)
+    }
+
+    /// A memory by id (`mem:xxxxxxxx`, or the eight hex digits alone).
+    pub fn get(&self, id: &str) -> Result<Option<Memory>> {
+        let id = normalise_id(id)?;
+        Ok(self.store.get(&id)?.as_ref().and_then(Memory::from_record))
+    }
+
+    /// Delete a memory. Returns false when there was none.
+    pub fn forget(&self, id: &str) -> Result<bool> {
+        let id = normalise_id(id)?;
+        if self.get(&id)?.is_none() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        batch.delete(&id)?;
+        self.store.commit(&batch)?;
+        Ok(true)
+    }
+
+    /// Number of live memories.
+    pub fn count(&self) -> Result<u64> {
+        Ok(self.store.with_tracker(|db| {
+            Ok(db.query_row("SELECT count(*) FROM memories", [], |r| r.get::<_, i64>(0))?)
+        })? as u64)
+    }
+
+    /// Memories, most recently updated first.
+    pub fn list(&self, limit: usize, offset: usize) -> Result<Vec<Memory>> {
+        let ids: Vec<String> = self.store.with_tracker(|db| {
+            let mut stmt = db.prepare_cached(
+                "SELECT id FROM memories ORDER BY updated_ms DESC, seq DESC LIMIT ?1 OFFSET ?2",
+            )?;
+            let rows = stmt.query_map(params![limit as i64, offset as i64], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+        })?;
+        self.load(ids)
+    }
+
+    /// Memories matching `query` by keyword (BM25 over text and tags, code-aware
+    /// tokens), best first; recency breaks ties.
+    pub fn recall(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        let Some(fts) = query::fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let found: Vec<(String, f64)> = self.store.with_tracker(|db| {
+            let mut stmt = db.prepare_cached(
+                "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts
+                 JOIN memories m ON m.key_hash = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1 ORDER BY rank, m.updated_ms DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![fts, top_k as i64], |r| {
+                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (id, score) in found {
+            if let Some(memory) = self.get(&id)? {
+                hits.push(RecallHit { memory, score });
+            }
+        }
+        Ok(hits)
+    }
+
+    fn load(&self, ids: Vec<String>) -> Result<Vec<Memory>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(m) = self.get(&id)? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A fresh id not used by a live memory nor in `taken`. 32 random bits collide
+    /// often enough at scale that the check is needed.
+    fn new_id(&self, taken: &HashSet<String>) -> Result<String> {
+        for _ in 0..64 {
+            let mut b = [0u8; 4];
+            getrandom::getrandom(&mut b)
+                .map_err(|e| MemoryError::Invalid(format!("no randomness for an id: {e}")))?;
+            let id = format!("mem:{:08x}", u32::from_le_bytes(b));
+            if taken.contains(&id) {
+                continue;
+            }
+            let exists = self.store.with_tracker(|db| {
+                Ok(db
+                    .prepare_cached("SELECT 1 FROM records WHERE key_hash = ?1")?
+                    .query_row([hash64(&id) as i64], |_| Ok(()))
+                    .optional()?
+                    .is_some())
+            })?;
+            if !exists {
+                return Ok(id);
+            }
+        }
+        Err(MemoryError::Invalid(
+            "could not find a free memory id in 64 tries".into(),
+        ))
+    }
+}
+
+fn check_text(text: &str) -> Result<()> {
+    if text.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "a memory's text must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for t in tags {
+        let t = t.trim();
+        if t.is_empty() {
+            return Err(MemoryError::Invalid("a tag must not be empty".into()));
+        }
+        if t.len() > 128 {
+            return Err(MemoryError::Invalid(format!("tag {t:?} is over 128 bytes")));
+        }
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Accept `mem:a1b2c3d4` or `a1b2c3d4`; refuse anything else with the expected form.
+pub fn normalise_id(id: &str) -> Result<String> {
+    let full = if id.starts_with("mem:") {
+        id.to_string()
+    } else {
+        format!("mem:{id}")
+    };
+    match Key::parse(&full) {
+        Ok(Key::Memory { .. }) => Ok(full),
+        _ => Err(MemoryError::Invalid(format!(
+            "{id:?} is not a memory id; expected mem: followed by eight lowercase hex digits, e.g. mem:a1b2c3d4"
+        ))),
+    }
+}

@@ -1,0 +1,108 @@
+//! The `memories` query tables in `tracker.db`, derived from memory records.
+//!
+//! `memories` holds one row per live memory for listing and filtering;
+//! `memories_fts` is the FTS5 keyword index over text and tags, with code-aware
+//! tokens (see [`super::query::index_text`]). Both are rebuilt from the log whenever
+//! the version below changes; nothing is stored here that is not in the log.
+
+use rusqlite::{params, Connection};
+use serde_json::Value;
+
+use super::model::MEMORY_TYPE;
+use super::query::index_text;
+use crate::store::{Change, Projection, Result};
+
+/// Projection of memory records into `memories` and `memories_fts`.
+pub struct MemoryProjection;
+
+impl Projection for MemoryProjection {
+    fn name(&self) -> &'static str {
+        "memories"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn create(&self, db: &Connection) -> rusqlite::Result<()> {
+        db.execute_batch(
+            "CREATE TABLE IF NOT EXISTS memories (
+                key_hash INTEGER PRIMARY KEY, id TEXT NOT NULL, text TEXT NOT NULL,
+                tags TEXT NOT NULL, metadata TEXT NOT NULL,
+                created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+             CREATE INDEX IF NOT EXISTS memories_by_update ON memories (updated_ms, seq);
+             CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+                text, tags, tokenize = 'unicode61 remove_diacritics 2');",
+        )
+    }
+
+    fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
+        db.execute_batch("DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts;")
+    }
+
+    fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()> {
+        match change {
+            Change::Put {
+                key,
+                key_hash,
+                seq,
+                meta,
+                body,
+                ..
+            } => {
+                let h = *key_hash as i64;
+                if meta.get("type").and_then(Value::as_str) != Some(MEMORY_TYPE) {
+                    // The key may have held a memory before; it no longer does.
+                    delete(db, h)?;
+                    return Ok(());
+                }
+                let text = String::from_utf8_lossy(body);
+                let tags: Vec<&str> = meta
+                    .get("tags")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let metadata = meta
+                    .get("metadata")
+                    .cloned()
+                    .unwrap_or(Value::Object(Default::default()));
+                let num = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
+                db.prepare_cached(
+                    "INSERT OR REPLACE INTO memories (key_hash, id, text, tags, metadata, created_ms, updated_ms, seq)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )?
+                .execute(params![
+                    h,
+                    key,
+                    text,
+                    serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into()),
+                    metadata.to_string(),
+                    num("created_ms"),
+                    num("updated_ms"),
+                    *seq as i64
+                ])?;
+                db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
+                    .execute([h])?;
+                db.prepare_cached(
+                    "INSERT INTO memories_fts (rowid, text, tags) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![
+                    h,
+                    index_text(&text),
+                    index_text(&tags.join(" "))
+                ])?;
+            }
+            Change::Delete { key_hash, .. } => delete(db, *key_hash as i64)?,
+            Change::Event { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+fn delete(db: &Connection, h: i64) -> Result<()> {
+    db.prepare_cached("DELETE FROM memories WHERE key_hash = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
+        .execute([h])?;
+    Ok(())
+}

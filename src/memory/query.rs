@@ -1,0 +1,103 @@
+//! Code-aware tokens for the keyword index, and safe FTS5 queries from user text.
+//!
+//! User text never reaches FTS5 as query syntax: it is cut into word tokens and each is
+//! quoted, so `"`, `*`, `NEAR`, `-` or `OR` in a query are plain words.
+
+/// Split an identifier into its words: `parseHTTPRequest` → parse, http, request;
+/// `parse_http_request` and `parse-http-request` likewise.
+pub fn split_identifier(word: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for piece in word.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = piece.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            let boundary = (prev.is_lowercase() && cur.is_uppercase())
+                || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
+                || (prev.is_alphabetic() != cur.is_alphabetic());
+            if boundary {
+                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        if start < chars.len() {
+            parts.push(chars[start..].iter().collect::<String>().to_lowercase());
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+/// The text as indexed: the original, then the sub-words of every compound
+/// identifier, so `parseHttpRequest` is found by `parse http request` and by itself.
+pub fn index_text(text: &str) -> String {
+    let mut extra = String::new();
+    for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
+        let parts = split_identifier(word);
+        if parts.len() > 1 {
+            for p in parts {
+                extra.push(' ');
+                extra.push_str(&p);
+            }
+        }
+    }
+    if extra.is_empty() {
+        text.to_string()
+    } else {
+        format!("{text}\n{extra}")
+    }
+}
+
+/// An FTS5 MATCH expression for free user text: every word and sub-word quoted, any
+/// of them may match (BM25 ranks documents with more of them higher). `None` when the
+/// text has no word at all.
+pub fn fts_query(user: &str) -> Option<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in user.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let lower = word.to_lowercase();
+        for t in std::iter::once(lower).chain(split_identifier(word)) {
+            let quoted = format!("\"{}\"", t.replace('"', "\"\""));
+            if !terms.contains(&quoted) {
+                terms.push(quoted);
+            }
+        }
+    }
+    (!terms.is_empty()).then(|| terms.join(" OR "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(
+            split_identifier("parseHttpRequest"),
+            ["parse", "http", "request"]
+        );
+        assert_eq!(
+            split_identifier("parseHTTPRequest"),
+            ["parse", "http", "request"]
+        );
+        assert_eq!(
+            split_identifier("parse_http_request"),
+            ["parse", "http", "request"]
+        );
+        assert_eq!(
+            split_identifier("kebab-case-name"),
+            ["kebab", "case", "name"]
+        );
+        assert_eq!(split_identifier("sha256sum"), ["sha", "256", "sum"]);
+    }
+
+    #[test]
+    fn query_syntax_in_user_text_is_quoted() {
+        let q = fts_query("NEAR(\"a\" b) OR -c*").unwrap();
+        assert_eq!(q, "\"near\" OR \"a\" OR \"b\" OR \"or\" OR \"c\"");
+        assert_eq!(fts_query("  ***  "), None);
+    }
+}

@@ -1,0 +1,150 @@
+//! `WriteBatch`: the changes one commit makes, all or nothing.
+//!
+//! A batch is built and validated in memory without any lock; sequence numbers,
+//! timestamps and offsets are assigned only when it is committed. It never touches a
+//! file itself.
+
+use serde_json::{Map, Value};
+
+use super::error::{Result, StoreError};
+use crate::format::MAX_PAYLOAD_LEN;
+
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Put {
+        key: String,
+        meta: Vec<u8>,
+        body: Vec<u8>,
+    },
+    Delete {
+        key: String,
+    },
+    Vector {
+        key: String,
+        meta: Vec<u8>,
+        body: Vec<u8>,
+    },
+    Event {
+        meta: Vec<u8>,
+        body: Vec<u8>,
+    },
+}
+
+/// A set of changes committed atomically by [`Store::commit`](super::Store::commit).
+///
+/// ```
+/// use engram::store::WriteBatch;
+/// let mut batch = WriteBatch::new();
+/// batch.put("mem:a1b2c3d4", serde_json::Map::new(), "use WAL").unwrap();
+/// batch.delete("mem:00000000").unwrap();
+/// assert_eq!(batch.len(), 2);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatch {
+    pub(crate) ops: Vec<Op>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> WriteBatch {
+        WriteBatch::default()
+    }
+
+    /// Number of changes in the batch.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when the batch holds no change.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Set `key`'s value: JSON metadata (the store adds `"key"`) and a raw body.
+    pub fn put(
+        &mut self,
+        key: &str,
+        mut meta: Map<String, Value>,
+        body: impl Into<Vec<u8>>,
+    ) -> Result<&mut Self> {
+        check_key(key)?;
+        meta.insert("key".into(), Value::String(key.into()));
+        let meta = encode_meta(&meta)?;
+        let body = body.into();
+        check_size(meta.len() + body.len())?;
+        self.ops.push(Op::Put {
+            key: key.into(),
+            meta,
+            body,
+        });
+        Ok(self)
+    }
+
+    /// Delete `key` and its vectors. Deleting a missing key is not an error.
+    pub fn delete(&mut self, key: &str) -> Result<&mut Self> {
+        check_key(key)?;
+        self.ops.push(Op::Delete { key: key.into() });
+        Ok(self)
+    }
+
+    /// Store an embedding of `key`'s live value made by `embedder`.
+    pub fn put_vector(&mut self, key: &str, embedder: &str, vector: &[f32]) -> Result<&mut Self> {
+        check_key(key)?;
+        if embedder.is_empty() {
+            return Err(StoreError::Invalid(
+                "an embedder name must not be empty".into(),
+            ));
+        }
+        if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
+            return Err(StoreError::Invalid(format!(
+                "the vector for {key} is empty or holds NaN/infinity"
+            )));
+        }
+        let mut meta = Map::new();
+        meta.insert("key".into(), Value::String(key.into()));
+        meta.insert("embedder".into(), Value::String(embedder.into()));
+        meta.insert("dim".into(), Value::from(vector.len()));
+        let body: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        check_size(body.len())?;
+        self.ops.push(Op::Vector {
+            key: key.into(),
+            meta: encode_meta(&meta)?,
+            body,
+        });
+        Ok(self)
+    }
+
+    /// Append an event (audit trail); it changes no key.
+    pub fn event(
+        &mut self,
+        meta: Map<String, Value>,
+        body: impl Into<Vec<u8>>,
+    ) -> Result<&mut Self> {
+        let meta = encode_meta(&meta)?;
+        let body = body.into();
+        check_size(meta.len() + body.len())?;
+        self.ops.push(Op::Event { meta, body });
+        Ok(self)
+    }
+}
+
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(StoreError::Invalid("a key must not be empty".into()));
+    }
+    Ok(())
+}
+
+fn check_size(n: usize) -> Result<()> {
+    if n as u64 > MAX_PAYLOAD_LEN as u64 {
+        return Err(StoreError::Invalid(format!(
+            "a record of {n} bytes is over the 1 GiB limit; split it"
+        )));
+    }
+    Ok(())
+}
+
+fn encode_meta(meta: &Map<String, Value>) -> Result<Vec<u8>> {
+    serde_json::to_vec(meta)
+        .map_err(|e| StoreError::Invalid(format!("metadata cannot be encoded: {e}")))
+}

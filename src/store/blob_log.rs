@@ -1,0 +1,238 @@
+//! `BlobLog`: the append-only `blob.dat` file and its memory map.
+//!
+//! Appends go through `pwrite` at an offset the caller owns (the writer lock makes it
+//! the only appender); reads go through a shared read-only map that reserves address
+//! space well past the end of the file, so growth does not cost a remap per append.
+//! Only bytes below the file's length are ever touched through the map (beyond it a
+//! read would fault). This module knows records only as far as decoding them; it never
+//! decides what is committed — that is `scan`'s job.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use memmap2::{Mmap, MmapOptions};
+use zerocopy::IntoBytes;
+
+use super::error::{Result, StoreError};
+use crate::format::{decode_record, FileHeader, FormatError, RecordView, FILE_HEADER_LEN};
+
+/// Smallest address-space reservation for the map.
+const MIN_RESERVE: u64 = 64 << 20;
+
+/// The open `blob.dat`.
+pub struct BlobLog {
+    path: PathBuf,
+    file: File,
+    writable: bool,
+    header: FileHeader,
+    map: RwLock<Arc<Mmap>>,
+    /// A length known to be present in the file (refreshed from `stat` when a read
+    /// asks for more).
+    known_len: AtomicU64,
+}
+
+/// A view of the log's first `len` bytes that stays valid while held, even if the
+/// log is remapped or replaced by compaction meanwhile.
+#[derive(Clone)]
+pub struct LogSnapshot {
+    map: Arc<Mmap>,
+    len: usize,
+    path: Arc<Path>,
+}
+
+impl LogSnapshot {
+    /// The log's bytes, file header included.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map[..self.len]
+    }
+
+    /// Decode and check the record at `offset`.
+    pub fn record_at(&self, offset: u64) -> Result<RecordView<'_>> {
+        if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || offset % 8 != 0 {
+            return Err(StoreError::Corrupt {
+                path: self.path.to_path_buf(),
+                offset,
+                reason: format!(
+                    "offset is outside the log (length {}) or unaligned",
+                    self.len
+                ),
+            });
+        }
+        decode_record(&self.bytes()[offset as usize..]).map_err(|e| StoreError::Corrupt {
+            path: self.path.to_path_buf(),
+            offset,
+            reason: e.to_string(),
+        })
+    }
+}
+
+fn reserve_for(len: u64) -> u64 {
+    (len.saturating_mul(2)).next_power_of_two().max(MIN_RESERVE)
+}
+
+impl BlobLog {
+    /// Write a new, empty log (header only) at `path`, atomically: a crash leaves either
+    /// no file or a whole one.
+    pub fn create(path: &Path, header: &FileHeader) -> Result<()> {
+        let tmp = path.with_extension("dat.new");
+        let f = File::create(&tmp).map_err(StoreError::io("create", &tmp))?;
+        f.write_all_at(header.as_bytes(), 0)
+            .map_err(StoreError::io("write", &tmp))?;
+        f.sync_all().map_err(StoreError::io("sync", &tmp))?;
+        std::fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
+        sync_dir(path)
+    }
+
+    /// Open an existing log and check its header.
+    pub fn open(path: &Path) -> Result<BlobLog> {
+        let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => (
+                File::open(path).map_err(StoreError::io("open", path))?,
+                false,
+            ),
+            Err(e) => return Err(StoreError::io("open", path)(e)),
+        };
+        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        let mut head = [0u8; FILE_HEADER_LEN];
+        let n = file
+            .read_at(&mut head, 0)
+            .map_err(StoreError::io("read", path))?;
+        let header = FileHeader::decode(&head[..n]).map_err(|source| StoreError::Format {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let map = map_file(&file, path, reserve_for(len))?;
+        Ok(BlobLog {
+            path: path.to_path_buf(),
+            file,
+            writable,
+            header,
+            map: RwLock::new(Arc::new(map)),
+            known_len: AtomicU64::new(len),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The file's current length, from `stat`.
+    pub fn len(&self) -> Result<u64> {
+        let len = self
+            .file
+            .metadata()
+            .map_err(StoreError::io("stat", &self.path))?
+            .len();
+        self.known_len.store(len, Ordering::Release);
+        Ok(len)
+    }
+
+    /// A snapshot covering `[0, end)`. Fails if the file is shorter than `end`.
+    pub fn snapshot(&self, end: u64) -> Result<LogSnapshot> {
+        if end > self.known_len.load(Ordering::Acquire) && end > self.len()? {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                offset: end,
+                reason: format!(
+                    "the log is shorter ({} bytes) than the tracker expects",
+                    self.known_len.load(Ordering::Acquire)
+                ),
+            });
+        }
+        let current = self.map.read().map_err(|_| poisoned(&self.path))?.clone();
+        let map = if (current.len() as u64) >= end {
+            current
+        } else {
+            let mut slot = self.map.write().map_err(|_| poisoned(&self.path))?;
+            if (slot.len() as u64) < end {
+                *slot = Arc::new(map_file(&self.file, &self.path, reserve_for(end))?);
+            }
+            slot.clone()
+        };
+        Ok(LogSnapshot {
+            map,
+            len: end as usize,
+            path: Arc::from(self.path.as_path()),
+        })
+    }
+
+    /// Write `bytes` at `offset`. The caller holds the writer lock and owns the tail.
+    pub fn write_at(&self, offset: u64, bytes: &[u8]) -> Result<()> {
+        if !self.writable {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        self.file
+            .write_all_at(bytes, offset)
+            .map_err(StoreError::io("write", &self.path))?;
+        self.known_len
+            .fetch_max(offset + bytes.len() as u64, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Make everything written so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(StoreError::io("sync", &self.path))
+    }
+
+    /// Cut the file to `len` bytes (dropping a torn tail) and make that durable.
+    pub fn truncate(&self, len: u64) -> Result<()> {
+        if !self.writable {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        self.file
+            .set_len(len)
+            .map_err(StoreError::io("truncate", &self.path))?;
+        self.known_len.store(len, Ordering::Release);
+        self.file
+            .sync_all()
+            .map_err(StoreError::io("sync", &self.path))
+    }
+}
+
+fn map_file(file: &File, path: &Path, reserve: u64) -> Result<Mmap> {
+    // SAFETY: the map is read-only and shared. engram never rewrites bytes below the
+    // committed end of a log, and only reads bytes below the length `stat` reported,
+    // so the bytes seen through the map do not change under a reader; compaction
+    // replaces the file by rename, leaving this mapping on the old inode.
+    unsafe { MmapOptions::new().len(reserve as usize).map(file) }
+        .map_err(StoreError::io("mmap", path))
+}
+
+fn poisoned(path: &Path) -> StoreError {
+    StoreError::Invalid(format!(
+        "the map of {} was poisoned by a panic in another thread",
+        path.display()
+    ))
+}
+
+/// fsync the directory holding `path`, so a rename or create in it is durable.
+pub(crate) fn sync_dir(path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io("sync directory", dir))
+}
+
+impl From<(PathBuf, FormatError)> for StoreError {
+    fn from((path, source): (PathBuf, FormatError)) -> Self {
+        StoreError::Format { path, source }
+    }
+}

@@ -1,0 +1,189 @@
+//! Compaction: rewrite `blob.dat` keeping only live records, then swap it in.
+//!
+//! Kept: each key's live Put, its live vectors, and every Event (the audit trail is
+//! never rewritten away). Records are copied byte for byte — same sequence numbers,
+//! same checksums — into one batch closed by a commit whose sequence number is the old
+//! log's last, so numbering never goes backwards. The new file gets the next
+//! generation; the swap is a rename, and the tracker is rebuilt in a transaction that
+//! commits only after the rename, so a crash at any point leaves a store that opens:
+//! either the old log with its tracker, or the new log with a tracker that the next
+//! open sees is of another generation and rebuilds.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use zerocopy::IntoBytes;
+
+use super::blob_log::{sync_dir, BlobLog};
+use super::error::{Result, StoreError};
+use super::lock::WriterLock;
+use super::scan::{scan_batches, ScanStart};
+use super::{vectors, Store, BLOB_FILE, LOCK_FILE};
+use crate::format::{
+    encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, FILE_HEADER_LEN,
+};
+
+/// What compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactReport {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub records_before: u64,
+    pub records_after: u64,
+    pub generation: u64,
+}
+
+pub(super) fn compact(store: &Store) -> Result<CompactReport> {
+    let _in_process = store
+        .write_mutex
+        .lock()
+        .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
+    let _lock = WriterLock::acquire(&store.dir.join(LOCK_FILE))?;
+    let mut db = store.db()?;
+    let meta = store.refresh_locked(&mut db)?;
+    let blob = store.blob()?;
+    let snap = blob.snapshot(meta.applied_end)?;
+
+    let mut live: HashSet<u64> = HashSet::new();
+    {
+        let mut stmt =
+            db.prepare("SELECT offset FROM records UNION ALL SELECT offset FROM vectors")?;
+        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        for row in rows {
+            live.insert(row? as u64);
+        }
+    }
+
+    let new_path = store.dir.join("blob.dat.compact");
+    let old = blob.header();
+    let header = FileHeader::new(old.generation.get() + 1, old.store_id, old.created_ms.get());
+    let out = File::create(&new_path).map_err(StoreError::io("create", &new_path))?;
+    let mut writer = Appender {
+        file: &out,
+        path: &new_path,
+        buf: Vec::with_capacity(4 << 20),
+        offset: 0,
+    };
+    writer.push(header.as_bytes())?;
+
+    let mut records_before = 0u64;
+    let mut kept = 0u32;
+    let mut first_seq = 0u64;
+    let mut crc = BatchCrc::new();
+    scan_batches(
+        snap.bytes(),
+        ScanStart {
+            offset: FILE_HEADER_LEN as u64,
+            last_commit: 0,
+            last_seq: 0,
+        },
+        |batch| -> Result<()> {
+            records_before += batch.records.len() as u64 + 1;
+            for (offset, rec) in &batch.records {
+                if rec.kind == RecordKind::Event || live.contains(offset) {
+                    let raw = &snap.bytes()[*offset as usize..*offset as usize + rec.record_len()];
+                    writer.push(raw)?;
+                    crc.push(rec.crc());
+                    if kept == 0 {
+                        first_seq = rec.seq();
+                    }
+                    kept += 1;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    if kept > 0 {
+        let commit = CommitBody::new(FILE_HEADER_LEN as u64, 0, kept, crc.finish(), first_seq);
+        let mut rec = Vec::new();
+        encode_record(
+            &RecordFields {
+                kind: RecordKind::Commit,
+                flags: 0,
+                key_hash: 0,
+                seq: meta.applied_seq,
+                timestamp_ms: super::now_ms(),
+                meta: b"",
+                body: commit.as_bytes(),
+            },
+            &mut rec,
+        )
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        writer.push(&rec)?;
+    }
+    writer.flush()?;
+    let bytes_after = writer.offset;
+    out.sync_all().map_err(StoreError::io("sync", &new_path))?;
+    drop(out);
+
+    // Rebuild the tracker from the new file inside a transaction that commits only
+    // after the rename (see the module comment for why this order is crash-safe).
+    let fresh = BlobLog::open(&new_path)?;
+    let old_blob = std::mem::replace(
+        &mut *store
+            .blob
+            .write()
+            .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))?,
+        std::sync::Arc::new(fresh),
+    );
+    let blob_path = store.dir.join(BLOB_FILE);
+    let result = store.rebuild_locked_with(&mut db, || {
+        std::fs::rename(&new_path, &blob_path).map_err(StoreError::io("rename", &new_path))?;
+        sync_dir(&blob_path)
+    });
+    if let Err(e) = result {
+        if new_path.exists() {
+            // The swap did not happen: the old log is still the store's.
+            *store
+                .blob
+                .write()
+                .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))? = old_blob;
+            let _ = std::fs::remove_file(&new_path);
+        } else {
+            // The new log is in place but its tracker did not commit: point at the new
+            // file; the next writer or open sees the generation differ and rebuilds.
+            store.reload_blob()?;
+        }
+        return Err(e);
+    }
+    *store
+        .blob
+        .write()
+        .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))? =
+        std::sync::Arc::new(BlobLog::open(&blob_path)?);
+    vectors::rebuild_caches(store, &db)?;
+    Ok(CompactReport {
+        bytes_before: meta.applied_end,
+        bytes_after,
+        records_before,
+        records_after: kept as u64 + u64::from(kept > 0),
+        generation: header.generation.get(),
+    })
+}
+
+/// Buffered sequential writer for the new log.
+struct Appender<'a> {
+    file: &'a File,
+    path: &'a std::path::Path,
+    buf: Vec<u8>,
+    offset: u64,
+}
+
+impl Appender<'_> {
+    fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= 4 << 20 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.file
+            .write_all_at(&self.buf, self.offset)
+            .map_err(StoreError::io("write", self.path))?;
+        self.offset += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,54 @@
+//! The store's typed errors. Each message says what was wrong and, where there is
+//! one, what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::format::FormatError;
+
+/// Everything that can go wrong in the store layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not an engram store: {reason}")]
+    NotAStore { path: PathBuf, reason: String },
+    #[error("{path}: {source}")]
+    Format {
+        path: PathBuf,
+        #[source]
+        source: FormatError,
+    },
+    #[error("record at offset {offset} of {path} is damaged: {reason}; run `engram verify` on a copy of the store, then `engram rebuild` or restore from a backup")]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    #[error("tracker.db: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("vector cache: {0}")]
+    VectorCache(#[from] crate::store::vector_cache::VectorCacheError),
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    #[error("the store at {path} was opened read-only; it cannot be written")]
+    ReadOnly { path: PathBuf },
+}
+
+impl StoreError {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> StoreError {
+        let path = path.into();
+        move |source| StoreError::Io { op, path, source }
+    }
+}
+
+/// Shorthand for the store's results.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,307 @@
+//! The storage engine: one store directory holding `blob.dat` (the source of truth),
+//! `tracker.db` (derived, SQLite) and vector caches (derived).
+//!
+//! [`Store`] owns the commit protocol of format-spec/blob-log.md: append a batch and
+//! its commit record, make them durable per [`Durability`], then apply the batch to the
+//! tracker in one transaction. Opening a store replays committed batches the tracker
+//! has not seen and drops an uncommitted tail. The store knows keys, records and
+//! projections; it must never know what a memory, a symbol or a prompt is.
+
+mod batch;
+mod blob_log;
+mod compact;
+mod error;
+mod lock;
+mod recovery;
+mod scan;
+mod tracker;
+pub mod vector_cache;
+mod vectors;
+mod verify;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+use serde_json::{Map, Value};
+
+pub use batch::WriteBatch;
+pub use blob_log::LogSnapshot;
+pub use compact::CompactReport;
+pub use error::{Result, StoreError};
+pub use recovery::OpenReport;
+pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
+pub use tracker::{Change, Location, Projection, TrackerMeta};
+pub use vectors::VectorMatch;
+pub use verify::{verify, Problem, VerifyReport};
+pub use writer::BatchWriter;
+
+use blob_log::BlobLog;
+use lock::WriterLock;
+
+/// File names inside a store directory.
+pub const BLOB_FILE: &str = "blob.dat";
+pub const TRACKER_FILE: &str = "tracker.db";
+pub const LOCK_FILE: &str = "LOCK";
+
+/// When a committed batch is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// fsync (fdatasync) every batch before it is acknowledged. The default.
+    #[default]
+    Always,
+    /// fsync only on [`Store::flush`] and when the store is dropped: for bulk loads.
+    Batch,
+    /// Never fsync; the OS writes back when it likes. A power loss may lose recent
+    /// batches, never corrupt older ones.
+    Never,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "always" => Ok(Durability::Always),
+            "batch" => Ok(Durability::Batch),
+            "never" => Ok(Durability::Never),
+            _ => Err(format!(
+                "durability {s:?} is not one of always, batch, never"
+            )),
+        }
+    }
+}
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub durability: Durability,
+    /// Create the directory and an empty store when missing (default true).
+    pub create: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            durability: Durability::Always,
+            create: true,
+        }
+    }
+}
+
+/// A key's live value, copied out of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub key: String,
+    pub seq: u64,
+    pub timestamp_ms: u64,
+    pub offset: u64,
+    pub meta: Map<String, Value>,
+    pub body: Vec<u8>,
+}
+
+/// What a commit wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitInfo {
+    pub first_seq: u64,
+    pub commit_seq: u64,
+    pub commit_offset: u64,
+}
+
+/// An open store. Shareable between threads (`Arc<Store>`); any number of processes
+/// may open the same directory.
+pub struct Store {
+    dir: PathBuf,
+    options: StoreOptions,
+    blob: RwLock<Arc<BlobLog>>,
+    db: Mutex<Connection>,
+    projections: Vec<Box<dyn Projection>>,
+    /// Serialises writers inside this process; the file lock does it across processes.
+    write_mutex: Mutex<()>,
+    open_report: OpenReport,
+}
+
+impl Store {
+    /// Open (or create) the store in `dir` with the given projections.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        options: StoreOptions,
+        projections: Vec<Box<dyn Projection>>,
+    ) -> Result<Store> {
+        recovery::open(dir.as_ref(), options, projections)
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What opening the store found and repaired.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.open_report
+    }
+
+    fn projection_refs(&self) -> Vec<&dyn Projection> {
+        self.projections.iter().map(|p| p.as_ref()).collect()
+    }
+
+    fn db(&self) -> Result<MutexGuard<'_, Connection>> {
+        self.db
+            .lock()
+            .map_err(|_| StoreError::Invalid("tracker connection poisoned by a panic".into()))
+    }
+
+    fn blob(&self) -> Result<Arc<BlobLog>> {
+        Ok(self
+            .blob
+            .read()
+            .map_err(|_| StoreError::Invalid("blob log handle poisoned by a panic".into()))?
+            .clone())
+    }
+
+    /// Commit a batch: durable (per [`Durability`]) and visible to every reader when
+    /// this returns.
+    pub fn commit(&self, batch: &WriteBatch) -> Result<CommitInfo> {
+        if batch.is_empty() {
+            return Err(StoreError::Invalid(
+                "an empty batch cannot be committed".into(),
+            ));
+        }
+        let mut writer = BatchWriter::begin(self)?;
+        writer.extend(batch)?;
+        writer.finish()
+    }
+
+    /// Start a batch streamed straight into the log (for batches larger than memory).
+    /// It holds the writer lock until finished or dropped; dropping it unfinished
+    /// discards it.
+    pub fn begin_batch(&self) -> Result<BatchWriter<'_>> {
+        BatchWriter::begin(self)
+    }
+
+    /// Make every committed batch durable (for [`Durability::Batch`] and `Never`).
+    pub fn flush(&self) -> Result<()> {
+        self.blob()?.sync()
+    }
+
+    /// The live value of `key`, if any.
+    pub fn get(&self, key: &str) -> Result<Option<Record>> {
+        let h = crate::key::hash64(key);
+        for attempt in 0..2 {
+            let (loc, generation) = {
+                let mut db = self.db()?;
+                let tx = db.transaction()?;
+                let generation = tracker::read_meta(&tx)?.map(|m| m.generation).unwrap_or(0);
+                (tracker::locate(&tx, h)?, generation)
+            };
+            let Some(loc) = loc else { return Ok(None) };
+            if loc.key != key {
+                return Ok(None); // a different key with the same 64-bit hash
+            }
+            let blob = self.blob()?;
+            if blob.header().generation.get() != generation && attempt == 0 {
+                self.reload_blob()?;
+                continue;
+            }
+            let snap = blob.snapshot(loc.offset + loc.length)?;
+            let rec = snap.record_at(loc.offset)?;
+            let (meta, rkey) =
+                tracker::record_meta(&rec).map_err(|reason| StoreError::Corrupt {
+                    path: blob.path().to_path_buf(),
+                    offset: loc.offset,
+                    reason,
+                })?;
+            if rkey != key {
+                return Err(StoreError::Corrupt {
+                    path: blob.path().to_path_buf(),
+                    offset: loc.offset,
+                    reason: format!("tracker says {key:?} lives here, the record says {rkey:?}; run `engram rebuild`"),
+                });
+            }
+            return Ok(Some(Record {
+                key: rkey,
+                seq: rec.seq(),
+                timestamp_ms: rec.timestamp_ms(),
+                offset: loc.offset,
+                meta,
+                body: rec.body.to_vec(),
+            }));
+        }
+        Err(StoreError::Invalid(
+            "the log was replaced twice during one read; retry".into(),
+        ))
+    }
+
+    /// A snapshot of the log up to the last commit the tracker has applied.
+    pub fn snapshot(&self) -> Result<LogSnapshot> {
+        let end = self.meta()?.applied_end;
+        self.blob()?.snapshot(end)
+    }
+
+    /// The tracker's bookkeeping.
+    pub fn meta(&self) -> Result<TrackerMeta> {
+        let db = self.db()?;
+        tracker::read_meta(&db)?
+            .ok_or_else(|| StoreError::Invalid("tracker.db is not initialised".into()))
+    }
+
+    /// Run `f` with the tracker connection, for the query tables of upper layers.
+    /// Write nothing through it: the tracker is derived from the log.
+    pub fn with_tracker<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let db = self.db()?;
+        f(&db)
+    }
+
+    /// Number of live keys.
+    pub fn live_records(&self) -> Result<u64> {
+        self.with_tracker(|db| {
+            Ok(db.query_row("SELECT count(*) FROM records", [], |r| r.get::<_, i64>(0))? as u64)
+        })
+    }
+
+    /// Recreate every derived file from `blob.dat` alone.
+    pub fn rebuild(&self) -> Result<OpenReport> {
+        let _in_process = self
+            .write_mutex
+            .lock()
+            .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
+        let _lock = WriterLock::acquire(&self.dir.join(LOCK_FILE))?;
+        let mut db = self.db()?;
+        let report = self.rebuild_locked(&mut db)?;
+        vectors::rebuild_caches(self, &db)?;
+        Ok(report)
+    }
+
+    /// Rewrite the log without dead records and swap it in atomically.
+    pub fn compact(&self) -> Result<CompactReport> {
+        compact::compact(self)
+    }
+
+    /// Top-k nearest keys to `query` among `embedder`'s vectors (cosine similarity).
+    pub fn vector_search(
+        &self,
+        embedder: &str,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<VectorMatch>> {
+        vectors::search(self, embedder, query, k)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.options.durability == Durability::Batch {
+            if let Ok(blob) = self.blob() {
+                let _ = blob.sync();
+            }
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,340 @@
+//! Opening a store: bringing the tracker level with the log.
+//!
+//! On a clean open this costs a `stat` and one small SQLite read, whatever the log's
+//! size. Otherwise, under the writer lock, it replays committed batches the tracker has
+//! not applied, drops an uncommitted tail, or rebuilds the tracker when it does not
+//! belong to this log (other store, other generation, other schema, or ahead of the
+//! log after a power loss). It never drops a committed batch.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+use rusqlite::Connection;
+
+use super::blob_log::BlobLog;
+use super::error::{Result, StoreError};
+use super::lock::WriterLock;
+use super::scan::{scan_batches, ScanStart};
+use super::tracker::{self, Projection, TrackerMeta};
+use super::{vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
+use crate::format::{FileHeader, FormatError, RecordKind, FILE_HEADER_LEN};
+
+/// What opening (or rebuilding) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// The store was created by this open.
+    pub created: bool,
+    /// Committed batches applied to the tracker that it had not seen.
+    pub replayed_batches: u64,
+    /// Bytes of uncommitted tail dropped, with the reason.
+    pub truncated_bytes: u64,
+    pub truncated_reason: Option<String>,
+    /// Why the tracker was rebuilt from the log, when it was.
+    pub rebuilt: Option<String>,
+}
+
+enum Need {
+    Clean,
+    CatchUp(TrackerMeta),
+    Rebuild(String),
+}
+
+pub(super) fn open(
+    dir: &Path,
+    options: StoreOptions,
+    projections: Vec<Box<dyn Projection>>,
+) -> Result<Store> {
+    let blob_path = dir.join(BLOB_FILE);
+    let mut report = OpenReport::default();
+    if !dir.exists() {
+        if !options.create {
+            return Err(StoreError::NotAStore {
+                path: dir.into(),
+                reason: "the directory does not exist".into(),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(StoreError::io("create directory", dir))?;
+    }
+    if !dir.is_dir() {
+        return Err(StoreError::NotAStore {
+            path: dir.into(),
+            reason: "it is not a directory".into(),
+        });
+    }
+    if !blob_path.exists() {
+        refuse_foreign_directory(dir)?;
+        if !options.create {
+            return Err(StoreError::NotAStore {
+                path: dir.into(),
+                reason: format!("it has no {BLOB_FILE}"),
+            });
+        }
+        let _lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        if !blob_path.exists() {
+            let mut id = [0u8; 16];
+            getrandom::getrandom(&mut id)
+                .map_err(|e| StoreError::Invalid(format!("no randomness for a store id: {e}")))?;
+            BlobLog::create(&blob_path, &FileHeader::new(1, id, super::now_ms()))?;
+            report.created = true;
+        }
+    }
+    let blob = BlobLog::open(&blob_path).map_err(|e| match e {
+        StoreError::Format {
+            source: FormatError::NotABlobLog,
+            ..
+        } => StoreError::NotAStore {
+            path: dir.into(),
+            reason: format!("{BLOB_FILE} is not an engram blob log"),
+        },
+        other => other,
+    })?;
+    let refs: Vec<&dyn Projection> = projections.iter().map(|p| p.as_ref()).collect();
+    let db = tracker::open(&dir.join(TRACKER_FILE), &refs)?;
+    drop(refs);
+    let store = Store {
+        dir: dir.to_path_buf(),
+        options,
+        blob: RwLock::new(Arc::new(blob)),
+        db: Mutex::new(db),
+        projections,
+        write_mutex: Mutex::new(()),
+        open_report: OpenReport::default(),
+    };
+    let mut db = store.db()?;
+    if !matches!(store.need(&db)?, Need::Clean) {
+        let _in_process = store
+            .write_mutex
+            .lock()
+            .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
+        let _lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        let r = store.bring_level(&mut db)?;
+        report.replayed_batches = r.replayed_batches;
+        report.truncated_bytes = r.truncated_bytes;
+        report.truncated_reason = r.truncated_reason;
+        report.rebuilt = r.rebuilt;
+    }
+    drop(db);
+    let mut store = store;
+    store.open_report = report;
+    Ok(store)
+}
+
+/// A directory with files but no blob log is somebody else's: never write into it.
+fn refuse_foreign_directory(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(StoreError::io("read directory", dir))?;
+    for entry in entries {
+        let entry = entry.map_err(StoreError::io("read directory", dir))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name == LOCK_FILE
+            || name.starts_with(TRACKER_FILE)
+            || name.starts_with("vectors")
+            || name.starts_with("blob.dat");
+        if !ours {
+            return Err(StoreError::NotAStore {
+                path: dir.into(),
+                reason: format!("it holds {name:?} but no {BLOB_FILE}; use an empty or new directory for a store"),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Decide, without the lock, whether the tracker reflects the log exactly.
+    fn need(&self, db: &Connection) -> Result<Need> {
+        let blob = self.blob()?;
+        let Some(meta) = tracker::read_meta(db)? else {
+            return Ok(Need::Rebuild(
+                "tracker.db is new or was never initialised".into(),
+            ));
+        };
+        let h = blob.header();
+        if meta.store_id != hex(&h.store_id) {
+            return Ok(Need::Rebuild("tracker.db belongs to another store".into()));
+        }
+        if meta.generation != h.generation.get() {
+            return Ok(Need::Rebuild(format!(
+                "tracker.db reflects log generation {}, the log is generation {}",
+                meta.generation,
+                h.generation.get()
+            )));
+        }
+        if meta.schema != tracker::schema_fingerprint(&self.projection_refs()) {
+            return Ok(Need::Rebuild(format!(
+                "tracker.db schema {} is not this build's",
+                meta.schema
+            )));
+        }
+        let len = blob.len()?;
+        if meta.applied_end > len {
+            return Ok(Need::Rebuild(
+                "tracker.db is ahead of the log (a power loss with durability other than always?)"
+                    .into(),
+            ));
+        }
+        if meta.last_commit != 0 {
+            let snap = blob.snapshot(meta.applied_end)?;
+            let ok = snap
+                .record_at(meta.last_commit)
+                .map(|r| r.kind == RecordKind::Commit && r.seq() == meta.applied_seq)
+                .unwrap_or(false);
+            if !ok {
+                return Ok(Need::Rebuild(
+                    "tracker.db's last commit is not in the log".into(),
+                ));
+            }
+        }
+        Ok(if len > meta.applied_end {
+            Need::CatchUp(meta)
+        } else {
+            Need::Clean
+        })
+    }
+
+    /// Reopen `blob.dat` if compaction replaced it since we opened it.
+    pub(super) fn reload_blob(&self) -> Result<()> {
+        let fresh = BlobLog::open(&self.dir.join(BLOB_FILE))?;
+        let mut slot = self
+            .blob
+            .write()
+            .map_err(|_| StoreError::Invalid("blob log handle poisoned".into()))?;
+        if slot.header().generation.get() != fresh.header().generation.get() {
+            *slot = Arc::new(fresh);
+        }
+        Ok(())
+    }
+
+    /// With the writer lock held: make the tracker reflect every committed batch and
+    /// return its bookkeeping, ready for an append at `applied_end`.
+    pub(super) fn refresh_locked(&self, db: &mut Connection) -> Result<TrackerMeta> {
+        if let Some(m) = tracker::read_meta(db)? {
+            if m.generation != self.blob()?.header().generation.get() {
+                self.reload_blob()?;
+            }
+        }
+        let report = self.bring_level(db)?;
+        if report.rebuilt.is_some() || report.replayed_batches > 0 {
+            vectors::rebuild_caches(self, db)?;
+        }
+        tracker::read_meta(db)?
+            .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))
+    }
+
+    fn bring_level(&self, db: &mut Connection) -> Result<OpenReport> {
+        match self.need(db)? {
+            Need::Clean => Ok(OpenReport::default()),
+            Need::CatchUp(meta) => self.catch_up_locked(db, meta),
+            Need::Rebuild(why) => {
+                tracing::warn!(store = %self.dir.display(), "rebuilding tracker.db: {why}");
+                let mut r = self.rebuild_locked(db)?;
+                r.rebuilt = Some(why);
+                Ok(r)
+            }
+        }
+    }
+
+    fn catch_up_locked(&self, db: &mut Connection, mut meta: TrackerMeta) -> Result<OpenReport> {
+        let blob = self.blob()?;
+        let len = blob.len()?;
+        let snap = blob.snapshot(len)?;
+        let projections = self.projection_refs();
+        let tx = db.transaction()?;
+        let mut report = OpenReport::default();
+        let end = scan_batches(
+            snap.bytes(),
+            ScanStart {
+                offset: meta.applied_end,
+                last_commit: meta.last_commit,
+                last_seq: meta.applied_seq,
+            },
+            |b| {
+                report.replayed_batches += 1;
+                tracker::apply_batch(&tx, &b, &projections, &mut meta)
+            },
+        )?;
+        tracker::write_meta(&tx, &meta)?;
+        tx.commit()?;
+        if report.replayed_batches > 0 {
+            tracing::info!(store = %self.dir.display(), batches = report.replayed_batches, "replayed committed batches into tracker.db");
+        }
+        self.drop_tail(&blob, len, end.committed_end, end.stopped, &mut report)?;
+        Ok(report)
+    }
+
+    pub(super) fn rebuild_locked(&self, db: &mut Connection) -> Result<OpenReport> {
+        self.rebuild_locked_with(db, || Ok(()))
+    }
+
+    /// Rebuild the tracker from the current log handle; `before_commit` runs after the
+    /// new tables are written and before their transaction commits (compaction swaps
+    /// the log there).
+    pub(super) fn rebuild_locked_with(
+        &self,
+        db: &mut Connection,
+        before_commit: impl FnOnce() -> Result<()>,
+    ) -> Result<OpenReport> {
+        let blob = self.blob()?;
+        let len = blob.len()?;
+        let snap = blob.snapshot(len)?;
+        let projections = self.projection_refs();
+        let h = blob.header();
+        let mut meta = TrackerMeta {
+            applied_seq: 0,
+            applied_end: FILE_HEADER_LEN as u64,
+            last_commit: 0,
+            generation: h.generation.get(),
+            store_id: hex(&h.store_id),
+            schema: tracker::schema_fingerprint(&projections),
+        };
+        let tx = db.transaction()?;
+        tracker::reset(&tx, &projections)?;
+        let mut report = OpenReport::default();
+        let end = scan_batches(
+            snap.bytes(),
+            ScanStart {
+                offset: FILE_HEADER_LEN as u64,
+                last_commit: 0,
+                last_seq: 0,
+            },
+            |b| {
+                report.replayed_batches += 1;
+                tracker::apply_batch(&tx, &b, &projections, &mut meta)
+            },
+        )?;
+        tracker::write_meta(&tx, &meta)?;
+        before_commit()?;
+        tx.commit()?;
+        self.drop_tail(&blob, len, end.committed_end, end.stopped, &mut report)?;
+        report.rebuilt = Some("requested".into());
+        Ok(report)
+    }
+
+    fn drop_tail(
+        &self,
+        blob: &BlobLog,
+        len: u64,
+        committed_end: u64,
+        stopped: Option<(u64, String)>,
+        report: &mut OpenReport,
+    ) -> Result<()> {
+        if committed_end >= len {
+            return Ok(());
+        }
+        let why = stopped
+            .map(|(o, w)| format!("at offset {o}: {w}"))
+            .unwrap_or_default();
+        tracing::warn!(store = %self.dir.display(), bytes = len - committed_end, "dropping uncommitted tail of blob.dat {why}");
+        report.truncated_bytes = len - committed_end;
+        report.truncated_reason = Some(why);
+        if blob.is_writable() {
+            blob.truncate(committed_end)?;
+        }
+        Ok(())
+    }
+}
+
+/// Lowercase hex of a byte string.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,329 @@
+//! `tracker.db`: the SQLite file derived from `blob.dat`.
+//!
+//! It maps each key hash to its live record, records the last sequence number applied,
+//! and holds the query tables of the layers above, which plug in as [`Projection`]s.
+//! Everything here can be thrown away and rebuilt from the log; so nothing may be
+//! written here that is not first in the log.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde_json::{Map, Value};
+
+use super::error::{Result, StoreError};
+use super::scan::Batch;
+use crate::format::{RecordKind, RecordView};
+use crate::key::hash64;
+
+/// A change a committed batch makes, as projections see it.
+#[derive(Debug)]
+pub enum Change<'a> {
+    /// A key's new live value.
+    Put {
+        key: &'a str,
+        key_hash: u64,
+        seq: u64,
+        timestamp_ms: u64,
+        offset: u64,
+        meta: &'a Map<String, Value>,
+        body: &'a [u8],
+    },
+    /// A key deleted.
+    Delete { key_hash: u64, seq: u64 },
+    /// An event record (audit trail).
+    Event {
+        seq: u64,
+        timestamp_ms: u64,
+        meta: &'a Map<String, Value>,
+        body: &'a [u8],
+    },
+}
+
+/// A set of query tables derived from the log by an upper layer.
+///
+/// The tracker calls `apply` for every change of every committed batch, in log order,
+/// inside the batch's transaction. Bump `version` when the tables or the mapping
+/// change: the tracker then rebuilds itself from the log on the next open.
+pub trait Projection: Send + Sync {
+    /// Stable name, part of the schema fingerprint.
+    fn name(&self) -> &'static str;
+    /// Version of the tables and the mapping.
+    fn version(&self) -> u32;
+    /// Create the tables (`IF NOT EXISTS`).
+    fn create(&self, db: &Connection) -> rusqlite::Result<()>;
+    /// Drop the tables (for a rebuild).
+    fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()>;
+    /// Reflect one change.
+    fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()>;
+}
+
+/// Where a key's live record is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub key: String,
+    pub offset: u64,
+    pub length: u64,
+    pub seq: u64,
+    pub timestamp_ms: u64,
+}
+
+/// The tracker's bookkeeping: how far into the log it reflects.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TrackerMeta {
+    pub applied_seq: u64,
+    pub applied_end: u64,
+    pub last_commit: u64,
+    pub generation: u64,
+    pub store_id: String,
+    pub schema: String,
+}
+
+const CORE_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (
+    key_hash INTEGER PRIMARY KEY, key TEXT NOT NULL, offset INTEGER NOT NULL,
+    length INTEGER NOT NULL, seq INTEGER NOT NULL, timestamp_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (
+    key_hash INTEGER NOT NULL, embedder TEXT NOT NULL, offset INTEGER NOT NULL,
+    dim INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key_hash, embedder)) WITHOUT ROWID;
+";
+
+/// Version of the core tables above; part of the schema fingerprint.
+const CORE_VERSION: u32 = 1;
+
+/// The schema fingerprint for a set of projections.
+pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
+    let mut s = format!("core:{CORE_VERSION}");
+    for p in projections {
+        s.push_str(&format!(";{}:{}", p.name(), p.version()));
+    }
+    s
+}
+
+/// Open `tracker.db` with the settings every connection uses, and create the core
+/// tables and the projections' tables if missing.
+pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> {
+    let db = Connection::open(path)?;
+    db.busy_timeout(Duration::from_secs(30))?;
+    // WAL lets readers run beside the one writer; NORMAL is enough because the log,
+    // not the tracker, is what must survive a crash: lost tracker commits are replayed.
+    db.pragma_update(None, "journal_mode", "WAL")?;
+    db.pragma_update(None, "synchronous", "NORMAL")?;
+    db.execute_batch(CORE_SCHEMA)?;
+    for p in projections {
+        p.create(&db)?;
+    }
+    Ok(db)
+}
+
+/// Read the bookkeeping; `None` for a tracker that has never been initialised.
+pub fn read_meta(db: &Connection) -> Result<Option<TrackerMeta>> {
+    let get = |name: &str| -> Result<Option<String>> {
+        Ok(db
+            .query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    };
+    let Some(schema) = get("schema")? else {
+        return Ok(None);
+    };
+    let num = |name: &str| -> Result<u64> {
+        get(name)?.and_then(|v| v.parse().ok()).ok_or_else(|| {
+            StoreError::Invalid(format!(
+                "tracker.db meta {name} is missing; run `engram rebuild`"
+            ))
+        })
+    };
+    Ok(Some(TrackerMeta {
+        applied_seq: num("applied_seq")?,
+        applied_end: num("applied_end")?,
+        last_commit: num("last_commit")?,
+        generation: num("generation")?,
+        store_id: get("store_id")?.unwrap_or_default(),
+        schema,
+    }))
+}
+
+/// Write the bookkeeping (inside the caller's transaction).
+pub fn write_meta(db: &Connection, m: &TrackerMeta) -> Result<()> {
+    let mut stmt =
+        db.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)")?;
+    for (name, value) in [
+        ("applied_seq", m.applied_seq.to_string()),
+        ("applied_end", m.applied_end.to_string()),
+        ("last_commit", m.last_commit.to_string()),
+        ("generation", m.generation.to_string()),
+        ("store_id", m.store_id.clone()),
+        ("schema", m.schema.clone()),
+    ] {
+        stmt.execute(params![name, value])?;
+    }
+    Ok(())
+}
+
+/// Drop every table (core and projections) and create them empty.
+pub fn reset(db: &Connection, projections: &[&dyn Projection]) -> Result<()> {
+    db.execute_batch(
+        "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS vectors; DROP TABLE IF EXISTS meta;",
+    )?;
+    for p in projections {
+        p.drop_tables(db)?;
+    }
+    db.execute_batch(CORE_SCHEMA)?;
+    for p in projections {
+        p.create(db)?;
+    }
+    Ok(())
+}
+
+/// Look up a key's live record.
+pub fn locate(db: &Connection, key_hash: u64) -> Result<Option<Location>> {
+    Ok(db
+        .prepare_cached(
+            "SELECT key, offset, length, seq, timestamp_ms FROM records WHERE key_hash = ?1",
+        )?
+        .query_row([key_hash as i64], |r| {
+            Ok(Location {
+                key: r.get(0)?,
+                offset: r.get::<_, i64>(1)? as u64,
+                length: r.get::<_, i64>(2)? as u64,
+                seq: r.get::<_, i64>(3)? as u64,
+                timestamp_ms: r.get::<_, i64>(4)? as u64,
+            })
+        })
+        .optional()?)
+}
+
+/// The JSON metadata of a Put or Vector record, which must be an object naming the
+/// record's key.
+pub fn record_meta(
+    rec: &RecordView<'_>,
+) -> std::result::Result<(Map<String, Value>, String), String> {
+    let meta: Map<String, Value> = if rec.meta.is_empty() {
+        Map::new()
+    } else {
+        serde_json::from_slice(rec.meta)
+            .map_err(|e| format!("metadata is not a JSON object: {e}"))?
+    };
+    let key = meta
+        .get("key")
+        .and_then(Value::as_str)
+        .ok_or("metadata has no \"key\"")?
+        .to_string();
+    if hash64(&key) != rec.key_hash() {
+        return Err(format!(
+            "key {key:?} does not hash to the record's key hash"
+        ));
+    }
+    Ok((meta, key))
+}
+
+/// Apply one committed batch inside `tx` and advance the bookkeeping.
+pub fn apply_batch(
+    tx: &Transaction<'_>,
+    batch: &Batch<'_>,
+    projections: &[&dyn Projection],
+    meta: &mut TrackerMeta,
+) -> Result<()> {
+    for (offset, rec) in &batch.records {
+        apply_record(tx, *offset, rec, projections)?;
+    }
+    meta.applied_seq = batch.commit_seq;
+    meta.applied_end = batch.end;
+    meta.last_commit = batch.commit_offset;
+    Ok(())
+}
+
+fn apply_record(
+    tx: &Connection,
+    offset: u64,
+    rec: &RecordView<'_>,
+    projections: &[&dyn Projection],
+) -> Result<()> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        path: "blob.dat".into(),
+        offset,
+        reason,
+    };
+    let key_hash = rec.key_hash();
+    match rec.kind {
+        RecordKind::Put => {
+            let (meta, key) = record_meta(rec).map_err(corrupt)?;
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO records (key_hash, key, offset, length, seq, timestamp_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                key_hash as i64,
+                key,
+                offset as i64,
+                rec.record_len() as i64,
+                rec.seq() as i64,
+                rec.timestamp_ms() as i64
+            ])?;
+            // A new value makes embeddings of the old one stale.
+            tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
+                .execute(params![key_hash as i64, rec.seq() as i64])?;
+            let change = Change::Put {
+                key: &key,
+                key_hash,
+                seq: rec.seq(),
+                timestamp_ms: rec.timestamp_ms(),
+                offset,
+                meta: &meta,
+                body: rec.body,
+            };
+            for p in projections {
+                p.apply(tx, &change)?;
+            }
+        }
+        RecordKind::Tombstone => {
+            tx.prepare_cached("DELETE FROM records WHERE key_hash = ?1")?
+                .execute([key_hash as i64])?;
+            tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1")?
+                .execute([key_hash as i64])?;
+            let change = Change::Delete {
+                key_hash,
+                seq: rec.seq(),
+            };
+            for p in projections {
+                p.apply(tx, &change)?;
+            }
+        }
+        RecordKind::Vector => {
+            let (meta, _key) = record_meta(rec).map_err(corrupt)?;
+            let embedder = meta
+                .get("embedder")
+                .and_then(Value::as_str)
+                .ok_or_else(|| corrupt("vector record names no embedder".into()))?;
+            if rec.body.len() % 4 != 0 || rec.body.is_empty() {
+                return Err(corrupt("vector body is not a whole number of f32".into()));
+            }
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                key_hash as i64,
+                embedder,
+                offset as i64,
+                (rec.body.len() / 4) as i64,
+                rec.seq() as i64
+            ])?;
+        }
+        RecordKind::Event => {
+            let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
+            let change = Change::Event {
+                seq: rec.seq(),
+                timestamp_ms: rec.timestamp_ms(),
+                meta: &meta,
+                body: rec.body,
+            };
+            for p in projections {
+                p.apply(tx, &change)?;
+            }
+        }
+        RecordKind::Commit => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! Keeping the vector caches in step with the log, and searching them.
+//!
+//! Vector records in `blob.dat` are the truth; the tracker's `vectors` table says which
+//! are live; a cache file per embedder holds them flat for SIMD scans. After each
+//! commit, the committing writer (holding the writer lock) applies the batch to every
+//! cache and stamps it with the commit's sequence number. A cache whose stamp is not
+//! the tracker's applied sequence number is stale (a writer died between the two) and
+//! is rebuilt from the log under the writer lock. Never the other way round: nothing
+//! here writes to the log or the tracker's core tables.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::blob_log::LogSnapshot;
+use super::error::{Result, StoreError};
+use super::lock::WriterLock;
+use super::scan::Batch;
+use super::tracker;
+use super::vector_cache::{Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions};
+use super::verify::{Problem, VerifyReport};
+use super::{Store, LOCK_FILE};
+use crate::format::RecordKind;
+use crate::key::hash64;
+
+/// One result of [`Store::vector_search`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorMatch {
+    pub key: String,
+    pub key_hash: u64,
+    /// Cosine similarity, higher is closer.
+    pub score: f32,
+}
+
+/// The cache file of an embedder: readable name, and a hash so names never collide.
+pub fn cache_path(dir: &Path, embedder: &str) -> PathBuf {
+    let slug: String = embedder
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    dir.join(format!("vectors-{slug}-{:016x}.vec", hash64(embedder)))
+}
+
+fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
+    VectorCacheOptions {
+        dim,
+        embedder_id: hash64(embedder),
+        with_i8: true,
+        initial_capacity: 1024,
+    }
+}
+
+pub(super) fn batch_touches_vectors(batch: &Batch<'_>) -> bool {
+    batch.records.iter().any(|(_, r)| {
+        matches!(
+            r.kind,
+            RecordKind::Vector | RecordKind::Tombstone | RecordKind::Put
+        )
+    })
+}
+
+/// Embedders the tracker knows, with their dimension.
+fn embedders(db: &Connection) -> Result<Vec<(String, u32)>> {
+    let mut stmt = db.prepare_cached("SELECT embedder, max(dim) FROM vectors GROUP BY embedder")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u32))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row?);
+    }
+    Ok(out)
+}
+
+/// With the writer lock held, right after a batch starting at `start` was applied.
+pub(super) fn after_commit(
+    store: &Store,
+    db: &Connection,
+    snap: &LogSnapshot,
+    start: u64,
+    changed: bool,
+) -> Result<()> {
+    let meta = tracker::read_meta(db)?
+        .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))?;
+    for (embedder, dim) in embedders(db)? {
+        let path = cache_path(&store.dir, &embedder);
+        let cache = match VectorCache::open(&path, &options(dim, &embedder)) {
+            Ok(c) => Some(c),
+            Err(VectorCacheError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::warn!(cache = %path.display(), "rebuilding vector cache: {e}");
+                None
+            }
+        };
+        let mut cache = match cache {
+            Some(c) if changed => c,
+            Some(mut c) => {
+                c.set_seq(meta.applied_seq)?;
+                continue;
+            }
+            None => {
+                rebuild_one(store, db, &embedder, dim)?;
+                continue;
+            }
+        };
+        // Walk the batch just written: it ends at the commit the tracker now names.
+        let mut off = start;
+        let mut stale = false;
+        while off < meta.last_commit {
+            let rec = snap.record_at(off)?;
+            if off == start && rec.seq() != cache.seq() + 1 {
+                stale = true; // the cache missed an earlier batch
+                break;
+            }
+            match rec.kind {
+                RecordKind::Put | RecordKind::Tombstone => {
+                    cache.remove(rec.key_hash())?;
+                }
+                RecordKind::Vector => {
+                    let (m, _) = tracker::record_meta(&rec).map_err(StoreError::Invalid)?;
+                    if m.get("embedder").and_then(|v| v.as_str()) == Some(embedder.as_str()) {
+                        cache.upsert(rec.key_hash(), &f32s(rec.body))?;
+                    }
+                }
+                _ => {}
+            }
+            off += rec.record_len() as u64;
+        }
+        if stale {
+            drop(cache);
+            rebuild_one(store, db, &embedder, dim)?;
+        } else {
+            cache.set_seq(meta.applied_seq)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rebuild every embedder's cache from the log (writer lock held).
+pub(super) fn rebuild_caches(store: &Store, db: &Connection) -> Result<()> {
+    for (embedder, dim) in embedders(db)? {
+        rebuild_one(store, db, &embedder, dim)?;
+    }
+    Ok(())
+}
+
+fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Result<()> {
+    let meta = tracker::read_meta(db)?
+        .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))?;
+    let blob = store.blob()?;
+    let snap = blob.snapshot(meta.applied_end)?;
+    let path = cache_path(&store.dir, embedder);
+    let tmp = path.with_extension("vec.new");
+    let mut cache = VectorCache::create(&tmp, &options(dim, embedder))?;
+    let mut stmt =
+        db.prepare_cached("SELECT key_hash, offset FROM vectors WHERE embedder = ?1 ORDER BY seq")?;
+    let rows = stmt.query_map([embedder], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+    })?;
+    for row in rows {
+        let (h, offset) = row?;
+        let rec = snap.record_at(offset)?;
+        if rec.body.len() != dim as usize * 4 {
+            continue; // another dimension under the same name: not searchable together
+        }
+        cache.upsert(h, &f32s(rec.body))?;
+    }
+    cache.set_seq(meta.applied_seq)?;
+    cache.flush()?;
+    drop(cache);
+    std::fs::rename(&tmp, &path).map_err(StoreError::io("rename", &tmp))?;
+    Ok(())
+}
+
+fn f32s(body: &[u8]) -> Vec<f32> {
+    body.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+pub(super) fn search(
+    store: &Store,
+    embedder: &str,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<VectorMatch>> {
+    let (dim, applied) = {
+        let db = store.db()?;
+        let dim: Option<i64> = db
+            .query_row(
+                "SELECT max(dim) FROM vectors WHERE embedder = ?1",
+                [embedder],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten();
+        (
+            dim,
+            tracker::read_meta(&db)?.map(|m| m.applied_seq).unwrap_or(0),
+        )
+    };
+    let Some(dim) = dim else {
+        return Ok(Vec::new());
+    };
+    if query.len() != dim as usize {
+        return Err(StoreError::Invalid(format!(
+            "query has {} dimensions, {embedder}'s vectors have {dim}",
+            query.len()
+        )));
+    }
+    let path = cache_path(&store.dir, embedder);
+    let opts = options(dim as u32, embedder);
+    let cache = match VectorCache::open(&path, &opts) {
+        Ok(c) if c.seq() == applied => c,
+        _ => {
+            // Missing or stale: rebuild under the writer lock, then read it.
+            let _in_process = store
+                .write_mutex
+                .lock()
+                .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
+            let _lock = WriterLock::acquire(&store.dir.join(LOCK_FILE))?;
+            let mut db = store.db()?;
+            store.refresh_locked(&mut db)?;
+            let fresh = VectorCache::open(&path, &opts);
+            match fresh {
+                Ok(c) if Some(c.seq()) == tracker::read_meta(&db)?.map(|m| m.applied_seq) => c,
+                _ => {
+                    rebuild_one(store, &db, embedder, dim as u32)?;
+                    VectorCache::open(&path, &opts)?
+                }
+            }
+        }
+    };
+    let candidates = (k * 10).max(100);
+    let hits = cache.search(query, k, Metric::Cosine, ScanMode::I8Rerank { candidates })?;
+    let db = store.db()?;
+    let mut out = Vec::with_capacity(hits.len());
+    let mut stmt = db.prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?;
+    for h in hits {
+        let key: Option<String> = stmt
+            .query_row(params![h.key_hash as i64], |r| r.get(0))
+            .optional()?;
+        if let Some(key) = key {
+            out.push(VectorMatch {
+                key,
+                key_hash: h.key_hash,
+                score: h.score,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Check each cache against the tracker (for `verify`; reads only).
+pub(super) fn verify_caches(dir: &Path, db: &Connection, report: &mut VerifyReport) -> Result<()> {
+    let applied = tracker::read_meta(db)?.map(|m| m.applied_seq).unwrap_or(0);
+    for (embedder, dim) in embedders(db)? {
+        let path = cache_path(dir, &embedder);
+        if !path.exists() {
+            report.warnings.push(format!(
+                "no vector cache for {embedder}; it is rebuilt on first search"
+            ));
+            continue;
+        }
+        let cache = match VectorCache::open_read_only(&path, &options(dim, &embedder)) {
+            Ok(c) => c,
+            Err(e) => {
+                report.problems.push(Problem {
+                    file: "vector cache",
+                    offset: None,
+                    what: format!("{}: {e}", path.display()),
+                });
+                continue;
+            }
+        };
+        if cache.seq() != applied {
+            report.warnings.push(format!(
+                "vector cache for {embedder} is stale; it is rebuilt on first search"
+            ));
+            continue;
+        }
+        let mut stmt = db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1")?;
+        let rows = stmt.query_map([&embedder], |r| r.get::<_, i64>(0))?;
+        let mut n = 0u64;
+        let mut missing = 0u64;
+        for row in rows {
+            n += 1;
+            if cache.get(row? as u64).is_none() {
+                missing += 1;
+            }
+        }
+        if missing > 0 || cache.len() != n {
+            report.problems.push(Problem {
+                file: "vector cache",
+                offset: None,
+                what: format!(
+                    "{}: holds {} live rows, the tracker {n}; {missing} missing",
+                    path.display(),
+                    cache.len()
+                ),
+            });
+        }
+    }
+    Ok(())
+}

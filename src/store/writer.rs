@@ -1,0 +1,234 @@
+//! `BatchWriter`: one batch streamed into the log under the writer lock.
+//!
+//! Records are encoded with their sequence numbers as they come and written in
+//! multi-megabyte chunks, so a batch may be far larger than memory (an import). The
+//! batch exists only once `finish` has written its commit record; if the writer is
+//! dropped, fails or the process dies first, the bytes written are an uncommitted tail
+//! that is cut off (now, or by the next open). This is the only code that appends to
+//! `blob.dat` outside compaction.
+
+use std::sync::MutexGuard;
+
+use zerocopy::IntoBytes;
+
+use super::batch::{Op, WriteBatch};
+use super::blob_log::BlobLog;
+use super::error::{Result, StoreError};
+use super::lock::WriterLock;
+use super::scan::{scan_batches, ScanStart};
+use super::tracker::{self, TrackerMeta};
+use super::{vectors, CommitInfo, Durability, Store, LOCK_FILE};
+use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind};
+use crate::key::hash64;
+
+const FLUSH_AT: usize = 4 << 20;
+
+/// A batch being written; see the module doc. Holds the writer lock while alive.
+pub struct BatchWriter<'s> {
+    store: &'s Store,
+    _lock: WriterLock,
+    _in_process: MutexGuard<'s, ()>,
+    blob: std::sync::Arc<BlobLog>,
+    meta: TrackerMeta,
+    buf: Vec<u8>,
+    /// Where the next flush writes.
+    written_to: u64,
+    next_seq: u64,
+    records: u32,
+    crc: BatchCrc,
+    now_ms: u64,
+    finished: bool,
+}
+
+impl<'s> BatchWriter<'s> {
+    pub(super) fn begin(store: &'s Store) -> Result<BatchWriter<'s>> {
+        let in_process = store
+            .write_mutex
+            .lock()
+            .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
+        let lock = WriterLock::acquire(&store.dir.join(LOCK_FILE))?;
+        // The tracker connection is taken only to refresh and to apply, so readers in
+        // this process are not blocked while a long batch streams in.
+        let meta = store.refresh_locked(&mut *store.db()?)?;
+        let blob = store.blob()?;
+        if !blob.is_writable() {
+            return Err(StoreError::ReadOnly {
+                path: blob.path().to_path_buf(),
+            });
+        }
+        Ok(BatchWriter {
+            store,
+            _lock: lock,
+            _in_process: in_process,
+            blob,
+            written_to: meta.applied_end,
+            next_seq: meta.applied_seq + 1,
+            meta,
+            buf: Vec::with_capacity(64 << 10),
+            records: 0,
+            crc: BatchCrc::new(),
+            now_ms: super::now_ms(),
+            finished: false,
+        })
+    }
+
+    /// Records added so far.
+    pub fn len(&self) -> u32 {
+        self.records
+    }
+
+    /// True when nothing has been added.
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// Add every change of a [`WriteBatch`].
+    pub fn extend(&mut self, batch: &WriteBatch) -> Result<()> {
+        for op in &batch.ops {
+            self.push_op(op)?;
+        }
+        Ok(())
+    }
+
+    /// Add one change; see [`WriteBatch::put`] for what each kind means.
+    pub fn put(
+        &mut self,
+        key: &str,
+        meta: serde_json::Map<String, serde_json::Value>,
+        body: impl Into<Vec<u8>>,
+    ) -> Result<()> {
+        let mut one = WriteBatch::new();
+        one.put(key, meta, body)?;
+        self.extend(&one)
+    }
+
+    /// Delete a key and its vectors.
+    pub fn delete(&mut self, key: &str) -> Result<()> {
+        let mut one = WriteBatch::new();
+        one.delete(key)?;
+        self.extend(&one)
+    }
+
+    fn push_op(&mut self, op: &Op) -> Result<()> {
+        if self.records == u32::MAX {
+            return Err(StoreError::Invalid(
+                "a batch holds at most 4294967295 records".into(),
+            ));
+        }
+        let (kind, key_hash, meta, body): (_, _, &[u8], &[u8]) = match op {
+            Op::Put { key, meta, body } => (RecordKind::Put, hash64(key), meta, body),
+            Op::Delete { key } => (RecordKind::Tombstone, hash64(key), b"", b""),
+            Op::Vector { key, meta, body } => (RecordKind::Vector, hash64(key), meta, body),
+            Op::Event { meta, body } => (RecordKind::Event, 0, meta, body),
+        };
+        self.push_record(kind, key_hash, meta, body)
+    }
+
+    fn push_record(
+        &mut self,
+        kind: RecordKind,
+        key_hash: u64,
+        meta: &[u8],
+        body: &[u8],
+    ) -> Result<()> {
+        let fields = RecordFields {
+            kind,
+            flags: 0,
+            key_hash,
+            seq: self.next_seq,
+            timestamp_ms: self.now_ms,
+            meta,
+            body,
+        };
+        let crc = encode_record(&fields, &mut self.buf)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        if kind != RecordKind::Commit {
+            self.crc.push(crc);
+            self.records += 1;
+        }
+        self.next_seq += 1;
+        if self.buf.len() >= FLUSH_AT {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn flush_buf(&mut self) -> Result<()> {
+        self.blob.write_at(self.written_to, &self.buf)?;
+        self.written_to += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Write the commit record, make the batch durable, apply it to the tracker and
+    /// the vector caches. The batch is acknowledged when this returns `Ok`.
+    pub fn finish(mut self) -> Result<CommitInfo> {
+        if self.records == 0 {
+            return Err(StoreError::Invalid(
+                "an empty batch cannot be committed".into(),
+            ));
+        }
+        let start = self.meta.applied_end;
+        let first_seq = self.meta.applied_seq + 1;
+        let commit = CommitBody::new(
+            start,
+            self.meta.last_commit,
+            self.records,
+            self.crc.finish(),
+            first_seq,
+        );
+        self.push_record(RecordKind::Commit, 0, b"", commit.as_bytes())?;
+        let commit_seq = self.next_seq - 1;
+        self.flush_buf()?;
+        if self.store.options.durability == Durability::Always {
+            self.blob.sync()?;
+        }
+        // Apply what is now in the log through the same scan replay uses, so the
+        // tracker only ever reflects bytes that decode as a committed batch.
+        let snap = self.blob.snapshot(self.written_to)?;
+        let projections = self.store.projection_refs();
+        let mut meta = self.meta.clone();
+        let mut db = self.store.db()?;
+        let tx = db.transaction()?;
+        let mut touches_vectors = false;
+        let end = scan_batches(
+            snap.bytes(),
+            ScanStart {
+                offset: start,
+                last_commit: meta.last_commit,
+                last_seq: meta.applied_seq,
+            },
+            |b| {
+                touches_vectors |= vectors::batch_touches_vectors(&b);
+                tracker::apply_batch(&tx, &b, &projections, &mut meta)
+            },
+        )?;
+        if let Some((offset, why)) = end.stopped {
+            return Err(StoreError::Corrupt {
+                path: self.blob.path().to_path_buf(),
+                offset,
+                reason: format!("a batch just written does not read back: {why}"),
+            });
+        }
+        tracker::write_meta(&tx, &meta)?;
+        tx.commit()?;
+        self.finished = true;
+        let commit_offset = meta.last_commit;
+        vectors::after_commit(self.store, &db, &snap, start, touches_vectors)?;
+        Ok(CommitInfo {
+            first_seq,
+            commit_seq,
+            commit_offset,
+        })
+    }
+}
+
+impl Drop for BatchWriter<'_> {
+    fn drop(&mut self) {
+        if !self.finished && self.written_to > self.meta.applied_end {
+            // Abandoned: cut what was streamed so far. Failing that, it is an
+            // uncommitted tail the next writer or open drops.
+            let _ = self.blob.truncate(self.meta.applied_end);
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The store through its public API: commit, read, reopen, recovery, rebuild, compact.
+
+use engram::memory::Memories;
+use engram::store::{verify, Store, StoreOptions, WriteBatch};
+use serde_json::Map;
+
+fn open(dir: &std::path::Path) -> Store {
+    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+}
+
+#[test]
+fn put_get_delete_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        assert!(s.open_report().created);
+        let mut b = WriteBatch::new();
+        b.put("file:a.rs", Map::new(), "fn a() {}").unwrap();
+        b.put("file:b.rs", Map::new(), "fn b() {}").unwrap();
+        let c = s.commit(&b).unwrap();
+        assert_eq!((c.first_seq, c.commit_seq), (1, 3));
+        let mut b = WriteBatch::new();
+        b.delete("file:a.rs").unwrap();
+        b.put("file:b.rs", Map::new(), "fn b2() {}").unwrap();
+        s.commit(&b).unwrap();
+        assert!(s.get("file:a.rs").unwrap().is_none());
+        assert_eq!(s.get("file:b.rs").unwrap().unwrap().body, b"fn b2() {}");
+    }
+    let s = open(dir.path());
+    assert!(!s.open_report().created);
+    assert_eq!(s.open_report().replayed_batches, 0);
+    assert!(s.get("file:a.rs").unwrap().is_none());
+    assert_eq!(s.get("file:b.rs").unwrap().unwrap().body, b"fn b2() {}");
+    assert_eq!(s.live_records().unwrap(), 1);
+    let r = verify(dir.path()).unwrap();
+    assert!(r.is_sound(), "{r:?}");
+    assert_eq!(r.batches, 2);
+}
+
+#[test]
+fn memories_remember_recall_forget() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Memories::open(dir.path()).unwrap();
+    let a = m
+        .remember(
+            "Use WAL mode for tracker.db so readers never block",
+            &["sqlite".into()],
+            None,
+        )
+        .unwrap();
+    let b = m
+        .remember("parseHttpRequest must reject bodies over 1 MiB", &[], None)
+        .unwrap();
+    assert!(a.id.starts_with("mem:") && a.id.len() == 12);
+    let hits = m.recall("tracker WAL", 5).unwrap();
+    assert_eq!(hits[0].memory.id, a.id);
+    let hits = m.recall("parse http request", 5).unwrap();
+    assert_eq!(hits[0].memory.id, b.id);
+    let hits = m.recall("\"NEAR( * OR -", 5).unwrap();
+    assert!(hits.is_empty());
+    assert_eq!(m.count().unwrap(), 2);
+    assert!(m.forget(&a.id).unwrap());
+    assert!(!m.forget(&a.id).unwrap());
+    assert!(m.get(&a.id).unwrap().is_none());
+    assert_eq!(m.list(10, 0).unwrap().len(), 1);
+    drop(m);
+    let store = Store::open(
+        dir.path(),
+        StoreOptions::default(),
+        engram::memory::projections(),
+    )
+    .unwrap();
+    store.rebuild().unwrap();
+    let m = Memories::from_store(store);
+    assert_eq!(m.count().unwrap(), 1);
+    assert_eq!(m.recall("parse request", 5).unwrap()[0].memory.id, b.id);
+    let before = std::fs::metadata(dir.path().join("blob.dat"))
+        .unwrap()
+        .len();
+    let rep = m.store().compact().unwrap();
+    assert!(rep.bytes_after < before, "{rep:?}");
+    assert_eq!(m.get(&b.id).unwrap().unwrap().text, b.text);
+    assert!(verify(dir.path()).unwrap().is_sound());
+}
