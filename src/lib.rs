@@ -20,6 +20,8 @@
 pub mod format;
 pub mod key;
 #[cfg(feature = "store")]
+pub mod location;
+#[cfg(feature = "store")]
 pub mod memory;
 #[cfg(feature = "store")]
 pub mod store;

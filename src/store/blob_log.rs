@@ -44,6 +44,34 @@ pub struct LogSnapshot {
 }
 
 impl LogSnapshot {
+    /// Every record from the first on, in log order, with its offset. Stops after the
+    /// first record that does not decode, which it yields as an error.
+    pub fn records(&self) -> impl Iterator<Item = Result<(u64, RecordView<'_>)>> + '_ {
+        let mut off = FILE_HEADER_LEN as u64;
+        let mut done = false;
+        std::iter::from_fn(move || {
+            if done || off >= self.len as u64 {
+                return None;
+            }
+            match self.record_at(off) {
+                Ok(rec) => {
+                    let at = off;
+                    off += rec.record_len() as u64;
+                    Some(Ok((at, rec)))
+                }
+                Err(e) => {
+                    done = true;
+                    Some(Err(e))
+                }
+            }
+        })
+    }
+
+    /// The whole file's length covered by this snapshot.
+    pub fn len(&self) -> u64 {
+        self.len as u64
+    }
+
     /// The log's bytes, file header included.
     pub fn bytes(&self) -> &[u8] {
         &self.map[..self.len]

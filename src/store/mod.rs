@@ -289,6 +289,14 @@ impl Store {
     }
 }
 
+/// A read-only view of the whole `blob.dat` in `dir`, committed or not, without
+/// opening the store (no recovery, no tracker): for inspectors like `engram dump`.
+pub fn read_log(dir: &Path) -> Result<(crate::format::FileHeader, LogSnapshot)> {
+    let blob = BlobLog::open(&dir.join(BLOB_FILE))?;
+    let len = blob.len()?;
+    Ok((*blob.header(), blob.snapshot(len)?))
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         if self.options.durability == Durability::Batch {

@@ -33,6 +33,8 @@ pub struct OpenReport {
     pub rebuilt: Option<String>,
 }
 
+const NEW_TRACKER: &str = "tracker.db is new or was never initialised";
+
 enum Need {
     Clean,
     CatchUp(TrackerMeta),
@@ -226,7 +228,11 @@ impl Store {
             Need::Clean => Ok(OpenReport::default()),
             Need::CatchUp(meta) => self.catch_up_locked(db, meta),
             Need::Rebuild(why) => {
-                tracing::warn!(store = %self.dir.display(), "rebuilding tracker.db: {why}");
+                if why.starts_with(NEW_TRACKER) {
+                    tracing::info!(store = %self.dir.display(), "building tracker.db from the log");
+                } else {
+                    tracing::warn!(store = %self.dir.display(), "rebuilding tracker.db: {why}");
+                }
                 let mut r = self.rebuild_locked(db)?;
                 r.rebuilt = Some(why);
                 Ok(r)

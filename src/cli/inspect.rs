@@ -1,0 +1,299 @@
+//! The inspector commands: verify, dump, stats, rebuild, compact. `verify` and `dump`
+//! never change the store; they read `blob.dat` as it is, damage and all.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use engram::format::{CommitBody, RecordKind, RecordView};
+use engram::memory::Memories;
+use serde_json::{json, Value};
+
+use super::output::Output;
+use super::{store_dir, store_options, Cli};
+
+fn existing_store(cli: &Cli) -> Result<std::path::PathBuf> {
+    let dir = store_dir(cli)?;
+    if !dir.join(engram::store::BLOB_FILE).exists() {
+        bail!(
+            "{} is not an engram store (no {}); pass --store DIR",
+            dir.display(),
+            engram::store::BLOB_FILE
+        );
+    }
+    Ok(dir)
+}
+
+pub fn verify(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let pb = out.spinner("verifying");
+    let report = engram::store::verify(&dir);
+    pb.finish_and_clear();
+    let report = report.with_context(|| format!("verifying {}", dir.display()))?;
+    let mut v = serde_json::to_value(&report)?;
+    v["sound"] = Value::Bool(report.is_sound());
+    out.value(&v, || {
+        let mut s = String::new();
+        for p in &report.problems {
+            match p.offset {
+                Some(o) => s.push_str(&format!("BAD {} offset {}: {}\n", p.file, o, p.what)),
+                None => s.push_str(&format!("BAD {}: {}\n", p.file, p.what)),
+            }
+        }
+        for w in &report.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
+        s.push_str(&format!(
+            "{}: {} records in {} batches, {} bytes, {} live keys",
+            if report.is_sound() {
+                "sound"
+            } else {
+                "UNSOUND"
+            },
+            report.records,
+            report.batches,
+            report.blob_bytes,
+            report.live_keys
+        ));
+        s
+    })?;
+    Ok(if report.is_sound() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn record_json(offset: u64, rec: &RecordView<'_>) -> Value {
+    let meta: Value = if rec.meta.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(rec.meta)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(rec.meta).into_owned()))
+    };
+    let mut v = json!({
+        "offset": offset,
+        "kind": rec.kind.name(),
+        "seq": rec.seq(),
+        "key_hash": rec.key_hash(),
+        "timestamp_ms": rec.timestamp_ms(),
+        "length": rec.record_len(),
+        "meta": meta,
+        "body_len": rec.body.len(),
+    });
+    if rec.kind == RecordKind::Commit {
+        if let Ok(c) = CommitBody::decode(rec.body) {
+            v["commit"] = json!({
+                "batch_start": c.batch_start.get(),
+                "prev_commit": c.prev_commit.get(),
+                "record_count": c.record_count.get(),
+                "first_seq": c.first_seq.get(),
+                "batch_crc": c.batch_crc.get(),
+            });
+        }
+    } else if rec.kind == RecordKind::Vector {
+        v["dim"] = json!(rec.body.len() / 4);
+    } else {
+        match std::str::from_utf8(rec.body) {
+            Ok(s) => v["body"] = json!(s),
+            Err(_) => {
+                v["body_hex"] = json!(rec
+                    .body
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>())
+            }
+        }
+    }
+    v
+}
+
+fn human_record(v: &Value) -> String {
+    let key = v["meta"]["key"].as_str().unwrap_or("-");
+    let mut line = format!(
+        "@{:<10} {:<9} seq {:<8} {} ({} bytes)",
+        v["offset"],
+        v["kind"].as_str().unwrap_or("?"),
+        v["seq"],
+        key,
+        v["length"]
+    );
+    if let Some(c) = v.get("commit") {
+        line.push_str(&format!(
+            " batch of {} from @{}",
+            c["record_count"], c["batch_start"]
+        ));
+    }
+    if let Some(body) = v["body"].as_str() {
+        let preview: String = body
+            .chars()
+            .take(80)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        if !preview.is_empty() {
+            line.push_str(&format!("\n    {preview}"));
+        }
+    }
+    line
+}
+
+pub fn dump(
+    cli: &Cli,
+    out: &Output,
+    kind: Option<&str>,
+    key: Option<&str>,
+    offset: Option<u64>,
+    limit: Option<usize>,
+) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let kind = match kind {
+        None => None,
+        Some(k) => Some(RecordKind::from_name(k).with_context(|| {
+            format!("unknown kind {k:?}; expected one of put, tombstone, commit, vector, event")
+        })?),
+    };
+    let key_hash = key.map(engram::key::hash64);
+    let (_, snap) = engram::store::read_log(&dir)?;
+    let mut stdout = std::io::stdout().lock();
+    if out.is_json() {
+        write!(stdout, "{{\"records\":[")?;
+    }
+    let mut shown = 0usize;
+    let mut damaged = None;
+    if let Some(off) = offset {
+        match snap.record_at(off) {
+            Ok(rec) => emit(&mut stdout, out, &record_json(off, &rec), &mut shown)?,
+            Err(e) => damaged = Some(e.to_string()),
+        }
+    } else {
+        for item in snap.records() {
+            match item {
+                Ok((off, rec)) => {
+                    if kind.is_some_and(|k| k != rec.kind)
+                        || key_hash.is_some_and(|h| h != rec.key_hash())
+                    {
+                        continue;
+                    }
+                    if limit.is_some_and(|l| shown >= l) {
+                        break;
+                    }
+                    emit(&mut stdout, out, &record_json(off, &rec), &mut shown)?;
+                }
+                Err(e) => damaged = Some(e.to_string()),
+            }
+        }
+    }
+    if out.is_json() {
+        writeln!(
+            stdout,
+            "],\"error\":{}}}",
+            damaged.as_ref().map_or(Value::Null, |e| json!(e))
+        )?;
+    } else if let Some(e) = &damaged {
+        writeln!(stdout, "stopped: {e}")?;
+    }
+    Ok(if damaged.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn emit(w: &mut impl Write, out: &Output, v: &Value, shown: &mut usize) -> Result<()> {
+    if out.is_json() {
+        if *shown > 0 {
+            write!(w, ",")?;
+        }
+        serde_json::to_writer(&mut *w, v)?;
+    } else {
+        writeln!(w, "{}", human_record(v))?;
+    }
+    *shown += 1;
+    Ok(())
+}
+
+pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let store = memories.store();
+    let meta = store.meta()?;
+    let snap = store.snapshot()?;
+    let mut by_kind = serde_json::Map::new();
+    let mut records = 0u64;
+    for item in snap.records() {
+        let (_, rec) = item?;
+        records += 1;
+        let n = by_kind.entry(rec.kind.name()).or_insert(json!(0));
+        *n = json!(n.as_u64().unwrap_or(0) + 1);
+    }
+    let size = |name: &str| {
+        std::fs::metadata(dir.join(name))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    };
+    let vector_bytes: u64 = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("vectors-"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let v = json!({
+        "store": dir,
+        "memories": memories.count()?,
+        "records": records,
+        "records_by_kind": by_kind,
+        "live_keys": store.live_records()?,
+        "blob_bytes": snap.len(),
+        "tracker_bytes": size(engram::store::TRACKER_FILE) + size("tracker.db-wal"),
+        "vector_cache_bytes": vector_bytes,
+        "applied_seq": meta.applied_seq,
+        "generation": meta.generation,
+    });
+    out.value(&v, || {
+        format!(
+            "store       {}\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes",
+            dir.display(),
+            v["memories"],
+            records,
+            v["live_keys"],
+            v["blob_bytes"],
+            meta.generation,
+            meta.applied_seq,
+            v["tracker_bytes"]
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let pb = out.spinner("rebuilding derived files from blob.dat");
+    let r = memories.store().rebuild();
+    pb.finish_and_clear();
+    let r = r?;
+    out.value(
+        &json!({"batches": r.replayed_batches, "truncated_bytes": r.truncated_bytes, "memories": memories.count()?}),
+        || format!("rebuilt tracker.db from {} batches", r.replayed_batches),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compact(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let pb = out.spinner("compacting blob.dat");
+    let r = memories.store().compact();
+    pb.finish_and_clear();
+    let r = r?;
+    out.value(
+        &json!({"bytes_before": r.bytes_before, "bytes_after": r.bytes_after, "records_before": r.records_before, "records_after": r.records_after, "generation": r.generation}),
+        || {
+            format!(
+                "compacted blob.dat: {} → {} bytes, {} → {} records (generation {})",
+                r.bytes_before, r.bytes_after, r.records_before, r.records_after, r.generation
+            )
+        },
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

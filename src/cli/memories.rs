@@ -1,0 +1,138 @@
+//! The memory commands: remember, get, forget, list, recall, import, export.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use engram::memory::{Memories, Memory};
+use serde_json::json;
+
+use super::output::Output;
+use super::{store_dir, store_options, Cli, Command};
+
+fn open(cli: &Cli) -> Result<Memories> {
+    let dir = store_dir(cli)?;
+    let m = Memories::open_with(&dir, store_options(cli))
+        .with_context(|| format!("opening store {}", dir.display()))?;
+    let r = m.store().open_report();
+    if r.truncated_bytes > 0 {
+        tracing::warn!(
+            "dropped {} uncommitted bytes left by a crash",
+            r.truncated_bytes
+        );
+    }
+    Ok(m)
+}
+
+fn human(m: &Memory) -> String {
+    let tags = if m.tags.is_empty() {
+        String::new()
+    } else {
+        format!("  [{}]", m.tags.join(", "))
+    };
+    format!("{}{}\n{}\n", m.id, tags, m.text)
+}
+
+pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let memories = open(cli)?;
+    match &cli.command {
+        Command::Remember {
+            text,
+            tags,
+            metadata,
+        } => {
+            let metadata = match metadata {
+                None => None,
+                Some(s) => match serde_json::from_str(s) {
+                    Ok(serde_json::Value::Object(o)) => Some(o),
+                    _ => {
+                        bail!("--metadata must be a JSON object, e.g. '{{\"source\":\"review\"}}'")
+                    }
+                },
+            };
+            let m = memories.remember(text, tags, metadata)?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Get { id } => {
+            let Some(m) = memories.get(id)? else {
+                bail!("no memory {id}");
+            };
+            out.value(&m, || human(&m))?;
+        }
+        Command::Forget { id } => {
+            let forgotten = memories.forget(id)?;
+            out.value(&json!({"id": id, "forgotten": forgotten}), || {
+                if forgotten {
+                    format!("forgot {id}")
+                } else {
+                    format!("no memory {id}")
+                }
+            })?;
+            if !forgotten {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::List { limit, offset } => {
+            let list = memories.list(*limit, *offset)?;
+            let total = memories.count()?;
+            out.value(&json!({"memories": list, "total": total}), || {
+                list.iter().map(human).collect::<Vec<_>>().join("\n")
+            })?;
+        }
+        Command::Recall { query, top_k } => {
+            let hits = memories.recall(query, *top_k)?;
+            let rows: Vec<_> = hits
+                .iter()
+                .map(|h| json!({"key": h.memory.id, "kind": "memory", "score": h.score, "text": h.memory.text, "tags": h.memory.tags}))
+                .collect();
+            out.value(&json!({"hits": rows}), || {
+                hits.iter()
+                    .map(|h| format!("{:.3}  {}", h.score, human(&h.memory)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Import { file } => {
+            let pb = out.spinner(&format!("importing {}", file.display()));
+            let report = memories.import_file(file);
+            pb.finish_and_clear();
+            let report = report?;
+            out.value(&report, || {
+                format!(
+                    "imported {} memories ({} replaced) from {}",
+                    report.imported,
+                    report.replaced,
+                    file.display()
+                )
+            })?;
+        }
+        Command::Export { file } => {
+            let n = match file {
+                Some(path) => {
+                    let f = File::create(path)
+                        .with_context(|| format!("creating {}", path.display()))?;
+                    let mut w = BufWriter::new(f);
+                    let n = memories.export(&mut w)?;
+                    w.flush()?;
+                    if out.is_json() {
+                        out.value(&json!({"exported": n, "file": path}), String::new)?;
+                    } else {
+                        eprintln!("exported {n} memories to {}", path.display());
+                    }
+                    n
+                }
+                None => {
+                    let stdout = std::io::stdout();
+                    let mut w = BufWriter::new(stdout.lock());
+                    let n = memories.export(&mut w)?;
+                    w.flush()?;
+                    n
+                }
+            };
+            tracing::info!("exported {n} memories");
+        }
+        _ => unreachable!("dispatched in cli::run"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,170 @@
+//! Argument parsing and dispatch for the `engram` binary.
+//!
+//! Each command is a few lines calling the library and printing through [`output`];
+//! no storage logic lives here.
+
+mod inspect;
+mod memories;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use engram::store::{Durability, StoreOptions};
+
+/// engram: durable, searchable memory of a codebase for AI coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "engram", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Store directory (default: one per repository under $ENGRAM_HOME or the XDG data directory).
+    #[arg(long, global = true, env = "ENGRAM_STORE", value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// When writes are made durable: always (fsync per batch), batch, never.
+    #[arg(
+        long,
+        global = true,
+        env = "ENGRAM_DURABILITY",
+        default_value = "always"
+    )]
+    pub durability: Durability,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store a memory; prints its id.
+    Remember {
+        text: String,
+        /// A tag (repeatable).
+        #[arg(long = "tag", short = 't')]
+        tags: Vec<String>,
+        /// A JSON object of extra metadata.
+        #[arg(long)]
+        metadata: Option<String>,
+    },
+    /// Show a memory.
+    Get { id: String },
+    /// Delete a memory.
+    Forget { id: String },
+    /// List memories, most recently updated first.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+    },
+    /// Find memories by keyword.
+    Recall {
+        query: String,
+        #[arg(long, short = 'k', default_value_t = 10)]
+        top_k: usize,
+    },
+    /// Import memories from a JSON Lines file (all or nothing).
+    Import { file: PathBuf },
+    /// Export memories as JSON Lines to FILE or stdout.
+    Export { file: Option<PathBuf> },
+    /// Check every record, the commit chain, and that derived files agree with the log.
+    Verify,
+    /// Print records of blob.dat.
+    Dump {
+        /// Only records of this kind: put, tombstone, commit, vector, event.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only records of this key.
+        #[arg(long)]
+        key: Option<String>,
+        /// Only the record at this offset.
+        #[arg(long)]
+        offset: Option<u64>,
+        /// At most this many records.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Counts and sizes.
+    Stats,
+    /// Recreate tracker.db and the vector caches from blob.dat alone.
+    Rebuild,
+    /// Rewrite blob.dat without dead records and swap it in atomically.
+    Compact,
+    /// Key utilities.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Print hash64(KEY) in decimal.
+    Hash { key: String },
+}
+
+/// Logs to stderr; `RUST_LOG` overrides `-v`.
+pub fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+/// Resolve the store directory: `--store`, `ENGRAM_STORE`, else the repository default.
+pub fn store_dir(cli: &Cli) -> Result<PathBuf> {
+    if let Some(dir) = &cli.store {
+        return Ok(dir.clone());
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    engram::location::default_store_dir(&cwd)
+        .context("no store directory: pass --store DIR or set ENGRAM_STORE, ENGRAM_HOME or HOME")
+}
+
+pub(crate) fn store_options(cli: &Cli) -> StoreOptions {
+    StoreOptions {
+        durability: cli.durability,
+        create: true,
+    }
+}
+
+/// Run one command.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let out = output::Output::new(cli.json);
+    match &cli.command {
+        Command::Key {
+            command: KeyCommand::Hash { key },
+        } => {
+            let h = engram::key::hash64(key);
+            out.value(
+                &serde_json::json!({"key": key, "hash64": h, "hash64_i64": h as i64}),
+                || h.to_string(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify => inspect::verify(&cli, &out),
+        Command::Dump {
+            kind,
+            key,
+            offset,
+            limit,
+        } => inspect::dump(&cli, &out, kind.as_deref(), key.as_deref(), *offset, *limit),
+        Command::Stats => inspect::stats(&cli, &out),
+        Command::Rebuild => inspect::rebuild(&cli, &out),
+        Command::Compact => inspect::compact(&cli, &out),
+        _ => memories::run(&cli, &out),
+    }
+}

@@ -1,0 +1,133 @@
+//! Where a repository's store lives by default.
+//!
+//! One store per repository, under `$ENGRAM_HOME` or the XDG data directory
+//! (`$XDG_DATA_HOME/engram`, else `~/.local/share/engram`), in `repos/<slug>-<hash>/`.
+//! The hash is of the repository's identity — its normalised `origin` remote URL when
+//! it has one (so two clones share a store), else its canonical path — and the slug is
+//! the last path component, for people reading the directory. Pure path logic: this
+//! module never creates anything.
+
+use std::path::{Path, PathBuf};
+
+use crate::key::hash64;
+
+/// The data directory engram keeps stores under.
+pub fn data_home() -> Option<PathBuf> {
+    if let Some(h) = std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(h));
+    }
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(x).join("engram"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".local/share/engram"))
+}
+
+/// The root of the git repository containing `start` (the nearest ancestor with a
+/// `.git`), or `None`.
+pub fn repo_root(start: &Path) -> Option<PathBuf> {
+    let start = start.canonicalize().ok()?;
+    start
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The identity a repository's store is keyed by.
+pub fn repo_identity(root: &Path) -> String {
+    origin_url(root)
+        .map(|u| normalise_remote(&u))
+        .unwrap_or_else(|| {
+            root.canonicalize()
+                .unwrap_or_else(|_| root.to_path_buf())
+                .display()
+                .to_string()
+        })
+}
+
+/// The default store directory for the repository containing `start` (or for `start`
+/// itself when it is in none).
+pub fn default_store_dir(start: &Path) -> Option<PathBuf> {
+    let root = repo_root(start)
+        .unwrap_or_else(|| start.canonicalize().unwrap_or_else(|_| start.to_path_buf()));
+    let identity = repo_identity(&root);
+    let slug: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(48)
+        .collect();
+    Some(
+        data_home()?
+            .join("repos")
+            .join(format!("{slug}-{:016x}", hash64(&identity))),
+    )
+}
+
+/// `origin`'s URL from `.git/config`, if any.
+fn origin_url(root: &Path) -> Option<String> {
+    let config = std::fs::read_to_string(root.join(".git/config")).ok()?;
+    let mut in_origin = false;
+    for line in config.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_origin = t == "[remote \"origin\"]";
+        } else if in_origin {
+            if let Some(v) = t.strip_prefix("url") {
+                let v = v.trim_start();
+                if let Some(v) = v.strip_prefix('=') {
+                    return Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `git@host:owner/repo.git`, `https://user@host/owner/repo/` and `ssh://git@host/owner/repo`
+/// all become `host/owner/repo`.
+pub fn normalise_remote(url: &str) -> String {
+    let mut u = url.trim().to_string();
+    if let Some(i) = u.find("://") {
+        u = u[i + 3..].to_string();
+    } else if let Some((userhost, path)) = u.split_once(':') {
+        if !userhost.contains('/') {
+            u = format!("{userhost}/{path}");
+        }
+    }
+    if let Some((before, after)) = u.split_once('@') {
+        if !before.contains('/') {
+            u = after.to_string();
+        }
+    }
+    let u = u.trim_end_matches('/');
+    let u = u.strip_suffix(".git").unwrap_or(u);
+    u.to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remotes_of_one_repository_normalise_alike() {
+        let want = "example.com/owner/repo";
+        for u in [
+            "git@example.com:owner/repo.git",
+            "https://example.com/owner/repo",
+            "https://user@example.com/owner/repo.git/",
+            "ssh://git@example.com/owner/repo.git",
+        ] {
+            assert_eq!(normalise_remote(u), want, "{u}");
+        }
+    }
+}
