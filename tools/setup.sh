@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what engram needs to build on a Debian/Ubuntu machine with a Rust toolchain:
+# pkg-config and Hyperscan (libhyperscan-dev). Installs only what is missing.
+set -euo pipefail
+
+need=()
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+if ! pkg-config --exists libhs 2>/dev/null; then
+  need+=(libhyperscan-dev)
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "setup: need root (or sudo) to install ${need[*]}" >&2; exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install a Rust toolchain (https://rustup.rs) first" >&2
+  exit 1
+fi

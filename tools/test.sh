@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: what CI runs (.ci/run calls this).
+#   ENGRAM_FUZZ_SECONDS=N  also run each fuzz target for N seconds (needs cargo-fuzz + nightly)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+
+# The format layer must build alone, without the store's or the CLI's dependencies.
+cargo build --quiet --no-default-features --lib
+# Benchmarks and tools must keep compiling even though CI does not time them.
+cargo build --quiet --release --benches --bins
+
+cargo test --release --all-features
+
+if [ -n "${ENGRAM_FUZZ_SECONDS:-}" ]; then
+  FUZZ_SECONDS="$ENGRAM_FUZZ_SECONDS" tools/fuzz-smoke.sh
+fi
