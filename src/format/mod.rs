@@ -28,6 +28,8 @@ pub enum FormatError {
     VersionTooNew { found: u32, supported: u32 },
     #[error("blob log header is damaged: {0}")]
     BadFileHeader(&'static str),
+    #[error("zero-filled space: the end of the log's data")]
+    ZeroFill,
     #[error("record is cut short: needs {need} bytes, {have} present")]
     Truncated { need: usize, have: usize },
     #[error("record is damaged: {0}")]

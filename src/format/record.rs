@@ -194,10 +194,13 @@ impl<'a> RecordView<'a> {
 
 /// Decode and fully check the record at the start of `buf`.
 ///
-/// `buf` may extend past the record. Errors distinguish a record cut short by the end
-/// of `buf` ([`FormatError::Truncated`]), which recovery treats as a torn tail, from
-/// damage.
+/// `buf` may extend past the record. Errors distinguish the zero-filled space after
+/// the last record ([`FormatError::ZeroFill`]: the end of the data), a record cut
+/// short by the end of `buf` ([`FormatError::Truncated`], a torn tail), and damage.
 pub fn decode_record(buf: &[u8]) -> Result<RecordView<'_>, FormatError> {
+    if buf.len() >= 4 && buf[..4] == [0; 4] {
+        return Err(FormatError::ZeroFill);
+    }
     if buf.len() < RECORD_HEADER_LEN {
         return Err(FormatError::Truncated {
             need: RECORD_HEADER_LEN,

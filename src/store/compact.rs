@@ -17,9 +17,8 @@ use zerocopy::IntoBytes;
 
 use super::blob_log::{sync_dir, BlobLog};
 use super::error::{Result, StoreError};
-use super::lock::WriterLock;
 use super::scan::{scan_batches, ScanStart};
-use super::{vectors, Store, BLOB_FILE, LOCK_FILE};
+use super::{vectors, Store, BLOB_FILE};
 use crate::format::{
     encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, FILE_HEADER_LEN,
 };
@@ -39,7 +38,7 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         .write_mutex
         .lock()
         .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
-    let _lock = WriterLock::acquire(&store.dir.join(LOCK_FILE))?;
+    let _lock = store.writer_lock()?;
     let mut db = store.db()?;
     let meta = store.refresh_locked(&mut db)?;
     let blob = store.blob()?;

@@ -10,29 +10,57 @@ use std::path::Path;
 
 use super::error::{Result, StoreError};
 
-/// Held while alive; released on drop.
-pub struct WriterLock {
-    file: File,
+enum Handle<'a> {
+    Owned(File),
+    Shared(&'a File),
 }
 
-impl WriterLock {
-    /// Block until the lock on `path` (created if missing) is ours.
-    pub fn acquire(path: &Path) -> Result<WriterLock> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(StoreError::io("open lock file", path))?;
+/// Held while alive; released on drop.
+pub struct WriterLock<'a> {
+    handle: Handle<'a>,
+}
+
+/// Open (creating if missing) a store's lock file.
+pub fn open_lock_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(StoreError::io("open lock file", path))
+}
+
+impl WriterLock<'static> {
+    /// Block until the lock on `path` is ours.
+    pub fn acquire(path: &Path) -> Result<WriterLock<'static>> {
+        let file = open_lock_file(path)?;
         file.lock().map_err(StoreError::io("lock", path))?;
-        Ok(WriterLock { file })
+        Ok(WriterLock {
+            handle: Handle::Owned(file),
+        })
     }
 }
 
-impl Drop for WriterLock {
+impl<'a> WriterLock<'a> {
+    /// Block until the lock on an already open lock file is ours. Saves an open and a
+    /// close per batch; callers in one process must serialise among themselves, since
+    /// `flock` does not exclude holders of the same open file.
+    pub fn hold(file: &'a File, path: &Path) -> Result<WriterLock<'a>> {
+        file.lock().map_err(StoreError::io("lock", path))?;
+        Ok(WriterLock {
+            handle: Handle::Shared(file),
+        })
+    }
+}
+
+impl Drop for WriterLock<'_> {
     fn drop(&mut self) {
-        // Closing the file releases the lock anyway; unlocking first just makes it prompt.
-        let _ = self.file.unlock();
+        let file = match &self.handle {
+            Handle::Owned(f) => f,
+            Handle::Shared(f) => *f,
+        };
+        // For an owned file closing releases the lock anyway; unlocking is prompt.
+        let _ = file.unlock();
     }
 }

@@ -119,6 +119,8 @@ pub struct Store {
     projections: Vec<Box<dyn Projection>>,
     /// Serialises writers inside this process; the file lock does it across processes.
     write_mutex: Mutex<()>,
+    /// The open `LOCK` file, opened on first write (a read-only user never needs it).
+    lock_file: std::sync::OnceLock<std::fs::File>,
     open_report: OpenReport,
 }
 
@@ -140,6 +142,18 @@ impl Store {
     /// What opening the store found and repaired.
     pub fn open_report(&self) -> &OpenReport {
         &self.open_report
+    }
+
+    /// Take the writer lock (after `write_mutex`).
+    fn writer_lock(&self) -> Result<WriterLock<'_>> {
+        let path = self.dir.join(LOCK_FILE);
+        if self.lock_file.get().is_none() {
+            let _ = self.lock_file.set(lock::open_lock_file(&path)?);
+        }
+        match self.lock_file.get() {
+            Some(f) => WriterLock::hold(f, &path),
+            None => WriterLock::acquire(&path),
+        }
     }
 
     fn projection_refs(&self) -> Vec<&dyn Projection> {
@@ -266,7 +280,7 @@ impl Store {
             .write_mutex
             .lock()
             .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        let _lock = WriterLock::acquire(&self.dir.join(LOCK_FILE))?;
+        let _lock = self.writer_lock()?;
         let mut db = self.db()?;
         let report = self.rebuild_locked(&mut db)?;
         vectors::rebuild_caches(self, &db)?;

@@ -100,6 +100,7 @@ pub(super) fn open(
         db: Mutex::new(db),
         projections,
         write_mutex: Mutex::new(()),
+        lock_file: std::sync::OnceLock::new(),
         open_report: OpenReport::default(),
     };
     let mut db = store.db()?;
@@ -187,11 +188,16 @@ impl Store {
                 ));
             }
         }
-        Ok(if len > meta.applied_end {
-            Need::CatchUp(meta)
-        } else {
-            Need::Clean
-        })
+        if len > meta.applied_end {
+            // Past the data may lie zero-filled space (blob-log.md); anything else
+            // there is a batch the tracker has not seen, or a torn one.
+            let mut next = [0u8; 4];
+            let n = blob.read_at(meta.applied_end, &mut next)?;
+            if n < next.len() || next != [0; 4] {
+                return Ok(Need::CatchUp(meta));
+            }
+        }
+        Ok(Need::Clean)
     }
 
     /// Reopen `blob.dat` if compaction replaced it since we opened it.
@@ -309,6 +315,7 @@ impl Store {
             },
         )?;
         tracker::write_meta(&tx, &meta)?;
+        tracker::write_identity(&tx, &meta)?;
         before_commit()?;
         tx.commit()?;
         self.drop_tail(&blob, len, end.committed_end, end.stopped, &mut report)?;
@@ -324,12 +331,12 @@ impl Store {
         stopped: Option<(u64, String)>,
         report: &mut OpenReport,
     ) -> Result<()> {
-        if committed_end >= len {
+        // No stop reason: the data ended on a commit boundary, maybe followed by
+        // zero-filled space, which is kept for later appends.
+        let Some((at, why)) = stopped else {
             return Ok(());
-        }
-        let why = stopped
-            .map(|(o, w)| format!("at offset {o}: {w}"))
-            .unwrap_or_default();
+        };
+        let why = format!("at offset {at}: {why}");
         tracing::warn!(store = %self.dir.display(), bytes = len - committed_end, "dropping uncommitted tail of blob.dat {why}");
         report.truncated_bytes = len - committed_end;
         report.truncated_reason = Some(why);

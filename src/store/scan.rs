@@ -25,8 +25,9 @@ pub struct ScanEnd {
     pub last_commit: u64,
     /// Sequence number of the last valid commit, or the one passed in.
     pub last_seq: u64,
-    /// `None` when the bytes ended exactly on a commit boundary; otherwise the offset
-    /// of the first byte not accepted and why.
+    /// `None` when the data ended exactly on a commit boundary (at the end of the
+    /// bytes or at zero-filled space); otherwise the offset of the first byte not
+    /// accepted and why.
     pub stopped: Option<(u64, String)>,
 }
 
@@ -72,6 +73,7 @@ pub fn scan_batches<'a, E>(
         }
         let rec = match decode_record(&log[off as usize..]) {
             Ok(r) => r,
+            Err(FormatError::ZeroFill) if off == end.committed_end => return Ok(end),
             Err(e) => {
                 end.stopped = Some((off, describe(&e)));
                 return Ok(end);

@@ -110,6 +110,9 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // not the tracker, is what must survive a crash: lost tracker commits are replayed.
     db.pragma_update(None, "journal_mode", "WAL")?;
     db.pragma_update(None, "synchronous", "NORMAL")?;
+    // Fewer, larger checkpoints: the hot pages (bookkeeping, recent keys) are then
+    // written back once per checkpoint rather than once per few commits.
+    db.pragma_update(None, "wal_autocheckpoint", 8192)?;
     db.execute_batch(CORE_SCHEMA)?;
     for p in projections {
         p.create(&db)?;
@@ -118,48 +121,53 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
 }
 
 /// Read the bookkeeping; `None` for a tracker that has never been initialised.
+///
+/// Stored as two rows: `applied` (`seq:end:commit`, rewritten by every batch, so a
+/// commit touches one row) and `identity` (`generation:store_id:schema`, written when
+/// the tracker is built).
 pub fn read_meta(db: &Connection) -> Result<Option<TrackerMeta>> {
-    let get = |name: &str| -> Result<Option<String>> {
-        Ok(db
-            .query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| {
-                r.get(0)
-            })
-            .optional()?)
-    };
-    let Some(schema) = get("schema")? else {
-        return Ok(None);
-    };
-    let num = |name: &str| -> Result<u64> {
-        get(name)?.and_then(|v| v.parse().ok()).ok_or_else(|| {
-            StoreError::Invalid(format!(
-                "tracker.db meta {name} is missing; run `engram rebuild`"
-            ))
-        })
-    };
-    Ok(Some(TrackerMeta {
-        applied_seq: num("applied_seq")?,
-        applied_end: num("applied_end")?,
-        last_commit: num("last_commit")?,
-        generation: num("generation")?,
-        store_id: get("store_id")?.unwrap_or_default(),
-        schema,
-    }))
+    let mut stmt =
+        db.prepare_cached("SELECT name, value FROM meta WHERE name IN ('applied', 'identity')")?;
+    let mut rows = stmt.query([])?;
+    let mut m = TrackerMeta::default();
+    let (mut applied, mut identity) = (false, false);
+    let bad =
+        || StoreError::Invalid("tracker.db bookkeeping is malformed; run `engram rebuild`".into());
+    while let Some(row) = rows.next()? {
+        let name: String = row.get(0)?;
+        let value: String = row.get(1)?;
+        if name == "applied" {
+            let mut it = value.split(':').map(str::parse::<u64>);
+            let mut next = || it.next().and_then(|r| r.ok()).ok_or_else(bad);
+            m.applied_seq = next()?;
+            m.applied_end = next()?;
+            m.last_commit = next()?;
+            applied = true;
+        } else {
+            let mut it = value.splitn(3, ':');
+            m.generation = it.next().and_then(|g| g.parse().ok()).ok_or_else(bad)?;
+            m.store_id = it.next().ok_or_else(bad)?.to_string();
+            m.schema = it.next().ok_or_else(bad)?.to_string();
+            identity = true;
+        }
+    }
+    Ok((applied && identity).then_some(m))
 }
 
-/// Write the bookkeeping (inside the caller's transaction).
+/// Write how far the tracker has applied the log (inside the batch's transaction).
 pub fn write_meta(db: &Connection, m: &TrackerMeta) -> Result<()> {
-    let mut stmt =
-        db.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)")?;
-    for (name, value) in [
-        ("applied_seq", m.applied_seq.to_string()),
-        ("applied_end", m.applied_end.to_string()),
-        ("last_commit", m.last_commit.to_string()),
-        ("generation", m.generation.to_string()),
-        ("store_id", m.store_id.clone()),
-        ("schema", m.schema.clone()),
-    ] {
-        stmt.execute(params![name, value])?;
-    }
+    db.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES ('applied', ?1)")?
+        .execute([format!(
+            "{}:{}:{}",
+            m.applied_seq, m.applied_end, m.last_commit
+        )])?;
+    Ok(())
+}
+
+/// Write which log and schema the tracker reflects (when it is built).
+pub fn write_identity(db: &Connection, m: &TrackerMeta) -> Result<()> {
+    db.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES ('identity', ?1)")?
+        .execute([format!("{}:{}:{}", m.generation, m.store_id, m.schema)])?;
     Ok(())
 }
 

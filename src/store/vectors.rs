@@ -14,12 +14,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::blob_log::LogSnapshot;
 use super::error::{Result, StoreError};
-use super::lock::WriterLock;
 use super::scan::Batch;
 use super::tracker;
 use super::vector_cache::{Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions};
 use super::verify::{Problem, VerifyReport};
-use super::{Store, LOCK_FILE};
+use super::Store;
 use crate::format::RecordKind;
 use crate::key::hash64;
 
@@ -225,7 +224,7 @@ pub(super) fn search(
                 .write_mutex
                 .lock()
                 .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
-            let _lock = WriterLock::acquire(&store.dir.join(LOCK_FILE))?;
+            let _lock = store.writer_lock()?;
             let mut db = store.db()?;
             store.refresh_locked(&mut db)?;
             let fresh = VectorCache::open(&path, &opts);

@@ -17,7 +17,7 @@ use super::error::{Result, StoreError};
 use super::scan::{scan_batches, ScanStart};
 use super::tracker::{self, record_meta};
 use super::{vectors, BLOB_FILE, TRACKER_FILE};
-use crate::format::{decode_record, RecordKind, FILE_HEADER_LEN, RECORD_ALIGN};
+use crate::format::{decode_record, FormatError, RecordKind, FILE_HEADER_LEN, RECORD_ALIGN};
 
 /// One thing wrong, at an offset of `blob.dat` when it has one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,6 +85,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
                 }
                 off += rec.record_len();
             }
+            Err(FormatError::ZeroFill) if bytes[off..].iter().all(|&b| b == 0) => break,
             Err(e) => {
                 damage.push((off as u64, e.to_string()));
                 off = resync(bytes, off + RECORD_ALIGN);

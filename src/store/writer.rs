@@ -17,7 +17,7 @@ use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{scan_batches, ScanStart};
 use super::tracker::{self, TrackerMeta};
-use super::{vectors, CommitInfo, Durability, Store, LOCK_FILE};
+use super::{vectors, CommitInfo, Durability, Store};
 use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind};
 use crate::key::hash64;
 
@@ -26,7 +26,7 @@ const FLUSH_AT: usize = 4 << 20;
 /// A batch being written; see the module doc. Holds the writer lock while alive.
 pub struct BatchWriter<'s> {
     store: &'s Store,
-    _lock: WriterLock,
+    _lock: WriterLock<'s>,
     _in_process: MutexGuard<'s, ()>,
     blob: std::sync::Arc<BlobLog>,
     meta: TrackerMeta,
@@ -46,7 +46,7 @@ impl<'s> BatchWriter<'s> {
             .write_mutex
             .lock()
             .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        let lock = WriterLock::acquire(&store.dir.join(LOCK_FILE))?;
+        let lock = store.writer_lock()?;
         // The tracker connection is taken only to refresh and to apply, so readers in
         // this process are not blocked while a long batch streams in.
         let meta = store.refresh_locked(&mut *store.db()?)?;
