@@ -5,12 +5,19 @@ use engram::format::{decode_record, encode_record, FileHeader, RecordFields, Rec
 use serde_json::Value;
 
 fn vectors() -> Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/format-spec/test-vectors.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/format-spec/test-vectors.json"
+    ))
+    .unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 #[test]
@@ -50,7 +57,11 @@ fn records_encode_and_decode_exactly_as_specified() {
         assert_eq!(out, bytes, "{name}: encoding differs from the spec vector");
         assert_eq!(crc as u64, row["crc"].as_u64().unwrap(), "{name}");
         let rec = decode_record(&bytes).unwrap();
-        assert_eq!((rec.kind, rec.meta, rec.body), (kind, &meta[..], &body[..]), "{name}");
+        assert_eq!(
+            (rec.kind, rec.meta, rec.body),
+            (kind, &meta[..], &body[..]),
+            "{name}"
+        );
     }
 }
 
@@ -63,14 +74,26 @@ fn spec_files_open_as_stores_with_the_stated_contents() {
     assert_eq!(h.created_ms.get(), 1_700_000_000_000);
     for file in v["files"].as_array().unwrap() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("blob.dat"), unhex(file["hex"].as_str().unwrap())).unwrap();
+        std::fs::write(
+            dir.path().join("blob.dat"),
+            unhex(file["hex"].as_str().unwrap()),
+        )
+        .unwrap();
         let report = engram::store::verify(dir.path()).unwrap();
         assert!(report.is_sound(), "{}: {report:?}", file["name"]);
-        let store = engram::store::Store::open(dir.path(), Default::default(), engram::memory::projections()).unwrap();
+        let store = engram::store::Store::open(
+            dir.path(),
+            Default::default(),
+            engram::memory::projections(),
+        )
+        .unwrap();
         let live = file["live"].as_object().unwrap();
         assert_eq!(store.live_records().unwrap(), live.len() as u64);
         for (key, body) in live {
-            assert_eq!(store.get(key).unwrap().unwrap().body, body.as_str().unwrap().as_bytes());
+            assert_eq!(
+                store.get(key).unwrap().unwrap().body,
+                body.as_str().unwrap().as_bytes()
+            );
         }
         assert!(store.get("mem:a1b2c3d4").unwrap().is_some() == !live.is_empty());
     }
