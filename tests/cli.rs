@@ -1,0 +1,238 @@
+//! The `engram` binary end to end: every command, `--json` output, and bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn engram(store: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env_remove("ENGRAM_STORE")
+        .output()
+        .expect("run engram")
+}
+
+fn ok_json(store: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = engram(store, &all);
+    assert!(
+        out.status.success(),
+        "engram {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "engram {args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn memory_commands_round_trip_with_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = ok_json(
+        &store,
+        &[
+            "remember",
+            "tracker.db uses WAL so readers never block",
+            "--tag",
+            "sqlite",
+            "--tag",
+            "decision",
+        ],
+    );
+    let id = a["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("mem:") && id.len() == 12);
+    assert_eq!(a["tags"], serde_json::json!(["sqlite", "decision"]));
+
+    // Plain output of remember is the id alone.
+    let out = engram(
+        &store,
+        &["remember", "parseHttpRequest rejects bodies over 1 MiB"],
+    );
+    assert!(out.status.success());
+    let id2 = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(id2.starts_with("mem:"));
+
+    let got = ok_json(&store, &["get", &id]);
+    assert_eq!(got["text"], "tracker.db uses WAL so readers never block");
+    let got = ok_json(&store, &["get", id.trim_start_matches("mem:")]);
+    assert_eq!(got["id"], id.as_str());
+
+    let hits = ok_json(&store, &["recall", "parse http request"]);
+    assert_eq!(hits["hits"][0]["key"], id2.as_str());
+    assert_eq!(hits["hits"][0]["kind"], "memory");
+    let hits = ok_json(&store, &["recall", "NEAR(\"x\" * OR -"]);
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 0);
+
+    let list = ok_json(&store, &["list", "--limit", "1"]);
+    assert_eq!(list["memories"].as_array().unwrap().len(), 1);
+    assert_eq!(list["total"], 2);
+
+    let stats = ok_json(&store, &["stats"]);
+    assert_eq!(stats["memories"], 2);
+    assert_eq!(stats["records"], 4);
+    assert!(stats["blob_bytes"].as_u64().unwrap() > 64);
+
+    let f = ok_json(&store, &["forget", &id]);
+    assert_eq!(f["forgotten"], true);
+    let out = engram(&store, &["forget", &id]);
+    assert!(!out.status.success());
+    let out = engram(&store, &["get", &id]);
+    assert!(!out.status.success() && stderr(&out).contains("no memory"));
+
+    let v = ok_json(&store, &["verify"]);
+    assert_eq!(v["sound"], true);
+    let d = ok_json(&store, &["dump", "--kind", "tombstone"]);
+    assert_eq!(d["records"].as_array().unwrap().len(), 1);
+    let d = ok_json(&store, &["dump", "--key", &id2]);
+    assert_eq!(
+        d["records"][0]["body"],
+        "parseHttpRequest rejects bodies over 1 MiB"
+    );
+    let off = d["records"][0]["offset"].as_u64().unwrap().to_string();
+    let d = ok_json(&store, &["dump", "--offset", &off]);
+    assert_eq!(d["records"][0]["kind"], "put");
+
+    let c = ok_json(&store, &["compact"]);
+    assert_eq!(c["generation"], 2);
+    let r = ok_json(&store, &["rebuild"]);
+    assert_eq!(r["memories"], 1);
+    assert_eq!(
+        ok_json(&store, &["get", &id2])["text"],
+        "parseHttpRequest rejects bodies over 1 MiB"
+    );
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+
+    let k = ok_json(&store, &["key", "hash", "file:src/main.py"]);
+    assert_eq!(k["hash64"], 9629542200085099360u64);
+}
+
+#[test]
+fn export_then_import_reproduces_the_memories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    ok_json(
+        &a,
+        &["remember", "first", "--metadata", "{\"source\":\"review\"}"],
+    );
+    ok_json(&a, &["remember", "second", "--tag", "x"]);
+    let file = tmp.path().join("m.jsonl");
+    assert!(engram(&a, &["export", file.to_str().unwrap()])
+        .status
+        .success());
+    let rep = ok_json(&b, &["import", file.to_str().unwrap()]);
+    assert_eq!(rep["imported"], 2);
+    let out_a = engram(&a, &["export"]);
+    let out_b = engram(&b, &["export"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out_a.stdout),
+        String::from_utf8_lossy(&out_b.stdout)
+    );
+    assert_eq!(String::from_utf8_lossy(&out_a.stdout).lines().count(), 2);
+}
+
+#[test]
+fn bad_import_lines_are_reported_by_number_and_nothing_is_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let file = tmp.path().join("bad.jsonl");
+    let mut text = String::from("{\"text\":\"good one\"}\n\n{\"text\": 5}\n{\"text\":\"ok\",\"id\":\"mem:XYZ\"}\nnot json\n");
+    text.push_str("{\"text\":\"fine\",\"tags\":[1]}\n");
+    std::fs::write(&file, text.as_bytes()).unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(b"{\"text\":\"\xff\xfe\"}\n");
+    std::fs::write(&file, bytes).unwrap();
+    let out = engram(&store, &["import", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    for line in ["line 3", "line 4", "line 5", "line 6", "line 7"] {
+        assert!(err.contains(line), "missing {line} in {err}");
+    }
+    assert!(
+        !err.contains("line 1:") && !err.contains("line 2:"),
+        "{err}"
+    );
+    assert_eq!(ok_json(&store, &["stats"])["memories"], 0);
+}
+
+#[test]
+fn foreign_and_newer_directories_are_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A directory with somebody else's files.
+    let foreign = tmp.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+    let out = engram(&foreign, &["remember", "x"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not an engram store"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(&foreign).unwrap().count(),
+        1,
+        "nothing may be written into it"
+    );
+
+    // A blob.dat that is not ours.
+    let junk = tmp.path().join("junk");
+    std::fs::create_dir(&junk).unwrap();
+    std::fs::write(junk.join("blob.dat"), vec![b'z'; 200]).unwrap();
+    let out = engram(&junk, &["list"]);
+    assert!(stderr(&out).contains("not an engram"), "{}", stderr(&out));
+
+    // A store of a newer format version.
+    let newer = tmp.path().join("newer");
+    ok_json(&newer, &["remember", "x"]);
+    let blob = newer.join("blob.dat");
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&blob, &bytes).unwrap();
+    let before = std::fs::read(&blob).unwrap();
+    let out = engram(&newer, &["list"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("newer engram") && err.contains("version 2"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&blob).unwrap(),
+        before,
+        "a newer store must not be touched"
+    );
+    let out = engram(&newer, &["verify"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn verify_names_the_offset_of_a_damaged_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    ok_json(&store, &["remember", "first memory"]);
+    ok_json(&store, &["remember", "second memory"]);
+    let blob = store.join("blob.dat");
+    let mut bytes = std::fs::read(&blob).unwrap();
+    // Flip a byte inside the first record's body (header is 64 bytes, record header 48).
+    bytes[64 + 48 + 3] ^= 0x20;
+    std::fs::write(&blob, &bytes).unwrap();
+    let out = engram(&store, &["verify"]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("offset 64"), "{text}");
+}
