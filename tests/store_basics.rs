@@ -82,3 +82,56 @@ fn memories_remember_recall_forget() {
     assert_eq!(m.get(&b.id).unwrap().unwrap().text, b.text);
     assert!(verify(dir.path()).unwrap().is_sound());
 }
+
+#[test]
+fn a_reader_opens_without_waiting_for_a_long_batch_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer_store = open(dir.path());
+    let mut w = writer_store.begin_batch().unwrap();
+    // Enough to be flushed to blob.dat before the commit is written.
+    for i in 0..3000 {
+        w.put(&format!("file:big/{i}"), Map::new(), vec![b'x'; 2048])
+            .unwrap();
+    }
+    let reader = open(dir.path());
+    assert_eq!(
+        reader.live_records().unwrap(),
+        0,
+        "an uncommitted batch is invisible"
+    );
+    assert_eq!(
+        reader.open_report().truncated_bytes,
+        0,
+        "a live writer's tail is not cut"
+    );
+    w.finish().unwrap();
+    assert_eq!(reader.live_records().unwrap(), 3000);
+    assert_eq!(
+        reader.get("file:big/2999").unwrap().unwrap().body.len(),
+        2048
+    );
+}
+
+#[test]
+fn an_abandoned_batch_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let mut b = WriteBatch::new();
+    b.put("file:kept", Map::new(), "kept").unwrap();
+    s.commit(&b).unwrap();
+    {
+        let mut w = s.begin_batch().unwrap();
+        for i in 0..3000 {
+            w.put(&format!("file:gone/{i}"), Map::new(), vec![b'y'; 2048])
+                .unwrap();
+        }
+    }
+    assert!(s.get("file:gone/0").unwrap().is_none());
+    let mut b = WriteBatch::new();
+    b.put("file:after", Map::new(), "after").unwrap();
+    s.commit(&b).unwrap();
+    drop(s);
+    let s = open(dir.path());
+    assert_eq!(s.live_records().unwrap(), 2);
+    assert!(verify(dir.path()).unwrap().is_sound());
+}

@@ -42,6 +42,25 @@ impl WriterLock<'static> {
     }
 }
 
+impl WriterLock<'static> {
+    /// True when another process holds the lock on `path` right now.
+    pub fn is_held_elsewhere(path: &Path) -> Result<bool> {
+        let file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(StoreError::io("open lock file", path)(e)),
+        };
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                Ok(false)
+            }
+            Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+            Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", path)(e)),
+        }
+    }
+}
+
 impl<'a> WriterLock<'a> {
     /// Block until the lock on an already open lock file is ours. Saves an open and a
     /// close per batch; callers in one process must serialise among themselves, since

@@ -104,7 +104,13 @@ pub(super) fn open(
         open_report: OpenReport::default(),
     };
     let mut db = store.db()?;
-    if !matches!(store.need(&db)?, Need::Clean) {
+    let need = store.need(&db)?;
+    // Bytes past the tracker while another process holds the writer lock are that
+    // writer's batch in flight (an import can take minutes): a reader must not wait
+    // for it, and the writer applies it. With the lock free they are a dead writer's.
+    let busy_writer =
+        matches!(need, Need::CatchUp(_)) && WriterLock::is_held_elsewhere(&dir.join(LOCK_FILE))?;
+    if !matches!(need, Need::Clean) && !busy_writer {
         let _in_process = store
             .write_mutex
             .lock()
