@@ -12,7 +12,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut batch = WriteBatch::new();
     let mut meta = Map::new();
     meta.insert("lang".into(), json!("rust"));
-    batch.put("file:src/lib.rs", meta.clone(), "pub fn add(a: i32, b: i32) -> i32 { a + b }")?;
+    batch.put(
+        "file:src/lib.rs",
+        meta.clone(),
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }",
+    )?;
     batch.put("file:src/main.rs", meta, "fn main() { println!(\"hi\") }")?;
     batch.put_vector("file:src/lib.rs", "example-3d", &[1.0, 0.0, 0.2])?;
     batch.put_vector("file:src/main.rs", "example-3d", &[0.0, 1.0, 0.1])?;
@@ -20,14 +24,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("committed seq {}..={}", info.first_seq, info.commit_seq);
 
     let rec = store.get("file:src/lib.rs")?.ok_or("missing")?;
-    println!("{} = {:?} (meta {:?})", rec.key, String::from_utf8_lossy(&rec.body), rec.meta);
+    println!(
+        "{} = {:?} (meta {:?})",
+        rec.key,
+        String::from_utf8_lossy(&rec.body),
+        rec.meta
+    );
 
     for hit in store.vector_search("example-3d", &[0.9, 0.1, 0.2], 2)? {
         println!("nearest: {} ({:.3})", hit.key, hit.score);
     }
 
     let report = verify(&dir)?;
-    println!("verify: sound = {}, {} records", report.is_sound(), report.records);
+    println!(
+        "verify: sound = {}, {} records",
+        report.is_sound(),
+        report.records
+    );
     drop(store);
     std::fs::remove_dir_all(&dir)?;
     Ok(())
