@@ -23,8 +23,8 @@ pub const MAX_PAYLOAD_LEN: u32 = 1 << 30;
 /// Flag bits 8..16: a reader that does not know a set bit must refuse the record.
 pub const FLAGS_MUST_UNDERSTAND: u16 = 0xff00;
 
-/// What a record is. Kinds below 0x80 must be understood; kinds from 0x80 up may be
-/// skipped by readers that do not know them (see format-spec/blob-log.md).
+/// What a record is. Kinds below 0x80 must be understood; unknown kinds from 0x81 up
+/// are skipped (see format-spec/blob-log.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum RecordKind {
@@ -38,6 +38,9 @@ pub enum RecordKind {
     Vector = 4,
     /// An append-only event (audit trail); never changes a key's value.
     Event = 0x80,
+    /// A kind from 0x81 up that this version does not know: readers skip it (the
+    /// byte itself is in the header). Never written by this version.
+    Ignorable = 0xff,
 }
 
 impl RecordKind {
@@ -49,6 +52,7 @@ impl RecordKind {
             3 => RecordKind::Commit,
             4 => RecordKind::Vector,
             0x80 => RecordKind::Event,
+            0x81..=0xff => RecordKind::Ignorable,
             _ => return None,
         })
     }
@@ -61,6 +65,7 @@ impl RecordKind {
             RecordKind::Commit => "commit",
             RecordKind::Vector => "vector",
             RecordKind::Event => "event",
+            RecordKind::Ignorable => "ignorable",
         }
     }
 
@@ -129,6 +134,9 @@ pub struct RecordFields<'a> {
 
 /// Append the encoded record to `out` and return its CRC.
 pub fn encode_record(fields: &RecordFields<'_>, out: &mut Vec<u8>) -> Result<u32, FormatError> {
+    if fields.kind == RecordKind::Ignorable {
+        return Err(FormatError::UnknownKind(0xff));
+    }
     let payload = fields.meta.len() as u64 + fields.body.len() as u64;
     if payload > MAX_PAYLOAD_LEN as u64 {
         return Err(FormatError::PayloadTooLarge { len: payload });
@@ -333,6 +341,10 @@ mod tests {
     fn kind_names_round_trip() {
         for b in 0..=255u8 {
             if let Some(k) = RecordKind::from_u8(b) {
+                if k == RecordKind::Ignorable {
+                    assert!(b > 0x80);
+                    continue;
+                }
                 assert_eq!(k as u8, b);
                 assert_eq!(RecordKind::from_name(k.name()), Some(k));
             }

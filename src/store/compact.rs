@@ -1,7 +1,7 @@
 //! Compaction: rewrite `blob.dat` keeping only live records, then swap it in.
 //!
-//! Kept: each key's live Put, its live vectors, and every Event (the audit trail is
-//! never rewritten away). Records are copied byte for byte — same sequence numbers,
+//! Kept: each key's live Put, its live vectors, every Event (the audit trail is never
+//! rewritten away) and every record of a kind this version does not know. Records are copied byte for byte — same sequence numbers,
 //! same checksums — into one batch closed by a commit whose sequence number is the old
 //! log's last, so numbering never goes backwards. The new file gets the next
 //! generation; the swap is a rename, and the tracker is rebuilt in a transaction that
@@ -80,7 +80,9 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         |batch| -> Result<()> {
             records_before += batch.records.len() as u64 + 1;
             for (offset, rec) in &batch.records {
-                if rec.kind == RecordKind::Event || live.contains(offset) {
+                if matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
+                    || live.contains(offset)
+                {
                     let raw = &snap.bytes()[*offset as usize..*offset as usize + rec.record_len()];
                     writer.push(raw)?;
                     crc.push(rec.crc());

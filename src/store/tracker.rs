@@ -331,7 +331,7 @@ fn apply_record(
                 p.apply(tx, &change)?;
             }
         }
-        RecordKind::Commit => {}
+        RecordKind::Commit | RecordKind::Ignorable => {}
     }
     Ok(())
 }

@@ -130,7 +130,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
                             what: why,
                         }),
                     },
-                    RecordKind::Event | RecordKind::Commit => {}
+                    RecordKind::Event | RecordKind::Commit | RecordKind::Ignorable => {}
                 }
                 if rec.kind == RecordKind::Put {
                     if let Err(why) = record_meta(rec) {
