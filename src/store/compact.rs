@@ -78,12 +78,12 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
             last_seq: 0,
         },
         |batch| -> Result<()> {
-            records_before += batch.records.len() as u64 + 1;
-            for (offset, rec) in &batch.records {
+            records_before += batch.record_count as u64 + 1;
+            for (offset, rec) in batch.records() {
                 if matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
-                    || live.contains(offset)
+                    || live.contains(&offset)
                 {
-                    let raw = &snap.bytes()[*offset as usize..*offset as usize + rec.record_len()];
+                    let raw = &snap.bytes()[offset as usize..offset as usize + rec.record_len()];
                     writer.push(raw)?;
                     crc.push(rec.crc());
                     if kept == 0 {

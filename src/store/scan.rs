@@ -7,13 +7,37 @@
 
 use crate::format::{decode_record, BatchCrc, CommitBody, FormatError, RecordKind, RecordView};
 
-/// One committed batch: its records (commit excluded) with their offsets.
+/// One committed batch. Its records are decoded on demand from the log, so a batch
+/// of any size costs no memory to hold.
 pub struct Batch<'a> {
-    pub records: Vec<(u64, RecordView<'a>)>,
+    log: &'a [u8],
+    /// Offset of the batch's first record.
+    pub start: u64,
+    /// Records in the batch, the commit not counted.
+    pub record_count: u32,
     pub commit_offset: u64,
     pub commit_seq: u64,
     /// Offset just past the commit record.
     pub end: u64,
+}
+
+impl<'a> Batch<'a> {
+    /// The batch's records (commit excluded) with their offsets, in log order.
+    pub fn records(&self) -> impl Iterator<Item = (u64, RecordView<'a>)> + 'a {
+        let log = self.log;
+        let end = self.commit_offset;
+        let mut off = self.start;
+        std::iter::from_fn(move || {
+            if off >= end {
+                return None;
+            }
+            // Already checked by the scan that produced the batch.
+            let rec = decode_record(&log[off as usize..]).ok()?;
+            let at = off;
+            off += rec.record_len() as u64;
+            Some((at, rec))
+        })
+    }
 }
 
 /// Where scanning stopped and why.
@@ -60,7 +84,9 @@ pub fn scan_batches<'a, E>(
         last_seq: start.last_seq,
         stopped: None,
     };
-    let mut pending: Vec<(u64, RecordView<'a>)> = Vec::new();
+    // The open batch is tracked by its count, first seq and running CRC only; its
+    // records are read again from `log` once its commit checks out.
+    let mut pending = Pending::default();
     let mut crc = BatchCrc::new();
     let mut prev_seq = start.last_seq;
     let mut off = start.offset;
@@ -94,7 +120,9 @@ pub fn scan_batches<'a, E>(
             }
             let len = rec.record_len() as u64;
             let batch = Batch {
-                records: std::mem::take(&mut pending),
+                log,
+                start: end.committed_end,
+                record_count: pending.count,
                 commit_offset: off,
                 commit_seq: rec.seq(),
                 end: off + len,
@@ -104,26 +132,36 @@ pub fn scan_batches<'a, E>(
             end.last_commit = off;
             end.last_seq = rec.seq();
             crc = BatchCrc::new();
+            pending = Pending::default();
         } else {
             crc.push(rec.crc());
-            pending.push((off, rec));
+            if pending.count == 0 {
+                pending.first_seq = rec.seq();
+            }
+            pending.count += 1;
         }
         prev_seq = rec.seq();
         off += rec.record_len() as u64;
     }
 }
 
+#[derive(Default)]
+struct Pending {
+    count: u32,
+    first_seq: u64,
+}
+
 fn check_commit(
     rec: &RecordView<'_>,
-    pending: &[(u64, RecordView<'_>)],
+    pending: &Pending,
     crc: &BatchCrc,
     batch_start: u64,
     prev_commit: u64,
 ) -> Result<(), String> {
     let body = CommitBody::decode(rec.body).map_err(|e| e.to_string())?;
-    let first = pending
-        .first()
-        .ok_or("commit record closes an empty batch")?;
+    if pending.count == 0 {
+        return Err("commit record closes an empty batch".into());
+    }
     if body.batch_start.get() != batch_start {
         return Err(format!(
             "commit says its batch starts at {}, but the previous commit ends at {}",
@@ -138,14 +176,14 @@ fn check_commit(
             body.prev_commit.get()
         ));
     }
-    if body.record_count.get() as usize != pending.len() {
+    if body.record_count.get() != pending.count {
         return Err(format!(
             "commit counts {} records, {} precede it",
             body.record_count.get(),
-            pending.len()
+            pending.count
         ));
     }
-    if body.first_seq.get() != first.1.seq() {
+    if body.first_seq.get() != pending.first_seq {
         return Err("commit's first sequence number does not match its batch".into());
     }
     if body.batch_crc.get() != crc.finish() {

@@ -235,8 +235,8 @@ pub fn apply_batch(
     projections: &[&dyn Projection],
     meta: &mut TrackerMeta,
 ) -> Result<()> {
-    for (offset, rec) in &batch.records {
-        apply_record(tx, *offset, rec, projections)?;
+    for (offset, rec) in batch.records() {
+        apply_record(tx, offset, &rec, projections)?;
     }
     meta.applied_seq = batch.commit_seq;
     meta.applied_end = batch.end;

@@ -57,7 +57,7 @@ fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
 }
 
 pub(super) fn batch_touches_vectors(batch: &Batch<'_>) -> bool {
-    batch.records.iter().any(|(_, r)| {
+    batch.records().any(|(_, r)| {
         matches!(
             r.kind,
             RecordKind::Vector | RecordKind::Tombstone | RecordKind::Put

@@ -105,38 +105,38 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         },
         |b| -> Result<()> {
             report.batches += 1;
-            for (offset, rec) in &b.records {
+            for (offset, rec) in b.records() {
                 match rec.kind {
                     RecordKind::Put => {
-                        live.insert(rec.key_hash(), *offset);
+                        live.insert(rec.key_hash(), offset);
                         vecs.retain(|(h, _), _| *h != rec.key_hash());
                     }
                     RecordKind::Tombstone => {
                         live.remove(&rec.key_hash());
                         vecs.retain(|(h, _), _| *h != rec.key_hash());
                     }
-                    RecordKind::Vector => match record_meta(rec) {
+                    RecordKind::Vector => match record_meta(&rec) {
                         Ok((meta, _)) => {
                             let emb = meta
                                 .get("embedder")
                                 .and_then(|v| v.as_str())
                                 .unwrap_or("")
                                 .to_string();
-                            vecs.insert((rec.key_hash(), emb), *offset);
+                            vecs.insert((rec.key_hash(), emb), offset);
                         }
                         Err(why) => report.problems.push(Problem {
                             file: BLOB_FILE,
-                            offset: Some(*offset),
+                            offset: Some(offset),
                             what: why,
                         }),
                     },
                     RecordKind::Event | RecordKind::Commit | RecordKind::Ignorable => {}
                 }
                 if rec.kind == RecordKind::Put {
-                    if let Err(why) = record_meta(rec) {
+                    if let Err(why) = record_meta(&rec) {
                         report.problems.push(Problem {
                             file: BLOB_FILE,
-                            offset: Some(*offset),
+                            offset: Some(offset),
                             what: why,
                         });
                     }
