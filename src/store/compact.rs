@@ -34,11 +34,7 @@ pub struct CompactReport {
 }
 
 pub(super) fn compact(store: &Store) -> Result<CompactReport> {
-    let _in_process = store
-        .write_mutex
-        .lock()
-        .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
-    let _lock = store.writer_lock()?;
+    let _writer = store.exclusive()?;
     let mut db = store.db()?;
     let meta = store.refresh_locked(&mut db)?;
     let blob = store.blob()?;

@@ -144,7 +144,20 @@ impl Store {
         &self.open_report
     }
 
-    /// Take the writer lock (after `write_mutex`).
+    /// Become the store's only writer, in this process and across processes, until
+    /// the guard is dropped.
+    fn exclusive(&self) -> Result<WriteGuard<'_>> {
+        let in_process = self
+            .write_mutex
+            .lock()
+            .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
+        Ok(WriteGuard {
+            _lock: self.writer_lock()?,
+            _in_process: in_process,
+        })
+    }
+
+    /// Take the file lock (callers hold `write_mutex`).
     fn writer_lock(&self) -> Result<WriterLock<'_>> {
         let path = self.dir.join(LOCK_FILE);
         if self.lock_file.get().is_none() {
@@ -276,11 +289,7 @@ impl Store {
 
     /// Recreate every derived file from `blob.dat` alone.
     pub fn rebuild(&self) -> Result<OpenReport> {
-        let _in_process = self
-            .write_mutex
-            .lock()
-            .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        let _lock = self.writer_lock()?;
+        let _writer = self.exclusive()?;
         let mut db = self.db()?;
         let report = self.rebuild_locked(&mut db)?;
         vectors::rebuild_caches(self, &db)?;
@@ -319,6 +328,13 @@ impl Drop for Store {
             }
         }
     }
+}
+
+/// Held by the one writer: the in-process mutex and the cross-process file lock.
+struct WriteGuard<'s> {
+    // Field order is drop order: the file lock goes first.
+    _lock: WriterLock<'s>,
+    _in_process: MutexGuard<'s, ()>,
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -111,11 +111,7 @@ pub(super) fn open(
     let busy_writer =
         matches!(need, Need::CatchUp(_)) && WriterLock::is_held_elsewhere(&dir.join(LOCK_FILE))?;
     if !matches!(need, Need::Clean) && !busy_writer {
-        let _in_process = store
-            .write_mutex
-            .lock()
-            .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
-        let _lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        let _writer = store.exclusive()?;
         let r = store.bring_level(&mut db)?;
         report.replayed_batches = r.replayed_batches;
         report.truncated_bytes = r.truncated_bytes;

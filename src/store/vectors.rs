@@ -220,11 +220,7 @@ pub(super) fn search(
         Ok(c) if c.seq() == applied => c,
         _ => {
             // Missing or stale: rebuild under the writer lock, then read it.
-            let _in_process = store
-                .write_mutex
-                .lock()
-                .map_err(|_| StoreError::Invalid("writer mutex poisoned".into()))?;
-            let _lock = store.writer_lock()?;
+            let _writer = store.exclusive()?;
             let mut db = store.db()?;
             store.refresh_locked(&mut db)?;
             let fresh = VectorCache::open(&path, &opts);

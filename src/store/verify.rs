@@ -229,16 +229,7 @@ fn compare_tracker(
     report: &mut VerifyReport,
 ) -> Result<()> {
     let mut seen = 0usize;
-    let mut stmt = db.prepare("SELECT key_hash, key, offset FROM records")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)? as u64,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)? as u64,
-        ))
-    })?;
-    for row in rows {
-        let (h, key, offset) = row?;
+    for (h, key, offset) in hash_name_offset(db, "SELECT key_hash, key, offset FROM records")? {
         match live.get(&h) {
             Some(&o) if o == offset => seen += 1,
             Some(&o) => report.problems.push(Problem {
@@ -266,17 +257,9 @@ fn compare_tracker(
         });
     }
     let count: i64 = db.query_row("SELECT count(*) FROM vectors", [], |r| r.get(0))?;
-    let mut stmt = db.prepare("SELECT key_hash, embedder, offset FROM vectors")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)? as u64,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)? as u64,
-        ))
-    })?;
     let mut agree = 0usize;
-    for row in rows {
-        let (h, emb, offset) = row?;
+    for (h, emb, offset) in hash_name_offset(db, "SELECT key_hash, embedder, offset FROM vectors")?
+    {
         if vecs.get(&(h, emb)) == Some(&offset) {
             agree += 1;
         }
@@ -292,6 +275,19 @@ fn compare_tracker(
         });
     }
     Ok(())
+}
+
+/// Rows of (hash, text, offset) from a tracker query.
+fn hash_name_offset(db: &Connection, sql: &str) -> Result<Vec<(u64, String, u64)>> {
+    let mut stmt = db.prepare(sql)?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)? as u64,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)? as u64,
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// Next offset at or after `from` where a whole record decodes.

@@ -7,17 +7,14 @@
 //! that is cut off (now, or by the next open). This is the only code that appends to
 //! `blob.dat` outside compaction.
 
-use std::sync::MutexGuard;
-
 use zerocopy::IntoBytes;
 
 use super::batch::{Op, WriteBatch};
 use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
-use super::lock::WriterLock;
 use super::scan::{scan_batches, ScanStart};
 use super::tracker::{self, TrackerMeta};
-use super::{vectors, CommitInfo, Durability, Store};
+use super::{vectors, CommitInfo, Durability, Store, WriteGuard};
 use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind};
 use crate::key::hash64;
 
@@ -26,8 +23,7 @@ const FLUSH_AT: usize = 4 << 20;
 /// A batch being written; see the module doc. Holds the writer lock while alive.
 pub struct BatchWriter<'s> {
     store: &'s Store,
-    _lock: WriterLock<'s>,
-    _in_process: MutexGuard<'s, ()>,
+    _writer: WriteGuard<'s>,
     blob: std::sync::Arc<BlobLog>,
     meta: TrackerMeta,
     buf: Vec<u8>,
@@ -42,11 +38,7 @@ pub struct BatchWriter<'s> {
 
 impl<'s> BatchWriter<'s> {
     pub(super) fn begin(store: &'s Store) -> Result<BatchWriter<'s>> {
-        let in_process = store
-            .write_mutex
-            .lock()
-            .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        let lock = store.writer_lock()?;
+        let writer = store.exclusive()?;
         // The tracker connection is taken only to refresh and to apply, so readers in
         // this process are not blocked while a long batch streams in.
         let meta = store.refresh_locked(&mut *store.db()?)?;
@@ -58,8 +50,7 @@ impl<'s> BatchWriter<'s> {
         }
         Ok(BatchWriter {
             store,
-            _lock: lock,
-            _in_process: in_process,
+            _writer: writer,
             blob,
             written_to: meta.applied_end,
             next_seq: meta.applied_seq + 1,
