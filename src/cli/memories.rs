@@ -9,7 +9,7 @@ use engram::memory::{Memories, Memory};
 use serde_json::json;
 
 use super::output::Output;
-use super::{store_dir, store_options, Cli, Command};
+use super::{store_dir, store_options, Cli, Command, MemoryFields};
 
 fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
@@ -21,6 +21,27 @@ fn open(cli: &Cli) -> Result<Memories> {
             "dropped {} uncommitted bytes left by a crash",
             r.truncated_bytes
         );
+    }
+    Ok(m)
+}
+
+fn memory_from(text: &str, f: &MemoryFields) -> Result<Memory> {
+    let mut m = Memory::new(text);
+    m.tags = f.tags.clone();
+    m.task = f.task.clone();
+    m.insights = f.insights.clone();
+    m.contexts = f.contexts.clone();
+    m.symbols = f.symbols.clone();
+    if let Some(p) = &f.provenance {
+        m.provenance = p.clone();
+    }
+    m.trust = f.trust;
+    m.session = f.session.clone();
+    if let Some(s) = &f.metadata {
+        match serde_json::from_str(s) {
+            Ok(serde_json::Value::Object(o)) => m.metadata = o,
+            _ => bail!("--metadata must be a JSON object, e.g. '{{\"source\":\"review\"}}'"),
+        }
     }
     Ok(m)
 }
@@ -37,22 +58,26 @@ fn human(m: &Memory) -> String {
 pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let memories = open(cli)?;
     match &cli.command {
-        Command::Remember {
-            text,
-            tags,
-            metadata,
-        } => {
-            let metadata = match metadata {
-                None => None,
-                Some(s) => match serde_json::from_str(s) {
-                    Ok(serde_json::Value::Object(o)) => Some(o),
-                    _ => {
-                        bail!("--metadata must be a JSON object, e.g. '{{\"source\":\"review\"}}'")
-                    }
-                },
-            };
-            let m = memories.remember(text, tags, metadata)?;
+        Command::Remember { text, fields } => {
+            let m = memories.write(memory_from(text, fields)?)?;
             out.value(&m, || m.id.clone())?;
+        }
+        Command::Update { id, text, fields } => {
+            let m = memories.update(id, memory_from(text, fields)?)?;
+            out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
+        }
+        Command::History { id } => {
+            let versions = memories.history(id)?;
+            if versions.is_empty() {
+                bail!("no memory {id}");
+            }
+            out.value(&serde_json::json!({"versions": versions}), || {
+                versions
+                    .iter()
+                    .map(|m| format!("version {} at {} ms\n{}", m.version, m.updated_ms, m.text))
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            })?;
         }
         Command::Get { id } => {
             let Some(m) = memories.get(id)? else {

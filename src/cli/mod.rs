@@ -44,13 +44,18 @@ pub enum Command {
     /// Store a memory; prints its id.
     Remember {
         text: String,
-        /// A tag (repeatable).
-        #[arg(long = "tag", short = 't')]
-        tags: Vec<String>,
-        /// A JSON object of extra metadata.
-        #[arg(long)]
-        metadata: Option<String>,
+        #[command(flatten)]
+        fields: MemoryFields,
     },
+    /// Replace a memory's text and fields as a new version (the old one stays in its history).
+    Update {
+        id: String,
+        text: String,
+        #[command(flatten)]
+        fields: MemoryFields,
+    },
+    /// Show every version of a memory, oldest first.
+    History { id: String },
     /// Show a memory.
     Get { id: String },
     /// Delete a memory.
@@ -100,6 +105,38 @@ pub enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+}
+
+/// The classified fields of a memory.
+#[derive(Debug, clap::Args)]
+pub struct MemoryFields {
+    /// A tag (repeatable).
+    #[arg(long = "tag", short = 't')]
+    pub tags: Vec<String>,
+    /// Task type: debug, bugfix, implement_feature, refactor, … (with or without `task:`).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Insight type (repeatable): decision, constraint, assumption, pitfall, tradeoff, invariant, todo, context.
+    #[arg(long = "insight")]
+    pub insights: Vec<String>,
+    /// Context type (repeatable): frontend, backend, auth, billing, ui, infra, devops, data, testing, api.
+    #[arg(long = "context")]
+    pub contexts: Vec<String>,
+    /// A symbol, file or chunk key the memory is about (repeatable).
+    #[arg(long = "symbol")]
+    pub symbols: Vec<String>,
+    /// user_stated (default), agent_observed, llm_extracted or inferred.
+    #[arg(long)]
+    pub provenance: Option<String>,
+    /// Trust from 0 to 1 (default by provenance).
+    #[arg(long)]
+    pub trust: Option<f64>,
+    /// The coding session the memory belongs to.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// A JSON object of extra metadata.
+    #[arg(long)]
+    pub metadata: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

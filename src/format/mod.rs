@@ -14,7 +14,7 @@ pub use commit::{BatchCrc, CommitBody, COMMIT_BODY_LEN};
 pub use file_header::{FileHeader, BLOB_MAGIC, FILE_HEADER_LEN, FORMAT_VERSION};
 pub use record::{
     decode_record, encode_record, padded_len, RecordFields, RecordHeader, RecordKind, RecordView,
-    MAX_PAYLOAD_LEN, RECORD_ALIGN, RECORD_HEADER_LEN,
+    FLAG_KEEP_HISTORY, MAX_PAYLOAD_LEN, RECORD_ALIGN, RECORD_HEADER_LEN,
 };
 
 /// What is wrong with a run of bytes that should hold engram's format.

@@ -20,6 +20,9 @@ pub const RECORD_HEADER_LEN: usize = 48;
 pub const RECORD_ALIGN: usize = 8;
 /// Largest `meta_len + body_len` a writer may produce or a reader accept.
 pub const MAX_PAYLOAD_LEN: u32 = 1 << 30;
+/// Flag bit 0 (advisory), on a put: compaction keeps the record after a later put of
+/// the same key supersedes it, for as long as the key is live (version history).
+pub const FLAG_KEEP_HISTORY: u16 = 0x0001;
 /// Flag bits 8..16: a reader that does not know a set bit must refuse the record.
 pub const FLAGS_MUST_UNDERSTAND: u16 = 0xff00;
 

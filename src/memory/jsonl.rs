@@ -1,7 +1,9 @@
 //! JSON Lines import and export of memories.
 //!
-//! One memory per line: an object with `text` and optionally `id`, `tags`, `metadata`,
-//! `created_ms`, `updated_ms` and any fields of later versions (kept verbatim).
+//! One memory per line: a JSON object with the fields of [`Memory`] (`text` required;
+//! `id`, `task`, `insights`, `contexts`, `tags`, `symbols`, `provenance`, `trust`,
+//! `session`, `version`, `metadata`, `created_ms`, `updated_ms` optional). An unknown
+//! field is refused, so a misspelt one is not silently dropped.
 //! Import reads the file twice: first to validate every line (reporting each bad one by
 //! number), then to stream it into a single batch, so a file is imported whole or not
 //! at all, and its size is not bounded by memory.
@@ -11,10 +13,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
-use serde_json::{Map, Value};
-
 use super::model::Memory;
-use super::{check_text, clean_tags, normalise_id, Memories, MemoryError, Result};
+use super::{Memories, MemoryError, Result};
 
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -73,7 +73,7 @@ impl Memories {
             if m.updated_ms == 0 {
                 m.updated_ms = m.created_ms;
             }
-            writer.put(&m.id, m.to_meta(), m.text.into_bytes())?;
+            writer.put_keeping_history(&m.id, m.to_meta(), m.text.into_bytes())?;
             report.imported += 1;
             Ok(true)
         })?;
@@ -163,61 +163,7 @@ fn parse_line(line: &str) -> std::result::Result<Option<Memory>, String> {
     if line.is_empty() {
         return Ok(None);
     }
-    let mut obj: Map<String, Value> = match serde_json::from_str(line) {
-        Ok(Value::Object(o)) => o,
-        Ok(_) => return Err("not a JSON object".into()),
-        Err(e) => return Err(format!("invalid JSON: {e}")),
-    };
-    let text = match obj.remove("text") {
-        Some(Value::String(s)) => s,
-        Some(_) => return Err("\"text\" must be a string".into()),
-        None => return Err("missing \"text\"".into()),
-    };
-    check_text(&text).map_err(|e| e.to_string())?;
-    let id = match obj.remove("id") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => normalise_id(&s).map_err(|e| e.to_string())?,
-        Some(_) => return Err("\"id\" must be a string".into()),
-    };
-    let tags = match obj.remove("tags") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => {
-            let mut tags = Vec::with_capacity(a.len());
-            for t in a {
-                match t {
-                    Value::String(s) => tags.push(s),
-                    _ => return Err("\"tags\" must be an array of strings".into()),
-                }
-            }
-            clean_tags(&tags).map_err(|e| e.to_string())?
-        }
-        Some(_) => return Err("\"tags\" must be an array of strings".into()),
-    };
-    let metadata = match obj.remove("metadata") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(o)) => o,
-        Some(_) => return Err("\"metadata\" must be an object".into()),
-    };
-    let mut ms = |name: &str| match obj.remove(name) {
-        None | Some(Value::Null) => Ok(0),
-        Some(v) => v.as_u64().ok_or_else(|| {
-            format!("\"{name}\" must be a non-negative integer (Unix milliseconds)")
-        }),
-    };
-    let created_ms = ms("created_ms")?;
-    let updated_ms = ms("updated_ms")?;
-    for reserved in ["type", "key"] {
-        if obj.contains_key(reserved) {
-            return Err(format!("\"{reserved}\" is reserved and cannot be imported"));
-        }
-    }
-    Ok(Some(Memory {
-        id,
-        text,
-        tags,
-        metadata,
-        created_ms,
-        updated_ms,
-        extra: obj,
-    }))
+    let mut m: Memory = serde_json::from_str(line).map_err(|e| format!("{e}"))?;
+    m.validate()?;
+    Ok(Some(m))
 }

@@ -8,6 +8,7 @@ mod jsonl;
 mod model;
 mod projection;
 pub mod query;
+pub mod taxonomy;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -89,28 +90,83 @@ impl Memories {
         &self.store
     }
 
-    /// Store a new memory and return it with its id.
+    /// Store a new memory with just text, tags and free metadata; returns it with
+    /// its id. See [`Memories::write`] for every field.
     pub fn remember(
         &self,
         text: &str,
         tags: &[String],
         metadata: Option<Map<String, Value>>,
     ) -> Result<Memory> {
-        check_text(text)?;
+        let mut m = Memory::new(text);
+        m.tags = tags.to_vec();
+        m.metadata = metadata.unwrap_or_default();
+        self.write(m)
+    }
+
+    /// Store a new memory (its `id`, if set, must be free) after validating every
+    /// field; returns it as stored.
+    pub fn write(&self, mut memory: Memory) -> Result<Memory> {
+        memory.validate().map_err(MemoryError::Invalid)?;
+        if memory.id.is_empty() {
+            memory.id = self.new_id(&HashSet::new())?;
+        } else if self.get(&memory.id)?.is_some() {
+            return Err(MemoryError::Invalid(format!(
+                "{} already exists; update it instead",
+                memory.id
+            )));
+        }
         let now = crate::store::now_ms();
-        let memory = Memory {
-            id: self.new_id(&HashSet::new())?,
-            text: text.to_string(),
-            tags: clean_tags(tags)?,
-            metadata: metadata.unwrap_or_default(),
-            created_ms: now,
-            updated_ms: now,
-            extra: Map::new(),
-        };
-        let mut batch = WriteBatch::new();
-        batch.put(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
-        self.store.commit(&batch)?;
+        memory.created_ms = now;
+        memory.updated_ms = now;
+        memory.version = 1;
+        self.commit_version(&memory)?;
         Ok(memory)
+    }
+
+    /// Replace a memory's content with `change` (its id and creation time are kept),
+    /// as a new version; earlier versions stay readable through [`Memories::history`].
+    pub fn update(&self, id: &str, mut change: Memory) -> Result<Memory> {
+        let Some(old) = self.get(id)? else {
+            return Err(MemoryError::NotFound(id.to_string()));
+        };
+        change.id = old.id.clone();
+        change.validate().map_err(MemoryError::Invalid)?;
+        change.created_ms = old.created_ms;
+        change.updated_ms = crate::store::now_ms().max(old.updated_ms);
+        change.version = old.version + 1;
+        change.extra = old.extra;
+        self.commit_version(&change)?;
+        Ok(change)
+    }
+
+    fn commit_version(&self, memory: &Memory) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put_keeping_history(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
+        self.store.commit(&batch)?;
+        Ok(())
+    }
+
+    /// Every version of a memory still in the log, oldest first.
+    pub fn history(&self, id: &str) -> Result<Vec<Memory>> {
+        let id = normalise_id(id)?;
+        let offsets: Vec<i64> = self.store.with_tracker(|db| {
+            let mut stmt = db.prepare_cached(
+                "SELECT offset FROM memory_versions WHERE key_hash = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([hash64(&id) as i64], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+        })?;
+        let snap = self.store.snapshot()?;
+        let mut out = Vec::with_capacity(offsets.len());
+        for off in offsets {
+            let rec = snap.record_at(off as u64)?;
+            let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
+            if let Some(m) = Memory::from_parts(&id, &meta, rec.body) {
+                out.push(m);
+            }
+        }
+        Ok(out)
     }
 
     /// A memory by id (`mem:xxxxxxxx`, or the eight hex digits alone).
@@ -212,32 +268,6 @@ impl Memories {
             "could not find a free memory id in 64 tries".into(),
         ))
     }
-}
-
-fn check_text(text: &str) -> Result<()> {
-    if text.trim().is_empty() {
-        return Err(MemoryError::Invalid(
-            "a memory's text must not be empty".into(),
-        ));
-    }
-    Ok(())
-}
-
-fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
-    let mut out: Vec<String> = Vec::new();
-    for t in tags {
-        let t = t.trim();
-        if t.is_empty() {
-            return Err(MemoryError::Invalid("a tag must not be empty".into()));
-        }
-        if t.len() > 128 {
-            return Err(MemoryError::Invalid(format!("tag {t:?} is over 128 bytes")));
-        }
-        if !out.iter().any(|o| o == t) {
-            out.push(t.to_string());
-        }
-    }
-    Ok(out)
 }
 
 /// Accept `mem:a1b2c3d4` or `a1b2c3d4`; refuse anything else with the expected form.

@@ -1,4 +1,4 @@
-//! The memory entry and how it maps to a log record.
+//! The memory entry, how it is validated, and how it maps to a log record.
 //!
 //! A memory is one Put record under `mem:{uuid8}`: the text is the raw body (so
 //! pattern scans see the exact bytes), everything else is the JSON metadata. Fields
@@ -8,19 +8,46 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::taxonomy::{self, Axis};
+use crate::key::Key;
 use crate::store::Record;
 
 /// Record type tag in the metadata of memory records.
 pub const MEMORY_TYPE: &str = "memory";
+/// Longest memory text accepted; longer belongs in the code index or a file.
+pub const MAX_TEXT_BYTES: usize = 1 << 20;
 
-/// A memory entry.
+/// A memory entry, as stored, exported and returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Memory {
     /// `mem:` followed by eight lowercase hex digits.
+    #[serde(default)]
     pub id: String,
     pub text: String,
+    /// Task type (taxonomy), without prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub insights: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contexts: Vec<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Keys of symbols (or files, chunks) the memory is about.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<String>,
+    /// `user_stated`, `agent_observed`, `llm_extracted` or `inferred`.
+    #[serde(default = "default_provenance")]
+    pub provenance: String,
+    /// 0 to 1; defaults by provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// 1 for a new memory, +1 for each update.
+    #[serde(default = "one")]
+    pub version: u64,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
     /// Unix milliseconds.
@@ -28,22 +55,114 @@ pub struct Memory {
     pub created_ms: u64,
     #[serde(default)]
     pub updated_ms: u64,
-    /// Fields of later versions, kept verbatim.
-    #[serde(flatten)]
+    /// Fields of later versions, kept verbatim (only ever filled from the log).
+    #[serde(skip)]
     pub extra: Map<String, Value>,
 }
 
+fn default_provenance() -> String {
+    "user_stated".into()
+}
+
+fn one() -> u64 {
+    1
+}
+
 impl Memory {
+    /// A memory with `text` and every other field at its default; id and times are
+    /// assigned when it is stored.
+    pub fn new(text: impl Into<String>) -> Memory {
+        Memory {
+            id: String::new(),
+            text: text.into(),
+            task: None,
+            insights: Vec::new(),
+            contexts: Vec::new(),
+            tags: Vec::new(),
+            symbols: Vec::new(),
+            provenance: default_provenance(),
+            trust: None,
+            session: None,
+            version: 1,
+            metadata: Map::new(),
+            created_ms: 0,
+            updated_ms: 0,
+            extra: Map::new(),
+        }
+    }
+
+    /// Check every field and bring taxonomy values, tags and provenance to their
+    /// canonical spelling. The error says what is wrong and what is accepted.
+    pub fn validate(&mut self) -> Result<(), String> {
+        if self.text.trim().is_empty() {
+            return Err("a memory's text must not be empty".into());
+        }
+        if self.text.len() > MAX_TEXT_BYTES {
+            return Err(format!(
+                "a memory's text is at most {} bytes, this one has {}; store large text as a file and reference it",
+                MAX_TEXT_BYTES,
+                self.text.len()
+            ));
+        }
+        if !self.id.is_empty() {
+            self.id = super::normalise_id(&self.id).map_err(|e| e.to_string())?;
+        }
+        if let Some(t) = &self.task {
+            self.task = Some(taxonomy::normalise(Axis::Task, t).map_err(|e| e.to_string())?);
+        }
+        self.insights = normalise_all(Axis::Insight, &self.insights)?;
+        self.contexts = normalise_all(Axis::Context, &self.contexts)?;
+        self.tags = clean_tags(&self.tags)?;
+        for s in &self.symbols {
+            match Key::parse(s) {
+                Ok(Key::Symbol { .. } | Key::File { .. } | Key::Chunk { .. }) => {}
+                _ => {
+                    return Err(format!(
+                    "{s:?} is not a symbol, file or chunk key (e.g. sym:src/a.rs#run:function:3:9)"
+                ))
+                }
+            }
+        }
+        self.provenance = taxonomy::provenance(&self.provenance)
+            .ok_or_else(|| {
+                format!(
+                    "provenance {:?} is not one of {}",
+                    self.provenance,
+                    taxonomy::PROVENANCES.join(", ")
+                )
+            })?
+            .to_string();
+        if let Some(t) = self.trust {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(format!("trust {t} is outside 0 to 1"));
+            }
+        }
+        if let Some(s) = &self.session {
+            if s.is_empty() || s.len() > 128 {
+                return Err("a session id is 1 to 128 bytes".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Trust, defaulted by provenance.
+    pub fn effective_trust(&self) -> f64 {
+        self.trust
+            .unwrap_or_else(|| taxonomy::default_trust(&self.provenance))
+    }
+
     /// The record metadata for this memory (the store adds `"key"`).
     pub(crate) fn to_meta(&self) -> Map<String, Value> {
-        let mut m = self.extra.clone();
-        m.insert("type".into(), Value::String(MEMORY_TYPE.into()));
-        m.insert("tags".into(), Value::from(self.tags.clone()));
-        if !self.metadata.is_empty() {
-            m.insert("metadata".into(), Value::Object(self.metadata.clone()));
+        let mut m = match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        m.remove("id");
+        m.remove("text");
+        for (k, v) in &self.extra {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
         }
-        m.insert("created_ms".into(), Value::from(self.created_ms));
-        m.insert("updated_ms".into(), Value::from(self.updated_ms));
+        m.insert("type".into(), Value::String(MEMORY_TYPE.into()));
         m
     }
 
@@ -52,41 +171,70 @@ impl Memory {
         if meta.get("type").and_then(Value::as_str) != Some(MEMORY_TYPE) {
             return None;
         }
-        let mut extra = meta.clone();
-        for k in [
-            "type",
-            "tags",
-            "metadata",
-            "created_ms",
-            "updated_ms",
-            "key",
-        ] {
-            extra.remove(k);
-        }
-        Some(Memory {
-            id: key.to_string(),
-            text: String::from_utf8_lossy(body).into_owned(),
-            tags: meta
-                .get("tags")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|t| t.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            metadata: meta
-                .get("metadata")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-            created_ms: meta.get("created_ms").and_then(Value::as_u64).unwrap_or(0),
-            updated_ms: meta.get("updated_ms").and_then(Value::as_u64).unwrap_or(0),
-            extra,
-        })
+        let known: Map<String, Value> = meta
+            .iter()
+            .filter(|(k, _)| KNOWN_FIELDS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut v = Value::Object(known);
+        v["id"] = Value::String(key.to_string());
+        v["text"] = Value::String(String::from_utf8_lossy(body).into_owned());
+        let mut m: Memory = serde_json::from_value(v).ok()?;
+        m.extra = meta
+            .iter()
+            .filter(|(k, _)| {
+                !KNOWN_FIELDS.contains(&k.as_str()) && !["key", "type"].contains(&k.as_str())
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Some(m)
     }
 
     pub(crate) fn from_record(r: &Record) -> Option<Memory> {
         Memory::from_parts(&r.key, &r.meta, &r.body)
     }
+}
+
+const KNOWN_FIELDS: &[&str] = &[
+    "task",
+    "insights",
+    "contexts",
+    "tags",
+    "symbols",
+    "provenance",
+    "trust",
+    "session",
+    "version",
+    "metadata",
+    "created_ms",
+    "updated_ms",
+];
+
+fn normalise_all(axis: Axis, values: &[String]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        let n = taxonomy::normalise(axis, v).map_err(|e| e.to_string())?;
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// Trimmed, non-empty, at most 128 bytes, without duplicates.
+pub(crate) fn clean_tags(tags: &[String]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in tags {
+        let t = t.trim();
+        if t.is_empty() {
+            return Err("a tag must not be empty".into());
+        }
+        if t.len() > 128 {
+            return Err(format!("tag {t:?} is over 128 bytes"));
+        }
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out)
 }

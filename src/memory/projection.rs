@@ -21,7 +21,7 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        1
+        2
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -31,13 +31,18 @@ impl Projection for MemoryProjection {
                 tags TEXT NOT NULL, metadata TEXT NOT NULL,
                 created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS memories_by_update ON memories (updated_ms, seq);
+             CREATE TABLE IF NOT EXISTS memory_versions (
+                key_hash INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL,
+                PRIMARY KEY (key_hash, seq)) WITHOUT ROWID;
              CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
                 text, tags, tokenize = 'unicode61 remove_diacritics 2');",
         )
     }
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
-        db.execute_batch("DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts;")
+        db.execute_batch(
+            "DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memory_versions;",
+        )
     }
 
     fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()> {
@@ -48,6 +53,7 @@ impl Projection for MemoryProjection {
                 seq,
                 meta,
                 body,
+                offset,
                 ..
             } => {
                 let h = *key_hash as i64;
@@ -81,6 +87,10 @@ impl Projection for MemoryProjection {
                     num("updated_ms"),
                     *seq as i64
                 ])?;
+                db.prepare_cached(
+                    "INSERT OR REPLACE INTO memory_versions (key_hash, seq, offset) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![h, *seq as i64, *offset as i64])?;
                 db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
                     .execute([h])?;
                 db.prepare_cached(
@@ -101,6 +111,8 @@ impl Projection for MemoryProjection {
 
 fn delete(db: &Connection, h: i64) -> Result<()> {
     db.prepare_cached("DELETE FROM memories WHERE key_hash = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM memory_versions WHERE key_hash = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
         .execute([h])?;

@@ -15,6 +15,7 @@ pub(crate) enum Op {
         key: String,
         meta: Vec<u8>,
         body: Vec<u8>,
+        flags: u16,
     },
     Delete {
         key: String,
@@ -64,18 +65,39 @@ impl WriteBatch {
     pub fn put(
         &mut self,
         key: &str,
-        mut meta: Map<String, Value>,
+        meta: Map<String, Value>,
         body: impl Into<Vec<u8>>,
+    ) -> Result<&mut Self> {
+        self.put_flagged(key, meta, body.into(), 0)
+    }
+
+    /// Like [`WriteBatch::put`], and compaction keeps this value even after it is
+    /// superseded, for as long as the key lives: for values with a version history.
+    pub fn put_keeping_history(
+        &mut self,
+        key: &str,
+        meta: Map<String, Value>,
+        body: impl Into<Vec<u8>>,
+    ) -> Result<&mut Self> {
+        self.put_flagged(key, meta, body.into(), crate::format::FLAG_KEEP_HISTORY)
+    }
+
+    fn put_flagged(
+        &mut self,
+        key: &str,
+        mut meta: Map<String, Value>,
+        body: Vec<u8>,
+        flags: u16,
     ) -> Result<&mut Self> {
         check_key(key)?;
         meta.insert("key".into(), Value::String(key.into()));
         let meta = encode_meta(&meta)?;
-        let body = body.into();
         check_size(meta.len() + body.len())?;
         self.ops.push(Op::Put {
             key: key.into(),
             meta,
             body,
+            flags,
         });
         Ok(self)
     }

@@ -21,6 +21,7 @@ use super::scan::{scan_batches, ScanStart};
 use super::{vectors, Store, BLOB_FILE};
 use crate::format::{
     encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, FILE_HEADER_LEN,
+    FLAG_KEEP_HISTORY,
 };
 
 /// What compaction did.
@@ -41,12 +42,20 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
     let snap = blob.snapshot(meta.applied_end)?;
 
     let mut live: HashSet<u64> = HashSet::new();
+    let mut live_keys: HashSet<u64> = HashSet::new();
     {
-        let mut stmt =
-            db.prepare("SELECT offset FROM records UNION ALL SELECT offset FROM vectors")?;
-        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut stmt = db.prepare(
+            "SELECT offset, key_hash FROM records UNION ALL SELECT offset, NULL FROM vectors",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+        })?;
         for row in rows {
-            live.insert(row? as u64);
+            let (offset, key_hash) = row?;
+            live.insert(offset as u64);
+            if let Some(h) = key_hash {
+                live_keys.insert(h as u64);
+            }
         }
     }
 
@@ -76,7 +85,12 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         |batch| -> Result<()> {
             records_before += batch.record_count as u64 + 1;
             for (offset, rec) in batch.records() {
-                if matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
+                // A superseded put marked keep-history stays while its key lives.
+                let history = rec.kind == RecordKind::Put
+                    && rec.header.flags.get() & FLAG_KEEP_HISTORY != 0
+                    && live_keys.contains(&rec.key_hash());
+                if history
+                    || matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
                     || live.contains(&offset)
                 {
                     let raw = &snap.bytes()[offset as usize..offset as usize + rec.record_len()];

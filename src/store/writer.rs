@@ -81,6 +81,19 @@ impl<'s> BatchWriter<'s> {
         Ok(())
     }
 
+    /// Add a value that compaction keeps after it is superseded
+    /// ([`WriteBatch::put_keeping_history`]).
+    pub fn put_keeping_history(
+        &mut self,
+        key: &str,
+        meta: serde_json::Map<String, serde_json::Value>,
+        body: impl Into<Vec<u8>>,
+    ) -> Result<()> {
+        let mut one = WriteBatch::new();
+        one.put_keeping_history(key, meta, body)?;
+        self.extend(&one)
+    }
+
     /// Add one change; see [`WriteBatch::put`] for what each kind means.
     pub fn put(
         &mut self,
@@ -106,25 +119,31 @@ impl<'s> BatchWriter<'s> {
                 "a batch holds at most 4294967295 records".into(),
             ));
         }
-        let (kind, key_hash, meta, body): (_, _, &[u8], &[u8]) = match op {
-            Op::Put { key, meta, body } => (RecordKind::Put, hash64(key), meta, body),
-            Op::Delete { key } => (RecordKind::Tombstone, hash64(key), b"", b""),
-            Op::Vector { key, meta, body } => (RecordKind::Vector, hash64(key), meta, body),
-            Op::Event { meta, body } => (RecordKind::Event, 0, meta, body),
+        let (kind, flags, key_hash, meta, body): (_, _, _, &[u8], &[u8]) = match op {
+            Op::Put {
+                key,
+                meta,
+                body,
+                flags,
+            } => (RecordKind::Put, *flags, hash64(key), meta, body),
+            Op::Delete { key } => (RecordKind::Tombstone, 0, hash64(key), b"", b""),
+            Op::Vector { key, meta, body } => (RecordKind::Vector, 0, hash64(key), meta, body),
+            Op::Event { meta, body } => (RecordKind::Event, 0, 0, meta, body),
         };
-        self.push_record(kind, key_hash, meta, body)
+        self.push_record(kind, flags, key_hash, meta, body)
     }
 
     fn push_record(
         &mut self,
         kind: RecordKind,
+        flags: u16,
         key_hash: u64,
         meta: &[u8],
         body: &[u8],
     ) -> Result<()> {
         let fields = RecordFields {
             kind,
-            flags: 0,
+            flags,
             key_hash,
             seq: self.next_seq,
             timestamp_ms: self.now_ms,
@@ -168,7 +187,7 @@ impl<'s> BatchWriter<'s> {
             self.crc.finish(),
             first_seq,
         );
-        self.push_record(RecordKind::Commit, 0, b"", commit.as_bytes())?;
+        self.push_record(RecordKind::Commit, 0, 0, b"", commit.as_bytes())?;
         let commit_seq = self.next_seq - 1;
         self.flush_buf()?;
         if self.store.options.durability == Durability::Always {

@@ -1,0 +1,103 @@
+//! Structured memory entries: taxonomy, validation, versions and their history.
+
+use engram::memory::{Memories, Memory};
+
+#[test]
+fn taxonomy_values_are_normalised_and_unknown_ones_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Memories::open(dir.path()).unwrap();
+    let mut e = Memory::new("Retry the payment webhook at most 3 times");
+    e.task = Some("task:bugfix".into());
+    e.insights = vec![
+        "decision".into(),
+        "insight:constraint".into(),
+        "decision".into(),
+    ];
+    e.contexts = vec!["billing".into(), "x-payments".into()];
+    e.symbols = vec!["sym:src/pay.rs#retry:function:10:30".into()];
+    e.provenance = "agent-observed".into();
+    let stored = m.write(e).unwrap();
+    assert_eq!(stored.task.as_deref(), Some("bugfix"));
+    assert_eq!(stored.insights, ["decision", "constraint"]);
+    assert_eq!(stored.contexts, ["billing", "x-payments"]);
+    assert_eq!(stored.provenance, "agent_observed");
+    assert!((stored.effective_trust() - 0.8).abs() < 1e-9);
+    assert_eq!(m.get(&stored.id).unwrap().unwrap(), stored);
+
+    for (field, bad) in [
+        ("task", "dance"),
+        ("insight", "hunch"),
+        ("context", "kitchen"),
+    ] {
+        let mut e = Memory::new("x");
+        match field {
+            "task" => e.task = Some(bad.into()),
+            "insight" => e.insights = vec![bad.into()],
+            _ => e.contexts = vec![bad.into()],
+        }
+        let err = m.write(e).unwrap_err().to_string();
+        assert!(err.contains(bad) && err.contains("valid:"), "{err}");
+    }
+    let err = m.write(Memory::new("   ")).unwrap_err().to_string();
+    assert!(err.contains("empty"), "{err}");
+    let err = m
+        .write(Memory::new("x".repeat(10 << 20)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at most"), "{err}");
+    let mut e = Memory::new("x");
+    e.symbols = vec!["mem:a1b2c3d4".into()];
+    assert!(m.write(e).is_err());
+    assert_eq!(m.count().unwrap(), 1, "refused writes store nothing");
+}
+
+#[test]
+fn updates_make_versions_and_history_survives_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Memories::open(dir.path()).unwrap();
+    let v1 = m
+        .remember("cache TTL is 60 s", &["cache".into()], None)
+        .unwrap();
+    let other = m.remember("unrelated", &[], None).unwrap();
+    let v2 = m.update(&v1.id, Memory::new("cache TTL is 300 s")).unwrap();
+    let v3 = m
+        .update(&v1.id, Memory::new("cache TTL is 600 s after the incident"))
+        .unwrap();
+    assert_eq!((v2.version, v3.version), (2, 3));
+    assert_eq!(v3.created_ms, v1.created_ms);
+    assert!(m.update("mem:00000000", Memory::new("x")).is_err());
+
+    let texts = |m: &Memories| -> Vec<String> {
+        m.history(&v1.id)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.text)
+            .collect()
+    };
+    let want = [
+        "cache TTL is 60 s",
+        "cache TTL is 300 s",
+        "cache TTL is 600 s after the incident",
+    ];
+    assert_eq!(texts(&m), want);
+    assert_eq!(
+        m.recall("300", 5).unwrap().len(),
+        0,
+        "only the live version is searched"
+    );
+
+    m.store().compact().unwrap();
+    assert_eq!(
+        texts(&m),
+        want,
+        "compaction keeps the history of a live memory"
+    );
+    m.store().rebuild().unwrap();
+    assert_eq!(texts(&m), want);
+
+    m.forget(&v1.id).unwrap();
+    m.store().compact().unwrap();
+    assert!(m.history(&v1.id).unwrap().is_empty());
+    assert_eq!(m.history(&other.id).unwrap().len(), 1);
+    assert!(engram::store::verify(dir.path()).unwrap().is_sound());
+}
