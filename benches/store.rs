@@ -4,8 +4,8 @@
 //!
 //! - append: 1 KiB records, batch 1 and batch 1000, durability `always`, against
 //!   SQLite (WAL, synchronous=FULL) inserting the same payloads in the same batches;
-//! - point reads by key, and a full checked scan of the log against a plain sequential
-//!   read of the same file;
+//! - point reads by key against SQLite looking up the same rows, and a full checked
+//!   scan of the log against a plain sequential read of the same file;
 //! - clean open time of a store with 100K and with 1M records.
 //!
 //! `cargo bench --bench store` runs everything; `ENGRAM_BENCH=append,read,open`
@@ -175,10 +175,58 @@ fn bench_read() {
         bytes += rec.body.len();
     }
     let t = start.elapsed();
+
+    // Baseline: the same lookups in SQLite (WAL, page cache warm), key hash as rowid.
+    let sdir = bench_dir("read-sqlite");
+    let mut db = rusqlite::Connection::open(sdir.path().join("bench.db")).expect("open sqlite");
+    db.pragma_update(None, "journal_mode", "WAL").expect("wal");
+    db.execute_batch("CREATE TABLE kv (key_hash INTEGER PRIMARY KEY, key TEXT, body BLOB)")
+        .expect("schema");
+    {
+        let tx = db.transaction().expect("tx");
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO kv VALUES (?1, ?2, ?3)")
+                .expect("prepare");
+            for i in 0..n {
+                let key = format!("file:bench/{i}");
+                stmt.execute(rusqlite::params![
+                    engram::key::hash64_i64(&key),
+                    key,
+                    payload(i, 1024)
+                ])
+                .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let start = Instant::now();
+    let mut sbytes = 0usize;
+    {
+        let mut stmt = db
+            .prepare("SELECT body FROM kv WHERE key_hash = ?1")
+            .expect("prepare");
+        for _ in 0..lookups {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = format!("file:bench/{}", x % n);
+            let body: Vec<u8> = stmt
+                .query_row([engram::key::hash64_i64(&key)], |r| r.get(0))
+                .expect("row");
+            sbytes += body.len();
+        }
+    }
+    let st = start.elapsed();
+    assert_eq!(bytes, sbytes);
     println!(
-        "point read by key: {:.0} reads/s ({:.1} µs each, {bytes} bytes)",
+        "point read by key: engram {:.0} reads/s ({:.1} µs) | sqlite {:.0} reads/s ({:.1} µs) | ratio {:.2}x",
         lookups as f64 / t.as_secs_f64(),
-        t.as_secs_f64() * 1e6 / lookups as f64
+        t.as_secs_f64() * 1e6 / lookups as f64,
+        lookups as f64 / st.as_secs_f64(),
+        st.as_secs_f64() * 1e6 / lookups as f64,
+        st.as_secs_f64() / t.as_secs_f64()
     );
 
     let path = dir.path().join("blob.dat");

@@ -216,13 +216,10 @@ impl Store {
     pub fn get(&self, key: &str) -> Result<Option<Record>> {
         let h = crate::key::hash64(key);
         for attempt in 0..2 {
-            let (loc, generation) = {
-                let mut db = self.db()?;
-                let tx = db.transaction()?;
-                let generation = tracker::read_meta(&tx)?.map(|m| m.generation).unwrap_or(0);
-                (tracker::locate(&tx, h)?, generation)
+            let found = tracker::locate_with_generation(&*self.db()?, h)?;
+            let Some((loc, generation)) = found else {
+                return Ok(None);
             };
-            let Some(loc) = loc else { return Ok(None) };
             if loc.key != key {
                 return Ok(None); // a different key with the same 64-bit hash
             }

@@ -186,20 +186,32 @@ pub fn reset(db: &Connection, projections: &[&dyn Projection]) -> Result<()> {
     Ok(())
 }
 
-/// Look up a key's live record.
-pub fn locate(db: &Connection, key_hash: u64) -> Result<Option<Location>> {
+/// Look up a key's live record and the log generation the tracker reflects, in one
+/// statement (so from one consistent snapshot, without a transaction).
+pub fn locate_with_generation(db: &Connection, key_hash: u64) -> Result<Option<(Location, u64)>> {
     Ok(db
         .prepare_cached(
-            "SELECT key, offset, length, seq, timestamp_ms FROM records WHERE key_hash = ?1",
+            "SELECT key, offset, length, seq, timestamp_ms,
+                    (SELECT value FROM meta WHERE name = 'identity')
+             FROM records WHERE key_hash = ?1",
         )?
         .query_row([key_hash as i64], |r| {
-            Ok(Location {
-                key: r.get(0)?,
-                offset: r.get::<_, i64>(1)? as u64,
-                length: r.get::<_, i64>(2)? as u64,
-                seq: r.get::<_, i64>(3)? as u64,
-                timestamp_ms: r.get::<_, i64>(4)? as u64,
-            })
+            let identity: Option<String> = r.get(5)?;
+            let generation = identity
+                .as_deref()
+                .and_then(|v| v.split(':').next())
+                .and_then(|g| g.parse().ok())
+                .unwrap_or(0);
+            Ok((
+                Location {
+                    key: r.get(0)?,
+                    offset: r.get::<_, i64>(1)? as u64,
+                    length: r.get::<_, i64>(2)? as u64,
+                    seq: r.get::<_, i64>(3)? as u64,
+                    timestamp_ms: r.get::<_, i64>(4)? as u64,
+                },
+                generation,
+            ))
         })
         .optional()?)
 }
