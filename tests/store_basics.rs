@@ -135,3 +135,80 @@ fn an_abandoned_batch_leaves_nothing_behind() {
     assert_eq!(s.live_records().unwrap(), 2);
     assert!(verify(dir.path()).unwrap().is_sound());
 }
+
+fn unit(seed: u64, dim: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut v: Vec<f32> = (0..dim)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    let n = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|a| *a /= n);
+    v
+}
+
+#[test]
+fn vectors_are_searchable_and_follow_puts_deletes_compaction_and_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let dim = 32;
+    let mut b = WriteBatch::new();
+    for i in 0..200u64 {
+        let key = format!("chunk:src/f{i}.rs:0");
+        b.put(&key, Map::new(), format!("body {i}")).unwrap();
+        b.put_vector(&key, "test-embedder", &unit(i, dim)).unwrap();
+    }
+    s.commit(&b).unwrap();
+    let hits = s.vector_search("test-embedder", &unit(7, dim), 3).unwrap();
+    assert_eq!(hits[0].key, "chunk:src/f7.rs:0");
+    assert!(hits[0].score > 0.99);
+
+    // A new value without a new vector makes the old vector stale: it is dropped.
+    let mut b = WriteBatch::new();
+    b.put("chunk:src/f7.rs:0", Map::new(), "changed").unwrap();
+    b.delete("chunk:src/f8.rs:0").unwrap();
+    s.commit(&b).unwrap();
+    let keys = |s: &Store, q: u64| -> Vec<String> {
+        s.vector_search("test-embedder", &unit(q, dim), 5)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.key)
+            .collect()
+    };
+    assert!(!keys(&s, 7).contains(&"chunk:src/f7.rs:0".to_string()));
+    assert!(!keys(&s, 8).contains(&"chunk:src/f8.rs:0".to_string()));
+    assert_eq!(keys(&s, 9)[0], "chunk:src/f9.rs:0");
+    assert!(verify(dir.path()).unwrap().is_sound());
+
+    // Wrong dimension is a clear error.
+    let e = s
+        .vector_search("test-embedder", &[1.0, 0.0], 3)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("dimensions"), "{e}");
+
+    s.compact().unwrap();
+    assert_eq!(keys(&s, 9)[0], "chunk:src/f9.rs:0");
+    drop(s);
+    // A lost cache is rebuilt from the log.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("vectors-")
+        {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let s = open(dir.path());
+    assert_eq!(keys(&s, 10)[0], "chunk:src/f10.rs:0");
+    s.rebuild().unwrap();
+    assert_eq!(keys(&s, 11)[0], "chunk:src/f11.rs:0");
+    let r = verify(dir.path()).unwrap();
+    assert!(r.is_sound() && r.warnings.is_empty(), "{r:?}");
+}

@@ -83,6 +83,11 @@ impl LogSnapshot {
         self.len as u64
     }
 
+    /// True when the snapshot covers nothing (never for a valid log: its header).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The log's bytes, file header included.
     pub fn bytes(&self) -> &[u8] {
         &self.map[..self.len]
@@ -90,7 +95,7 @@ impl LogSnapshot {
 
     /// Decode and check the record at `offset`.
     pub fn record_at(&self, offset: u64) -> Result<RecordView<'_>> {
-        if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || offset % 8 != 0 {
+        if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || !offset.is_multiple_of(8) {
             return Err(StoreError::Corrupt {
                 path: self.path.to_path_buf(),
                 offset,

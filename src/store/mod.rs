@@ -16,6 +16,7 @@ mod recovery;
 mod scan;
 mod tracker;
 pub mod vector_cache;
+pub mod vector_scan;
 mod vectors;
 mod verify;
 mod writer;

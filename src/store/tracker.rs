@@ -317,7 +317,7 @@ fn apply_record(
                 .get("embedder")
                 .and_then(Value::as_str)
                 .ok_or_else(|| corrupt("vector record names no embedder".into()))?;
-            if rec.body.len() % 4 != 0 || rec.body.is_empty() {
+            if !rec.body.len().is_multiple_of(4) || rec.body.is_empty() {
                 return Err(corrupt("vector body is not a whole number of f32".into()));
             }
             tx.prepare_cached(

@@ -1,67 +1,473 @@
-//! TEMPORARY compile shim; replaced by the real vector cache.
-use std::path::Path;
-#[derive(Debug, thiserror::Error)]
-pub enum VectorCacheError {
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-pub enum Metric {
-    Cosine,
-    Dot,
-}
-pub enum ScanMode {
-    F32,
-    I8Rerank { candidates: usize },
-}
-pub struct VectorHit {
-    pub key_hash: u64,
-    pub score: f32,
-}
+//! The vector cache: one memory-mapped file of embeddings per embedder.
+//!
+//! Owns: creating, opening, validating against caller options, mapping, appending
+//! (upsert), tombstoning, growing by atomic rewrite, and dispatching searches.
+//! The byte layout lives in `crate::format::vector_file`; scanning lives in
+//! `vector_scan`; errors and raw mapping helpers are the `error` and `mapping`
+//! submodules (`store/vector_cache/`).
+//! Must never: be treated as a source of truth (it is derived from the log and may
+//! be deleted at any time), panic on anything a file's bytes control, or write a
+//! slot's key/live flag or the header `count` before the slot's row is written.
+
+#[cfg(target_endian = "big")]
+compile_error!(
+    "the vector cache maps little-endian f32/i8 rows directly; big-endian hosts are unsupported"
+);
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
+
+use memmap2::{MmapMut, MmapOptions};
+use zerocopy::little_endian::U64;
+use zerocopy::IntoBytes;
+
+use crate::format::vector_file::{
+    self, FormatError, VectorFileHeader, VectorFileLayout, HEADER_LEN, MAX_DIM, SLOT_DEAD,
+    SLOT_LIVE,
+};
+use crate::store::vector_scan::{self, Sections};
+pub use crate::store::vector_scan::{Metric, ScanMode, VectorHit};
+
+mod error;
+mod mapping;
+use error::format_error;
+pub use error::VectorCacheError;
+use mapping::{create_mapped, slice_of, tmp_path, write_row_into, CreateError};
+
+/// Caller-supplied identity and shape of a cache file.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VectorCacheOptions {
+    /// Elements per vector, 1..=65536.
     pub dim: u32,
+    /// Identifies the embedder; see [`embedder_id`].
     pub embedder_id: u64,
+    /// Also store i8 quantized rows for [`ScanMode::I8Rerank`].
     pub with_i8: bool,
+    /// Slots allocated by [`VectorCache::create`]; ignored by `open`. Minimum 1.
     pub initial_capacity: u64,
 }
-pub struct VectorCache;
+
+/// Stable 64-bit id for an embedder name (FNV-1a). Stable across builds and
+/// platforms, unlike `std`'s hasher, because it is persisted in the file.
+pub fn embedder_id(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// An open, writable vector cache file.
+///
+/// One `VectorCache` per file per process: the mapping is shared and writes go
+/// straight to it, so two handles on one file would race.
+pub struct VectorCache {
+    path: PathBuf,
+    file: File,
+    map: MmapMut,
+    header: VectorFileHeader,
+    layout: VectorFileLayout,
+    /// key hash → slot of its live row.
+    index: HashMap<u64, u64>,
+}
+
 impl VectorCache {
-    pub fn create(_p: &Path, _o: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
-        Err(std::io::Error::other("shim").into())
+    /// Create (or truncate and replace) the cache file at `path`.
+    pub fn create(path: &Path, opts: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
+        if opts.dim == 0 || opts.dim > MAX_DIM {
+            return Err(VectorCacheError::InvalidOptions(format!(
+                "dim {} is outside 1..={MAX_DIM}",
+                opts.dim
+            )));
+        }
+        let capacity = opts.initial_capacity.max(1);
+        let header = VectorFileHeader::new(opts.dim, opts.with_i8, capacity, opts.embedder_id);
+        let (file, map, layout) = create_mapped(path, &header).map_err(|e| match e {
+            CreateError::Io(e) => VectorCacheError::Io(e),
+            CreateError::Format(e) => VectorCacheError::InvalidOptions(e.to_string()),
+        })?;
+        Ok(VectorCache {
+            path: path.to_path_buf(),
+            file,
+            map,
+            header,
+            layout,
+            index: HashMap::new(),
+        })
     }
-    pub fn open(_p: &Path, _o: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
-        Err(std::io::Error::other("shim").into())
+
+    /// Open an existing cache, validating header, CRC, file length and the live
+    /// section, and checking it matches `opts` (except `initial_capacity`).
+    ///
+    /// Repairs one crash artefact in place: if a key is live in two slots (an
+    /// upsert appended but did not tombstone the old slot), the later slot wins.
+    pub fn open(path: &Path, opts: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let file_len = file.metadata()?.len();
+        let corrupt = |e: FormatError| format_error(path, e);
+        if file_len < HEADER_LEN as u64 {
+            return Err(corrupt(FormatError::Truncated {
+                len: file_len,
+                expected: HEADER_LEN as u64,
+            }));
+        }
+        // SAFETY: the mapping is only sound while no other process truncates or
+        // rewrites the file. The cache's contract is one writer per file; we never
+        // trust mapped bytes beyond what `check_file_len` and bounds checks allow.
+        let map = unsafe { MmapOptions::new().map_mut(&file)? };
+        let (header, layout) =
+            vector_file::check_file_len(&map, map.len() as u64).map_err(corrupt)?;
+        if header.embedder_id.get() != opts.embedder_id {
+            return Err(VectorCacheError::EmbedderMismatch {
+                path: path.to_path_buf(),
+                found: header.embedder_id.get(),
+                expected: opts.embedder_id,
+            });
+        }
+        if header.dim.get() != opts.dim {
+            return Err(VectorCacheError::FileDimensionMismatch {
+                path: path.to_path_buf(),
+                found: header.dim.get(),
+                expected: opts.dim,
+            });
+        }
+        if header.has_i8() != opts.with_i8 {
+            return Err(VectorCacheError::QuantizationMismatch {
+                path: path.to_path_buf(),
+                found: header.has_i8(),
+                expected: opts.with_i8,
+            });
+        }
+        let mut cache = VectorCache {
+            path: path.to_path_buf(),
+            file,
+            map,
+            header,
+            layout,
+            index: HashMap::new(),
+        };
+        cache.rebuild_index()?;
+        Ok(cache)
     }
-    pub fn open_read_only(_p: &Path, _o: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
-        Err(std::io::Error::other("shim").into())
+
+    fn rebuild_index(&mut self) -> Result<(), VectorCacheError> {
+        let count = self.count();
+        let (keys, live) = self.keys_and_live(count)?;
+        let mut index = HashMap::with_capacity(count);
+        let mut stale = Vec::new();
+        for (slot, (&key, &flag)) in keys.iter().zip(live).enumerate() {
+            match flag {
+                SLOT_DEAD => {}
+                SLOT_LIVE => {
+                    if let Some(old) = index.insert(key, slot as u64) {
+                        stale.push(old);
+                    }
+                }
+                other => {
+                    return Err(self.corrupt(format!("slot {slot} has live flag {other}")));
+                }
+            }
+        }
+        for slot in stale {
+            self.set_live(slot, SLOT_DEAD);
+        }
+        self.index = index;
+        Ok(())
     }
-    pub fn seq(&self) -> u64 {
-        0
+
+    /// Elements per vector.
+    pub fn dim(&self) -> u32 {
+        self.header.dim.get()
     }
+
+    /// Number of live rows (distinct keys).
     pub fn len(&self) -> u64 {
-        0
+        self.index.len() as u64
     }
-    pub fn set_seq(&mut self, _s: u64) -> Result<(), VectorCacheError> {
+
+    /// Whether the cache holds no live rows.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Slots allocated in the current file.
+    pub fn capacity(&self) -> u64 {
+        self.layout.capacity
+    }
+
+    /// Log sequence number this cache reflects, as last set by the caller.
+    pub fn seq(&self) -> u64 {
+        self.header.seq.get()
+    }
+
+    /// Record the log sequence number this cache now reflects. Persisted with the
+    /// header; durable after [`flush`](Self::flush).
+    pub fn set_seq(&mut self, seq: u64) -> Result<(), VectorCacheError> {
+        self.header.seq = U64::new(seq);
+        self.write_header();
         Ok(())
     }
-    pub fn upsert(&mut self, _k: u64, _v: &[f32]) -> Result<(), VectorCacheError> {
+
+    /// Insert or replace the vector for `key_hash`.
+    ///
+    /// Appends a new slot; if the key already had one, that slot is tombstoned
+    /// *after* the new row is visible, so a crash leaves at worst a duplicate that
+    /// `open` resolves, never a lost key.
+    pub fn upsert(&mut self, key_hash: u64, vector: &[f32]) -> Result<(), VectorCacheError> {
+        self.check_vector(vector)?;
+        if self.header.count.get() >= self.layout.capacity {
+            self.grow()?;
+        }
+        let slot = self.header.count.get();
+        self.write_row(slot, vector);
+        self.write_key(slot, key_hash);
+        self.set_live(slot, SLOT_LIVE);
+        // Readers of the mapping must see the row before the count that covers it.
+        fence(Ordering::Release);
+        self.header.count = U64::new(slot + 1);
+        self.write_header();
+        if let Some(old) = self.index.insert(key_hash, slot) {
+            self.set_live(old, SLOT_DEAD);
+        }
         Ok(())
     }
-    pub fn remove(&mut self, _k: u64) -> Result<bool, VectorCacheError> {
-        Ok(false)
+
+    /// Tombstone the vector for `key_hash`; returns whether it was present.
+    pub fn remove(&mut self, key_hash: u64) -> Result<bool, VectorCacheError> {
+        match self.index.remove(&key_hash) {
+            Some(slot) => {
+                self.set_live(slot, SLOT_DEAD);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
-    pub fn get(&self, _k: u64) -> Option<Vec<f32>> {
-        None
+
+    /// The stored f32 vector for `key_hash`, if live.
+    pub fn get(&self, key_hash: u64) -> Option<Vec<f32>> {
+        let slot = *self.index.get(&key_hash)?;
+        let sections = self.sections().ok()?;
+        let start = usize::try_from(slot)
+            .ok()?
+            .checked_mul(sections.stride_f32)?;
+        let row = sections.f32_rows.get(start..start + sections.dim)?;
+        Some(row.to_vec())
     }
+
+    /// Top-`k` live rows by `metric`, best first; equal scores by ascending key hash.
     pub fn search(
         &self,
-        _q: &[f32],
-        _k: usize,
-        _m: Metric,
-        _s: ScanMode,
+        query: &[f32],
+        k: usize,
+        metric: Metric,
+        mode: ScanMode,
     ) -> Result<Vec<VectorHit>, VectorCacheError> {
-        Ok(vec![])
+        self.check_vector(query)?;
+        if metric == Metric::Cosine && query.iter().all(|&x| x == 0.0) {
+            return Err(VectorCacheError::ZeroQuery);
+        }
+        if k == 0 || self.index.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sections = self.sections()?;
+        match mode {
+            ScanMode::F32 => Ok(vector_scan::scan_f32(&sections, query, k, metric)),
+            ScanMode::I8Rerank { candidates } => {
+                if !self.header.has_i8() {
+                    return Err(VectorCacheError::NoI8Rows);
+                }
+                let mut q8 = vec![0i8; query.len()];
+                vector_file::quantize_i8(query, &mut q8);
+                Ok(vector_scan::scan_i8_rerank(
+                    &sections, query, &q8, k, candidates, metric,
+                ))
+            }
+        }
     }
+
+    /// Write dirty pages to disk (msync) and wait for completion.
     pub fn flush(&self) -> Result<(), VectorCacheError> {
+        self.map.flush()?;
+        Ok(())
+    }
+
+    /// Path of the backing file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    // ---- internals -------------------------------------------------------
+
+    fn count(&self) -> usize {
+        // count <= capacity and the layout fits in usize, both checked on open.
+        self.header.count.get() as usize
+    }
+
+    fn corrupt(&self, reason: String) -> VectorCacheError {
+        VectorCacheError::Corrupt {
+            path: self.path.clone(),
+            reason,
+        }
+    }
+
+    fn check_vector(&self, v: &[f32]) -> Result<(), VectorCacheError> {
+        if v.len() != self.dim() as usize {
+            return Err(VectorCacheError::DimensionMismatch {
+                expected: self.dim(),
+                found: v.len(),
+            });
+        }
+        match v.iter().position(|x| !x.is_finite()) {
+            Some(index) => Err(VectorCacheError::NonFinite {
+                index,
+                value: v[index],
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn keys_and_live(&self, count: usize) -> Result<(&[u64], &[u8]), VectorCacheError> {
+        let l = &self.layout;
+        let keys = slice_of::<u64>(&self.map, l.key_hashes, count)
+            .ok_or_else(|| self.corrupt("key hash section out of bounds".into()))?;
+        let live = slice_of::<u8>(&self.map, l.live, count)
+            .ok_or_else(|| self.corrupt("live section out of bounds".into()))?;
+        Ok((keys, live))
+    }
+
+    fn sections(&self) -> Result<Sections<'_>, VectorCacheError> {
+        let l = &self.layout;
+        let count = self.count();
+        let (keys, live) = self.keys_and_live(count)?;
+        let norms = slice_of::<f32>(&self.map, l.norms, count)
+            .ok_or_else(|| self.corrupt("norm section out of bounds".into()))?;
+        let stride_f32 = (l.stride_f32 / 4) as usize;
+        let stride_i8 = l.stride_i8 as usize;
+        let oob = |what: &str| self.corrupt(format!("{what} section out of bounds"));
+        let f32_rows = slice_of::<f32>(&self.map, l.f32_rows, count * stride_f32)
+            .ok_or_else(|| oob("f32 row"))?;
+        let (scales, i8_rows) = match (l.scales, l.i8_rows) {
+            (Some(s), Some(r)) => (
+                slice_of::<f32>(&self.map, s, count).ok_or_else(|| oob("scale"))?,
+                slice_of::<i8>(&self.map, r, count * stride_i8).ok_or_else(|| oob("i8 row"))?,
+            ),
+            _ => (&[][..], &[][..]),
+        };
+        Ok(Sections {
+            keys,
+            live,
+            norms,
+            scales,
+            f32_rows,
+            i8_rows,
+            dim: self.dim() as usize,
+            stride_f32,
+            stride_i8,
+        })
+    }
+
+    /// Write row data for `slot` (f32 row, norm, then i8 codes and scale). Slots are only
+    /// ever written once per file, so padding stays zero from file creation.
+    fn write_row(&mut self, slot: u64, v: &[f32]) {
+        write_row_into(&mut self.map, &self.layout, slot, v);
+    }
+
+    fn write_key(&mut self, slot: u64, key: u64) {
+        let at = (self.layout.key_hashes + slot * 8) as usize;
+        if let Some(dst) = self.map.get_mut(at..at + 8) {
+            dst.copy_from_slice(&key.to_le_bytes());
+        }
+    }
+
+    fn set_live(&mut self, slot: u64, flag: u8) {
+        if let Some(b) = self.map.get_mut((self.layout.live + slot) as usize) {
+            *b = flag;
+        }
+    }
+
+    fn write_header(&mut self) {
+        self.header.seal();
+        if let Some(dst) = self.map.get_mut(..HEADER_LEN) {
+            dst.copy_from_slice(self.header.as_bytes());
+        }
+    }
+
+    /// Rewrite live rows into a new file and rename it over the old one.
+    ///
+    /// Tombstoned slots are dropped. The new capacity is `max(capacity, 2 * live)`,
+    /// so at least half of the new file is free: amortised O(1) per append.
+    fn grow(&mut self) -> Result<(), VectorCacheError> {
+        let live = self.index.len() as u64;
+        let capacity = self.layout.capacity.max(live.saturating_mul(2)).max(1);
+        let mut header = self.header;
+        header.capacity = U64::new(capacity);
+        header.count = U64::new(0);
+        let tmp = tmp_path(&self.path);
+        let (file, mut map, layout) = create_mapped(&tmp, &header).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            match e {
+                CreateError::Io(e) => VectorCacheError::Io(e),
+                CreateError::Format(e) => format_error(&self.path, e),
+            }
+        })?;
+        let result = (|| {
+            let sections = self.sections()?;
+            let mut index = HashMap::with_capacity(self.index.len());
+            let mut next = 0u64;
+            let rows = sections.f32_rows.chunks_exact(sections.stride_f32.max(1));
+            for ((row, &flag), &key) in rows.zip(sections.live).zip(sections.keys) {
+                if flag != SLOT_LIVE {
+                    continue;
+                }
+                if next >= capacity {
+                    return Err(self.corrupt("more live slots than indexed keys".into()));
+                }
+                write_row_into(&mut map, &layout, next, &row[..sections.dim]);
+                let at = (layout.key_hashes + next * 8) as usize;
+                map[at..at + 8].copy_from_slice(&key.to_le_bytes());
+                map[(layout.live + next) as usize] = SLOT_LIVE;
+                index.insert(key, next);
+                next += 1;
+            }
+            header.count = U64::new(next);
+            header.seal();
+            map[..HEADER_LEN].copy_from_slice(header.as_bytes());
+            map.flush()?;
+            file.sync_all()?;
+            Ok::<_, VectorCacheError>(index)
+        })();
+        let index = match result {
+            Ok(index) => index,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent().and_then(|d| File::open(d).ok()) {
+            // Best effort: makes the rename durable; the cache is rebuildable anyway.
+            let _ = dir.sync_all();
+        }
+        self.file = file;
+        self.map = map;
+        self.header = header;
+        self.layout = layout;
+        self.index = index;
         Ok(())
     }
 }
+
+impl std::fmt::Debug for VectorCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VectorCache")
+            .field("path", &self.path)
+            .field("dim", &self.dim())
+            .field("len", &self.len())
+            .field("capacity", &self.layout.capacity)
+            .field("seq", &self.seq())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -16,11 +16,12 @@ use super::blob_log::LogSnapshot;
 use super::error::{Result, StoreError};
 use super::scan::Batch;
 use super::tracker;
-use super::vector_cache::{Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions};
+use super::vector_cache::{
+    embedder_id, Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions,
+};
 use super::verify::{Problem, VerifyReport};
 use super::Store;
-use crate::format::RecordKind;
-use crate::key::hash64;
+use crate::format::{vector_file, RecordKind};
 
 /// One result of [`Store::vector_search`].
 #[derive(Debug, Clone, PartialEq)]
@@ -44,13 +45,13 @@ pub fn cache_path(dir: &Path, embedder: &str) -> PathBuf {
         })
         .take(40)
         .collect();
-    dir.join(format!("vectors-{slug}-{:016x}.vec", hash64(embedder)))
+    dir.join(format!("vectors-{slug}-{:016x}.vec", embedder_id(embedder)))
 }
 
 fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
     VectorCacheOptions {
         dim,
-        embedder_id: hash64(embedder),
+        embedder_id: embedder_id(embedder),
         with_i8: true,
         initial_capacity: 1024,
     }
@@ -253,54 +254,71 @@ pub(super) fn search(
     Ok(out)
 }
 
-/// Check each cache against the tracker (for `verify`; reads only).
+/// Check each cache against the tracker (for `verify`). Reads the files as bytes and
+/// checks them with the format layer, never opening them for writing.
 pub(super) fn verify_caches(dir: &Path, db: &Connection, report: &mut VerifyReport) -> Result<()> {
     let applied = tracker::read_meta(db)?.map(|m| m.applied_seq).unwrap_or(0);
     for (embedder, dim) in embedders(db)? {
         let path = cache_path(dir, &embedder);
-        if !path.exists() {
-            report.warnings.push(format!(
-                "no vector cache for {embedder}; it is rebuilt on first search"
-            ));
-            continue;
-        }
-        let cache = match VectorCache::open_read_only(&path, &options(dim, &embedder)) {
-            Ok(c) => c,
+        let problem = |what: String| Problem {
+            file: "vector cache",
+            offset: None,
+            what: format!("{}: {what}", path.display()),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                report.warnings.push(format!(
+                    "no vector cache for {embedder}; it is rebuilt on first search"
+                ));
+                continue;
+            }
+            Err(e) => return Err(StoreError::io("read", &path)(e)),
+        };
+        let (header, layout) = match vector_file::check_file_bytes(&bytes) {
+            Ok(v) => v,
             Err(e) => {
-                report.problems.push(Problem {
-                    file: "vector cache",
-                    offset: None,
-                    what: format!("{}: {e}", path.display()),
-                });
+                report.problems.push(problem(format!(
+                    "{e}; delete it, it is rebuilt from the log"
+                )));
                 continue;
             }
         };
-        if cache.seq() != applied {
+        if header.embedder_id.get() != embedder_id(&embedder) || header.dim.get() != dim {
+            report.problems.push(problem(format!(
+                "is not {embedder}'s cache of dimension {dim}"
+            )));
+            continue;
+        }
+        if header.seq.get() != applied {
             report.warnings.push(format!(
                 "vector cache for {embedder} is stale; it is rebuilt on first search"
             ));
             continue;
         }
-        let mut stmt = db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1")?;
-        let rows = stmt.query_map([&embedder], |r| r.get::<_, i64>(0))?;
-        let mut n = 0u64;
-        let mut missing = 0u64;
-        for row in rows {
-            n += 1;
-            if cache.get(row? as u64).is_none() {
-                missing += 1;
+        let mut cached = std::collections::HashSet::new();
+        for slot in 0..header.count.get() {
+            let live = bytes[(layout.live + slot) as usize];
+            if live == vector_file::SLOT_LIVE {
+                let at = (layout.key_hashes + slot * 8) as usize;
+                let mut h = [0u8; 8];
+                h.copy_from_slice(&bytes[at..at + 8]);
+                cached.insert(u64::from_le_bytes(h));
             }
         }
-        if missing > 0 || cache.len() != n {
-            report.problems.push(Problem {
-                file: "vector cache",
-                offset: None,
-                what: format!(
-                    "{}: holds {} live rows, the tracker {n}; {missing} missing",
-                    path.display(),
-                    cache.len()
-                ),
-            });
+        let mut stmt = db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1")?;
+        let rows = stmt.query_map([&embedder], |r| r.get::<_, i64>(0))?;
+        let mut tracked = std::collections::HashSet::new();
+        for row in rows {
+            tracked.insert(row? as u64);
+        }
+        if cached != tracked {
+            report.problems.push(problem(format!(
+                "holds {} live rows, the tracker {}; {} differ",
+                cached.len(),
+                tracked.len(),
+                cached.symmetric_difference(&tracked).count()
+            )));
         }
     }
     Ok(())

@@ -1,0 +1,88 @@
+//! File and mapping helpers for the vector cache: sizing and mapping a new file,
+//! writing one slot's row data, and typed views of mapped sections.
+//!
+//! Owns: the byte-level writes of a slot's row, norm, i8 codes and scale.
+//! Must never: decide slot order or publish a slot (key, live flag, count); the
+//! caller does that after these writes, which is what keeps readers safe.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use memmap2::{MmapMut, MmapOptions};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::format::vector_file::{
+    self, FormatError, VectorFileHeader, VectorFileLayout, HEADER_LEN,
+};
+
+pub(crate) enum CreateError {
+    Io(std::io::Error),
+    Format(FormatError),
+}
+
+/// Create `path` sized for `header`, map it and write the header.
+pub(crate) fn create_mapped(
+    path: &Path,
+    header: &VectorFileHeader,
+) -> Result<(File, MmapMut, VectorFileLayout), CreateError> {
+    let layout =
+        VectorFileLayout::compute(header.dim.get(), header.has_i8(), header.capacity.get())
+            .map_err(CreateError::Format)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(CreateError::Io)?;
+    file.set_len(layout.total_len).map_err(CreateError::Io)?;
+    // SAFETY: we just created and sized this file; see `VectorCache::open`.
+    let mut map = unsafe { MmapOptions::new().map_mut(&file) }.map_err(CreateError::Io)?;
+    let mut h = *header;
+    h.seal();
+    map[..HEADER_LEN].copy_from_slice(h.as_bytes());
+    Ok((file, map, layout))
+}
+
+pub(crate) fn write_row_into(map: &mut [u8], layout: &VectorFileLayout, slot: u64, v: &[f32]) {
+    let at = (layout.f32_rows + slot * layout.stride_f32) as usize;
+    if let Some(dst) = map.get_mut(at..at + v.len() * 4) {
+        dst.copy_from_slice(v.as_bytes());
+    }
+    let at = (layout.norms + slot * 4) as usize;
+    if let Some(dst) = map.get_mut(at..at + 4) {
+        dst.copy_from_slice(&vector_file::l2_norm(v).to_le_bytes());
+    }
+    if let (Some(scales), Some(rows)) = (layout.scales, layout.i8_rows) {
+        let at = (rows + slot * layout.stride_i8) as usize;
+        let scale = match map.get_mut(at..at + v.len()) {
+            Some(dst) => {
+                vector_file::quantize_i8(v, <[i8]>::mut_from_bytes(dst).unwrap_or(&mut []))
+            }
+            None => return,
+        };
+        let at = (scales + slot * 4) as usize;
+        if let Some(dst) = map.get_mut(at..at + 4) {
+            dst.copy_from_slice(&scale.to_le_bytes());
+        }
+    }
+}
+
+/// A typed view of `len` elements at byte `offset`, or `None` if out of bounds
+/// or misaligned (neither happens for a validated layout on a mapped file).
+pub(crate) fn slice_of<T: FromBytes + zerocopy::Immutable>(
+    map: &[u8],
+    offset: u64,
+    len: usize,
+) -> Option<&[T]> {
+    let start = usize::try_from(offset).ok()?;
+    let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+    let raw = map.get(start..start.checked_add(bytes)?)?;
+    <[T]>::ref_from_bytes(raw).ok()
+}
+
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".grow-tmp");
+    PathBuf::from(name)
+}

@@ -1,0 +1,389 @@
+//! Tests for `VectorCache`: round trips, replacement, growth, i8 recall, and
+//! typed errors (never panics) on corrupt files.
+
+use super::*;
+use crate::format::vector_file::VectorFileHeader;
+use proptest::prelude::*;
+use zerocopy::little_endian::U32;
+use zerocopy::FromBytes;
+
+/// Deterministic SplitMix64 so tests need no RNG crate.
+struct Rng(u64);
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+    fn vec(&mut self, dim: usize) -> Vec<f32> {
+        (0..dim).map(|_| self.f32()).collect()
+    }
+}
+
+fn opts(dim: u32, with_i8: bool, cap: u64) -> VectorCacheOptions {
+    VectorCacheOptions {
+        dim,
+        embedder_id: embedder_id("test-embedder"),
+        with_i8,
+        initial_capacity: cap,
+    }
+}
+
+fn ids(hits: &[VectorHit]) -> Vec<u64> {
+    hits.iter().map(|h| h.key_hash).collect()
+}
+
+#[test]
+fn roundtrip_reopen_search_and_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.cache");
+    let o = opts(16, true, 8);
+    let mut rng = Rng(1);
+    let vecs: Vec<Vec<f32>> = (0..300).map(|_| rng.vec(16)).collect();
+    {
+        let mut c = VectorCache::create(&path, &o).unwrap();
+        for (i, v) in vecs.iter().enumerate() {
+            c.upsert(1000 + i as u64, v).unwrap();
+        }
+        c.set_seq(42).unwrap();
+        c.flush().unwrap();
+    }
+    let c = VectorCache::open(&path, &o).unwrap();
+    assert_eq!((c.len(), c.seq(), c.dim()), (300, 42, 16));
+    for i in [0usize, 17, 299] {
+        assert_eq!(c.get(1000 + i as u64).as_deref(), Some(&vecs[i][..]));
+        for mode in [ScanMode::F32, ScanMode::i8_rerank_default(5)] {
+            let hits = c.search(&vecs[i], 5, Metric::Cosine, mode).unwrap();
+            assert_eq!(hits.len(), 5);
+            assert_eq!(hits[0].key_hash, 1000 + i as u64);
+            assert!((hits[0].score - 1.0).abs() < 1e-5, "{hits:?}");
+            assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+        }
+    }
+    assert_eq!(c.get(7), None);
+}
+
+#[test]
+fn upsert_replaces_and_remove_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.cache");
+    let o = opts(4, false, 16);
+    let mut c = VectorCache::create(&path, &o).unwrap();
+    c.upsert(1, &[1.0, 0.0, 0.0, 0.0]).unwrap();
+    c.upsert(2, &[0.0, 1.0, 0.0, 0.0]).unwrap();
+    c.upsert(1, &[0.0, 0.0, 1.0, 0.0]).unwrap();
+    assert_eq!(c.len(), 2);
+    assert_eq!(c.get(1), Some(vec![0.0, 0.0, 1.0, 0.0]));
+    let hits = c
+        .search(&[1.0, 1.0, 1.0, 1.0], 10, Metric::Dot, ScanMode::F32)
+        .unwrap();
+    assert_eq!(ids(&hits), vec![1, 2], "one hit per key, ties by key hash");
+    assert!(c.remove(2).unwrap());
+    assert!(!c.remove(2).unwrap());
+    drop(c);
+    let c = VectorCache::open(&path, &o).unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c.get(2), None);
+    let hits = c
+        .search(&[0.0, 1.0, 0.0, 0.0], 10, Metric::Cosine, ScanMode::F32)
+        .unwrap();
+    assert_eq!(ids(&hits), vec![1]);
+}
+
+#[test]
+fn ties_are_ordered_by_key_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = VectorCache::create(&dir.path().join("v"), &opts(2, true, 4)).unwrap();
+    for key in [9, 3, 5, 7] {
+        c.upsert(key, &[0.6, 0.8]).unwrap();
+    }
+    for mode in [ScanMode::F32, ScanMode::I8Rerank { candidates: 1 }] {
+        let hits = c.search(&[0.6, 0.8], 3, Metric::Cosine, mode).unwrap();
+        assert_eq!(ids(&hits), vec![3, 5, 7]);
+    }
+}
+
+#[test]
+fn growth_past_capacity_keeps_all_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.cache");
+    let o = opts(8, true, 4);
+    let mut rng = Rng(2);
+    let vecs: Vec<Vec<f32>> = (0..100).map(|_| rng.vec(8)).collect();
+    let mut c = VectorCache::create(&path, &o).unwrap();
+    for (i, v) in vecs.iter().enumerate() {
+        c.upsert(i as u64, v).unwrap();
+        if i % 10 == 0 {
+            // Re-upserting leaves tombstones that growth must compact away.
+            c.upsert(i as u64, v).unwrap();
+        }
+    }
+    assert_eq!(c.len(), 100);
+    assert!(
+        c.capacity() >= 100 && c.capacity() <= 256,
+        "{}",
+        c.capacity()
+    );
+    assert!(!tmp_path(&path).exists());
+    drop(c);
+    let c = VectorCache::open(&path, &o).unwrap();
+    assert_eq!(c.len(), 100);
+    for (i, v) in vecs.iter().enumerate() {
+        assert_eq!(c.get(i as u64).as_deref(), Some(&v[..]));
+    }
+    let all = c
+        .search(&vecs[0], 1000, Metric::Dot, ScanMode::F32)
+        .unwrap();
+    assert_eq!(all.len(), 100);
+}
+
+fn recall_at(exact: &[VectorHit], approx: &[VectorHit]) -> f64 {
+    let e: std::collections::HashSet<u64> = exact.iter().map(|h| h.key_hash).collect();
+    approx.iter().filter(|h| e.contains(&h.key_hash)).count() as f64 / exact.len() as f64
+}
+
+#[test]
+fn i8_rerank_recall_at_10() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = opts(384, true, 5000);
+    let mut c = VectorCache::create(&dir.path().join("v"), &o).unwrap();
+    let mut rng = Rng(3);
+    for i in 0..5000u64 {
+        c.upsert(i.wrapping_mul(0x9e37_79b9), &rng.vec(384))
+            .unwrap();
+    }
+    for metric in [Metric::Cosine, Metric::Dot] {
+        let mut total = 0.0;
+        for _ in 0..20 {
+            let q = rng.vec(384);
+            let exact = c.search(&q, 10, metric, ScanMode::F32).unwrap();
+            let approx = c
+                .search(&q, 10, metric, ScanMode::i8_rerank_default(10))
+                .unwrap();
+            total += recall_at(&exact, &approx);
+        }
+        let recall = total / 20.0;
+        assert!(recall >= 0.99, "{metric:?} recall@10 = {recall}");
+    }
+}
+
+#[test]
+fn rejects_bad_vectors_and_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = VectorCache::create(&dir.path().join("v"), &opts(3, false, 4)).unwrap();
+    assert!(matches!(
+        c.upsert(1, &[1.0, 2.0]),
+        Err(VectorCacheError::DimensionMismatch {
+            expected: 3,
+            found: 2
+        })
+    ));
+    assert!(matches!(
+        c.upsert(1, &[1.0, f32::NAN, 0.0]),
+        Err(VectorCacheError::NonFinite { index: 1, .. })
+    ));
+    assert!(matches!(
+        c.upsert(1, &[1.0, 0.0, f32::INFINITY]),
+        Err(VectorCacheError::NonFinite { index: 2, .. })
+    ));
+    c.upsert(1, &[1.0, 0.0, 0.0]).unwrap();
+    assert!(matches!(
+        c.search(&[0.0; 3], 1, Metric::Cosine, ScanMode::F32),
+        Err(VectorCacheError::ZeroQuery)
+    ));
+    assert!(matches!(
+        c.search(&[1.0; 3], 1, Metric::Cosine, ScanMode::i8_rerank_default(1)),
+        Err(VectorCacheError::NoI8Rows)
+    ));
+    assert!(c
+        .search(&[1.0; 3], 0, Metric::Dot, ScanMode::F32)
+        .unwrap()
+        .is_empty());
+    assert!(matches!(
+        VectorCache::create(&dir.path().join("w"), &opts(0, false, 4)),
+        Err(VectorCacheError::InvalidOptions(_))
+    ));
+}
+
+/// A valid file with a few rows; returns its bytes.
+fn valid_file(path: &Path, o: &VectorCacheOptions) -> Vec<u8> {
+    let mut c = VectorCache::create(path, o).unwrap();
+    let mut rng = Rng(4);
+    for i in 0..5 {
+        c.upsert(i, &rng.vec(o.dim as usize)).unwrap();
+    }
+    c.remove(3).unwrap();
+    c.flush().unwrap();
+    drop(c);
+    fs::read(path).unwrap()
+}
+
+fn edit_header(bytes: &mut [u8], f: impl FnOnce(&mut VectorFileHeader), reseal: bool) {
+    let (h, _) = VectorFileHeader::mut_from_prefix(bytes).unwrap();
+    f(h);
+    if reseal {
+        h.seal();
+    }
+}
+
+#[test]
+fn corrupt_files_give_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v");
+    let o = opts(8, true, 8);
+    let good = valid_file(&path, &o);
+    let open_with = |bytes: &[u8], o: &VectorCacheOptions| {
+        fs::write(&path, bytes).unwrap();
+        VectorCache::open(&path, o)
+    };
+    let corrupt = |r: Result<VectorCache, VectorCacheError>, needle: &str| match r {
+        Err(VectorCacheError::Corrupt { reason, .. }) => {
+            assert!(reason.contains(needle), "{reason} lacks {needle}")
+        }
+        other => panic!("expected Corrupt({needle}), got {other:?}"),
+    };
+    corrupt(open_with(&good[..good.len() - 1], &o), "truncated");
+    corrupt(open_with(&good[..10], &o), "truncated");
+    corrupt(open_with(&[], &o), "truncated");
+    let mut longer = good.clone();
+    longer.push(0);
+    corrupt(open_with(&longer, &o), "trailing");
+
+    let mut b = good.clone();
+    b[0] = b'X';
+    corrupt(open_with(&b, &o), "magic");
+
+    let mut b = good.clone();
+    edit_header(&mut b, |h| h.seq = U64::new(99), false);
+    corrupt(open_with(&b, &o), "CRC");
+
+    let mut b = good.clone();
+    edit_header(&mut b, |h| h.version = U32::new(2), true);
+    assert!(matches!(
+        open_with(&b, &o),
+        Err(VectorCacheError::VersionTooNew {
+            found: 2,
+            supported: 1,
+            ..
+        })
+    ));
+
+    let mut b = good.clone();
+    edit_header(&mut b, |h| h.count = U64::new(9), true);
+    corrupt(open_with(&b, &o), "exceeds capacity");
+
+    let l = VectorFileLayout::compute(8, true, 8).unwrap();
+    let mut b = good.clone();
+    b[l.live as usize + 1] = 7;
+    corrupt(open_with(&b, &o), "live flag");
+
+    let other_embedder = VectorCacheOptions {
+        embedder_id: embedder_id("other"),
+        ..o.clone()
+    };
+    assert!(matches!(
+        open_with(&good, &other_embedder),
+        Err(VectorCacheError::EmbedderMismatch { .. })
+    ));
+    assert!(matches!(
+        open_with(&good, &opts(9, true, 8)),
+        Err(VectorCacheError::FileDimensionMismatch {
+            found: 8,
+            expected: 9,
+            ..
+        })
+    ));
+    assert!(matches!(
+        open_with(&good, &opts(8, false, 8)),
+        Err(VectorCacheError::QuantizationMismatch { found: true, .. })
+    ));
+    let err = open_with(&good[..good.len() - 1], &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("delete the file; it is rebuilt from the log"),
+        "{err}"
+    );
+    let c = open_with(&good, &o).unwrap();
+    assert_eq!(c.len(), 4);
+}
+
+#[test]
+fn open_repairs_duplicate_live_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v");
+    let o = opts(2, false, 8);
+    let mut c = VectorCache::create(&path, &o).unwrap();
+    c.upsert(5, &[1.0, 0.0]).unwrap();
+    c.upsert(5, &[0.0, 1.0]).unwrap();
+    drop(c);
+    // Simulate a crash between appending slot 1 and tombstoning slot 0.
+    let mut b = fs::read(&path).unwrap();
+    let l = VectorFileLayout::compute(2, false, 8).unwrap();
+    b[l.live as usize] = SLOT_LIVE;
+    fs::write(&path, &b).unwrap();
+    let c = VectorCache::open(&path, &o).unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c.get(5), Some(vec![0.0, 1.0]));
+    let hits = c
+        .search(&[1.0, 1.0], 5, Metric::Dot, ScanMode::F32)
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+}
+
+/// Exercise every read path on a cache that opened, to prove none can panic.
+fn poke(c: &VectorCache) {
+    let dim = c.dim() as usize;
+    let q = vec![0.5f32; dim];
+    for metric in [Metric::Cosine, Metric::Dot] {
+        let _ = c.search(&q, 3, metric, ScanMode::F32);
+        let _ = c.search(&q, 3, metric, ScanMode::i8_rerank_default(3));
+    }
+    for key in 0..6 {
+        let _ = c.get(key);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn open_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v");
+        fs::write(&path, &bytes).unwrap();
+        if let Ok(c) = VectorCache::open(&path, &opts(8, true, 8)) {
+            poke(&c);
+        }
+    }
+
+    #[test]
+    fn open_flipped_valid_file_never_panics(
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..8),
+        reseal in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v");
+        let o = opts(8, true, 8);
+        let mut b = valid_file(&path, &o);
+        for (at, x) in flips {
+            let i = at.index(b.len());
+            b[i] ^= x;
+        }
+        if reseal {
+            // Also reach the post-CRC checks with arbitrary header fields.
+            edit_header(&mut b, |_| {}, true);
+        }
+        fs::write(&path, &b).unwrap();
+        if let Ok(mut c) = VectorCache::open(&path, &o) {
+            poke(&c);
+            let _ = c.upsert(77, &[0.25; 8]);
+            poke(&c);
+        }
+    }
+}
