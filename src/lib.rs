@@ -7,6 +7,7 @@
 //! - [`store`]: the storage engine — the append-only `blob.dat`, the derived
 //!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
 //! - [`memory`]: memories, the first user of the store.
+//! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,5 +24,7 @@ pub mod key;
 pub mod location;
 #[cfg(feature = "store")]
 pub mod memory;
+#[cfg(feature = "patterns")]
+pub mod patterns;
 #[cfg(feature = "store")]
 pub mod store;

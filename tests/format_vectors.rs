@@ -95,6 +95,9 @@ fn spec_files_open_as_stores_with_the_stated_contents() {
                 body.as_str().unwrap().as_bytes()
             );
         }
-        assert_eq!(store.get("mem:a1b2c3d4").unwrap().is_some(), !live.is_empty());
+        assert_eq!(
+            store.get("mem:a1b2c3d4").unwrap().is_some(),
+            !live.is_empty()
+        );
     }
 }

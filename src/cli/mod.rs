@@ -6,6 +6,7 @@
 mod inspect;
 mod memories;
 mod output;
+mod patterns;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -100,6 +101,31 @@ pub enum Command {
     Rebuild,
     /// Rewrite blob.dat without dead records and swap it in atomically.
     Compact,
+    /// Pattern sets: load and list.
+    Pattern {
+        #[command(subcommand)]
+        command: PatternCommand,
+    },
+    /// Scan stored text with a pattern set (secrets, security-smells, debug-leftovers, or a loaded one).
+    Scan {
+        /// The set, e.g. `secrets` or `pat:security-smells`.
+        pattern_set: String,
+        /// Scan only this key.
+        #[arg(long, conflicts_with_all = ["memories", "code"])]
+        key: Option<String>,
+        /// Scan every memory (the default).
+        #[arg(long, conflicts_with = "code")]
+        memories: bool,
+        /// Scan every code chunk.
+        #[arg(long)]
+        code: bool,
+        /// With --memories: only memories of this task type.
+        #[arg(long)]
+        task: Option<String>,
+        /// With --memories: only memories of this context type.
+        #[arg(long)]
+        context: Option<String>,
+    },
     /// Key utilities.
     Key {
         #[command(subcommand)]
@@ -137,6 +163,14 @@ pub struct MemoryFields {
     /// A JSON object of extra metadata.
     #[arg(long)]
     pub metadata: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PatternCommand {
+    /// Check, compile and store a pattern set from a JSON or TOML file.
+    Load { file: PathBuf },
+    /// List the built-in and loaded sets.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -202,6 +236,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats => inspect::stats(&cli, &out),
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
+        Command::Pattern { .. } | Command::Scan { .. } => patterns::run(&cli, &out),
         _ => memories::run(&cli, &out),
     }
 }

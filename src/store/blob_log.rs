@@ -95,7 +95,8 @@ impl LogSnapshot {
 
     /// Decode and check the record at `offset`.
     pub fn record_at(&self, offset: u64) -> Result<RecordView<'_>> {
-        if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || !offset.is_multiple_of(8) {
+        if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || !offset.is_multiple_of(8)
+        {
             return Err(StoreError::Corrupt {
                 path: self.path.to_path_buf(),
                 offset,

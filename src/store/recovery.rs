@@ -134,6 +134,7 @@ fn refuse_foreign_directory(dir: &Path) -> Result<()> {
         let ours = name == LOCK_FILE
             || name.starts_with(TRACKER_FILE)
             || name.starts_with("vectors")
+            || name == "patterns"
             || name.starts_with("blob.dat");
         if !ours {
             return Err(StoreError::NotAStore {

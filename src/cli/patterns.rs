@@ -1,0 +1,104 @@
+//! The pattern commands: `pattern load`, `pattern list`, `scan`.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use engram::memory::taxonomy::{self, Axis};
+use engram::memory::Memories;
+use engram::patterns::{PatternSet, Patterns, ScanTarget};
+use serde_json::json;
+
+use super::output::Output;
+use super::{store_dir, store_options, Cli, Command, PatternCommand};
+
+pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = store_dir(cli)?;
+    let memories = Memories::open_with(&dir, store_options(cli))
+        .with_context(|| format!("opening store {}", dir.display()))?;
+    let patterns = Patterns::new(memories.store());
+    match &cli.command {
+        Command::Pattern {
+            command: PatternCommand::Load { file },
+        } => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let toml = file.extension().is_some_and(|e| e == "toml");
+            let set = patterns.load(PatternSet::parse(&text, toml)?)?;
+            out.value(
+                &json!({"name": set.key(), "patterns": set.patterns.len()}),
+                || format!("loaded {} ({} patterns)", set.key(), set.patterns.len()),
+            )?;
+        }
+        Command::Pattern {
+            command: PatternCommand::List,
+        } => {
+            let sets = patterns.list()?;
+            let rows: Vec<_> = sets
+                .iter()
+                .map(|(s, builtin)| {
+                    json!({"name": s.key(), "description": s.description, "tags": s.tags,
+                           "patterns": s.patterns.iter().map(|p| &p.id).collect::<Vec<_>>(), "builtin": builtin, "secret": s.secret})
+                })
+                .collect();
+            out.value(&json!({"pattern_sets": rows}), || {
+                sets.iter()
+                    .map(|(s, b)| {
+                        format!(
+                            "{:<24} {:>3} patterns  {}{}",
+                            s.key(),
+                            s.patterns.len(),
+                            s.description,
+                            if *b { " (built-in)" } else { "" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Scan {
+            pattern_set,
+            key,
+            memories: _,
+            code,
+            task,
+            context,
+        } => {
+            let target = if let Some(k) = key {
+                ScanTarget::Key(k.clone())
+            } else if *code {
+                ScanTarget::Code
+            } else {
+                ScanTarget::Memories {
+                    task: task
+                        .as_deref()
+                        .map(|t| taxonomy::normalise(Axis::Task, t))
+                        .transpose()?,
+                    context: context
+                        .as_deref()
+                        .map(|c| taxonomy::normalise(Axis::Context, c))
+                        .transpose()?,
+                }
+            };
+            let matches = patterns.scan(pattern_set, &target)?;
+            out.value(&json!({"matches": matches}), || {
+                if matches.is_empty() {
+                    return "no matches".into();
+                }
+                matches
+                    .iter()
+                    .map(|m| {
+                        let place = match (&m.path, m.line) {
+                            (Some(p), Some(l)) => format!("{p}:{l}"),
+                            (None, Some(l)) => format!("{}:{l}", m.key),
+                            _ => m.key.clone(),
+                        };
+                        format!("{place}  {}/{}  {}", m.pattern_set, m.pattern, m.text)
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        _ => unreachable!("dispatched in cli::run"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,128 @@
+//! PatternSets: named sets of regexes compiled with Hyperscan and run directly over the
+//! bodies stored in `blob.dat`.
+//!
+//! Sets are the built-ins (`pat:secrets`, `pat:security-smells`, `pat:debug-leftovers`)
+//! and those loaded into a store (a put under `pat:{name}` whose body is the set's
+//! JSON). Scans read record bodies in place from the log's memory map — no copy — and
+//! report key, path and line where the record has them, the pattern, and the matched
+//! text (masked for secret sets). This layer sits on the store; it never writes
+//! anything but its own records and the derived compiled-database cache.
+
+pub mod builtin;
+mod compile;
+mod scan;
+mod set;
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+pub use compile::{compile, compile_cached, CompiledSet};
+pub use scan::{mask, Match, ScanTarget};
+pub use set::{PatternDef, PatternSet};
+
+use crate::store::{Store, StoreError, WriteBatch};
+
+/// Record type tag of stored pattern sets.
+pub const PATTERN_SET_TYPE: &str = "pattern_set";
+
+/// What can go wrong with pattern sets.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("pattern {index} ({id}) of set {set} does not compile: {message}")]
+    BadRegex {
+        set: String,
+        index: usize,
+        id: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no pattern set {0}; `engram pattern list` shows the available ones")]
+    UnknownSet(String),
+}
+
+/// Pattern sets of one store.
+pub struct Patterns<'s> {
+    store: &'s Store,
+}
+
+impl<'s> Patterns<'s> {
+    /// The pattern sets of `store`.
+    pub fn new(store: &'s Store) -> Patterns<'s> {
+        Patterns { store }
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.store.dir().join("patterns")
+    }
+
+    /// Check, compile and store a set. A built-in name cannot be replaced.
+    pub fn load(&self, set: PatternSet) -> Result<PatternSet, PatternError> {
+        set.check()?;
+        if builtin::all().iter().any(|b| b.slug() == set.slug()) {
+            return Err(PatternError::Invalid(format!(
+                "{} is a built-in set; choose another name",
+                set.key()
+            )));
+        }
+        compile_cached(&set, Some(&self.cache_dir()))?;
+        let mut meta = Map::new();
+        meta.insert("type".into(), Value::String(PATTERN_SET_TYPE.into()));
+        let body = serde_json::to_vec(&set).map_err(|e| PatternError::Invalid(e.to_string()))?;
+        let mut batch = WriteBatch::new();
+        batch.put(&set.key(), meta, body)?;
+        self.store.commit(&batch)?;
+        Ok(set)
+    }
+
+    /// Built-in sets first, then stored ones by name.
+    pub fn list(&self) -> Result<Vec<(PatternSet, bool)>, PatternError> {
+        let mut out: Vec<(PatternSet, bool)> =
+            builtin::all().into_iter().map(|s| (s, true)).collect();
+        let keys: Vec<String> = self.store.with_tracker(|db| {
+            let mut stmt =
+                db.prepare("SELECT key FROM records WHERE key LIKE 'pat:%' ORDER BY key")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+        })?;
+        for key in keys {
+            if let Some(set) = self.stored(&key)? {
+                out.push((set, false));
+            }
+        }
+        Ok(out)
+    }
+
+    fn stored(&self, key: &str) -> Result<Option<PatternSet>, PatternError> {
+        let Some(rec) = self.store.get(key)? else {
+            return Ok(None);
+        };
+        if rec.meta.get("type").and_then(Value::as_str) != Some(PATTERN_SET_TYPE) {
+            return Ok(None);
+        }
+        serde_json::from_slice(&rec.body)
+            .map(Some)
+            .map_err(|e| PatternError::Invalid(format!("stored set {key} is unreadable: {e}")))
+    }
+
+    /// A set by name (`secrets` or `pat:secrets`), compiled.
+    pub fn get(&self, name: &str) -> Result<CompiledSet, PatternError> {
+        let slug = name.strip_prefix("pat:").unwrap_or(name);
+        let set = match builtin::all().into_iter().find(|s| s.slug() == slug) {
+            Some(s) => s,
+            None => self
+                .stored(&format!("pat:{slug}"))?
+                .ok_or_else(|| PatternError::UnknownSet(format!("pat:{slug}")))?,
+        };
+        compile_cached(&set, Some(&self.cache_dir()))
+    }
+
+    /// Scan `target` with the set named `name`.
+    pub fn scan(&self, name: &str, target: &ScanTarget) -> Result<Vec<Match>, PatternError> {
+        let compiled = self.get(name)?;
+        scan::scan(self.store, &compiled, target)
+    }
+}

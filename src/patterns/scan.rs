@@ -1,0 +1,127 @@
+//! Running a compiled set over record bodies in place, and reporting matches.
+//!
+//! Bodies are scanned as the slices of the log's memory map that hold them — the
+//! bytes on disk, no copy, no decoding. Line numbers are 1-based: a record whose
+//! metadata has `start_line` (a code chunk) reports lines of its file.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::compile::CompiledSet;
+use super::PatternError;
+use crate::key::{hash64, Key};
+use crate::store::Store;
+
+/// What to scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanTarget {
+    /// One key's live value.
+    Key(String),
+    /// Every memory, optionally only of a task type and/or a context type.
+    Memories {
+        task: Option<String>,
+        context: Option<String>,
+    },
+    /// Every code chunk of the store.
+    Code,
+}
+
+/// One match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Match {
+    pub key: String,
+    pub pattern_set: String,
+    pub pattern: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// The matched text; masked for secret sets.
+    pub text: String,
+}
+
+/// Show enough of a secret to find it, never enough to use it.
+pub fn mask(text: &str) -> String {
+    let shown: String = text.chars().take(4).collect();
+    format!("{shown}…[{} chars]", text.chars().count())
+}
+
+pub(super) fn scan(
+    store: &Store,
+    compiled: &CompiledSet,
+    target: &ScanTarget,
+) -> Result<Vec<Match>, PatternError> {
+    let candidates: Vec<(String, i64)> = store.with_tracker(|db| {
+        let (sql, arg): (&str, Option<i64>) = match target {
+            ScanTarget::Key(k) => ("SELECT key, offset FROM records WHERE key_hash = ?1", Some(hash64(k) as i64)),
+            ScanTarget::Memories { .. } => (
+                "SELECT r.key, r.offset FROM memories m JOIN records r ON r.key_hash = m.key_hash ORDER BY r.seq",
+                None,
+            ),
+            ScanTarget::Code => ("SELECT key, offset FROM records WHERE key LIKE 'chunk:%' ORDER BY key", None),
+        };
+        let mut stmt = db.prepare(sql)?;
+        let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?));
+        let rows = match arg {
+            Some(a) => stmt.query_map([a], map)?.collect::<rusqlite::Result<Vec<_>>>()?,
+            None => stmt.query_map([], map)?.collect::<rusqlite::Result<Vec<_>>>()?,
+        };
+        Ok(rows)
+    })?;
+    let snap = store.snapshot()?;
+    let mut out = Vec::new();
+    for (key, offset) in candidates {
+        let rec = snap.record_at(offset as u64)?;
+        let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
+        if let ScanTarget::Memories { task, context } = target {
+            if !memory_matches(&meta, task.as_deref(), context.as_deref()) {
+                continue;
+            }
+        }
+        let hits = compiled.scan(rec.body)?;
+        if hits.is_empty() {
+            continue;
+        }
+        let path = meta
+            .get("path")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .or_else(|| path_of_key(&key));
+        let first_line = meta.get("start_line").and_then(Value::as_u64).unwrap_or(1);
+        let (mut line, mut counted_to) = (first_line, 0usize);
+        for (pattern, start, end) in hits {
+            line += rec.body[counted_to..start]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count() as u64;
+            counted_to = start;
+            let raw = String::from_utf8_lossy(&rec.body[start..end.min(start + 400)]).into_owned();
+            out.push(Match {
+                key: key.clone(),
+                pattern_set: compiled.set.key(),
+                pattern: compiled.set.patterns[pattern].id.clone(),
+                path: path.clone(),
+                line: Some(line),
+                text: if compiled.set.secret { mask(&raw) } else { raw },
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn memory_matches(meta: &Map<String, Value>, task: Option<&str>, context: Option<&str>) -> bool {
+    let task_ok = task.is_none_or(|t| meta.get("task").and_then(Value::as_str) == Some(t));
+    let context_ok = context.is_none_or(|c| {
+        meta.get("contexts")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(c)))
+    });
+    task_ok && context_ok
+}
+
+fn path_of_key(key: &str) -> Option<String> {
+    match Key::parse(key).ok()? {
+        Key::File { path } | Key::Chunk { path, .. } | Key::Symbol { path, .. } => Some(path),
+        _ => None,
+    }
+}
