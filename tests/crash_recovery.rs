@@ -1,0 +1,250 @@
+//! Crash safety: a store cut at every byte of its last batch, bits flipped at random,
+//! and writers killed with SIGKILL in the middle of their work.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use engram::store::{verify, Store, StoreOptions, WriteBatch};
+use serde_json::Map;
+
+fn open(dir: &Path) -> Store {
+    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+}
+
+/// Batches as the model sees them: key → Some(body) for a put, None for a delete.
+type Batch = Vec<(String, Option<Vec<u8>>)>;
+
+fn batches() -> Vec<Batch> {
+    vec![
+        vec![
+            ("file:a".into(), Some(b"alpha".to_vec())),
+            ("file:b".into(), Some(b"beta".to_vec())),
+        ],
+        vec![("file:c".into(), Some(vec![b'c'; 300]))],
+        vec![
+            ("file:a".into(), None),
+            ("file:b".into(), Some(b"beta two".to_vec())),
+        ],
+        vec![
+            ("file:d".into(), Some(b"delta".to_vec())),
+            ("file:c".into(), None),
+            ("file:e".into(), Some(vec![b'e'; 1000])),
+            ("file:a".into(), Some(b"alpha again".to_vec())),
+        ],
+    ]
+}
+
+fn model_after(n: usize) -> BTreeMap<String, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for b in batches().into_iter().take(n) {
+        for (k, v) in b {
+            match v {
+                Some(v) => m.insert(k, v),
+                None => m.remove(&k),
+            };
+        }
+    }
+    m
+}
+
+fn assert_holds(store: &Store, model: &BTreeMap<String, Vec<u8>>, context: &str) {
+    for k in ["file:a", "file:b", "file:c", "file:d", "file:e"] {
+        let got = store.get(k).unwrap().map(|r| r.body);
+        assert_eq!(got.as_ref(), model.get(k), "{context}: key {k}");
+    }
+    assert_eq!(
+        store.live_records().unwrap(),
+        model.len() as u64,
+        "{context}"
+    );
+}
+
+/// Build the reference store and return its blob.dat bytes (data only, without the
+/// zero-filled space after it) and the end offset of each batch.
+fn reference() -> (Vec<u8>, Vec<u64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mut ends = Vec::new();
+    for b in batches() {
+        let mut wb = WriteBatch::new();
+        for (k, v) in b {
+            match v {
+                Some(v) => wb.put(&k, Map::new(), v).unwrap(),
+                None => wb.delete(&k).unwrap(),
+            };
+        }
+        store.commit(&wb).unwrap();
+        ends.push(store.meta().unwrap().applied_end);
+    }
+    drop(store);
+    let mut bytes = std::fs::read(dir.path().join("blob.dat")).unwrap();
+    bytes.truncate(*ends.last().unwrap() as usize);
+    (bytes, ends)
+}
+
+#[test]
+fn cut_at_every_byte_of_the_last_batch_opens_with_exactly_the_committed_batches() {
+    let (bytes, ends) = reference();
+    let last_start = ends[ends.len() - 2] as usize;
+    for cut in last_start..=bytes.len() {
+        for keep_tracker in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            if keep_tracker {
+                // The tracker as a crash during the fourth batch leaves it: the first
+                // three applied.
+                std::fs::write(dir.path().join("blob.dat"), &bytes[..ends[2] as usize]).unwrap();
+                drop(open(dir.path()));
+            }
+            std::fs::write(dir.path().join("blob.dat"), &bytes[..cut]).unwrap();
+            let store = open(dir.path());
+            let committed = ends.iter().filter(|&&e| e as usize <= cut).count();
+            assert_holds(&store, &model_after(committed), &format!("cut at {cut}"));
+            drop(store);
+            let report = verify(dir.path()).unwrap();
+            assert!(report.is_sound(), "cut at {cut}: {report:?}");
+            assert!(
+                report.warnings.is_empty(),
+                "cut at {cut}: the tail was dropped on open: {report:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_tracker_left_behind_by_a_crash_is_caught_up_by_replay() {
+    let (bytes, ends) = reference();
+    // A store whose tracker applied two batches while the log holds all four.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blob.dat"), &bytes[..ends[1] as usize]).unwrap();
+    drop(open(dir.path()));
+    std::fs::write(dir.path().join("blob.dat"), &bytes).unwrap();
+    let store = open(dir.path());
+    assert_eq!(store.open_report().replayed_batches, 2);
+    assert!(store.open_report().rebuilt.is_none());
+    assert_holds(&store, &model_after(4), "replayed");
+}
+
+#[test]
+fn random_bit_flips_are_reported_by_verify_and_never_panic() {
+    let (bytes, ends) = reference();
+    let committed_end = *ends.last().unwrap() as usize;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..300 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut damaged = bytes.clone();
+        let at = 64 + (next() as usize % (damaged.len() - 64));
+        damaged[at] ^= 1 << (next() % 8);
+        std::fs::write(dir.path().join("blob.dat"), &damaged).unwrap();
+        let report = verify(dir.path()).unwrap();
+        let in_last_batch = at >= ends[ends.len() - 2] as usize && at < committed_end;
+        if in_last_batch {
+            // The last batch no longer commits: either damage or an uncommitted tail.
+            assert!(
+                !report.is_sound() || !report.warnings.is_empty(),
+                "round {round}, byte {at}: {report:?}"
+            );
+        } else {
+            assert!(
+                !report.is_sound(),
+                "round {round}: flip at byte {at} not reported: {report:?}"
+            );
+            assert!(
+                report.problems.iter().any(|p| p.offset.is_some()),
+                "round {round}: no offset named"
+            );
+        }
+        // Opening must not panic either; it may refuse or drop what it cannot trust.
+        let _ = Store::open(
+            dir.path(),
+            StoreOptions::default(),
+            engram::memory::projections(),
+        );
+    }
+    // A damaged file header is reported, not a panic.
+    let dir = tempfile::tempdir().unwrap();
+    let mut damaged = bytes.clone();
+    damaged[20] ^= 0xff;
+    std::fs::write(dir.path().join("blob.dat"), &damaged).unwrap();
+    assert!(!verify(dir.path()).unwrap().is_sound());
+}
+
+#[test]
+fn writers_killed_mid_batch_lose_nothing_they_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked: Vec<(u64, u64)> = Vec::new();
+    for round in 0..20u64 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_engram-writer"))
+            .args([
+                "--store",
+                dir.path().to_str().unwrap(),
+                "--id",
+                &round.to_string(),
+            ])
+            .args([
+                "--batches",
+                "100000",
+                "--batch-size",
+                "20",
+                "--value-bytes",
+                "700",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| {
+                    let mut p = l.split(' ').skip(1);
+                    Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
+                })
+                .collect::<Vec<(u64, u64)>>()
+        });
+        // Let it get going, then kill it at a random moment.
+        std::thread::sleep(Duration::from_millis(60 + (round * 37) % 140));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let got = reader.join().unwrap();
+        assert!(
+            !got.is_empty(),
+            "round {round}: the writer acknowledged nothing"
+        );
+        acked.extend(got);
+
+        let store = open(dir.path());
+        for &(id, b) in &acked {
+            for r in 0..20 {
+                let key = format!("file:w{id}/b{b}/r{r}");
+                let rec = store
+                    .get(&key)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("round {round}: acknowledged {key} lost"));
+                assert_eq!(rec.body.len(), 700);
+                assert!(
+                    rec.body.starts_with(key.as_bytes()),
+                    "round {round}: {key} corrupt"
+                );
+            }
+        }
+        // Whole batches only: the live record count is a multiple of the batch size.
+        assert_eq!(
+            store.live_records().unwrap() % 20,
+            0,
+            "round {round}: a partial batch is visible"
+        );
+        drop(store);
+        let report = verify(dir.path()).unwrap();
+        assert!(report.is_sound(), "round {round}: {report:?}");
+    }
+}
