@@ -12,6 +12,13 @@ cargo build --quiet --release --benches --bins
 
 cargo test --release --all-features
 
+# The fuzz targets must keep building (running them is tools/fuzz-smoke.sh's job).
+if cargo +nightly --version >/dev/null 2>&1; then
+  cargo +nightly build --quiet --manifest-path fuzz/Cargo.toml
+else
+  echo "test.sh: no nightly toolchain; fuzz targets not built" >&2
+fi
+
 if [ -n "${ENGRAM_FUZZ_SECONDS:-}" ]; then
   FUZZ_SECONDS="$ENGRAM_FUZZ_SECONDS" tools/fuzz-smoke.sh
 fi
