@@ -5,11 +5,11 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use engram::memory::{Memories, Memory};
+use engram::memory::{parse_since, Memories, Memory, MemoryFilter};
 use serde_json::json;
 
 use super::output::Output;
-use super::{store_dir, store_options, Cli, Command, MemoryFields};
+use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields};
 
 fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
@@ -23,6 +23,22 @@ fn open(cli: &Cli) -> Result<Memories> {
         );
     }
     Ok(m)
+}
+
+fn memory_filter(f: &FilterArgs) -> Result<MemoryFilter> {
+    let since_ms = match &f.since {
+        Some(s) => Some(parse_since(s, engram::store::now_ms())?),
+        None => None,
+    };
+    Ok(MemoryFilter {
+        task: f.task.clone(),
+        insights: f.insights.clone(),
+        contexts: f.contexts.clone(),
+        tags: f.tags.clone(),
+        session: f.session.clone(),
+        since_ms,
+    }
+    .normalised()?)
 }
 
 fn memory_from(text: &str, f: &MemoryFields) -> Result<Memory> {
@@ -98,15 +114,25 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         }
-        Command::List { limit, offset } => {
-            let list = memories.list(*limit, *offset)?;
+        Command::List {
+            limit,
+            offset,
+            filter,
+        } => {
+            let filter = memory_filter(filter)?;
+            let list = memories.list_filtered(&filter, *limit, *offset)?;
             let total = memories.count()?;
             out.value(&json!({"memories": list, "total": total}), || {
                 list.iter().map(human).collect::<Vec<_>>().join("\n")
             })?;
         }
-        Command::Recall { query, top_k } => {
-            let hits = memories.recall(query, *top_k)?;
+        Command::Recall {
+            query,
+            top_k,
+            filter,
+        } => {
+            let filter = memory_filter(filter)?;
+            let hits = memories.recall_filtered(query, &filter, *top_k)?;
             let rows: Vec<_> = hits
                 .iter()
                 .map(|h| json!({"key": h.memory.id, "kind": "memory", "score": h.score, "text": h.memory.text, "tags": h.memory.tags}))

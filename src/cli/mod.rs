@@ -67,12 +67,16 @@ pub enum Command {
         limit: usize,
         #[arg(long, default_value_t = 0)]
         offset: usize,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Find memories by keyword.
     Recall {
         query: String,
         #[arg(long, short = 'k', default_value_t = 10)]
         top_k: usize,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Import memories from a JSON Lines file (all or nothing).
     Import { file: PathBuf },
@@ -131,6 +135,29 @@ pub enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+}
+
+/// Which memories a list or recall considers; every given filter must hold.
+#[derive(Debug, clap::Args)]
+pub struct FilterArgs {
+    /// Only this task type.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Only memories with this insight type (repeatable: all must hold).
+    #[arg(long = "insight")]
+    pub insights: Vec<String>,
+    /// Only memories with this context type (repeatable).
+    #[arg(long = "context")]
+    pub contexts: Vec<String>,
+    /// Only memories with this tag (repeatable).
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    /// Only memories of this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only memories updated since: Unix milliseconds, or an age like 30m, 12h, 7d.
+    #[arg(long)]
+    pub since: Option<String>,
 }
 
 /// The classified fields of a memory.

@@ -4,6 +4,7 @@
 //! `memories` projection makes them listable and searchable. This layer decides what a
 //! memory is and how it is found; it must never reach around the store into files.
 
+mod filter;
 mod jsonl;
 mod model;
 mod projection;
@@ -13,9 +14,10 @@ pub mod taxonomy;
 use std::collections::HashSet;
 use std::path::Path;
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
+pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub use model::Memory;
 pub use projection::MemoryProjection;
@@ -196,11 +198,28 @@ impl Memories {
 
     /// Memories, most recently updated first.
     pub fn list(&self, limit: usize, offset: usize) -> Result<Vec<Memory>> {
+        self.list_filtered(&MemoryFilter::default(), limit, offset)
+    }
+
+    /// Memories matching `filter`, most recently updated first.
+    pub fn list_filtered(
+        &self,
+        filter: &MemoryFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<Memory>> {
+        let (cond, mut args) = filter.sql();
+        args.push(rusqlite::types::Value::Integer(
+            limit.min(i64::MAX as usize) as i64,
+        ));
+        args.push(rusqlite::types::Value::Integer(
+            offset.min(i64::MAX as usize) as i64,
+        ));
         let ids: Vec<String> = self.store.with_tracker(|db| {
-            let mut stmt = db.prepare_cached(
-                "SELECT id FROM memories ORDER BY updated_ms DESC, seq DESC LIMIT ?1 OFFSET ?2",
-            )?;
-            let rows = stmt.query_map(params![limit as i64, offset as i64], |r| r.get(0))?;
+            let mut stmt = db.prepare_cached(&format!(
+                "SELECT m.id FROM memories m WHERE 1 = 1{cond} ORDER BY m.updated_ms DESC, m.seq DESC LIMIT ? OFFSET ?"
+            ))?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get(0))?;
             Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
         })?;
         self.load(ids)
@@ -209,16 +228,32 @@ impl Memories {
     /// Memories matching `query` by keyword (BM25 over text and tags, code-aware
     /// tokens), best first; recency breaks ties.
     pub fn recall(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        self.recall_filtered(query, &MemoryFilter::default(), top_k)
+    }
+
+    /// [`Memories::recall`] among the memories matching `filter`.
+    pub fn recall_filtered(
+        &self,
+        query: &str,
+        filter: &MemoryFilter,
+        top_k: usize,
+    ) -> Result<Vec<RecallHit>> {
         let Some(fts) = query::fts_query(query) else {
             return Ok(Vec::new());
         };
+        let (cond, filter_args) = filter.sql();
+        let mut args = vec![rusqlite::types::Value::Text(fts)];
+        args.extend(filter_args);
+        args.push(rusqlite::types::Value::Integer(
+            top_k.min(i64::MAX as usize) as i64,
+        ));
         let found: Vec<(String, f64)> = self.store.with_tracker(|db| {
-            let mut stmt = db.prepare_cached(
+            let mut stmt = db.prepare_cached(&format!(
                 "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts
                  JOIN memories m ON m.key_hash = memories_fts.rowid
-                 WHERE memories_fts MATCH ?1 ORDER BY rank, m.updated_ms DESC LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![fts, top_k as i64], |r| {
+                 WHERE memories_fts MATCH ?{cond} ORDER BY rank, m.updated_ms DESC LIMIT ?"
+            ))?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
                 Ok((r.get(0)?, -r.get::<_, f64>(1)?))
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

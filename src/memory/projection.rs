@@ -21,7 +21,7 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        2
+        3
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -34,6 +34,10 @@ impl Projection for MemoryProjection {
              CREATE TABLE IF NOT EXISTS memory_versions (
                 key_hash INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL,
                 PRIMARY KEY (key_hash, seq)) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS memory_labels (
+                label TEXT NOT NULL, key_hash INTEGER NOT NULL,
+                PRIMARY KEY (label, key_hash)) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS memory_labels_by_key ON memory_labels (key_hash);
              CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
                 text, tags, tokenize = 'unicode61 remove_diacritics 2');",
         )
@@ -41,7 +45,7 @@ impl Projection for MemoryProjection {
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
-            "DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memory_versions;",
+            "DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memory_versions; DROP TABLE IF EXISTS memory_labels;",
         )
     }
 
@@ -91,6 +95,7 @@ impl Projection for MemoryProjection {
                     "INSERT OR REPLACE INTO memory_versions (key_hash, seq, offset) VALUES (?1, ?2, ?3)",
                 )?
                 .execute(params![h, *seq as i64, *offset as i64])?;
+                write_labels(db, h, meta)?;
                 db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
                     .execute([h])?;
                 db.prepare_cached(
@@ -109,10 +114,47 @@ impl Projection for MemoryProjection {
     }
 }
 
+/// One row per filterable value: `task:debug`, `insight:decision`, `context:auth`,
+/// `tag:sqlite`, `session:…`, `provenance:user_stated`.
+fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) -> Result<()> {
+    db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
+        .execute([h])?;
+    let mut insert =
+        db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, key_hash) VALUES (?1, ?2)")?;
+    for (field, prefix) in [
+        ("task", "task"),
+        ("session", "session"),
+        ("provenance", "provenance"),
+    ] {
+        if let Some(v) = meta.get(field).and_then(Value::as_str) {
+            insert.execute(params![format!("{prefix}:{v}"), h])?;
+        }
+    }
+    for (field, prefix) in [
+        ("insights", "insight"),
+        ("contexts", "context"),
+        ("tags", "tag"),
+    ] {
+        for v in meta
+            .get(field)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(v) = v.as_str() {
+                insert.execute(params![format!("{prefix}:{v}"), h])?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn delete(db: &Connection, h: i64) -> Result<()> {
     db.prepare_cached("DELETE FROM memories WHERE key_hash = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memory_versions WHERE key_hash = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
         .execute([h])?;

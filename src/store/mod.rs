@@ -335,7 +335,8 @@ struct WriteGuard<'s> {
     _in_process: MutexGuard<'s, ()>,
 }
 
-pub(crate) fn now_ms() -> u64 {
+/// The current time in Unix milliseconds, as records are stamped.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
