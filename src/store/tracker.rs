@@ -87,10 +87,11 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE TABLE IF NOT EXISTS vectors (
     key_hash INTEGER NOT NULL, embedder TEXT NOT NULL, offset INTEGER NOT NULL,
     dim INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key_hash, embedder)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS embedders (name TEXT PRIMARY KEY, dim INTEGER NOT NULL) WITHOUT ROWID;
 ";
 
 /// Version of the core tables above; part of the schema fingerprint.
-const CORE_VERSION: u32 = 1;
+const CORE_VERSION: u32 = 2;
 
 /// The schema fingerprint for a set of projections.
 pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
@@ -174,7 +175,7 @@ pub fn write_identity(db: &Connection, m: &TrackerMeta) -> Result<()> {
 /// Drop every table (core and projections) and create them empty.
 pub fn reset(db: &Connection, projections: &[&dyn Projection]) -> Result<()> {
     db.execute_batch(
-        "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS vectors; DROP TABLE IF EXISTS meta;",
+        "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS vectors; DROP TABLE IF EXISTS embedders; DROP TABLE IF EXISTS meta;",
     )?;
     for p in projections {
         p.drop_tables(db)?;
@@ -330,6 +331,9 @@ fn apply_record(
                 (rec.body.len() / 4) as i64,
                 rec.seq() as i64
             ])?;
+            // The embedder's latest dimension is the one its cache holds.
+            tx.prepare_cached("INSERT OR REPLACE INTO embedders (name, dim) VALUES (?1, ?2)")?
+                .execute(params![embedder, (rec.body.len() / 4) as i64])?;
         }
         RecordKind::Event => {
             let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();

@@ -68,7 +68,7 @@ pub(super) fn batch_touches_vectors(batch: &Batch<'_>) -> bool {
 
 /// Embedders the tracker knows, with their dimension.
 fn embedders(db: &Connection) -> Result<Vec<(String, u32)>> {
-    let mut stmt = db.prepare_cached("SELECT embedder, max(dim) FROM vectors GROUP BY embedder")?;
+    let mut stmt = db.prepare_cached("SELECT name, dim FROM embedders ORDER BY name")?;
     let rows = stmt.query_map([], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u32))
     })?;
@@ -195,7 +195,7 @@ pub(super) fn search(
         let db = store.db()?;
         let dim: Option<i64> = db
             .query_row(
-                "SELECT max(dim) FROM vectors WHERE embedder = ?1",
+                "SELECT dim FROM embedders WHERE name = ?1",
                 [embedder],
                 |r| r.get(0),
             )
