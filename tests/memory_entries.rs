@@ -101,3 +101,42 @@ fn updates_make_versions_and_history_survives_compaction() {
     assert_eq!(m.history(&other.id).unwrap().len(), 1);
     assert!(engram::store::verify(dir.path()).unwrap().is_sound());
 }
+
+#[test]
+fn notes_are_named_versioned_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Memories::open(dir.path()).unwrap();
+    assert!(m.note_get("build").unwrap().is_none());
+    let a = m.note_set("build", "cargo build --release", None).unwrap();
+    m.note_set("test cmd", "./tools/test.sh", Some("agent_observed"))
+        .unwrap();
+    let b = m.note_set("build", "make release", None).unwrap();
+    assert_eq!(a.id, b.id, "setting a note again updates it");
+    assert_eq!(b.version, 2);
+    assert_eq!(m.note_get("build").unwrap().unwrap().text, "make release");
+    assert_eq!(m.history(&b.id).unwrap().len(), 2);
+    let names: Vec<String> = m
+        .note_list()
+        .unwrap()
+        .iter()
+        .map(|n| engram::memory::note_name(n).unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["build", "test cmd"]);
+    // Notes are entries of kind "note": filters see them apart from plain memories.
+    m.remember("a plain memory", &[], None).unwrap();
+    let f = engram::memory::MemoryFilter {
+        kind: Some("memory".into()),
+        ..Default::default()
+    };
+    assert_eq!(m.list_filtered(&f, 10, 0).unwrap().len(), 1);
+    assert!(m.note_delete("build").unwrap());
+    assert!(!m.note_delete("build").unwrap());
+    assert!(m.note_get("build").unwrap().is_none());
+    assert!(m.note_set("", "x", None).is_err());
+    assert!(m.note_set("bad\nname", "x", None).is_err());
+    let f = engram::memory::MemoryFilter {
+        kind: Some("gossip".into()),
+        ..Default::default()
+    };
+    assert!(f.normalised().is_err());
+}

@@ -91,6 +91,7 @@ proptest! {
         }
         for f in &filters {
             let mf = MemoryFilter {
+                kind: None,
                 task: f.task.map(|t| TASKS[t].to_string()),
                 insights: f.insight.map(|i| INSIGHTS[i].to_string()).into_iter().collect(),
                 contexts: f.context.map(|c| CONTEXTS[c].to_string()).into_iter().collect(),

@@ -5,11 +5,11 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use engram::memory::{parse_since, Memories, Memory, MemoryFilter};
+use engram::memory::{note_name, parse_since, Memories, Memory, MemoryFilter};
 use serde_json::json;
 
 use super::output::Output;
-use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields};
+use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields, NoteCommand};
 
 fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
@@ -25,12 +25,61 @@ fn open(cli: &Cli) -> Result<Memories> {
     Ok(m)
 }
 
+fn notes(memories: &Memories, out: &Output, command: &NoteCommand) -> Result<ExitCode> {
+    match command {
+        NoteCommand::Set {
+            name,
+            value,
+            provenance,
+        } => {
+            let m = memories.note_set(name, value, provenance.as_deref())?;
+            out.value(&m, || {
+                format!("{name} = {} (version {})", m.text, m.version)
+            })?;
+        }
+        NoteCommand::Get { name } => {
+            let Some(m) = memories.note_get(name)? else {
+                bail!("no note {name:?}; `engram note list` shows them");
+            };
+            out.value(&m, || m.text.clone())?;
+        }
+        NoteCommand::List => {
+            let notes = memories.note_list()?;
+            out.value(&serde_json::json!({"notes": notes}), || {
+                notes
+                    .iter()
+                    .map(|m| format!("{} = {}", note_name(m).unwrap_or("?"), m.text))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        NoteCommand::Delete { name } => {
+            let deleted = memories.note_delete(name)?;
+            out.value(
+                &serde_json::json!({"name": name, "deleted": deleted}),
+                || {
+                    if deleted {
+                        format!("deleted {name}")
+                    } else {
+                        format!("no note {name:?}")
+                    }
+                },
+            )?;
+            if !deleted {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn memory_filter(f: &FilterArgs) -> Result<MemoryFilter> {
     let since_ms = match &f.since {
         Some(s) => Some(parse_since(s, engram::store::now_ms())?),
         None => None,
     };
     Ok(MemoryFilter {
+        kind: f.kind.clone(),
         task: f.task.clone(),
         insights: f.insights.clone(),
         contexts: f.contexts.clone(),
@@ -82,6 +131,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             let m = memories.update(id, memory_from(text, fields)?)?;
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
+        Command::Note { command } => return notes(&memories, out, command),
         Command::History { id } => {
             let versions = memories.history(id)?;
             if versions.is_empty() {

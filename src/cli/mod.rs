@@ -57,6 +57,11 @@ pub enum Command {
     },
     /// Show every version of a memory, oldest first.
     History { id: String },
+    /// Notes: key/value pairs for this repository.
+    Note {
+        #[command(subcommand)]
+        command: NoteCommand,
+    },
     /// Show a memory.
     Get { id: String },
     /// Delete a memory.
@@ -140,6 +145,9 @@ pub enum Command {
 /// Which memories a list or recall considers; every given filter must hold.
 #[derive(Debug, clap::Args)]
 pub struct FilterArgs {
+    /// Only entries of this kind: memory, note, session, file_change, error, decision.
+    #[arg(long)]
+    pub kind: Option<String>,
     /// Only this task type.
     #[arg(long)]
     pub task: Option<String>,
@@ -190,6 +198,24 @@ pub struct MemoryFields {
     /// A JSON object of extra metadata.
     #[arg(long)]
     pub metadata: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NoteCommand {
+    /// Set a note (a new version if it exists).
+    Set {
+        name: String,
+        value: String,
+        /// user_stated (default), agent_observed, llm_extracted or inferred.
+        #[arg(long)]
+        provenance: Option<String>,
+    },
+    /// Print a note's value.
+    Get { name: String },
+    /// List every note.
+    List,
+    /// Delete a note.
+    Delete { name: String },
 }
 
 #[derive(Debug, Subcommand)]

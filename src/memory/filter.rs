@@ -9,6 +9,8 @@ use super::{MemoryError, Result};
 /// Which memories to consider. Empty means all; every set field must hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryFilter {
+    /// Only entries of this kind (`memory`, `note`, `error`, …).
+    pub kind: Option<String>,
     pub task: Option<String>,
     /// Every one of these insight types.
     pub insights: Vec<String>,
@@ -25,6 +27,14 @@ impl MemoryFilter {
     /// Normalise taxonomy values (refusing unknown ones, as writes do).
     pub fn normalised(mut self) -> Result<MemoryFilter> {
         let bad = |e: taxonomy::TaxonomyError| MemoryError::Invalid(e.to_string());
+        if let Some(k) = &self.kind {
+            if !super::model::KINDS.contains(&k.as_str()) {
+                return Err(MemoryError::Invalid(format!(
+                    "kind {k:?} is not one of {}",
+                    super::model::KINDS.join(", ")
+                )));
+            }
+        }
         if let Some(t) = &self.task {
             self.task = Some(taxonomy::normalise(Axis::Task, t).map_err(bad)?);
         }
@@ -42,9 +52,10 @@ impl MemoryFilter {
         let mut sql = String::new();
         let mut args = Vec::new();
         let labels = self
-            .task
+            .kind
             .iter()
-            .map(|t| format!("task:{t}"))
+            .map(|k| format!("kind:{k}"))
+            .chain(self.task.iter().map(|t| format!("task:{t}")))
             .chain(self.insights.iter().map(|i| format!("insight:{i}")))
             .chain(self.contexts.iter().map(|c| format!("context:{c}")))
             .chain(self.tags.iter().map(|t| format!("tag:{t}")))

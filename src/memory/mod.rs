@@ -7,6 +7,7 @@
 mod filter;
 mod jsonl;
 mod model;
+mod notes;
 mod projection;
 pub mod query;
 pub mod taxonomy;
@@ -19,7 +20,8 @@ use serde_json::{Map, Value};
 
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
-pub use model::Memory;
+pub use model::{Memory, KINDS};
+pub use notes::note_name;
 pub use projection::MemoryProjection;
 
 use crate::key::{hash64, Key};

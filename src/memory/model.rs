@@ -24,6 +24,10 @@ pub struct Memory {
     /// `mem:` followed by eight lowercase hex digits.
     #[serde(default)]
     pub id: String,
+    /// What the entry is: `memory` (the default), `note`, `session`, `file_change`,
+    /// `error` or `decision`.
+    #[serde(default = "default_kind", skip_serializing_if = "is_default_kind")]
+    pub kind: String,
     pub text: String,
     /// Task type (taxonomy), without prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +64,24 @@ pub struct Memory {
     pub extra: Map<String, Value>,
 }
 
+/// The kinds of entry.
+pub const KINDS: &[&str] = &[
+    "memory",
+    "note",
+    "session",
+    "file_change",
+    "error",
+    "decision",
+];
+
+fn default_kind() -> String {
+    "memory".into()
+}
+
+fn is_default_kind(k: &str) -> bool {
+    k == "memory"
+}
+
 fn default_provenance() -> String {
     "user_stated".into()
 }
@@ -74,6 +96,7 @@ impl Memory {
     pub fn new(text: impl Into<String>) -> Memory {
         Memory {
             id: String::new(),
+            kind: default_kind(),
             text: text.into(),
             task: None,
             insights: Vec::new(),
@@ -106,6 +129,13 @@ impl Memory {
         }
         if !self.id.is_empty() {
             self.id = super::normalise_id(&self.id).map_err(|e| e.to_string())?;
+        }
+        if !KINDS.contains(&self.kind.as_str()) {
+            return Err(format!(
+                "kind {:?} is not one of {}",
+                self.kind,
+                KINDS.join(", ")
+            ));
         }
         if let Some(t) = &self.task {
             self.task = Some(taxonomy::normalise(Axis::Task, t).map_err(|e| e.to_string())?);
@@ -196,6 +226,7 @@ impl Memory {
 }
 
 const KNOWN_FIELDS: &[&str] = &[
+    "kind",
     "task",
     "insights",
     "contexts",

@@ -21,7 +21,7 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        3
+        4
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -121,6 +121,17 @@ fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) 
         .execute([h])?;
     let mut insert =
         db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, key_hash) VALUES (?1, ?2)")?;
+    let kind = meta.get("kind").and_then(Value::as_str).unwrap_or("memory");
+    insert.execute(params![format!("kind:{kind}"), h])?;
+    if kind == "note" {
+        let name = meta
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str);
+        if let Some(name) = name {
+            insert.execute(params![format!("note:{name}"), h])?;
+        }
+    }
     for (field, prefix) in [
         ("task", "task"),
         ("session", "session"),

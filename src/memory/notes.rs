@@ -1,0 +1,77 @@
+//! Notes: key/value pairs per repository, human-editable, with provenance.
+//!
+//! A note is an entry of kind `note` whose text is the value and whose metadata names
+//! it; setting an existing name writes a new version, so a note's history is kept like
+//! any entry's. Found by name through the `note:{name}` label.
+
+use serde_json::Value;
+
+use super::{Memories, Memory, MemoryError, MemoryFilter, Result};
+
+fn check_name(name: &str) -> Result<&str> {
+    let n = name.trim();
+    if n.is_empty() || n.len() > 128 || n.chars().any(char::is_control) {
+        return Err(MemoryError::Invalid(format!(
+            "note name {name:?} must be 1 to 128 bytes without control characters"
+        )));
+    }
+    Ok(n)
+}
+
+impl Memories {
+    /// Set note `name` to `value` (a new version if it exists).
+    pub fn note_set(&self, name: &str, value: &str, provenance: Option<&str>) -> Result<Memory> {
+        let name = check_name(name)?;
+        let mut m = Memory::new(value);
+        m.kind = "note".into();
+        m.metadata.insert("name".into(), Value::String(name.into()));
+        if let Some(p) = provenance {
+            m.provenance = p.into();
+        }
+        match self.note_get(name)? {
+            Some(old) => self.update(&old.id, m),
+            None => self.write(m),
+        }
+    }
+
+    /// The note named `name`.
+    pub fn note_get(&self, name: &str) -> Result<Option<Memory>> {
+        let name = check_name(name)?;
+        let id: Option<String> = self.store().with_tracker(|db| {
+            use rusqlite::OptionalExtension;
+            Ok(db
+                .prepare_cached(
+                    "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
+                     WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
+                )?
+                .query_row([format!("note:{name}")], |r| r.get(0))
+                .optional()?)
+        })?;
+        match id {
+            Some(id) => self.get(&id),
+            None => Ok(None),
+        }
+    }
+
+    /// Every note, most recently set first.
+    pub fn note_list(&self) -> Result<Vec<Memory>> {
+        let filter = MemoryFilter {
+            kind: Some("note".into()),
+            ..MemoryFilter::default()
+        };
+        self.list_filtered(&filter, usize::MAX >> 1, 0)
+    }
+
+    /// Delete note `name`; false when there was none.
+    pub fn note_delete(&self, name: &str) -> Result<bool> {
+        match self.note_get(name)? {
+            Some(m) => self.forget(&m.id),
+            None => Ok(false),
+        }
+    }
+}
+
+/// The name of a note entry.
+pub fn note_name(m: &Memory) -> Option<&str> {
+    m.metadata.get("name").and_then(Value::as_str)
+}
