@@ -5,11 +5,15 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use engram::memory::{note_name, parse_since, Memories, Memory, MemoryFilter};
+use engram::memory::{
+    note_name, parse_since, Decision, ErrorReport, Memories, Memory, MemoryFilter,
+};
 use serde_json::json;
 
 use super::output::Output;
-use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields, NoteCommand};
+use super::{
+    store_dir, store_options, Cli, Command, ErrorCommand, FilterArgs, MemoryFields, NoteCommand,
+};
 
 fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
@@ -132,6 +136,73 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
         Command::Note { command } => return notes(&memories, out, command),
+        Command::Error {
+            command:
+                ErrorCommand::Record {
+                    error_type,
+                    message,
+                    stack_trace,
+                    file,
+                    line,
+                    solution,
+                    resolved,
+                    screenshot,
+                    session,
+                },
+        } => {
+            let m = memories.record_error(&ErrorReport {
+                error_type: error_type.clone(),
+                message: message.clone(),
+                stack_trace: stack_trace.clone(),
+                file: file.clone(),
+                line: *line,
+                solution: solution.clone(),
+                resolved: *resolved,
+                screenshot: screenshot.clone(),
+                session: session.clone(),
+            })?;
+            out.value(&m, || {
+                format!("{} (seen {} times)", m.id, m.metadata["frequency"])
+            })?;
+        }
+        Command::Error {
+            command: ErrorCommand::Search { query, top_k },
+        } => {
+            let hits = memories.search_errors(query, *top_k)?;
+            let rows: Vec<_> = hits
+                .iter()
+                .map(|h| json!({"key": h.memory.id, "kind": "error", "score": h.score, "text": h.memory.text, "metadata": h.memory.metadata}))
+                .collect();
+            out.value(&json!({"hits": rows}), || {
+                hits.iter()
+                    .map(|h| human(&h.memory))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Decision {
+            decision,
+            rationale,
+            alternatives,
+            impact,
+            files,
+            tags,
+            confidence,
+            session,
+        } => {
+            let m = memories.record_decision(&Decision {
+                decision: decision.clone(),
+                rationale: rationale.clone(),
+                alternatives: alternatives.clone(),
+                impact: impact.clone(),
+                tags: tags.clone(),
+                related_files: files.clone(),
+                confidence: *confidence,
+                reviewed: false,
+                session: session.clone(),
+            })?;
+            out.value(&m, || m.id.clone())?;
+        }
         Command::History { id } => {
             let versions = memories.history(id)?;
             if versions.is_empty() {

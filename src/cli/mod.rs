@@ -57,6 +57,33 @@ pub enum Command {
     },
     /// Show every version of a memory, oldest first.
     History { id: String },
+    /// Errors met while coding: record one (recurrences are counted), search past ones.
+    Error {
+        #[command(subcommand)]
+        command: ErrorCommand,
+    },
+    /// Record a design decision with its rationale.
+    Decision {
+        decision: String,
+        #[arg(long, default_value = "")]
+        rationale: String,
+        /// An alternative considered (repeatable).
+        #[arg(long = "alternative")]
+        alternatives: Vec<String>,
+        #[arg(long)]
+        impact: Option<String>,
+        /// A file the decision concerns (repeatable).
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// A tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Confidence from 0 to 1.
+        #[arg(long)]
+        confidence: Option<f64>,
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Notes: key/value pairs for this repository.
     Note {
         #[command(subcommand)]
@@ -198,6 +225,38 @@ pub struct MemoryFields {
     /// A JSON object of extra metadata.
     #[arg(long)]
     pub metadata: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ErrorCommand {
+    /// Record an error (a recurrence of a known one increments its frequency).
+    Record {
+        /// The error's type, e.g. TypeError, E0502, SIGSEGV.
+        #[arg(long = "type")]
+        error_type: String,
+        #[arg(long)]
+        message: String,
+        #[arg(long)]
+        stack_trace: Option<String>,
+        #[arg(long)]
+        file: Option<String>,
+        #[arg(long)]
+        line: Option<u64>,
+        #[arg(long)]
+        solution: Option<String>,
+        #[arg(long)]
+        resolved: bool,
+        #[arg(long)]
+        screenshot: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Find past errors like QUERY, those with a solution first.
+    Search {
+        query: String,
+        #[arg(long, short = 'k', default_value_t = 10)]
+        top_k: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,6 +4,7 @@
 //! `memories` projection makes them listable and searchable. This layer decides what a
 //! memory is and how it is found; it must never reach around the store into files.
 
+mod coding;
 mod filter;
 mod jsonl;
 mod model;
@@ -18,6 +19,7 @@ use std::path::Path;
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
+pub use coding::{error_signature, normalise_message, Decision, ErrorReport};
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub use model::{Memory, KINDS};

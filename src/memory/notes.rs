@@ -37,20 +37,7 @@ impl Memories {
     /// The note named `name`.
     pub fn note_get(&self, name: &str) -> Result<Option<Memory>> {
         let name = check_name(name)?;
-        let id: Option<String> = self.store().with_tracker(|db| {
-            use rusqlite::OptionalExtension;
-            Ok(db
-                .prepare_cached(
-                    "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
-                     WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
-                )?
-                .query_row([format!("note:{name}")], |r| r.get(0))
-                .optional()?)
-        })?;
-        match id {
-            Some(id) => self.get(&id),
-            None => Ok(None),
-        }
+        self.find_by_label(&format!("note:{name}"))
     }
 
     /// Every note, most recently set first.

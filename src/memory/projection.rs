@@ -21,7 +21,7 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        4
+        5
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -123,13 +123,20 @@ fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) 
         db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, key_hash) VALUES (?1, ?2)")?;
     let kind = meta.get("kind").and_then(Value::as_str).unwrap_or("memory");
     insert.execute(params![format!("kind:{kind}"), h])?;
-    if kind == "note" {
-        let name = meta
+    // Typed entries are looked up by a field: a note by its name, an error by the
+    // signature its recurrences share.
+    let lookup = match kind {
+        "note" => Some(("note", "name")),
+        "error" => Some(("errsig", "signature")),
+        _ => None,
+    };
+    if let Some((prefix, field)) = lookup {
+        let value = meta
             .get("metadata")
-            .and_then(|m| m.get("name"))
+            .and_then(|m| m.get(field))
             .and_then(Value::as_str);
-        if let Some(name) = name {
-            insert.execute(params![format!("note:{name}"), h])?;
+        if let Some(value) = value {
+            insert.execute(params![format!("{prefix}:{value}"), h])?;
         }
     }
     for (field, prefix) in [

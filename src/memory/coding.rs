@@ -1,0 +1,259 @@
+//! Coding memory: errors (with their solutions and how often they recur) and design
+//! decisions, as typed entries.
+//!
+//! An error is an entry of kind `error`; a recurring one — same type, same message
+//! once numbers, addresses and quoted values are normalised away, same file — is
+//! counted on the existing entry (`frequency`) instead of stored again. A decision is
+//! an entry of kind `decision` carrying its rationale, alternatives and impact. Both
+//! are found through the same keyword search as every memory.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{Memories, Memory, MemoryError, MemoryFilter, RecallHit, Result};
+use crate::key::hash64;
+
+/// An error as an agent reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    pub error_type: String,
+    pub message: String,
+    #[serde(default)]
+    pub stack_trace: Option<String>,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub line: Option<u64>,
+    #[serde(default)]
+    pub solution: Option<String>,
+    #[serde(default)]
+    pub resolved: bool,
+    #[serde(default)]
+    pub screenshot: Option<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// A design decision.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub decision: String,
+    #[serde(default)]
+    pub rationale: String,
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+    #[serde(default)]
+    pub impact: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub related_files: Vec<String>,
+    /// 0 to 1.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub reviewed: bool,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// The part of an error message that identifies it across occurrences: lowercase,
+/// numbers, hex addresses and quoted values replaced by placeholders, spaces folded.
+pub fn normalise_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '0' if chars.peek() == Some(&'x') => {
+                chars.next();
+                while chars.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+                    chars.next();
+                }
+                out.push_str("<hex>");
+            }
+            '0'..='9' => {
+                while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    chars.next();
+                }
+                out.push_str("<n>");
+            }
+            '"' | '\'' | '`' => {
+                for d in chars.by_ref() {
+                    if d == c {
+                        break;
+                    }
+                }
+                out.push_str("<str>");
+            }
+            c if c.is_whitespace() => {
+                if !out.ends_with(' ') {
+                    out.push(' ');
+                }
+            }
+            c => out.extend(c.to_lowercase()),
+        }
+    }
+    out.trim().to_string()
+}
+
+/// The signature recurring occurrences of an error share.
+pub fn error_signature(e: &ErrorReport) -> String {
+    let ident = format!(
+        "{}\u{0}{}\u{0}{}",
+        e.error_type.trim().to_lowercase(),
+        normalise_message(&e.message),
+        e.file.as_deref().unwrap_or("")
+    );
+    format!("{:016x}", hash64(&ident))
+}
+
+impl Memories {
+    /// Record an error. A recurrence of a known one increments its `frequency` (and
+    /// takes a new solution or resolved flag if given) instead of adding an entry.
+    pub fn record_error(&self, e: &ErrorReport) -> Result<Memory> {
+        if e.error_type.trim().is_empty() || e.message.trim().is_empty() {
+            return Err(MemoryError::Invalid(
+                "an error needs a type and a message".into(),
+            ));
+        }
+        let signature = error_signature(e);
+        let existing = self.find_by_label(&format!("errsig:{signature}"))?;
+        let text = match &e.solution {
+            Some(s) => format!("{}: {}\nsolution: {s}", e.error_type, e.message),
+            None => format!("{}: {}", e.error_type, e.message),
+        };
+        let mut m = Memory::new(text);
+        m.kind = "error".into();
+        m.session = e.session.clone();
+        let mut meta = Map::new();
+        meta.insert("error_type".into(), json!(e.error_type));
+        meta.insert("message".into(), json!(e.message));
+        meta.insert("signature".into(), json!(signature));
+        for (k, v) in [
+            ("stack_trace", &e.stack_trace),
+            ("file", &e.file),
+            ("screenshot", &e.screenshot),
+        ] {
+            if let Some(v) = v {
+                meta.insert(k.into(), json!(v));
+            }
+        }
+        if let Some(l) = e.line {
+            meta.insert("line".into(), json!(l));
+        }
+        match existing {
+            Some(old) => {
+                let frequency = old
+                    .metadata
+                    .get("frequency")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1)
+                    + 1;
+                let solution = e.solution.clone().or_else(|| {
+                    old.metadata
+                        .get("solution")
+                        .and_then(Value::as_str)
+                        .map(String::from)
+                });
+                if let Some(s) = &solution {
+                    meta.insert("solution".into(), json!(s));
+                    m.text = format!("{}: {}\nsolution: {s}", e.error_type, e.message);
+                }
+                let resolved = e.resolved
+                    || old
+                        .metadata
+                        .get("resolved")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                meta.insert("resolved".into(), json!(resolved));
+                meta.insert("frequency".into(), json!(frequency));
+                m.metadata = meta;
+                m.tags = old.tags;
+                self.update(&old.id, m)
+            }
+            None => {
+                if let Some(s) = &e.solution {
+                    meta.insert("solution".into(), json!(s));
+                }
+                meta.insert("resolved".into(), json!(e.resolved));
+                meta.insert("frequency".into(), json!(1));
+                m.metadata = meta;
+                self.write(m)
+            }
+        }
+    }
+
+    /// Past errors like `query`, those with a solution first, then by relevance.
+    pub fn search_errors(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        let filter = MemoryFilter {
+            kind: Some("error".into()),
+            ..MemoryFilter::default()
+        };
+        let mut hits = self.recall_filtered(query, &filter, top_k)?;
+        hits.sort_by_key(|h| !h.memory.metadata.contains_key("solution"));
+        Ok(hits)
+    }
+
+    /// Record a design decision.
+    pub fn record_decision(&self, d: &Decision) -> Result<Memory> {
+        if d.decision.trim().is_empty() {
+            return Err(MemoryError::Invalid("a decision must not be empty".into()));
+        }
+        if let Some(c) = d.confidence {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(MemoryError::Invalid(format!(
+                    "confidence {c} is outside 0 to 1"
+                )));
+            }
+        }
+        let mut text = d.decision.clone();
+        if !d.rationale.is_empty() {
+            text.push_str(&format!("\nrationale: {}", d.rationale));
+        }
+        if !d.alternatives.is_empty() {
+            text.push_str(&format!("\nalternatives: {}", d.alternatives.join("; ")));
+        }
+        let mut m = Memory::new(text);
+        m.kind = "decision".into();
+        m.insights = vec!["decision".into()];
+        m.tags = d.tags.clone();
+        m.session = d.session.clone();
+        m.symbols = d
+            .related_files
+            .iter()
+            .map(|f| format!("file:{f}"))
+            .collect();
+        let mut meta = Map::new();
+        meta.insert("decision".into(), json!(d.decision));
+        meta.insert("rationale".into(), json!(d.rationale));
+        meta.insert("alternatives".into(), json!(d.alternatives));
+        meta.insert("related_files".into(), json!(d.related_files));
+        meta.insert("reviewed".into(), json!(d.reviewed));
+        if let Some(i) = &d.impact {
+            meta.insert("impact".into(), json!(i));
+        }
+        if let Some(c) = d.confidence {
+            meta.insert("confidence".into(), json!(c));
+        }
+        m.metadata = meta;
+        self.write(m)
+    }
+
+    /// The most recently updated live entry carrying `label`.
+    pub(crate) fn find_by_label(&self, label: &str) -> Result<Option<Memory>> {
+        let id: Option<String> = self.store().with_tracker(|db| {
+            use rusqlite::OptionalExtension;
+            Ok(db
+                .prepare_cached(
+                    "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
+                     WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
+                )?
+                .query_row([label], |r| r.get(0))
+                .optional()?)
+        })?;
+        match id {
+            Some(id) => self.get(&id),
+            None => Ok(None),
+        }
+    }
+}
