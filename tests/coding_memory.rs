@@ -114,3 +114,137 @@ fn decisions_are_entries_with_their_rationale() {
         })
         .is_err());
 }
+
+fn change(path: &str, session: &str) -> engram::memory::FileChange {
+    engram::memory::FileChange {
+        path: path.into(),
+        action: "edit".into(),
+        reason: format!("adjust {path}"),
+        session: Some(session.into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sessions_summarise_what_they_recorded_and_feed_context_and_patterns() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Memories::open(dir.path()).unwrap();
+    let s1 = m
+        .start_session("fix the login timeout", &["auth".into()])
+        .unwrap();
+    let c1 = m.track_file_change(&change("src/auth.rs", &s1.id)).unwrap();
+    m.track_file_change(&change("src/session.rs", &s1.id))
+        .unwrap();
+    let mut e = error("timeout after 30 s", "src/auth.rs", Some("raise to 60 s"));
+    e.session = Some(s1.id.clone());
+    e.resolved_by = Some(c1.id.clone());
+    let err = m.record_error(&e).unwrap();
+    let mut open_err = error("token expired", "src/session.rs", None);
+    open_err.session = Some(s1.id.clone());
+    m.record_error(&open_err).unwrap();
+    m.record_decision(&Decision {
+        decision: "Keep sessions server-side".into(),
+        rationale: "revocation".into(),
+        tags: vec!["auth".into()],
+        session: Some(s1.id.clone()),
+        related_files: vec!["src/session.rs".into()],
+        ..Decision::default()
+    })
+    .unwrap();
+    let ended = m.end_session(&s1.id, true).unwrap();
+    let summary = &ended.text;
+    for want in [
+        "succeeded",
+        "fix the login timeout",
+        "files changed (2)",
+        "edit src/auth.rs",
+        "errors fixed (1)",
+        "raise to 60 s",
+        "errors unresolved (1)",
+        "token expired",
+        "decisions (1)",
+        "Keep sessions server-side",
+    ] {
+        assert!(summary.contains(want), "summary lacks {want:?}:\n{summary}");
+    }
+    assert_eq!(
+        m.end_session(&s1.id, true).unwrap().text,
+        *summary,
+        "the summary is deterministic"
+    );
+    assert!(
+        m.end_session(&err.id, true).is_err(),
+        "an error is not a session"
+    );
+
+    let s2 = m.start_session("second pass", &[]).unwrap();
+    m.track_file_change(&change("src/auth.rs", &s2.id)).unwrap();
+    m.track_file_change(&change("src/session.rs", &s2.id))
+        .unwrap();
+    m.track_file_change(&change("README.md", &s2.id)).unwrap();
+
+    let p = m.analyze_patterns().unwrap();
+    assert_eq!(p.hot_files[0], ("src/auth.rs".to_string(), 2));
+    assert_eq!(
+        p.co_changes[0],
+        ("src/auth.rs".to_string(), "src/session.rs".to_string(), 2)
+    );
+    assert_eq!(p.recurring_errors.iter().map(|(_, n)| n).sum::<u64>(), 2);
+    assert_eq!(p.decision_tags.values().next().unwrap()["auth"], 1);
+
+    let mut pitfall = engram::memory::Memory::new("never log session tokens");
+    pitfall.insights = vec!["pitfall".into()];
+    m.write(pitfall).unwrap();
+    let ctx = m.project_context(4096).unwrap();
+    for want in [
+        "## Recent sessions",
+        "## Open pitfalls",
+        "never log session tokens",
+        "## Most changed files",
+        "src/auth.rs (2 changes)",
+        "## Unresolved errors",
+        "token expired",
+        "## Key decisions",
+    ] {
+        assert!(ctx.contains(want), "context lacks {want:?}:\n{ctx}");
+    }
+    assert!(
+        !ctx.contains("timeout after"),
+        "a resolved error is not listed as unresolved:\n{ctx}"
+    );
+    for budget in [0, 10, 60, 200, 500] {
+        let small = m.project_context(budget).unwrap();
+        assert!(
+            small.len() <= budget,
+            "{} bytes over a budget of {budget}",
+            small.len()
+        );
+        assert!(
+            ctx.starts_with(&small),
+            "a smaller budget cuts the same text"
+        );
+    }
+
+    // Edges: session → change → file, error → change, decision → file.
+    let one = m.related(&s1.id, 1).unwrap();
+    assert!(one.iter().any(|r| r.key == c1.id && r.via == "includes"));
+    let two = m.related(&err.id, 2).unwrap();
+    assert!(two
+        .iter()
+        .any(|r| r.key == c1.id && r.via == "resolved_by" && r.hops == 1));
+    assert!(two
+        .iter()
+        .any(|r| r.key == "file:src/auth.rs" && r.hops == 2));
+    let from_file = m.related("file:src/session.rs", 1).unwrap();
+    assert!(
+        from_file.iter().any(|r| r.via == "relates_to⁻¹"),
+        "{from_file:?}"
+    );
+    assert!(m.related(&s1.id, 4).is_err());
+    assert!(m
+        .track_file_change(&engram::memory::FileChange {
+            action: "paint".into(),
+            ..change("x", &s1.id)
+        })
+        .is_err());
+}

@@ -6,13 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use engram::memory::{
-    note_name, parse_since, Decision, ErrorReport, Memories, Memory, MemoryFilter,
+    note_name, parse_since, Decision, ErrorReport, FileChange, Memories, Memory, MemoryFilter,
 };
 use serde_json::json;
 
 use super::output::Output;
 use super::{
     store_dir, store_options, Cli, Command, ErrorCommand, FilterArgs, MemoryFields, NoteCommand,
+    SessionCommand,
 };
 
 fn open(cli: &Cli) -> Result<Memories> {
@@ -136,6 +137,90 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
         Command::Note { command } => return notes(&memories, out, command),
+        Command::Session {
+            command: SessionCommand::Start { description, tags },
+        } => {
+            let m = memories.start_session(description, tags)?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Session {
+            command: SessionCommand::End { id, failed },
+        } => {
+            let m = memories.end_session(id, !failed)?;
+            out.value(&m, || m.text.clone())?;
+        }
+        Command::Change {
+            path,
+            action,
+            reason,
+            diff_summary,
+            related,
+            lines,
+            session,
+        } => {
+            let (start_line, end_line) = match lines {
+                None => (None, None),
+                Some(r) => {
+                    let parsed = r
+                        .split_once('-')
+                        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+                    let Some((a, b)) = parsed else {
+                        bail!("--lines {r:?}: expected START-END, e.g. 10-42");
+                    };
+                    (Some(a), Some(b))
+                }
+            };
+            let m = memories.track_file_change(&FileChange {
+                path: path.clone(),
+                action: action.clone(),
+                reason: reason.clone(),
+                diff_summary: diff_summary.clone(),
+                related_files: related.clone(),
+                start_line,
+                end_line,
+                session: session.clone(),
+            })?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Context { budget } => {
+            let text = memories.project_context(*budget)?;
+            out.value(&json!({"context": text, "bytes": text.len()}), || {
+                text.clone()
+            })?;
+        }
+        Command::Analyze => {
+            let r = memories.analyze_patterns()?;
+            out.value(&r, || {
+                let mut s = String::new();
+                for (t, n) in &r.recurring_errors {
+                    s.push_str(&format!("error {t}: {n} times\n"));
+                }
+                for (a, b, n) in r.co_changes.iter().take(10) {
+                    s.push_str(&format!("changed together {n}x: {a} + {b}\n"));
+                }
+                for (f, n) in r.hot_files.iter().take(10) {
+                    s.push_str(&format!("hot file {f}: {n} changes\n"));
+                }
+                s
+            })?;
+        }
+        Command::Related { id, hops } => {
+            let rel = memories.related(id, *hops)?;
+            out.value(&json!({"related": rel}), || {
+                rel.iter()
+                    .map(|r| {
+                        format!(
+                            "{} {} ({} from {})",
+                            "  ".repeat(r.hops as usize - 1),
+                            r.key,
+                            r.via,
+                            r.from
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
         Command::Error {
             command:
                 ErrorCommand::Record {
@@ -148,6 +233,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     resolved,
                     screenshot,
                     session,
+                    resolved_by,
                 },
         } => {
             let m = memories.record_error(&ErrorReport {
@@ -160,6 +246,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 resolved: *resolved,
                 screenshot: screenshot.clone(),
                 session: session.clone(),
+                resolved_by: resolved_by.clone(),
             })?;
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])

@@ -84,6 +84,43 @@ pub enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Coding sessions: start one, end it with a summary of what it recorded.
+    Session {
+        #[command(subcommand)]
+        command: SessionCommand,
+    },
+    /// Record a change to a file and the reason for it.
+    Change {
+        path: String,
+        /// create, edit, delete, rename, refactor or test.
+        #[arg(long)]
+        action: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        diff_summary: Option<String>,
+        /// A related file (repeatable).
+        #[arg(long = "related")]
+        related: Vec<String>,
+        /// Line range, e.g. 10-42.
+        #[arg(long)]
+        lines: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// The context a new session should start from, within a byte budget.
+    Context {
+        #[arg(long, default_value_t = 4096)]
+        budget: usize,
+    },
+    /// Recurring errors, files that change together, hot files, decision tags over time.
+    Analyze,
+    /// Entries, files and symbols related to ID within 1-3 hops.
+    Related {
+        id: String,
+        #[arg(long, default_value_t = 1)]
+        hops: u32,
+    },
     /// Notes: key/value pairs for this repository.
     Note {
         #[command(subcommand)]
@@ -250,12 +287,32 @@ pub enum ErrorCommand {
         screenshot: Option<String>,
         #[arg(long)]
         session: Option<String>,
+        /// The file change entry (mem:…) that fixed it.
+        #[arg(long)]
+        resolved_by: Option<String>,
     },
     /// Find past errors like QUERY, those with a solution first.
     Search {
         query: String,
         #[arg(long, short = 'k', default_value_t = 10)]
         top_k: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Start a session; prints its id.
+    Start {
+        description: String,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+    },
+    /// End a session and print its summary.
+    End {
+        id: String,
+        /// The session did not reach its goal.
+        #[arg(long)]
+        failed: bool,
     },
 }
 

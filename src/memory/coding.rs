@@ -32,6 +32,9 @@ pub struct ErrorReport {
     pub screenshot: Option<String>,
     #[serde(default)]
     pub session: Option<String>,
+    /// The file change (entry id) that fixed it.
+    #[serde(default)]
+    pub resolved_by: Option<String>,
 }
 
 /// A design decision.
@@ -133,6 +136,7 @@ impl Memories {
             ("stack_trace", &e.stack_trace),
             ("file", &e.file),
             ("screenshot", &e.screenshot),
+            ("resolved_by", &e.resolved_by),
         ] {
             if let Some(v) = v {
                 meta.insert(k.into(), json!(v));

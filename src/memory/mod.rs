@@ -5,12 +5,15 @@
 //! memory is and how it is found; it must never reach around the store into files.
 
 mod coding;
+mod context;
+mod edges;
 mod filter;
 mod jsonl;
 mod model;
 mod notes;
 mod projection;
 pub mod query;
+mod sessions;
 pub mod taxonomy;
 
 use std::collections::HashSet;
@@ -20,11 +23,14 @@ use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
 pub use coding::{error_signature, normalise_message, Decision, ErrorReport};
+pub use context::PatternReport;
+pub use edges::Related;
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub use model::{Memory, KINDS};
 pub use notes::note_name;
 pub use projection::MemoryProjection;
+pub use sessions::{FileChange, CHANGE_ACTIONS};
 
 use crate::key::{hash64, Key};
 use crate::store::{Projection, Store, StoreError, StoreOptions, WriteBatch};

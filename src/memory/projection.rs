@@ -21,7 +21,7 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        5
+        6
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -38,6 +38,11 @@ impl Projection for MemoryProjection {
                 label TEXT NOT NULL, key_hash INTEGER NOT NULL,
                 PRIMARY KEY (label, key_hash)) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS memory_labels_by_key ON memory_labels (key_hash);
+             CREATE TABLE IF NOT EXISTS memory_edges (
+                src TEXT NOT NULL, rel TEXT NOT NULL, dst TEXT NOT NULL, owner INTEGER NOT NULL,
+                PRIMARY KEY (src, rel, dst, owner)) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS memory_edges_by_dst ON memory_edges (dst);
+             CREATE INDEX IF NOT EXISTS memory_edges_by_owner ON memory_edges (owner);
              CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
                 text, tags, tokenize = 'unicode61 remove_diacritics 2');",
         )
@@ -45,7 +50,7 @@ impl Projection for MemoryProjection {
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
-            "DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memory_versions; DROP TABLE IF EXISTS memory_labels;",
+            "DROP TABLE IF EXISTS memories; DROP TABLE IF EXISTS memories_fts; DROP TABLE IF EXISTS memory_versions; DROP TABLE IF EXISTS memory_labels; DROP TABLE IF EXISTS memory_edges;",
         )
     }
 
@@ -96,6 +101,7 @@ impl Projection for MemoryProjection {
                 )?
                 .execute(params![h, *seq as i64, *offset as i64])?;
                 write_labels(db, h, meta)?;
+                write_edges(db, h, key, meta)?;
                 db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
                     .execute([h])?;
                 db.prepare_cached(
@@ -167,7 +173,50 @@ fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) 
     Ok(())
 }
 
+/// Relationships an entry states: its session includes it; it mentions, affects or
+/// relates to the keys in `symbols`; an error is resolved by a change.
+fn write_edges(
+    db: &Connection,
+    h: i64,
+    id: &str,
+    meta: &serde_json::Map<String, Value>,
+) -> Result<()> {
+    db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
+        .execute([h])?;
+    let mut insert = db.prepare_cached(
+        "INSERT OR IGNORE INTO memory_edges (src, rel, dst, owner) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    if let Some(s) = meta.get("session").and_then(Value::as_str) {
+        insert.execute(params![s, "includes", id, h])?;
+    }
+    let rel = match meta.get("kind").and_then(Value::as_str) {
+        Some("file_change") => "affects",
+        Some("decision") => "relates_to",
+        _ => "mentions",
+    };
+    for sym in meta
+        .get("symbols")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(sym) = sym.as_str() {
+            insert.execute(params![id, rel, sym, h])?;
+        }
+    }
+    if let Some(by) = meta
+        .get("metadata")
+        .and_then(|m| m.get("resolved_by"))
+        .and_then(Value::as_str)
+    {
+        insert.execute(params![id, "resolved_by", by, h])?;
+    }
+    Ok(())
+}
+
 fn delete(db: &Connection, h: i64) -> Result<()> {
+    db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
+        .execute([h])?;
     db.prepare_cached("DELETE FROM memories WHERE key_hash = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memory_versions WHERE key_hash = ?1")?

@@ -1,0 +1,209 @@
+//! Coding sessions and file changes.
+//!
+//! A session is an entry of kind `session`; everything recorded with its id as
+//! `session` belongs to it. Ending a session writes a summary built from those entries
+//! — files touched, errors met and fixed, decisions — deterministic and useful without
+//! any model. A file change is an entry of kind `file_change` with its reason.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{Memories, Memory, MemoryError, MemoryFilter, Result};
+
+/// The actions a file change can be.
+pub const CHANGE_ACTIONS: &[&str] = &["create", "edit", "delete", "rename", "refactor", "test"];
+
+/// A change to a file and why it was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: String,
+    pub action: String,
+    pub reason: String,
+    #[serde(default)]
+    pub diff_summary: Option<String>,
+    #[serde(default)]
+    pub related_files: Vec<String>,
+    #[serde(default)]
+    pub start_line: Option<u64>,
+    #[serde(default)]
+    pub end_line: Option<u64>,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+impl Memories {
+    /// Start a session; returns its entry (the id is the session id).
+    pub fn start_session(&self, description: &str, tags: &[String]) -> Result<Memory> {
+        if description.trim().is_empty() {
+            return Err(MemoryError::Invalid("a session needs a description".into()));
+        }
+        let mut m = Memory::new(format!("session: {description}"));
+        m.kind = "session".into();
+        m.tags = tags.to_vec();
+        m.metadata.insert("description".into(), json!(description));
+        m.metadata.insert("status".into(), json!("active"));
+        self.write(m)
+    }
+
+    /// End a session: mark it and write the summary of what it recorded.
+    pub fn end_session(&self, id: &str, success: bool) -> Result<Memory> {
+        let Some(session) = self.get(id)? else {
+            return Err(MemoryError::NotFound(id.to_string()));
+        };
+        if session.kind != "session" {
+            return Err(MemoryError::Invalid(format!(
+                "{id} is a {}, not a session",
+                session.kind
+            )));
+        }
+        let filter = MemoryFilter {
+            session: Some(session.id.clone()),
+            ..MemoryFilter::default()
+        };
+        let mut entries = self.list_filtered(&filter, usize::MAX >> 1, 0)?;
+        entries.sort_by_key(|e| (e.created_ms, e.id.clone()));
+        let summary = summarise(&session, &entries, success);
+        let mut m = session.clone();
+        m.text = summary.clone();
+        m.metadata.insert("status".into(), json!("ended"));
+        m.metadata.insert("success".into(), json!(success));
+        m.metadata.insert("summary".into(), json!(summary));
+        m.metadata
+            .insert("ended_ms".into(), json!(crate::store::now_ms()));
+        self.update(&session.id, m)
+    }
+
+    /// Record a file change with its reason.
+    pub fn track_file_change(&self, c: &FileChange) -> Result<Memory> {
+        if c.path.trim().is_empty() || c.reason.trim().is_empty() {
+            return Err(MemoryError::Invalid(
+                "a file change needs a path and a reason".into(),
+            ));
+        }
+        if !CHANGE_ACTIONS.contains(&c.action.as_str()) {
+            return Err(MemoryError::Invalid(format!(
+                "action {:?} is not one of {}",
+                c.action,
+                CHANGE_ACTIONS.join(", ")
+            )));
+        }
+        if let (Some(a), Some(b)) = (c.start_line, c.end_line) {
+            if a == 0 || b < a {
+                return Err(MemoryError::Invalid(format!(
+                    "line range {a}-{b} is not 1-based and ordered"
+                )));
+            }
+        }
+        let mut text = format!("{} {}: {}", c.action, c.path, c.reason);
+        if let Some(d) = &c.diff_summary {
+            text.push_str(&format!("\n{d}"));
+        }
+        let mut m = Memory::new(text);
+        m.kind = "file_change".into();
+        m.session = c.session.clone();
+        m.symbols = std::iter::once(&c.path)
+            .chain(&c.related_files)
+            .map(|p| format!("file:{p}"))
+            .collect();
+        let mut meta = Map::new();
+        meta.insert("path".into(), json!(c.path));
+        meta.insert("action".into(), json!(c.action));
+        meta.insert("reason".into(), json!(c.reason));
+        meta.insert("related_files".into(), json!(c.related_files));
+        for (k, v) in [
+            ("diff_summary", c.diff_summary.as_ref().map(|d| json!(d))),
+            ("start_line", c.start_line.map(|l| json!(l))),
+            ("end_line", c.end_line.map(|l| json!(l))),
+        ] {
+            if let Some(v) = v {
+                meta.insert(k.into(), v);
+            }
+        }
+        m.metadata = meta;
+        self.write(m)
+    }
+}
+
+fn field<'a>(m: &'a Memory, name: &str) -> Option<&'a str> {
+    m.metadata.get(name).and_then(Value::as_str)
+}
+
+/// The deterministic summary of a session.
+fn summarise(session: &Memory, entries: &[Memory], success: bool) -> String {
+    let description = field(session, "description").unwrap_or("");
+    let mut out = format!(
+        "session {} {}: {description}\n",
+        session.id,
+        if success {
+            "succeeded"
+        } else {
+            "did not succeed"
+        }
+    );
+    let mut files: Vec<String> = Vec::new();
+    for e in entries.iter().filter(|e| e.kind == "file_change") {
+        let line = format!(
+            "{} {} — {}",
+            field(e, "action").unwrap_or("?"),
+            field(e, "path").unwrap_or("?"),
+            field(e, "reason").unwrap_or("")
+        );
+        if !files.contains(&line) {
+            files.push(line);
+        }
+    }
+    let (fixed, open): (Vec<&Memory>, Vec<&Memory>) = entries
+        .iter()
+        .filter(|e| e.kind == "error")
+        .partition(|e| super::context::is_resolved(e));
+    let decisions: Vec<&Memory> = entries.iter().filter(|e| e.kind == "decision").collect();
+    let mut section = |title: &str, lines: Vec<String>| {
+        if !lines.is_empty() {
+            out.push_str(&format!("{title} ({}):\n", lines.len()));
+            for l in lines {
+                out.push_str(&format!("- {l}\n"));
+            }
+        }
+    };
+    section("files changed", files);
+    section(
+        "errors fixed",
+        fixed
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} → {}",
+                    field(e, "message").unwrap_or("?"),
+                    field(e, "solution").unwrap_or("")
+                )
+            })
+            .collect(),
+    );
+    section(
+        "errors unresolved",
+        open.iter()
+            .map(|e| field(e, "message").unwrap_or("?").to_string())
+            .collect(),
+    );
+    section(
+        "decisions",
+        decisions
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} ({})",
+                    field(d, "decision").unwrap_or("?"),
+                    field(d, "rationale").unwrap_or("")
+                )
+            })
+            .collect(),
+    );
+    let others = entries
+        .iter()
+        .filter(|e| !["file_change", "error", "decision", "session"].contains(&e.kind.as_str()))
+        .count();
+    if others > 0 {
+        out.push_str(&format!("{others} other memories recorded\n"));
+    }
+    out
+}
