@@ -248,3 +248,41 @@ fn sessions_summarise_what_they_recorded_and_feed_context_and_patterns() {
         })
         .is_err());
 }
+
+#[test]
+fn every_kind_round_trips_through_jsonl_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Memories::open(dir.path().join("a")).unwrap();
+    let s = a.start_session("round trip", &["x".into()]).unwrap();
+    a.track_file_change(&change("src/lib.rs", &s.id)).unwrap();
+    a.record_error(&error("boom 1", "src/lib.rs", Some("fix")))
+        .unwrap();
+    a.record_error(&error("boom 2", "src/lib.rs", None))
+        .unwrap();
+    a.record_decision(&Decision {
+        decision: "d".into(),
+        rationale: "r".into(),
+        ..Decision::default()
+    })
+    .unwrap();
+    a.note_set("n", "v", None).unwrap();
+    a.end_session(&s.id, false).unwrap();
+    let mut first = Vec::new();
+    // Two recordings of one error are one entry.
+    assert_eq!(a.export(&mut first).unwrap(), 5);
+    let file = dir.path().join("all.jsonl");
+    std::fs::write(&file, &first).unwrap();
+
+    let b = Memories::open(dir.path().join("b")).unwrap();
+    b.import_file(&file).unwrap();
+    let mut second = Vec::new();
+    b.export(&mut second).unwrap();
+    assert_eq!(
+        String::from_utf8(first).unwrap(),
+        String::from_utf8(second).unwrap()
+    );
+    // Derived relationships come back with the entries.
+    assert_eq!(b.note_get("n").unwrap().unwrap().text, "v");
+    assert_eq!(b.analyze_patterns().unwrap().recurring_errors[0].1, 2);
+    assert!(!b.related(&s.id, 1).unwrap().is_empty());
+}
