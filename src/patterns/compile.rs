@@ -125,16 +125,36 @@ fn cache_path(dir: &Path, set: &PatternSet) -> PathBuf {
 }
 
 impl CompiledSet {
-    /// Report every match in `data` as (pattern index, start, end), the longest match
-    /// for each start. Never fails on arbitrary bytes.
-    pub fn scan(&self, data: &[u8]) -> Result<Vec<(usize, usize, usize)>, PatternError> {
+    /// A scanner for many buffers in a row (it owns Hyperscan's scratch space, which
+    /// is too costly to allocate per buffer).
+    pub fn scanner(&self) -> Result<Scanner<'_>, PatternError> {
         let scratch = self
             .db
             .alloc_scratch()
             .map_err(|e| PatternError::Invalid(format!("Hyperscan scratch: {e}")))?;
+        Ok(Scanner { set: self, scratch })
+    }
+
+    /// Scan one buffer; see [`Scanner::scan`].
+    pub fn scan(&self, data: &[u8]) -> Result<Vec<(usize, usize, usize)>, PatternError> {
+        self.scanner()?.scan(data)
+    }
+}
+
+/// Scans buffers with one compiled set, reusing its scratch space.
+pub struct Scanner<'a> {
+    set: &'a CompiledSet,
+    scratch: Scratch,
+}
+
+impl Scanner<'_> {
+    /// Report every match in `data` as (pattern index, start, end), the longest match
+    /// for each start, in order of start. Never fails on arbitrary bytes.
+    pub fn scan(&mut self, data: &[u8]) -> Result<Vec<(usize, usize, usize)>, PatternError> {
         let mut hits: Vec<(usize, usize, usize)> = Vec::new();
-        self.db
-            .scan(data, &scratch, |id, from, to, _| {
+        self.set
+            .db
+            .scan(data, &self.scratch, |id, from, to, _| {
                 hits.push((id as usize, from as usize, to as usize));
                 Matching::Continue
             })

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-pub use compile::{compile, compile_cached, CompiledSet};
+pub use compile::{compile, compile_cached, CompiledSet, Scanner};
 pub use scan::{mask, Match, ScanTarget};
 pub use set::{PatternDef, PatternSet};
 

@@ -69,19 +69,26 @@ pub(super) fn scan(
         Ok(rows)
     })?;
     let snap = store.snapshot()?;
+    let mut scanner = compiled.scanner()?;
     let mut out = Vec::new();
     for (key, offset) in candidates {
         let rec = snap.record_at(offset as u64)?;
-        let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
+        let parse =
+            || -> Map<String, Value> { serde_json::from_slice(rec.meta).unwrap_or_default() };
+        // Metadata is read only where it decides something: the memory filters, and
+        // the path and first line of a record that matched.
         if let ScanTarget::Memories { task, context } = target {
-            if !memory_matches(&meta, task.as_deref(), context.as_deref()) {
+            if (task.is_some() || context.is_some())
+                && !memory_matches(&parse(), task.as_deref(), context.as_deref())
+            {
                 continue;
             }
         }
-        let hits = compiled.scan(rec.body)?;
+        let hits = scanner.scan(rec.body)?;
         if hits.is_empty() {
             continue;
         }
+        let meta = parse();
         let path = meta
             .get("path")
             .and_then(Value::as_str)
