@@ -248,3 +248,44 @@ fn writers_killed_mid_batch_lose_nothing_they_acknowledged() {
         assert!(report.is_sound(), "round {round}: {report:?}");
     }
 }
+
+#[test]
+fn damage_before_later_commits_is_never_truncated_away() {
+    let (bytes, ends) = reference();
+    // Flip a byte inside the second batch's record; batches three and four follow.
+    let mut damaged = bytes.clone();
+    let at = ends[0] as usize + 48 + 2;
+    damaged[at] ^= 0x40;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blob.dat"), &damaged).unwrap();
+
+    let store = open(dir.path());
+    let why = store
+        .open_report()
+        .damaged
+        .clone()
+        .expect("damage is reported");
+    assert!(why.contains(&ends[0].to_string()), "{why}");
+    assert_holds(&store, &model_after(1), "readable up to the damage");
+    let mut b = WriteBatch::new();
+    b.put("file:new", Map::new(), "x").unwrap();
+    assert!(store.commit(&b).is_err(), "writes are refused");
+    assert!(store.rebuild().is_err(), "rebuild refuses to truncate");
+    assert!(
+        store.compact().is_err(),
+        "compaction refuses to drop later batches"
+    );
+    drop(store);
+    assert_eq!(
+        std::fs::read(dir.path().join("blob.dat")).unwrap(),
+        damaged,
+        "not a byte changed"
+    );
+    assert!(!verify(dir.path()).unwrap().is_sound());
+
+    // Restoring the byte brings every batch back.
+    std::fs::write(dir.path().join("blob.dat"), &bytes).unwrap();
+    let store = open(dir.path());
+    assert!(store.open_report().damaged.is_none());
+    assert_holds(&store, &model_after(4), "restored");
+}

@@ -75,7 +75,7 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
     let mut kept = 0u32;
     let mut first_seq = 0u64;
     let mut crc = BatchCrc::new();
-    scan_batches(
+    let end = scan_batches(
         snap.bytes(),
         ScanStart {
             offset: FILE_HEADER_LEN as u64,
@@ -105,6 +105,20 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
             Ok(())
         },
     )?;
+    if end.committed_end != meta.applied_end {
+        drop(writer);
+        let _ = std::fs::remove_file(&new_path);
+        let (at, why) = end
+            .stopped
+            .unwrap_or((end.committed_end, "the commit chain ends early".into()));
+        return Err(StoreError::Corrupt {
+            path: blob.path().to_path_buf(),
+            offset: at,
+            reason: format!(
+                "{why}; compaction would drop the committed batches after it, so it did nothing"
+            ),
+        });
+    }
     if kept > 0 {
         let commit = CommitBody::new(FILE_HEADER_LEN as u64, 0, kept, crc.finish(), first_seq);
         let mut rec = Vec::new();

@@ -14,7 +14,7 @@ use rusqlite::Connection;
 use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
 use super::lock::WriterLock;
-use super::scan::{scan_batches, ScanStart};
+use super::scan::{self, scan_batches, ScanEnd, ScanStart};
 use super::tracker::{self, Projection, TrackerMeta};
 use super::{vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
 use crate::format::{FileHeader, FormatError, RecordKind, FILE_HEADER_LEN};
@@ -31,6 +31,9 @@ pub struct OpenReport {
     pub truncated_reason: Option<String>,
     /// Why the tracker was rebuilt from the log, when it was.
     pub rebuilt: Option<String>,
+    /// Damage found in the middle of the log: the store opened for reading up to it
+    /// and refuses writes until it is repaired.
+    pub damaged: Option<String>,
 }
 
 const NEW_TRACKER: &str = "tracker.db is new or was never initialised";
@@ -112,11 +115,24 @@ pub(super) fn open(
         matches!(need, Need::CatchUp(_)) && WriterLock::is_held_elsewhere(&dir.join(LOCK_FILE))?;
     if !matches!(need, Need::Clean) && !busy_writer {
         let _writer = store.exclusive()?;
-        let r = store.bring_level(&mut db)?;
+        let r = match store.bring_level(&mut db) {
+            Ok(r) => r,
+            // Damage with committed batches after it: readable up to the damage,
+            // never truncated; writes are refused with the same message.
+            Err(e @ StoreError::Corrupt { .. }) => {
+                tracing::error!(store = %dir.display(), "{e}");
+                OpenReport {
+                    damaged: Some(e.to_string()),
+                    ..OpenReport::default()
+                }
+            }
+            Err(e) => return Err(e),
+        };
         report.replayed_batches = r.replayed_batches;
         report.truncated_bytes = r.truncated_bytes;
         report.truncated_reason = r.truncated_reason;
         report.rebuilt = r.rebuilt;
+        report.damaged = r.damaged;
     }
     drop(db);
     let mut store = store;
@@ -273,7 +289,7 @@ impl Store {
         if report.replayed_batches > 0 {
             tracing::info!(store = %self.dir.display(), batches = report.replayed_batches, "replayed committed batches into tracker.db");
         }
-        self.drop_tail(&blob, len, end.committed_end, end.stopped, &mut report)?;
+        self.drop_tail(&blob, snap.bytes(), &end, &mut report)?;
         Ok(report)
     }
 
@@ -321,30 +337,42 @@ impl Store {
         tracker::write_identity(&tx, &meta)?;
         before_commit()?;
         tx.commit()?;
-        self.drop_tail(&blob, len, end.committed_end, end.stopped, &mut report)?;
+        self.drop_tail(&blob, snap.bytes(), &end, &mut report)?;
         report.rebuilt = Some("requested".into());
         Ok(report)
     }
 
+    /// Cut an uncommitted tail after the scan of `log` ended at `end` — unless
+    /// committed batches lie beyond where it stopped, in which case the stop is damage
+    /// in the middle of the log: nothing is cut and the error names the offset.
     fn drop_tail(
         &self,
         blob: &BlobLog,
-        len: u64,
-        committed_end: u64,
-        stopped: Option<(u64, String)>,
+        log: &[u8],
+        end: &ScanEnd,
         report: &mut OpenReport,
     ) -> Result<()> {
         // No stop reason: the data ended on a commit boundary, maybe followed by
         // zero-filled space, which is kept for later appends.
-        let Some((at, why)) = stopped else {
+        let Some((at, why)) = &end.stopped else {
             return Ok(());
         };
+        if scan::committed_batches_after(log, *at, end.last_commit) {
+            return Err(StoreError::Corrupt {
+                path: blob.path().to_path_buf(),
+                offset: *at,
+                reason: format!(
+                    "{why}; committed batches follow it, so nothing was truncated and the store takes no writes until the damaged record is restored from a backup (the store still opens for reading)"
+                ),
+            });
+        }
+        let len = log.len() as u64;
         let why = format!("at offset {at}: {why}");
-        tracing::warn!(store = %self.dir.display(), bytes = len - committed_end, "dropping uncommitted tail of blob.dat {why}");
-        report.truncated_bytes = len - committed_end;
+        tracing::warn!(store = %self.dir.display(), bytes = len - end.committed_end, "dropping uncommitted tail of blob.dat {why}");
+        report.truncated_bytes = len - end.committed_end;
         report.truncated_reason = Some(why);
         if blob.is_writable() {
-            blob.truncate(committed_end)?;
+            blob.truncate(end.committed_end)?;
         }
         Ok(())
     }

@@ -192,6 +192,29 @@ fn check_commit(
     Ok(())
 }
 
+/// After a scan stopped at `from`: is there a commit further on that does not chain
+/// to `last_commit`? Then at least one whole committed batch lies beyond the damage,
+/// and what stopped the scan is not a torn tail (a torn last batch has at most its own
+/// commit, which names `last_commit`) but damage that must not be truncated away.
+pub fn committed_batches_after(log: &[u8], from: u64, last_commit: u64) -> bool {
+    let mut off = from as usize;
+    while off + crate::format::RECORD_HEADER_LEN <= log.len() {
+        if log[off..].starts_with(&crate::format::record::RECORD_MAGIC) {
+            if let Ok(rec) = decode_record(&log[off..]) {
+                if rec.kind == RecordKind::Commit {
+                    if let Ok(body) = CommitBody::decode(rec.body) {
+                        if body.prev_commit.get() != last_commit {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        off += crate::format::RECORD_ALIGN;
+    }
+    false
+}
+
 fn describe(e: &FormatError) -> String {
     match e {
         FormatError::Truncated { .. } => format!("torn record at end of log ({e})"),
