@@ -140,3 +140,24 @@ fn notes_are_named_versioned_values() {
     };
     assert!(f.normalised().is_err());
 }
+
+#[test]
+fn symbol_references_are_checked_once_a_code_index_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Memories::open(dir.path()).unwrap();
+    let sym = "sym:src/a.rs#run:function:1:9";
+    let mut e = Memory::new("run() must stay idempotent");
+    e.symbols = vec![sym.into()];
+    m.write(e.clone()).unwrap(); // no code index yet: accepted as given
+    let mut b = engram::store::WriteBatch::new();
+    b.put(sym, serde_json::Map::new(), "fn run() {}").unwrap();
+    m.store().commit(&b).unwrap();
+    m.write(e).unwrap();
+    let mut bad = Memory::new("about a symbol that does not exist");
+    bad.symbols = vec!["sym:src/a.rs#walk:function:1:9".into()];
+    let err = m.write(bad).unwrap_err().to_string();
+    assert!(
+        err.contains("not in the code index") && err.contains("walk"),
+        "{err}"
+    );
+}

@@ -120,6 +120,7 @@ impl Memories {
     /// field; returns it as stored.
     pub fn write(&self, mut memory: Memory) -> Result<Memory> {
         memory.validate().map_err(MemoryError::Invalid)?;
+        self.check_symbols(&memory)?;
         if memory.id.is_empty() {
             memory.id = self.new_id(&HashSet::new())?;
         } else if self.get(&memory.id)?.is_some() {
@@ -144,12 +145,58 @@ impl Memories {
         };
         change.id = old.id.clone();
         change.validate().map_err(MemoryError::Invalid)?;
+        self.check_symbols(&change)?;
         change.created_ms = old.created_ms;
         change.updated_ms = crate::store::now_ms().max(old.updated_ms);
         change.version = old.version + 1;
         change.extra = old.extra;
         self.commit_version(&change)?;
         Ok(change)
+    }
+
+    /// When the store holds a code index (any `sym:` record), every `sym:` key a
+    /// memory references must be in it: a typo'd or stale symbol is refused.
+    fn check_symbols(&self, memory: &Memory) -> Result<()> {
+        let syms: Vec<&String> = memory
+            .symbols
+            .iter()
+            .filter(|s| s.starts_with("sym:"))
+            .collect();
+        if syms.is_empty() {
+            return Ok(());
+        }
+        let missing: Vec<String> = self.store.with_tracker(|db| {
+            let indexed = db
+                .prepare_cached(
+                    "SELECT 1 FROM records WHERE key >= 'sym:' AND key < 'sym;' LIMIT 1",
+                )?
+                .query_row([], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if !indexed {
+                return Ok(Vec::new());
+            }
+            let mut stmt = db.prepare_cached("SELECT 1 FROM records WHERE key_hash = ?1")?;
+            let mut missing = Vec::new();
+            for s in &syms {
+                if stmt
+                    .query_row([hash64(s) as i64], |_| Ok(()))
+                    .optional()?
+                    .is_none()
+                {
+                    missing.push((*s).clone());
+                }
+            }
+            Ok(missing)
+        })?;
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(MemoryError::Invalid(format!(
+                "not in the code index: {}; `engram symbol NAME` finds the current keys",
+                missing.join(", ")
+            )))
+        }
     }
 
     fn commit_version(&self, memory: &Memory) -> Result<()> {
