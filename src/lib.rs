@@ -8,6 +8,7 @@
 //!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
 //! - [`memory`]: memories, the first user of the store.
 //! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place.
+//! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,6 +20,8 @@
 //! ```
 
 pub mod format;
+#[cfg(feature = "index")]
+pub mod index;
 pub mod key;
 #[cfg(feature = "store")]
 pub mod location;
@@ -28,3 +31,15 @@ pub mod memory;
 pub mod patterns;
 #[cfg(feature = "store")]
 pub mod store;
+
+/// Every tracker projection of this build. Open stores with exactly this set: the
+/// tracker's schema fingerprint is made from it, and a store opened with another set
+/// rebuilds its tracker.
+#[cfg(feature = "store")]
+pub fn projections() -> Vec<Box<dyn store::Projection>> {
+    #[allow(unused_mut)]
+    let mut all: Vec<Box<dyn store::Projection>> = vec![Box::new(memory::MemoryProjection)];
+    #[cfg(feature = "index")]
+    all.push(Box::new(index::CodeProjection));
+    all
+}

@@ -3,6 +3,7 @@
 //! Each command is a few lines calling the library and printing through [`output`];
 //! no storage logic lives here.
 
+mod code;
 mod inspect;
 mod memories;
 mod output;
@@ -174,6 +175,29 @@ pub enum Command {
     Rebuild,
     /// Rewrite blob.dat without dead records and swap it in atomically.
     Compact,
+    /// Index a repository (incremental): files and chunks, secrets redacted before writing.
+    Index {
+        /// The repository (default: the current directory).
+        path: Option<PathBuf>,
+        /// Skip files larger than this many bytes.
+        #[arg(long, default_value_t = 1 << 20)]
+        max_file_bytes: u64,
+        /// Leave chunks holding a secret out instead of redacting the secret.
+        #[arg(long)]
+        exclude_secrets: bool,
+    },
+    /// Search the indexed code by keyword.
+    Search {
+        query: String,
+        #[arg(long, short = 'k', default_value_t = 10)]
+        top_k: usize,
+        /// Only this language (rust, python, go, javascript, typescript, …).
+        #[arg(long)]
+        lang: Option<String>,
+        /// Only paths matching this glob, e.g. 'src/**/*.rs'.
+        #[arg(long)]
+        path: Option<String>,
+    },
     /// Pattern sets: load and list.
     Pattern {
         #[command(subcommand)]
@@ -406,6 +430,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
         Command::Pattern { .. } | Command::Scan { .. } => patterns::run(&cli, &out),
+        Command::Index { .. } | Command::Search { .. } => code::run(&cli, &out),
         _ => memories::run(&cli, &out),
     }
 }

@@ -69,9 +69,10 @@ pub struct RecallHit {
     pub score: f64,
 }
 
-/// The projections a store opened for memories needs.
+/// Every projection of this build: the same as [`crate::projections`]. Every opener of
+/// a store must pass the same set, or each open would rebuild the tracker for its own.
 pub fn projections() -> Vec<Box<dyn Projection>> {
-    vec![Box::new(MemoryProjection)]
+    crate::projections()
 }
 
 /// Memories in one store.
@@ -88,7 +89,7 @@ impl Memories {
     /// Open with explicit store options.
     pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
         Ok(Memories {
-            store: Store::open(dir, options, projections())?,
+            store: Store::open(dir, options, crate::projections())?,
         })
     }
 

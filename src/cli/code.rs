@@ -1,0 +1,101 @@
+//! The code commands: `index` and `search`.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use engram::index::{self, IndexOptions, SearchOptions, SecretAction};
+use engram::store::Store;
+use serde_json::json;
+
+use super::output::Output;
+use super::{store_dir, store_options, Cli, Command};
+
+pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    match &cli.command {
+        Command::Index {
+            path,
+            max_file_bytes,
+            exclude_secrets,
+        } => {
+            let root = match path {
+                Some(p) => p.clone(),
+                None => std::env::current_dir().context("reading the current directory")?,
+            };
+            let root = root
+                .canonicalize()
+                .with_context(|| format!("{} is not readable", root.display()))?;
+            // The store of the repository being indexed, unless one is named.
+            let dir = match &cli.store {
+                Some(d) => d.clone(),
+                None => engram::location::default_store_dir(&root).context(
+                    "no store directory: pass --store DIR or set ENGRAM_STORE, ENGRAM_HOME or HOME",
+                )?,
+            };
+            let store = Store::open(&dir, store_options(cli), engram::projections())
+                .with_context(|| format!("opening store {}", dir.display()))?;
+            let opts = IndexOptions {
+                max_file_bytes: *max_file_bytes,
+                secret_action: if *exclude_secrets {
+                    SecretAction::Exclude
+                } else {
+                    SecretAction::Redact
+                },
+            };
+            let pb = out.spinner(&format!("indexing {}", root.display()));
+            let report = index::index(&store, &root, &opts);
+            pb.finish_and_clear();
+            let report = report?;
+            let mut v = serde_json::to_value(&report)?;
+            v["store"] = json!(dir);
+            out.value(&v, || {
+                let redactions: u64 = report.redactions.values().sum();
+                format!(
+                    "indexed {} files ({} unchanged, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s\nstore: {}",
+                    report.files_indexed,
+                    report.files_unchanged,
+                    report.files_deleted,
+                    report.files_skipped,
+                    report.chunks,
+                    redactions,
+                    report.seconds,
+                    dir.display()
+                )
+            })?;
+        }
+        Command::Search {
+            query,
+            top_k,
+            lang,
+            path,
+        } => {
+            let dir = store_dir(cli)?;
+            let store = Store::open(&dir, store_options(cli), engram::projections())
+                .with_context(|| format!("opening store {}", dir.display()))?;
+            let hits = index::search(
+                &store,
+                query,
+                &SearchOptions {
+                    top_k: *top_k,
+                    lang: lang.clone(),
+                    path_glob: path.clone(),
+                },
+            )?;
+            out.value(&json!({"hits": hits}), || {
+                if hits.is_empty() {
+                    return "no hits".into();
+                }
+                hits.iter()
+                    .map(|h| {
+                        format!(
+                            "{:.2}  {}:{}-{}  {}",
+                            h.score, h.path, h.start_line, h.end_line, h.snippet
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        _ => unreachable!("dispatched in cli::run"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,220 @@
+//! Indexing a repository: walk it, redact secrets, chunk files, store them, and
+//! find them again by keyword.
+//!
+//! A run is incremental: a file whose size and modification time are unchanged costs a
+//! `stat`; one whose content hash is unchanged costs a read; changed files replace
+//! their chunks; vanished files leave tombstones. The whole run is one streamed batch,
+//! so a crash leaves the previous index intact. Secrets are redacted (or their chunk
+//! excluded) before a record is built, so their bytes never reach the store. This
+//! layer knows files and chunks; symbols (tree-sitter) come on top of it.
+
+mod chunk;
+mod projection;
+mod redact;
+mod search;
+mod walk;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{json, Map};
+
+pub use chunk::{line_windows, Chunk};
+pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE};
+pub use redact::SecretAction;
+pub use search::{search, SearchHit, SearchOptions};
+pub use walk::{is_secrets_file, language, Skipped};
+
+use crate::key::hash64;
+use crate::patterns::{builtin, compile, PatternError};
+use crate::store::{Store, StoreError};
+
+/// What can go wrong while indexing or searching.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Patterns(#[from] PatternError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How to index.
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    /// Files larger than this are skipped (default 1 MiB).
+    pub max_file_bytes: u64,
+    pub secret_action: SecretAction,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            max_file_bytes: 1 << 20,
+            secret_action: SecretAction::Redact,
+        }
+    }
+}
+
+/// What an indexing run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IndexReport {
+    pub files_indexed: u64,
+    pub files_unchanged: u64,
+    pub files_deleted: u64,
+    /// Binary, secrets, too large or unreadable.
+    pub files_skipped: u64,
+    pub skipped_binary: u64,
+    pub skipped_secret_files: u64,
+    pub skipped_too_large: u64,
+    pub skipped_unreadable: u64,
+    pub symbols: u64,
+    pub chunks: u64,
+    pub chunks_excluded: u64,
+    /// Secrets redacted, by pattern.
+    pub redactions: BTreeMap<String, u64>,
+    pub seconds: f64,
+}
+
+struct Known {
+    size: u64,
+    mtime_ms: u64,
+    hash: String,
+    chunks: u64,
+}
+
+/// Index the repository at `root` into `store`.
+pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexReport, IndexError> {
+    let started = Instant::now();
+    if !root.is_dir() {
+        return Err(IndexError::Invalid(format!(
+            "{} is not a directory",
+            root.display()
+        )));
+    }
+    let secrets = builtin::secrets();
+    let secret_ids: Vec<String> = secrets.patterns.iter().map(|p| p.id.clone()).collect();
+    let compiled = compile(&secrets)?;
+    let mut scanner = compiled.scanner()?;
+
+    let known: HashMap<String, Known> = store.with_tracker(|db| {
+        let mut stmt = db.prepare("SELECT path, size, mtime_ms, hash, chunks FROM code_files")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                Known {
+                    size: r.get::<_, i64>(1)? as u64,
+                    mtime_ms: r.get::<_, i64>(2)? as u64,
+                    hash: r.get(3)?,
+                    chunks: r.get::<_, i64>(4)? as u64,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
+    })?;
+
+    let (files, skipped) = walk::walk(root, opts.max_file_bytes);
+    let mut report = IndexReport {
+        skipped_secret_files: skipped.secret_file,
+        skipped_too_large: skipped.too_large,
+        skipped_unreadable: skipped.unreadable,
+        ..IndexReport::default()
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut writer = store.begin_batch()?;
+    for f in &files {
+        let old = known.get(&f.rel);
+        if let Some(k) = old {
+            if k.size == f.size && k.mtime_ms == f.mtime_ms {
+                seen.insert(f.rel.clone());
+                report.files_unchanged += 1;
+                continue;
+            }
+        }
+        let bytes = match std::fs::read(&f.abs) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("skipping {}: {e}", f.rel);
+                report.skipped_unreadable += 1;
+                continue;
+            }
+        };
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) if !bytes.contains(&0) => t,
+            _ => {
+                report.skipped_binary += 1;
+                continue;
+            }
+        };
+        seen.insert(f.rel.clone());
+        let hash = format!("{:016x}", hash64(text));
+        let lang = walk::language(&f.rel);
+        let unchanged_content = old.is_some_and(|k| k.hash == hash);
+        let chunks = if unchanged_content {
+            old.map(|k| k.chunks).unwrap_or(0)
+        } else {
+            let chunks = line_windows(text);
+            for (i, c) in chunks.iter().enumerate() {
+                let Some(clean) = redact::redact(
+                    &c.text,
+                    &mut scanner,
+                    &secret_ids,
+                    opts.secret_action,
+                    &mut report.redactions,
+                )?
+                else {
+                    report.chunks_excluded += 1;
+                    writer.delete(&format!("chunk:{}:{i}", f.rel))?;
+                    continue;
+                };
+                let mut meta = Map::new();
+                meta.insert("type".into(), json!(CHUNK_TYPE));
+                meta.insert("path".into(), json!(f.rel));
+                meta.insert("chunk_id".into(), json!(i));
+                meta.insert("lang".into(), json!(lang));
+                meta.insert("start_line".into(), json!(c.start_line));
+                meta.insert("end_line".into(), json!(c.end_line));
+                writer.put(&format!("chunk:{}:{i}", f.rel), meta, clean.into_bytes())?;
+                report.chunks += 1;
+            }
+            for i in chunks.len() as u64..old.map(|k| k.chunks).unwrap_or(0) {
+                writer.delete(&format!("chunk:{}:{i}", f.rel))?;
+            }
+            report.files_indexed += 1;
+            chunks.len() as u64
+        };
+        if unchanged_content {
+            report.files_unchanged += 1;
+        }
+        let mut meta = Map::new();
+        meta.insert("type".into(), json!(FILE_TYPE));
+        meta.insert("path".into(), json!(f.rel));
+        meta.insert("lang".into(), json!(lang));
+        meta.insert("size".into(), json!(f.size));
+        meta.insert("mtime_ms".into(), json!(f.mtime_ms));
+        meta.insert("hash".into(), json!(hash));
+        meta.insert("chunks".into(), json!(chunks));
+        writer.put(&format!("file:{}", f.rel), meta, Vec::new())?;
+    }
+    for (path, k) in &known {
+        if !seen.contains(path) {
+            writer.delete(&format!("file:{path}"))?;
+            for i in 0..k.chunks {
+                writer.delete(&format!("chunk:{path}:{i}"))?;
+            }
+            report.files_deleted += 1;
+        }
+    }
+    if !writer.is_empty() {
+        writer.finish()?;
+    }
+    report.files_skipped = report.skipped_binary
+        + report.skipped_secret_files
+        + report.skipped_too_large
+        + report.skipped_unreadable;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}

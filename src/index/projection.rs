@@ -1,0 +1,109 @@
+//! The code tables in `tracker.db`, derived from `file:` and `chunk:` records:
+//! `code_files` (what was indexed, for incremental re-indexing), `code_chunks` (where
+//! each chunk is) and `code_fts`, the keyword index over chunk text and path with
+//! code-aware tokens. Nothing here is not in the log.
+
+use rusqlite::{params, Connection};
+use serde_json::Value;
+
+use crate::memory::query::index_text;
+use crate::store::{Change, Projection, Result};
+
+/// Record type tags of indexed files and chunks.
+pub const FILE_TYPE: &str = "code_file";
+pub const CHUNK_TYPE: &str = "code_chunk";
+
+/// Projection of file and chunk records.
+pub struct CodeProjection;
+
+impl Projection for CodeProjection {
+    fn name(&self) -> &'static str {
+        "code"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn create(&self, db: &Connection) -> rusqlite::Result<()> {
+        db.execute_batch(
+            "CREATE TABLE IF NOT EXISTS code_files (
+                key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL,
+                size INTEGER NOT NULL, mtime_ms INTEGER NOT NULL, hash TEXT NOT NULL,
+                chunks INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS code_chunks (
+                key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL,
+                lang TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL);
+             CREATE INDEX IF NOT EXISTS code_chunks_by_path ON code_chunks (path);
+             CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(
+                path, text, tokenize = 'unicode61 remove_diacritics 2');",
+        )
+    }
+
+    fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
+        db.execute_batch(
+            "DROP TABLE IF EXISTS code_files; DROP TABLE IF EXISTS code_chunks; DROP TABLE IF EXISTS code_fts;",
+        )
+    }
+
+    fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()> {
+        match change {
+            Change::Put {
+                key_hash,
+                meta,
+                body,
+                ..
+            } => {
+                let h = *key_hash as i64;
+                let s = |k: &str| {
+                    meta.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let n = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
+                match meta.get("type").and_then(Value::as_str) {
+                    Some(FILE_TYPE) => {
+                        db.prepare_cached(
+                            "INSERT OR REPLACE INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        )?
+                        .execute(params![h, s("path"), s("lang"), n("size"), n("mtime_ms"), s("hash"), n("chunks")])?;
+                    }
+                    Some(CHUNK_TYPE) => {
+                        db.prepare_cached(
+                            "INSERT OR REPLACE INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        )?
+                        .execute(params![h, s("path"), n("chunk_id"), s("lang"), n("start_line"), n("end_line")])?;
+                        db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
+                            .execute([h])?;
+                        let text = String::from_utf8_lossy(body);
+                        db.prepare_cached(
+                            "INSERT INTO code_fts (rowid, path, text) VALUES (?1, ?2, ?3)",
+                        )?
+                        .execute(params![
+                            h,
+                            index_text(&s("path")),
+                            index_text(&text)
+                        ])?;
+                    }
+                    _ => delete(db, h)?,
+                }
+            }
+            Change::Delete { key_hash, .. } => delete(db, *key_hash as i64)?,
+            Change::Event { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+fn delete(db: &Connection, h: i64) -> Result<()> {
+    db.prepare_cached("DELETE FROM code_files WHERE key_hash = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM code_chunks WHERE key_hash = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
+        .execute([h])?;
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! Indexing a repository and searching it: secrets never reach the store, re-indexing
+//! is incremental and equals a fresh index, bad files are skipped and counted.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use engram::index::{self, IndexOptions, SearchOptions, SecretAction};
+use engram::patterns::builtin;
+use engram::store::{Store, StoreOptions};
+
+fn open(dir: &Path) -> Store {
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// Every file under `dir`, read raw.
+fn raw_bytes(dir: &Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            all.extend(raw_bytes(&p));
+        } else {
+            all.extend(std::fs::read(&p).unwrap());
+        }
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn no_secret_reaches_the_store_and_each_is_counted() {
+    let repo = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let secrets: Vec<&str> = builtin::FIXTURES
+        .iter()
+        .filter(|f| f.0 == "secrets")
+        .map(|f| f.2)
+        .collect();
+    let mut source = String::from("def handler():\n    return 1\n");
+    for (i, s) in secrets.iter().enumerate() {
+        source.push_str(&format!("value_{i} = {s}\n"));
+    }
+    write(repo.path(), "app/config.py", &source);
+    write(
+        repo.path(),
+        ".env",
+        "DATABASE_URL=postgres://u:pw123456@h/db\n",
+    );
+    write(
+        repo.path(),
+        "keys/server.pem",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n",
+    );
+    let store = open(store_dir.path());
+    let report = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(report.files_indexed, 1);
+    // keys/server.pem; .env is hidden, so the walk never yields it at all.
+    assert_eq!(report.skipped_secret_files, 1);
+    let counted: u64 = report.redactions.values().sum();
+    assert!(counted >= secrets.len() as u64, "{:?}", report.redactions);
+    drop(store);
+    let raw = raw_bytes(store_dir.path());
+    for s in &secrets {
+        // The distinctive part of each fixture (after any `key = ` prefix).
+        let tail = s
+            .rsplit(['=', ' ', ':'])
+            .next()
+            .unwrap_or(s)
+            .trim_matches(|c| c == '"' || c == '\'');
+        if tail.len() >= 12 {
+            assert!(
+                !contains(&raw, tail.as_bytes()),
+                "secret {tail:?} reached the store"
+            );
+        }
+    }
+    assert!(!contains(&raw, b"pw123456"));
+    let store = open(store_dir.path());
+    let hits = index::search(
+        &store,
+        "handler",
+        &SearchOptions {
+            top_k: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(hits[0].path, "app/config.py");
+    let body = String::from_utf8(store.get(&hits[0].key).unwrap().unwrap().body).unwrap();
+    assert!(body.contains("[REDACTED:aws_access_key]"), "{body}");
+
+    // Excluding instead of redacting drops the chunk.
+    let other = tempfile::tempdir().unwrap();
+    let store = open(other.path());
+    let opts = IndexOptions {
+        secret_action: SecretAction::Exclude,
+        ..IndexOptions::default()
+    };
+    let r = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!((r.chunks, r.chunks_excluded), (0, 1));
+}
+
+fn snapshot(store: &Store) -> BTreeMap<String, Vec<u8>> {
+    let keys: Vec<String> = store
+        .with_tracker(|db| {
+            let mut stmt = db
+                .prepare("SELECT key FROM records WHERE key LIKE 'chunk:%' OR key LIKE 'file:%'")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+        })
+        .unwrap();
+    keys.into_iter()
+        .map(|k| {
+            let r = store.get(&k).unwrap().unwrap();
+            let mut meta = r.meta.clone();
+            meta.remove("mtime_ms");
+            (k, [serde_json::to_vec(&meta).unwrap(), r.body].concat())
+        })
+        .collect()
+}
+
+#[test]
+fn reindexing_after_edits_equals_a_fresh_index() {
+    let repo = tempfile::tempdir().unwrap();
+    let long: String = (0..200)
+        .map(|i| format!("fn f{i}() -> u32 {{ {i} }}\n"))
+        .collect();
+    write(repo.path(), "src/a.rs", &long);
+    write(repo.path(), "src/b.rs", "fn b() {}\n");
+    write(repo.path(), "docs/c.md", "# Title\n\ntext\n");
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    let first = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(first.files_indexed, 3);
+    let again = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!((again.files_indexed, again.files_unchanged), (0, 3));
+
+    // Edit (shorter, so chunks disappear), add, delete, rename.
+    write(repo.path(), "src/a.rs", "fn only() {}\n");
+    write(repo.path(), "src/new.rs", "fn fresh_function() {}\n");
+    std::fs::remove_file(repo.path().join("src/b.rs")).unwrap();
+    std::fs::rename(
+        repo.path().join("docs/c.md"),
+        repo.path().join("docs/moved.md"),
+    )
+    .unwrap();
+    let r = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!((r.files_indexed, r.files_deleted), (3, 2), "{r:?}");
+
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = open(fresh_dir.path());
+    index::index(&fresh, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(snapshot(&store), snapshot(&fresh));
+    let hits = index::search(
+        &store,
+        "fresh function",
+        &SearchOptions {
+            top_k: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(hits[0].path, "src/new.rs");
+    assert!(index::search(
+        &store,
+        "f150",
+        &SearchOptions {
+            top_k: 3,
+            ..Default::default()
+        }
+    )
+    .unwrap()
+    .is_empty());
+    assert!(engram::store::verify(store_dir.path()).unwrap().is_sound());
+}
+
+#[test]
+fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
+    let repo = tempfile::tempdir().unwrap();
+    write(repo.path(), "ok.rs", "fn parse_http_request() {}\n");
+    std::fs::write(repo.path().join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).unwrap();
+    std::fs::write(repo.path().join("latin1.txt"), [b'c', b'a', 0xe9, b'\n']).unwrap();
+    std::fs::write(repo.path().join("big.log"), vec![b'x'; 2 << 20]).unwrap();
+    write(repo.path(), "ignored/skip.rs", "fn secret_sauce() {}\n");
+    write(repo.path(), ".gitignore", "ignored/\n");
+    write(repo.path(), ".engramignore", "*.tmp\n");
+    write(repo.path(), "scratch.tmp", "fn scratch() {}\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(repo.path(), repo.path().join("loop")).unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    let r = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(r.files_indexed, 1, "{r:?}");
+    assert_eq!((r.skipped_binary, r.skipped_too_large), (2, 1), "{r:?}");
+    let q = |s: &str| {
+        index::search(
+            &store,
+            s,
+            &SearchOptions {
+                top_k: 5,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(q("parse http request")[0].path, "ok.rs");
+    assert_eq!(q("parseHttpRequest")[0].path, "ok.rs");
+    assert!(q("secret_sauce").is_empty() && q("scratch").is_empty());
+    for hostile in [
+        "\"unbalanced",
+        "NEAR(a b)",
+        "a* OR -b",
+        "col:umn",
+        ")))",
+        "",
+    ] {
+        let _ = q(hostile); // no FTS5 syntax error
+    }
+    assert!(index::search(
+        &store,
+        "x",
+        &SearchOptions {
+            top_k: 5,
+            path_glob: Some("[".into()),
+            ..Default::default()
+        }
+    )
+    .is_err());
+    assert!(index::index(
+        &store,
+        &repo.path().join("missing"),
+        &IndexOptions::default()
+    )
+    .is_err());
+}
