@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build engram and run its main job on the embedded default (no server, no API key):
-# import a set of memories into a fresh store, recall by keyword, verify the store.
+# index this repository into a fresh store and search it, import a set of memories and
+# recall them by keyword, then verify the store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -10,6 +11,11 @@ store="${ENGRAM_STORE:-$(mktemp -d)/store}"
 export ENGRAM_STORE="$store"
 
 echo "== store: $store"
+echo "== index this repository (secrets are redacted before anything is written)"
+$engram index .
+echo "== search 'commit record chain'"
+$engram search "commit record chain" --top-k 3
+echo "== memories"
 $engram import examples/memories.jsonl
 $engram remember "Quick start ran: the store accepts writes" --tag quickstart
 echo "== recall 'sqlite wal readers'"
