@@ -410,7 +410,7 @@ fn body_for(tag: &str, len: usize) -> Vec<u8> {
 }
 
 const STREAM_KEYS: u64 = 300;
-const STREAM_BYTES: usize = 15_000; // 300 × 15 kB ≈ 4.5 MB: more than one flush per batch
+const STREAM_BYTES: usize = 28_000; // 300 × 28 kB ≈ 8.4 MB: two flushes per batch
 const COMPACT_KEYS: u64 = 400;
 const COMPACT_BYTES: usize = 6_000;
 const COMPACT_REWRITTEN: u64 = 40;
