@@ -173,6 +173,22 @@ impl BlobLog {
         self.writable
     }
 
+    /// True when the path now names another file than the one this handle has open
+    /// (compaction in another handle or process renamed a new log over it).
+    pub fn replaced_on_disk(&self) -> Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let on_disk = match std::fs::metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(StoreError::io("stat", &self.path)(e)),
+        };
+        let ours = self
+            .file
+            .metadata()
+            .map_err(StoreError::io("stat", &self.path))?;
+        Ok(on_disk.ino() != ours.ino() || on_disk.dev() != ours.dev())
+    }
+
     /// The file's current length, from `stat`.
     pub fn len(&self) -> Result<u64> {
         let len = self

@@ -1,9 +1,11 @@
 //! Compaction: rewrite `blob.dat` keeping only live records, then swap it in.
 //!
-//! Kept: each key's live Put, its live vectors, every Event (the audit trail is never
-//! rewritten away) and every record of a kind this version does not know. Records are copied byte for byte — same sequence numbers,
-//! same checksums — into one batch closed by a commit whose sequence number is the old
-//! log's last, so numbering never goes backwards. The new file gets the next
+//! Kept: each key's live Put (and its earlier puts flagged keep-history), its live
+//! vectors, every Event (the audit trail is never rewritten away) and every record of
+//! a kind this version does not know, copied byte for byte — same sequence numbers,
+//! same checksums — into one batch. An event recording the compaction closes it,
+//! numbered after the old log's last record, so numbering never goes backwards, even
+//! when nothing else was kept. The new file gets the next
 //! generation; the swap is a rename, and the tracker is rebuilt in a transaction that
 //! commits only after the rename, so a crash at any point leaves a store that opens:
 //! either the old log with its tracker, or the new log with a tracker that the next
@@ -119,24 +121,52 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
             ),
         });
     }
-    if kept > 0 {
-        let commit = CommitBody::new(FILE_HEADER_LEN as u64, 0, kept, crc.finish(), first_seq);
-        let mut rec = Vec::new();
-        encode_record(
-            &RecordFields {
-                kind: RecordKind::Commit,
-                flags: 0,
-                key_hash: 0,
-                seq: meta.applied_seq,
-                timestamp_ms: super::now_ms(),
-                meta: b"",
-                body: commit.as_bytes(),
-            },
-            &mut rec,
-        )
-        .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        writer.push(&rec)?;
+    // The batch ends with an event recording the compaction. It also carries the
+    // sequence numbers on past the old log's last, even when nothing else was kept,
+    // so numbering never goes backwards.
+    let now = super::now_ms();
+    let event_meta = serde_json::to_vec(&serde_json::json!({
+        "event": "compacted",
+        "generation": header.generation.get(),
+        "bytes_before": meta.applied_end,
+        "records_kept": kept,
+    }))
+    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let mut tail = Vec::new();
+    let event_seq = meta.applied_seq + 1;
+    let event_crc = encode_record(
+        &RecordFields {
+            kind: RecordKind::Event,
+            flags: 0,
+            key_hash: 0,
+            seq: event_seq,
+            timestamp_ms: now,
+            meta: &event_meta,
+            body: b"",
+        },
+        &mut tail,
+    )
+    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    crc.push(event_crc);
+    if kept == 0 {
+        first_seq = event_seq;
     }
+    kept += 1;
+    let commit = CommitBody::new(FILE_HEADER_LEN as u64, 0, kept, crc.finish(), first_seq);
+    encode_record(
+        &RecordFields {
+            kind: RecordKind::Commit,
+            flags: 0,
+            key_hash: 0,
+            seq: event_seq + 1,
+            timestamp_ms: now,
+            meta: b"",
+            body: commit.as_bytes(),
+        },
+        &mut tail,
+    )
+    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    writer.push(&tail)?;
     writer.flush()?;
     let bytes_after = writer.offset;
     out.sync_all().map_err(StoreError::io("sync", &new_path))?;
@@ -182,7 +212,7 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         bytes_before: meta.applied_end,
         bytes_after,
         records_before,
-        records_after: kept as u64 + u64::from(kept > 0),
+        records_after: kept as u64 + 1,
         generation: header.generation.get(),
     })
 }

@@ -152,10 +152,16 @@ impl Store {
             .write_mutex
             .lock()
             .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        Ok(WriteGuard {
+        let guard = WriteGuard {
             _lock: self.writer_lock()?,
             _in_process: in_process,
-        })
+        };
+        // Another handle may have compacted since this one last looked: everything
+        // done under the lock must work on the log the path names now.
+        if self.blob()?.replaced_on_disk()? {
+            self.reload_blob()?;
+        }
+        Ok(guard)
     }
 
     /// Take the file lock (callers hold `write_mutex`).

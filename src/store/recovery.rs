@@ -107,7 +107,7 @@ pub(super) fn open(
         open_report: OpenReport::default(),
     };
     let mut db = store.db()?;
-    let need = store.need(&db)?;
+    let need = store.need(&db, true)?;
     // Bytes past the tracker while another process holds the writer lock are that
     // writer's batch in flight (an import can take minutes): a reader must not wait
     // for it, and the writer applies it. With the lock free they are a dead writer's.
@@ -115,7 +115,7 @@ pub(super) fn open(
         matches!(need, Need::CatchUp(_)) && WriterLock::is_held_elsewhere(&dir.join(LOCK_FILE))?;
     if !matches!(need, Need::Clean) && !busy_writer {
         let _writer = store.exclusive()?;
-        let r = match store.bring_level(&mut db) {
+        let r = match store.bring_level(&mut db, true) {
             Ok(r) => r,
             // Damage with committed batches after it: readable up to the damage,
             // never truncated; writes are refused with the same message.
@@ -164,7 +164,11 @@ fn refuse_foreign_directory(dir: &Path) -> Result<()> {
 
 impl Store {
     /// Decide, without the lock, whether the tracker reflects the log exactly.
-    fn need(&self, db: &Connection) -> Result<Need> {
+    /// `thorough` (at open) checks that everything past the tracker's end is zero, so
+    /// a torn write behind a hole of zeros (a power loss) is found; otherwise (under
+    /// the writer lock, per commit) the first bytes tell, as only a writer that died
+    /// can have left bytes there.
+    fn need(&self, db: &Connection, thorough: bool) -> Result<Need> {
         let blob = self.blob()?;
         let Some(meta) = tracker::read_meta(db)? else {
             return Ok(Need::Rebuild(
@@ -210,25 +214,30 @@ impl Store {
         if len > meta.applied_end {
             // Past the data may lie zero-filled space (blob-log.md); anything else
             // there is a batch the tracker has not seen, or a torn one.
-            let mut next = [0u8; 4];
-            let n = blob.read_at(meta.applied_end, &mut next)?;
-            if n < next.len() || next != [0; 4] {
+            let dirty = if thorough {
+                let snap = blob.snapshot(len)?;
+                snap.bytes()[meta.applied_end as usize..]
+                    .iter()
+                    .any(|&b| b != 0)
+            } else {
+                let mut next = [0u8; 4];
+                let n = blob.read_at(meta.applied_end, &mut next)?;
+                n < next.len() || next != [0; 4]
+            };
+            if dirty {
                 return Ok(Need::CatchUp(meta));
             }
         }
         Ok(Need::Clean)
     }
 
-    /// Reopen `blob.dat` if compaction replaced it since we opened it.
+    /// Reopen `blob.dat`: compaction replaced it since this handle opened it.
     pub(super) fn reload_blob(&self) -> Result<()> {
         let fresh = BlobLog::open(&self.dir.join(BLOB_FILE))?;
-        let mut slot = self
+        *self
             .blob
             .write()
-            .map_err(|_| StoreError::Invalid("blob log handle poisoned".into()))?;
-        if slot.header().generation.get() != fresh.header().generation.get() {
-            *slot = Arc::new(fresh);
-        }
+            .map_err(|_| StoreError::Invalid("blob log handle poisoned".into()))? = Arc::new(fresh);
         Ok(())
     }
 
@@ -240,7 +249,7 @@ impl Store {
                 self.reload_blob()?;
             }
         }
-        let report = self.bring_level(db)?;
+        let report = self.bring_level(db, false)?;
         if report.rebuilt.is_some() || report.replayed_batches > 0 {
             vectors::rebuild_caches(self, db)?;
         }
@@ -248,8 +257,8 @@ impl Store {
             .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))
     }
 
-    fn bring_level(&self, db: &mut Connection) -> Result<OpenReport> {
-        match self.need(db)? {
+    fn bring_level(&self, db: &mut Connection, thorough: bool) -> Result<OpenReport> {
+        match self.need(db, thorough)? {
             Need::Clean => Ok(OpenReport::default()),
             Need::CatchUp(meta) => self.catch_up_locked(db, meta),
             Need::Rebuild(why) => {
@@ -270,7 +279,7 @@ impl Store {
         let len = blob.len()?;
         let snap = blob.snapshot(len)?;
         let projections = self.projection_refs();
-        let tx = db.transaction()?;
+        let tx = tracker::write_transaction(db)?;
         let mut report = OpenReport::default();
         let end = scan_batches(
             snap.bytes(),
@@ -318,7 +327,7 @@ impl Store {
             store_id: hex(&h.store_id),
             schema: tracker::schema_fingerprint(&projections),
         };
-        let tx = db.transaction()?;
+        let tx = tracker::write_transaction(db)?;
         tracker::reset(&tx, &projections)?;
         let mut report = OpenReport::default();
         let end = scan_batches(
@@ -352,10 +361,25 @@ impl Store {
         end: &ScanEnd,
         report: &mut OpenReport,
     ) -> Result<()> {
-        // No stop reason: the data ended on a commit boundary, maybe followed by
-        // zero-filled space, which is kept for later appends.
-        let Some((at, why)) = &end.stopped else {
-            return Ok(());
+        // No stop reason: the data ended on a commit boundary, followed by zero-filled
+        // space (kept for later appends) — unless a power loss tore the next batch so
+        // that its first bytes are zeros and later ones are not.
+        let torn_behind_zeros;
+        let (at, why) = match &end.stopped {
+            Some((at, why)) => (at, why.as_str()),
+            None => {
+                let rest = &log[(end.committed_end as usize).min(log.len())..];
+                match rest.iter().position(|&b| b != 0) {
+                    None => return Ok(()),
+                    Some(p) => {
+                        torn_behind_zeros = end.committed_end + p as u64;
+                        (
+                            &torn_behind_zeros,
+                            "bytes of a torn write behind zero-filled space",
+                        )
+                    }
+                }
+            }
         };
         if scan::committed_batches_after(log, *at, end.last_commit) {
             return Err(StoreError::Corrupt {

@@ -102,23 +102,62 @@ pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
     s
 }
 
+/// How long a connection waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Open `tracker.db` with the settings every connection uses, and create the core
 /// tables and the projections' tables if missing.
 pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> {
     let db = Connection::open(path)?;
-    db.busy_timeout(Duration::from_secs(30))?;
+    db.busy_timeout(BUSY_TIMEOUT)?;
     // WAL lets readers run beside the one writer; NORMAL is enough because the log,
     // not the tracker, is what must survive a crash: lost tracker commits are replayed.
-    db.pragma_update(None, "journal_mode", "WAL")?;
+    set_wal_mode(&db)?;
     db.pragma_update(None, "synchronous", "NORMAL")?;
     // Fewer, larger checkpoints: the hot pages (bookkeeping, recent keys) are then
     // written back once per checkpoint rather than once per few commits.
     db.pragma_update(None, "wal_autocheckpoint", 8192)?;
-    db.execute_batch(CORE_SCHEMA)?;
+    // One IMMEDIATE transaction, so processes opening a new store at once queue on
+    // the busy handler instead of failing on a read-to-write upgrade.
+    let mut db = db;
+    let tx = write_transaction(&mut db)?;
+    tx.execute_batch(CORE_SCHEMA)?;
     for p in projections {
-        p.create(&db)?;
+        p.create(&tx)?;
     }
+    tx.commit()?;
     Ok(db)
+}
+
+/// Begin a transaction that takes SQLite's write lock up front.
+///
+/// Every transaction that writes the tracker must start this way: a DEFERRED one
+/// that reads first fails at once with "database is locked" when another connection
+/// commits in between (SQLite cannot retry it without breaking isolation), whereas
+/// `BEGIN IMMEDIATE` waits on the busy timeout like any other lock.
+pub fn write_transaction(db: &mut Connection) -> Result<Transaction<'_>> {
+    Ok(db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+}
+
+/// Switch a connection to WAL, retrying while another process holds the lock.
+///
+/// The first connection to a new file converts it, which needs an exclusive lock;
+/// a concurrent opener can get SQLITE_BUSY from the pragma without the busy
+/// handler being consulted, so retry here for as long as the busy timeout.
+fn set_wal_mode(db: &Connection) -> Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match db.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Read the bookkeeping; `None` for a tracker that has never been initialised.

@@ -147,7 +147,9 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     )?;
     report.live_keys = live.len() as u64;
     // The log's data, without the zero-filled space written ahead of it.
-    report.blob_bytes = end.committed_end.max(end.stopped.as_ref().map_or(0, |_| len));
+    report.blob_bytes = end
+        .committed_end
+        .max(end.stopped.as_ref().map_or(0, |_| len));
     // After the last valid commit, a crash can leave records without a commit, a
     // record cut short, or pages that never reached the disk. None of that was ever
     // acknowledged, and the next open drops it. Only a valid commit past that point

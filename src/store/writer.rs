@@ -199,7 +199,7 @@ impl<'s> BatchWriter<'s> {
         let projections = self.store.projection_refs();
         let mut meta = self.meta.clone();
         let mut db = self.store.db()?;
-        let tx = db.transaction()?;
+        let tx = tracker::write_transaction(&mut db)?;
         let mut touches_vectors = false;
         let end = scan_batches(
             snap.bytes(),
