@@ -8,6 +8,8 @@
 //!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
 //! - [`memory`]: memories, the first user of the store.
 //! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place.
+//! - [`text`] and [`embed`]: code-aware words, and the embedders that turn text into
+//!   vectors (pure, no I/O).
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //!
 //! ```no_run
@@ -19,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod embed;
 pub mod format;
 #[cfg(feature = "index")]
 pub mod index;
@@ -31,6 +34,7 @@ pub mod memory;
 pub mod patterns;
 #[cfg(feature = "store")]
 pub mod store;
+pub mod text;
 
 /// Every tracker projection of this build. Open stores with exactly this set: the
 /// tracker's schema fingerprint is made from it, and a store opened with another set

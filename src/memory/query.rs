@@ -3,31 +3,7 @@
 //! User text never reaches FTS5 as query syntax: it is cut into word tokens and each is
 //! quoted, so `"`, `*`, `NEAR`, `-` or `OR` in a query are plain words.
 
-/// Split an identifier into its words: `parseHTTPRequest` → parse, http, request;
-/// `parse_http_request` and `parse-http-request` likewise.
-pub fn split_identifier(word: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    for piece in word.split(|c: char| !c.is_alphanumeric()) {
-        let chars: Vec<char> = piece.chars().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (prev, cur) = (chars[i - 1], chars[i]);
-            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-            let boundary = (prev.is_lowercase() && cur.is_uppercase())
-                || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
-                || (prev.is_alphabetic() != cur.is_alphabetic());
-            if boundary {
-                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
-                start = i;
-            }
-        }
-        if start < chars.len() {
-            parts.push(chars[start..].iter().collect::<String>().to_lowercase());
-        }
-    }
-    parts.retain(|p| !p.is_empty());
-    parts
-}
+pub use crate::text::split_identifier;
 
 /// The text as indexed: the original, then the sub-words of every compound
 /// identifier, so `parseHttpRequest` is found by `parse http request` and by itself.

@@ -106,6 +106,13 @@ impl<'s> BatchWriter<'s> {
         self.extend(&one)
     }
 
+    /// Add an embedding of `key`'s value ([`WriteBatch::put_vector`]).
+    pub fn put_vector(&mut self, key: &str, embedder: &str, vector: &[f32]) -> Result<()> {
+        let mut one = WriteBatch::new();
+        one.put_vector(key, embedder, vector)?;
+        self.extend(&one)
+    }
+
     /// Delete a key and its vectors.
     pub fn delete(&mut self, key: &str) -> Result<()> {
         let mut one = WriteBatch::new();

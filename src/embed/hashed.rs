@@ -1,0 +1,188 @@
+//! The built-in embedder: hashed features of code-aware words, offline and instant.
+//!
+//! Each word of the text (identifiers cut into their words, lower-cased) contributes
+//! features: its stem, the idea it names when the lexicon knows one (so `remove` and
+//! `delete` meet), its character trigrams (so `auth` meets `authenticator` and a typo
+//! still lands near), and for a compound identifier the whole identifier. Features are
+//! hashed with a sign into a fixed number of dimensions (the "hashing trick"), weighted
+//! sublinearly by how often they occur, and the vector is L2-normalised, so cosine
+//! similarity is a dot product.
+//!
+//! It knows nothing of a corpus (no IDF): vectors depend on the text alone, which is
+//! what lets a vector stored today be compared with a query embedded next year.
+
+use std::collections::HashMap;
+
+use super::lexicon::{concept, is_stop_word, stem};
+use super::{EmbedError, Embedder};
+use crate::text::split_identifier;
+
+/// Weight of a word's stem, the feature that says most.
+const STEM_WEIGHT: f32 = 1.0;
+/// Weight of the idea a word names: a synonym match is good evidence, a bit less
+/// than the same word.
+const CONCEPT_WEIGHT: f32 = 0.8;
+/// Weight of a compound identifier as a whole (`parse_request`).
+const IDENT_WEIGHT: f32 = 0.7;
+/// Total weight of one word's trigrams, spread over them.
+const TRIGRAM_WEIGHT: f32 = 0.5;
+
+/// Hashed sub-word features of code-aware tokens; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct HashedEmbedder {
+    dims: usize,
+    name: String,
+}
+
+impl Default for HashedEmbedder {
+    /// 256 dimensions: enough to keep collisions rare for the words of one chunk,
+    /// small enough that scanning 100K vectors stays within a few milliseconds.
+    fn default() -> Self {
+        HashedEmbedder::new(256)
+    }
+}
+
+impl HashedEmbedder {
+    /// An embedder with `dims` dimensions (at least 16). Its name records the
+    /// dimension, so stores made with other sizes never mix.
+    pub fn new(dims: usize) -> HashedEmbedder {
+        let dims = dims.max(16);
+        HashedEmbedder {
+            dims,
+            name: format!("hash-v1-{dims}"),
+        }
+    }
+
+    /// The vector of one text (all zeros when it has no word worth a feature).
+    pub fn embed_one(&self, text: &str) -> Vec<f32> {
+        let mut features: HashMap<u64, f32> = HashMap::new();
+        let mut add = |tag: u8, s: &[u8], w: f32| {
+            *features.entry(feature_hash(tag, s)).or_insert(0.0) += w;
+        };
+        for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if raw.is_empty() || raw.len() > 64 {
+                continue;
+            }
+            let parts = split_identifier(raw);
+            if parts.len() > 1 {
+                add(b'i', raw.to_lowercase().as_bytes(), IDENT_WEIGHT);
+            }
+            for part in &parts {
+                if part.len() < 2 || is_stop_word(part) || part.bytes().all(|b| b.is_ascii_digit())
+                {
+                    continue;
+                }
+                let s = stem(part);
+                add(b'w', s.as_bytes(), STEM_WEIGHT);
+                if let Some(c) = concept(s) {
+                    add(b'c', c.as_bytes(), CONCEPT_WEIGHT);
+                }
+                let padded: Vec<u8> = std::iter::once(b'<')
+                    .chain(s.bytes())
+                    .chain(std::iter::once(b'>'))
+                    .collect();
+                let n = padded.len().saturating_sub(2);
+                if n > 1 {
+                    let w = TRIGRAM_WEIGHT / (n as f32).sqrt();
+                    for g in padded.windows(3) {
+                        add(b'g', g, w);
+                    }
+                }
+            }
+        }
+        let mut v = vec![0.0f32; self.dims];
+        for (h, w) in features {
+            // Sublinear in repetition: a word said ten times is not ten times the topic.
+            let value = w.sqrt();
+            let slot = (h % self.dims as u64) as usize;
+            if h >> 63 == 0 {
+                v[slot] += value;
+            } else {
+                v[slot] -= value;
+            }
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            for x in &mut v {
+                *x /= norm;
+            }
+        }
+        v
+    }
+}
+
+impl Embedder for HashedEmbedder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn dimensions(&self) -> usize {
+        self.dims
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+    }
+}
+
+/// FNV-1a over a tag byte and the feature, then a SplitMix64 finish so the low bits
+/// (the slot) and the top bit (the sign) are independent. Fixed forever for `hash-v1`.
+fn feature_hash(tag: u8, bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in std::iter::once(&tag).chain(bytes) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cos(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn vectors_are_unit_length_deterministic_and_zero_for_no_words() {
+        let e = HashedEmbedder::default();
+        let v = e.embed_one("fn parse_http_request(buf: &[u8]) -> Request");
+        assert_eq!(v.len(), 256);
+        let norm: f32 = v.iter().map(|x| x * x).sum();
+        assert!((norm - 1.0).abs() < 1e-4, "norm² {norm}");
+        assert_eq!(
+            v,
+            e.embed_one("fn parse_http_request(buf: &[u8]) -> Request")
+        );
+        assert!(super::super::is_zero(&e.embed_one("  {}();  ")));
+        assert!(super::super::is_zero(&e.embed_one("")));
+        assert_eq!(e.name(), "hash-v1-256");
+    }
+
+    #[test]
+    fn meaning_beyond_exact_words() {
+        let e = HashedEmbedder::default();
+        let q = e.embed_one("remove a user account");
+        let synonym = e.embed_one("fn delete_member(db: &Db, id: MemberId) { db.erase(id) }");
+        let unrelated = e.embed_one("fn render_thumbnail(img: &Image) -> Png { scale(img) }");
+        assert!(
+            cos(&q, &synonym) > cos(&q, &unrelated) + 0.1,
+            "synonym {} vs unrelated {}",
+            cos(&q, &synonym),
+            cos(&q, &unrelated)
+        );
+        // Inflections and identifier styles meet.
+        let a = e.embed_one("parsing configuration files");
+        let b = e.embed_one("fn parseConfigFile(path)");
+        let c = e.embed_one("struct ThreadPool { workers: Vec<Worker> }");
+        assert!(
+            cos(&a, &b) > cos(&a, &c) + 0.2,
+            "{} vs {}",
+            cos(&a, &b),
+            cos(&a, &c)
+        );
+    }
+}
