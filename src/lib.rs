@@ -11,6 +11,7 @@
 //! - [`text`] and [`embed`]: code-aware words, and the embedders that turn text into
 //!   vectors (pure, no I/O).
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
+//! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,6 +33,8 @@ pub mod location;
 pub mod memory;
 #[cfg(feature = "patterns")]
 pub mod patterns;
+#[cfg(feature = "index")]
+pub mod search;
 #[cfg(feature = "store")]
 pub mod store;
 pub mod text;

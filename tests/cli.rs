@@ -81,7 +81,8 @@ fn memory_commands_round_trip_with_json() {
 
     let stats = ok_json(&store, &["stats"]);
     assert_eq!(stats["memories"], 2);
-    assert_eq!(stats["records"], 4);
+    // Per memory: its put, its vector and the commit.
+    assert_eq!(stats["records"], 6);
     assert!(stats["blob_bytes"].as_u64().unwrap() > 64);
 
     let f = ok_json(&store, &["forget", &id]);

@@ -4,12 +4,17 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use engram::index::{self, IndexOptions, SearchOptions, SecretAction};
+use engram::index::{self, IndexOptions, SecretAction};
 use engram::patterns::builtin;
+use engram::search::{search, SearchHit, SearchOptions};
 use engram::store::{Store, StoreOptions};
 
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
+}
+
+fn path(hit: &SearchHit) -> &str {
+    hit.path.as_deref().expect("a code hit has a path")
 }
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -85,7 +90,7 @@ fn no_secret_reaches_the_store_and_each_is_counted() {
     }
     assert!(!contains(&raw, b"pw123456"));
     let store = open(store_dir.path());
-    let hits = index::search(
+    let hits = search(
         &store,
         "handler",
         &SearchOptions {
@@ -93,8 +98,9 @@ fn no_secret_reaches_the_store_and_each_is_counted() {
             ..Default::default()
         },
     )
-    .unwrap();
-    assert_eq!(hits[0].path, "app/config.py");
+    .unwrap()
+    .hits;
+    assert_eq!(path(&hits[0]), "app/config.py");
     let body = String::from_utf8(store.get(&hits[0].key).unwrap().unwrap().body).unwrap();
     assert!(body.contains("[REDACTED:aws_access_key]"), "{body}");
 
@@ -160,7 +166,7 @@ fn reindexing_after_edits_equals_a_fresh_index() {
     let fresh = open(fresh_dir.path());
     index::index(&fresh, repo.path(), &IndexOptions::default()).unwrap();
     assert_eq!(snapshot(&store), snapshot(&fresh));
-    let hits = index::search(
+    let hits = search(
         &store,
         "fresh function",
         &SearchOptions {
@@ -168,9 +174,10 @@ fn reindexing_after_edits_equals_a_fresh_index() {
             ..Default::default()
         },
     )
-    .unwrap();
-    assert_eq!(hits[0].path, "src/new.rs");
-    assert!(index::search(
+    .unwrap()
+    .hits;
+    assert_eq!(path(&hits[0]), "src/new.rs");
+    assert!(search(
         &store,
         "f150",
         &SearchOptions {
@@ -179,6 +186,7 @@ fn reindexing_after_edits_equals_a_fresh_index() {
         }
     )
     .unwrap()
+    .hits
     .is_empty());
     assert!(engram::store::verify(store_dir.path()).unwrap().is_sound());
 }
@@ -202,7 +210,7 @@ fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
     assert_eq!(r.files_indexed, 1, "{r:?}");
     assert_eq!((r.skipped_binary, r.skipped_too_large), (2, 1), "{r:?}");
     let q = |s: &str| {
-        index::search(
+        search(
             &store,
             s,
             &SearchOptions {
@@ -211,9 +219,10 @@ fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
             },
         )
         .unwrap()
+        .hits
     };
-    assert_eq!(q("parse http request")[0].path, "ok.rs");
-    assert_eq!(q("parseHttpRequest")[0].path, "ok.rs");
+    assert_eq!(path(&q("parse http request")[0]), "ok.rs");
+    assert_eq!(path(&q("parseHttpRequest")[0]), "ok.rs");
     assert!(q("secret_sauce").is_empty() && q("scratch").is_empty());
     for hostile in [
         "\"unbalanced",
@@ -225,7 +234,7 @@ fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
     ] {
         let _ = q(hostile); // no FTS5 syntax error
     }
-    assert!(index::search(
+    assert!(search(
         &store,
         "x",
         &SearchOptions {

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use engram::index::{self, IndexOptions, SearchOptions, SecretAction};
+use engram::index::{self, IndexOptions, SecretAction};
+use engram::search::{self, HitKind, SearchOptions};
 use engram::store::Store;
 use serde_json::json;
 
@@ -40,6 +41,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 } else {
                     SecretAction::Redact
                 },
+                ..IndexOptions::default()
             };
             let pb = out.spinner(&format!("indexing {}", root.display()));
             let report = index::index(&store, &root, &opts);
@@ -67,29 +69,44 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             top_k,
             lang,
             path,
+            kind,
+            near,
+            recent,
+            keyword_only,
         } => {
             let dir = store_dir(cli)?;
             let store = Store::open(&dir, store_options(cli), engram::projections())
                 .with_context(|| format!("opening store {}", dir.display()))?;
-            let hits = index::search(
+            let kind = kind.as_deref().map(str::parse::<HitKind>).transpose()?;
+            let results = search::search(
                 &store,
                 query,
                 &SearchOptions {
                     top_k: *top_k,
+                    kind,
                     lang: lang.clone(),
                     path_glob: path.clone(),
+                    near: near.clone(),
+                    boost_recent: *recent,
+                    keyword_only: *keyword_only,
+                    ..SearchOptions::default()
                 },
             )?;
-            out.value(&json!({"hits": hits}), || {
-                if hits.is_empty() {
+            if let Some(why) = &results.degraded {
+                tracing::warn!("search degraded: {why}");
+            }
+            out.value(&results, || {
+                if results.hits.is_empty() {
                     return "no hits".into();
                 }
-                hits.iter()
-                    .map(|h| {
-                        format!(
-                            "{:.2}  {}:{}-{}  {}",
-                            h.score, h.path, h.start_line, h.end_line, h.snippet
-                        )
+                results
+                    .hits
+                    .iter()
+                    .map(|h| match (&h.path, h.start_line, h.end_line) {
+                        (Some(p), Some(s), Some(e)) => {
+                            format!("{:.4}  {p}:{s}-{e}  {}", h.score, h.snippet)
+                        }
+                        _ => format!("{:.4}  {}  {}", h.score, h.key, h.snippet),
                     })
                     .collect::<Vec<_>>()
                     .join("\n")

@@ -339,18 +339,30 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             top_k,
             filter,
         } => {
+            // The same search as `engram search`, restricted to memories: keyword and
+            // vector ranks fused, recency breaking ties.
             let filter = memory_filter(filter)?;
-            let hits = memories.recall_filtered(query, &filter, *top_k)?;
-            let rows: Vec<_> = hits
-                .iter()
-                .map(|h| json!({"key": h.memory.id, "kind": "memory", "score": h.score, "text": h.memory.text, "tags": h.memory.tags}))
-                .collect();
-            out.value(&json!({"hits": rows}), || {
-                hits.iter()
-                    .map(|h| format!("{:.3}  {}", h.score, human(&h.memory)))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })?;
+            let results = engram::search::search(
+                memories.store(),
+                query,
+                &engram::search::SearchOptions {
+                    top_k: *top_k,
+                    kind: Some(engram::search::HitKind::Memory),
+                    memory_filter: filter,
+                    embedder: memories.embedder().clone(),
+                    ..Default::default()
+                },
+            )?;
+            let mut rows = Vec::new();
+            let mut lines = Vec::new();
+            for h in &results.hits {
+                let Some(m) = memories.get(&h.key)? else {
+                    continue;
+                };
+                rows.push(json!({"key": h.key, "kind": "memory", "score": h.score, "snippet": h.snippet, "text": m.text, "tags": m.tags}));
+                lines.push(format!("{:.4}  {}", h.score, human(&m)));
+            }
+            out.value(&json!({"hits": rows}), || lines.join("\n"))?;
         }
         Command::Import { file } => {
             let pb = out.spinner(&format!("importing {}", file.display()));

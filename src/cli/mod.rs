@@ -197,6 +197,18 @@ pub enum Command {
         /// Only paths matching this glob, e.g. 'src/**/*.rs'.
         #[arg(long)]
         path: Option<String>,
+        /// Only hits of this kind: file, symbol, chunk, memory.
+        #[arg(long)]
+        kind: Option<String>,
+        /// The file you are in: hits in it and its directory rank higher.
+        #[arg(long)]
+        near: Option<String>,
+        /// Rank recently changed files and memories higher.
+        #[arg(long)]
+        recent: bool,
+        /// Keyword and symbol matches only, no vectors.
+        #[arg(long)]
+        keyword_only: bool,
     },
     /// Pattern sets: load and list.
     Pattern {

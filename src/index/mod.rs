@@ -16,6 +16,7 @@ mod walk;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -24,9 +25,10 @@ use serde_json::{json, Map};
 pub use chunk::{line_windows, Chunk};
 pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE};
 pub use redact::SecretAction;
-pub use search::{search, SearchHit, SearchOptions};
+pub use search::{chunk_info, keyword_ranked, ChunkInfo};
 pub use walk::{is_secrets_file, language, Skipped};
 
+use crate::embed::{default_embedder, is_zero, EmbedError, Embedder};
 use crate::key::hash64;
 use crate::patterns::{builtin, compile, PatternError};
 use crate::store::{Store, StoreError};
@@ -38,16 +40,23 @@ pub enum IndexError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Patterns(#[from] PatternError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
     #[error("{0}")]
     Invalid(String),
 }
 
 /// How to index.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct IndexOptions {
     /// Files larger than this are skipped (default 1 MiB).
     pub max_file_bytes: u64,
     pub secret_action: SecretAction,
+    /// Makes each chunk's vector (default: the built-in [`HashedEmbedder`]). Files
+    /// embedded by another embedder are re-embedded, never mixed.
+    ///
+    /// [`HashedEmbedder`]: crate::embed::HashedEmbedder
+    pub embedder: Arc<dyn Embedder>,
 }
 
 impl Default for IndexOptions {
@@ -55,7 +64,18 @@ impl Default for IndexOptions {
         IndexOptions {
             max_file_bytes: 1 << 20,
             secret_action: SecretAction::Redact,
+            embedder: Arc::new(default_embedder()),
         }
+    }
+}
+
+impl std::fmt::Debug for IndexOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexOptions")
+            .field("max_file_bytes", &self.max_file_bytes)
+            .field("secret_action", &self.secret_action)
+            .field("embedder", &self.embedder.name())
+            .finish()
     }
 }
 
@@ -84,6 +104,7 @@ struct Known {
     mtime_ms: u64,
     hash: String,
     chunks: u64,
+    embedder: String,
 }
 
 /// Index the repository at `root` into `store`.
@@ -101,7 +122,8 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let mut scanner = compiled.scanner()?;
 
     let known: HashMap<String, Known> = store.with_tracker(|db| {
-        let mut stmt = db.prepare("SELECT path, size, mtime_ms, hash, chunks FROM code_files")?;
+        let mut stmt =
+            db.prepare("SELECT path, size, mtime_ms, hash, chunks, embedder FROM code_files")?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -110,6 +132,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
                     mtime_ms: r.get::<_, i64>(2)? as u64,
                     hash: r.get(3)?,
                     chunks: r.get::<_, i64>(4)? as u64,
+                    embedder: r.get(5)?,
                 },
             ))
         })?;
@@ -124,11 +147,12 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         ..IndexReport::default()
     };
     let mut seen: HashSet<String> = HashSet::new();
+    let embedder_name = opts.embedder.name().to_string();
     let mut writer = store.begin_batch()?;
     for f in &files {
         let old = known.get(&f.rel);
         if let Some(k) = old {
-            if k.size == f.size && k.mtime_ms == f.mtime_ms {
+            if k.size == f.size && k.mtime_ms == f.mtime_ms && k.embedder == embedder_name {
                 seen.insert(f.rel.clone());
                 report.files_unchanged += 1;
                 continue;
@@ -152,11 +176,12 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         seen.insert(f.rel.clone());
         let hash = format!("{:016x}", hash64(text));
         let lang = walk::language(&f.rel);
-        let unchanged_content = old.is_some_and(|k| k.hash == hash);
+        let unchanged_content = old.is_some_and(|k| k.hash == hash && k.embedder == embedder_name);
         let chunks = if unchanged_content {
             old.map(|k| k.chunks).unwrap_or(0)
         } else {
             let chunks = line_windows(text);
+            let mut to_embed: Vec<(String, String)> = Vec::new();
             for (i, c) in chunks.iter().enumerate() {
                 let Some(clean) = redact::redact(
                     &c.text,
@@ -177,8 +202,19 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
                 meta.insert("lang".into(), json!(lang));
                 meta.insert("start_line".into(), json!(c.start_line));
                 meta.insert("end_line".into(), json!(c.end_line));
-                writer.put(&format!("chunk:{}:{i}", f.rel), meta, clean.into_bytes())?;
+                let key = format!("chunk:{}:{i}", f.rel);
+                writer.put(&key, meta, clean.as_bytes())?;
+                to_embed.push((key, clean));
                 report.chunks += 1;
+            }
+            // Vectors follow their chunks in the same batch: only redacted text is
+            // ever embedded, and a put makes older vectors of the key stale.
+            let texts: Vec<&str> = to_embed.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = opts.embedder.embed(&texts)?;
+            for ((key, _), v) in to_embed.iter().zip(&vectors) {
+                if !is_zero(v) {
+                    writer.put_vector(key, &embedder_name, v)?;
+                }
             }
             for i in chunks.len() as u64..old.map(|k| k.chunks).unwrap_or(0) {
                 writer.delete(&format!("chunk:{}:{i}", f.rel))?;
@@ -197,6 +233,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         meta.insert("mtime_ms".into(), json!(f.mtime_ms));
         meta.insert("hash".into(), json!(hash));
         meta.insert("chunks".into(), json!(chunks));
+        meta.insert("embedder".into(), json!(embedder_name));
         writer.put(&format!("file:{}", f.rel), meta, Vec::new())?;
     }
     for (path, k) in &known {

@@ -22,7 +22,7 @@ impl Projection for CodeProjection {
     }
 
     fn version(&self) -> u32 {
-        1
+        2
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -30,7 +30,7 @@ impl Projection for CodeProjection {
             "CREATE TABLE IF NOT EXISTS code_files (
                 key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL,
                 size INTEGER NOT NULL, mtime_ms INTEGER NOT NULL, hash TEXT NOT NULL,
-                chunks INTEGER NOT NULL);
+                chunks INTEGER NOT NULL, embedder TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS code_chunks (
                 key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL,
                 lang TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL);
@@ -65,10 +65,10 @@ impl Projection for CodeProjection {
                 match meta.get("type").and_then(Value::as_str) {
                     Some(FILE_TYPE) => {
                         db.prepare_cached(
-                            "INSERT OR REPLACE INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                            "INSERT OR REPLACE INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks, embedder)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                         )?
-                        .execute(params![h, s("path"), s("lang"), n("size"), n("mtime_ms"), s("hash"), n("chunks")])?;
+                        .execute(params![h, s("path"), s("lang"), n("size"), n("mtime_ms"), s("hash"), n("chunks"), s("embedder")])?;
                     }
                     Some(CHUNK_TYPE) => {
                         db.prepare_cached(

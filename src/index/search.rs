@@ -1,112 +1,76 @@
-//! Keyword search over indexed chunks: FTS5 BM25 over code-aware tokens, the path
-//! weighted above the text, user text always quoted (never FTS syntax), filtered by
-//! language and path glob. (Vector and symbol search fuse in on top of this.)
+//! Reading the code index back: keyword-ranked chunks (FTS5 BM25 over code-aware
+//! tokens, the path weighted above the text, user text always quoted, never FTS
+//! syntax) and where each chunk is. Fusing these with vectors and memories is the
+//! `search` layer's job, not this one's.
 
-use globset::Glob;
-use serde::Serialize;
+use rusqlite::OptionalExtension;
 
 use super::IndexError;
-use crate::memory::query::{fts_query, split_identifier};
+use crate::memory::query::fts_query;
 use crate::store::Store;
 
-/// One search result. Lines are 1-based and inclusive.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchHit {
+/// Where an indexed chunk is. Lines are 1-based and inclusive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkInfo {
     pub key: String,
-    pub kind: &'static str,
     pub path: String,
+    pub lang: String,
     pub start_line: u64,
     pub end_line: u64,
+    /// The symbol the chunk belongs to, when the file was parsed.
     pub symbol: Option<String>,
-    pub score: f64,
-    pub snippet: String,
+    /// The file's modification time when it was indexed (Unix ms).
+    pub mtime_ms: u64,
 }
 
-/// Filters for [`search`].
-#[derive(Debug, Clone, Default)]
-pub struct SearchOptions {
-    pub top_k: usize,
-    /// Only chunks of this language (`rust`, `python`, …).
-    pub lang: Option<String>,
-    /// Only paths matching this glob (`src/**/*.rs`).
-    pub path_glob: Option<String>,
-}
-
-/// Chunks matching `query`, best first.
-pub fn search(
+/// Chunk keys matching `query` by keyword, best first, with their BM25 score (higher
+/// is better), at most `limit`, only of language `lang` when given.
+pub fn keyword_ranked(
     store: &Store,
     query: &str,
-    opts: &SearchOptions,
-) -> Result<Vec<SearchHit>, IndexError> {
+    lang: Option<&str>,
+    limit: usize,
+) -> Result<Vec<(String, f64)>, IndexError> {
     let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
-    let glob = match &opts.path_glob {
-        Some(g) => Some(
-            Glob::new(g)
-                .map_err(|e| IndexError::Invalid(format!("--path {g:?} is not a valid glob: {e}")))?
-                .compile_matcher(),
-        ),
-        None => None,
-    };
-    let top_k = opts.top_k.max(1);
-    // Over-fetch when a glob filters afterwards.
-    let fetch = if glob.is_some() { top_k * 20 } else { top_k };
-    let rows: Vec<(String, String, u64, u64, f64)> = store.with_tracker(|db| {
+    Ok(store.with_tracker(|db| {
         let mut stmt = db.prepare_cached(
-            "SELECT r.key, c.path, c.start_line, c.end_line, bm25(code_fts, 4.0, 1.0) AS rank
+            "SELECT r.key, bm25(code_fts, 4.0, 1.0) AS rank
              FROM code_fts JOIN code_chunks c ON c.key_hash = code_fts.rowid
              JOIN records r ON r.key_hash = c.key_hash
              WHERE code_fts MATCH ?1 AND (?2 IS NULL OR c.lang = ?2)
              ORDER BY rank LIMIT ?3",
         )?;
         let rows = stmt.query_map(
-            rusqlite::params![fts, opts.lang, fetch.min(i64::MAX as usize) as i64],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get::<_, i64>(2)? as u64,
-                    r.get::<_, i64>(3)? as u64,
-                    -r.get::<_, f64>(4)?,
-                ))
-            },
+            rusqlite::params![fts, lang, limit.min(i64::MAX as usize) as i64],
+            |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)),
         )?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    })?;
-    let terms: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .flat_map(|w| std::iter::once(w.to_lowercase()).chain(split_identifier(w)))
-        .collect();
-    let mut hits = Vec::new();
-    for (key, path, start_line, end_line, score) in rows {
-        if glob.as_ref().is_some_and(|g| !g.is_match(&path)) {
-            continue;
-        }
-        let body = store.get(&key)?.map(|r| r.body).unwrap_or_default();
-        let text = String::from_utf8_lossy(&body);
-        // The first line that holds a query word is the snippet.
-        let line = text
-            .lines()
-            .find(|l| {
-                let l = l.to_lowercase();
-                terms.iter().any(|t| l.contains(t.as_str()))
+    })?)
+}
+
+/// Where the chunk with this key hash is, if it is indexed.
+pub fn chunk_info(store: &Store, key_hash: u64) -> Result<Option<ChunkInfo>, IndexError> {
+    Ok(store.with_tracker(|db| {
+        Ok(db
+            .prepare_cached(
+                "SELECT r.key, c.path, c.lang, c.start_line, c.end_line, f.mtime_ms
+                 FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
+                 LEFT JOIN code_files f ON f.path = c.path
+                 WHERE c.key_hash = ?1",
+            )?
+            .query_row([key_hash as i64], |r| {
+                Ok(ChunkInfo {
+                    key: r.get(0)?,
+                    path: r.get(1)?,
+                    lang: r.get(2)?,
+                    start_line: r.get::<_, i64>(3)? as u64,
+                    end_line: r.get::<_, i64>(4)? as u64,
+                    symbol: None,
+                    mtime_ms: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+                })
             })
-            .unwrap_or_else(|| text.lines().next().unwrap_or(""));
-        hits.push(SearchHit {
-            key,
-            kind: "chunk",
-            path,
-            start_line,
-            end_line,
-            symbol: None,
-            score,
-            snippet: line.trim().chars().take(200).collect(),
-        });
-        if hits.len() == top_k {
-            break;
-        }
-    }
-    Ok(hits)
+            .optional()?)
+    })?)
 }

@@ -73,7 +73,11 @@ impl Memories {
             if m.updated_ms == 0 {
                 m.updated_ms = m.created_ms;
             }
-            writer.put_keeping_history(&m.id, m.to_meta(), m.text.into_bytes())?;
+            let vector = self.embedding(&m)?;
+            writer.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
+            if let Some(v) = vector {
+                writer.put_vector(&m.id, self.embedder.name(), &v)?;
+            }
             report.imported += 1;
             Ok(true)
         })?;

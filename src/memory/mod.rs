@@ -18,6 +18,7 @@ pub mod taxonomy;
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
@@ -32,6 +33,7 @@ pub use notes::note_name;
 pub use projection::MemoryProjection;
 pub use sessions::{FileChange, CHANGE_ACTIONS};
 
+use crate::embed::{default_embedder, is_zero, Embedder};
 use crate::key::{hash64, Key};
 use crate::store::{Projection, Store, StoreError, StoreOptions, WriteBatch};
 
@@ -78,6 +80,7 @@ pub fn projections() -> Vec<Box<dyn Projection>> {
 /// Memories in one store.
 pub struct Memories {
     store: Store,
+    embedder: Arc<dyn Embedder>,
 }
 
 impl Memories {
@@ -88,14 +91,43 @@ impl Memories {
 
     /// Open with explicit store options.
     pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
-        Ok(Memories {
-            store: Store::open(dir, options, crate::projections())?,
-        })
+        Ok(Memories::from_store(Store::open(
+            dir,
+            options,
+            crate::projections(),
+        )?))
     }
 
     /// Wrap a store already opened with [`projections`].
     pub fn from_store(store: Store) -> Memories {
-        Memories { store }
+        Memories {
+            store,
+            embedder: Arc::new(default_embedder()),
+        }
+    }
+
+    /// Embed memories with `embedder` instead of the built-in one. Use the same
+    /// embedder for code and memories so one query vector searches both.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Memories {
+        self.embedder = embedder;
+        self
+    }
+
+    /// The embedder that makes this store's memory vectors.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The vector of a memory as stored (`None` when it has no words to embed).
+    fn embedding(&self, m: &Memory) -> Result<Option<Vec<f32>>> {
+        let text = embedding_text(m);
+        let v = self
+            .embedder
+            .embed(&[text.as_str()])
+            .map_err(|e| MemoryError::Invalid(e.to_string()))?
+            .pop()
+            .unwrap_or_default();
+        Ok((!v.is_empty() && !is_zero(&v)).then_some(v))
     }
 
     /// The underlying store.
@@ -203,6 +235,9 @@ impl Memories {
     fn commit_version(&self, memory: &Memory) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put_keeping_history(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
+        if let Some(v) = self.embedding(memory)? {
+            batch.put_vector(&memory.id, self.embedder.name(), &v)?;
+        }
         self.store.commit(&batch)?;
         Ok(())
     }
@@ -296,26 +331,7 @@ impl Memories {
         filter: &MemoryFilter,
         top_k: usize,
     ) -> Result<Vec<RecallHit>> {
-        let Some(fts) = query::fts_query(query) else {
-            return Ok(Vec::new());
-        };
-        let (cond, filter_args) = filter.sql();
-        let mut args = vec![rusqlite::types::Value::Text(fts)];
-        args.extend(filter_args);
-        args.push(rusqlite::types::Value::Integer(
-            top_k.min(i64::MAX as usize) as i64,
-        ));
-        let found: Vec<(String, f64)> = self.store.with_tracker(|db| {
-            let mut stmt = db.prepare_cached(&format!(
-                "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts
-                 JOIN memories m ON m.key_hash = memories_fts.rowid
-                 WHERE memories_fts MATCH ?{cond} ORDER BY rank, m.updated_ms DESC LIMIT ?"
-            ))?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
-            })?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })?;
+        let found = keyword_ranked(&self.store, query, filter, top_k)?;
         let mut hits = Vec::with_capacity(found.len());
         for (id, score) in found {
             if let Some(memory) = self.get(&id)? {
@@ -376,4 +392,61 @@ pub fn normalise_id(id: &str) -> Result<String> {
             "{id:?} is not a memory id; expected mem: followed by eight lowercase hex digits, e.g. mem:a1b2c3d4"
         ))),
     }
+}
+
+/// What a memory's vector is made of: its text and its tags.
+fn embedding_text(m: &Memory) -> String {
+    let mut t = m.text.clone();
+    for tag in &m.tags {
+        t.push(' ');
+        t.push_str(tag);
+    }
+    t
+}
+
+/// Ids of the memories matching `query` by keyword among those matching
+/// `filter`, with their BM25 score (higher is better), best first.
+pub fn keyword_ranked(
+    store: &Store,
+    query: &str,
+    filter: &MemoryFilter,
+    top_k: usize,
+) -> Result<Vec<(String, f64)>> {
+    let Some(fts) = query::fts_query(query) else {
+        return Ok(Vec::new());
+    };
+    let (cond, filter_args) = filter.sql();
+    let mut args = vec![rusqlite::types::Value::Text(fts)];
+    args.extend(filter_args);
+    args.push(rusqlite::types::Value::Integer(
+        top_k.min(i64::MAX as usize) as i64,
+    ));
+    let found: Vec<(String, f64)> = store.with_tracker(|db| {
+        let mut stmt = db.prepare_cached(&format!(
+            "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts
+             JOIN memories m ON m.key_hash = memories_fts.rowid
+             WHERE memories_fts MATCH ?{cond} ORDER BY rank, m.updated_ms DESC LIMIT ?"
+        ))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    })?;
+    Ok(found)
+}
+
+/// True when the live memory `id` matches `filter`.
+pub fn matches_filter(store: &Store, id: &str, filter: &MemoryFilter) -> Result<bool> {
+    let (cond, filter_args) = filter.sql();
+    let mut args = vec![rusqlite::types::Value::Integer(hash64(id) as i64)];
+    args.extend(filter_args);
+    Ok(store.with_tracker(|db| {
+        Ok(db
+            .prepare_cached(&format!(
+                "SELECT 1 FROM memories m WHERE m.key_hash = ?{cond}"
+            ))?
+            .query_row(rusqlite::params_from_iter(args), |_| Ok(()))
+            .optional()?
+            .is_some())
+    })?)
 }

@@ -1,0 +1,249 @@
+//! One query across code and memories: keyword, vector and symbol candidates fused by
+//! reciprocal rank, filtered, optionally boosted, and returned with where each hit is.
+//!
+//! Sources: BM25 over chunks (`index`), BM25 over memories (`memory`), nearest vectors
+//! of the query's embedding (`store`'s vector cache, which holds chunks and memories in
+//! one space per embedder) and symbol names. Each gives a ranked list; [`fuse`] merges
+//! them by rank. This layer reads only; it never writes the store.
+
+mod fuse;
+mod resolve;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use fuse::{fuse, RankedList, K as RRF_K};
+
+use crate::embed::{default_embedder, is_zero, Embedder};
+use crate::index::{self, IndexError};
+use crate::memory::{MemoryError, MemoryFilter};
+use crate::store::{Store, StoreError};
+
+/// What can go wrong while searching.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What a hit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HitKind {
+    /// A whole indexed file (the best of its chunks stands for it).
+    File,
+    /// A parsed symbol (function, class …).
+    Symbol,
+    /// A chunk of an indexed file.
+    Chunk,
+    /// A memory (`mem:` entry of any kind: memory, note, error, decision …).
+    Memory,
+}
+
+impl HitKind {
+    /// The name used in options and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HitKind::File => "file",
+            HitKind::Symbol => "symbol",
+            HitKind::Chunk => "chunk",
+            HitKind::Memory => "memory",
+        }
+    }
+}
+
+impl FromStr for HitKind {
+    type Err = SearchError;
+    fn from_str(s: &str) -> Result<Self, SearchError> {
+        Ok(match s {
+            "file" => HitKind::File,
+            "symbol" => HitKind::Symbol,
+            "chunk" => HitKind::Chunk,
+            "memory" => HitKind::Memory,
+            other => {
+                return Err(SearchError::Invalid(format!(
+                    "kind {other:?} is not one of file, symbol, chunk, memory"
+                )))
+            }
+        })
+    }
+}
+
+/// How to search. [`SearchOptions::default`] searches everything, hybrid, top 10.
+#[derive(Clone)]
+pub struct SearchOptions {
+    pub top_k: usize,
+    /// Only hits of this kind.
+    pub kind: Option<HitKind>,
+    /// Only code of this language (`rust`, `python` …); excludes memories.
+    pub lang: Option<String>,
+    /// Only code whose path matches this glob (`src/**/*.rs`); excludes memories.
+    pub path_glob: Option<String>,
+    /// The file the user is in: hits in it, and then in its directory, rank higher.
+    pub near: Option<String>,
+    /// Rank recently changed files and recently updated memories higher.
+    pub boost_recent: bool,
+    /// Which memories may be hits.
+    pub memory_filter: MemoryFilter,
+    /// Skip the vector source (keyword and symbols only).
+    pub keyword_only: bool,
+    /// Embeds the query; must be the embedder the store's vectors were made with.
+    pub embedder: Arc<dyn Embedder>,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            top_k: 10,
+            kind: None,
+            lang: None,
+            path_glob: None,
+            near: None,
+            boost_recent: false,
+            memory_filter: MemoryFilter::default(),
+            keyword_only: false,
+            embedder: Arc::new(default_embedder()),
+        }
+    }
+}
+
+impl std::fmt::Debug for SearchOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchOptions")
+            .field("top_k", &self.top_k)
+            .field("kind", &self.kind)
+            .field("lang", &self.lang)
+            .field("path_glob", &self.path_glob)
+            .field("near", &self.near)
+            .field("boost_recent", &self.boost_recent)
+            .field("memory_filter", &self.memory_filter)
+            .field("keyword_only", &self.keyword_only)
+            .field("embedder", &self.embedder.name())
+            .finish()
+    }
+}
+
+/// One result. Code hits carry a path and 1-based inclusive lines; memory hits carry
+/// their text instead.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// `chunk:…`, `file:…`, `sym:…` or `mem:…`.
+    pub key: String,
+    pub kind: HitKind,
+    pub path: Option<String>,
+    pub start_line: Option<u64>,
+    pub end_line: Option<u64>,
+    pub symbol: Option<String>,
+    /// Fused score (reciprocal-rank sum, after boosts); higher is better.
+    pub score: f64,
+    /// The line that best shows why this is a hit (at most 200 characters).
+    pub snippet: String,
+    /// A memory's full text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The hits, and why the search was less than hybrid if it was.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SearchResults {
+    pub hits: Vec<SearchHit>,
+    /// Set when a source failed and the search went on without it (for example the
+    /// embedder was unavailable and only keywords were used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
+/// How much each source's ranks count in the fusion.
+const KEYWORD_WEIGHT: f64 = 1.0;
+const VECTOR_WEIGHT: f64 = 0.8;
+
+/// Nearest vectors below this cosine similarity are not hits: the nearest
+/// neighbours of a query that matches nothing are noise, not answers. (Unrelated
+/// texts sit near 0 with the hashed embedder; real paraphrases well above this.)
+const MIN_VECTOR_SIMILARITY: f32 = 0.15;
+
+/// Search `store` for `query`; see the module documentation.
+pub fn search(
+    store: &Store,
+    query: &str,
+    opts: &SearchOptions,
+) -> Result<SearchResults, SearchError> {
+    let top_k = opts.top_k.clamp(1, 1000);
+    let filter = resolve::Filter::new(opts)?;
+    let code = matches!(
+        opts.kind,
+        None | Some(HitKind::Chunk | HitKind::File | HitKind::Symbol)
+    );
+    let memories = matches!(opts.kind, None | Some(HitKind::Memory))
+        && opts.lang.is_none()
+        && opts.path_glob.is_none();
+    // Candidates per source: enough that filters and fusion have room to work.
+    let fetch = if opts.path_glob.is_some() {
+        top_k * 20
+    } else {
+        (top_k * 4).max(40)
+    };
+
+    let mut lists = Vec::new();
+    if code {
+        let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), fetch)?;
+        lists.push(RankedList {
+            keys: keys.into_iter().map(|(k, _)| k).collect(),
+            weight: KEYWORD_WEIGHT,
+        });
+    }
+    if memories {
+        let mems = crate::memory::keyword_ranked(store, query, &opts.memory_filter, fetch)?;
+        lists.push(RankedList {
+            keys: mems.into_iter().map(|(k, _)| k).collect(),
+            weight: KEYWORD_WEIGHT,
+        });
+    }
+    let mut degraded = None;
+    if !opts.keyword_only {
+        match opts.embedder.embed(&[query]) {
+            Ok(mut v) => {
+                let qv = v.pop().unwrap_or_default();
+                if !qv.is_empty() && !is_zero(&qv) {
+                    let found = store.vector_search(opts.embedder.name(), &qv, fetch * 2)?;
+                    let keys: Vec<String> = found
+                        .into_iter()
+                        .filter(|m| m.score >= MIN_VECTOR_SIMILARITY)
+                        .map(|m| m.key)
+                        .filter(|k| {
+                            (code && k.starts_with("chunk:")) || (memories && k.starts_with("mem:"))
+                        })
+                        .collect();
+                    lists.push(RankedList {
+                        keys,
+                        weight: VECTOR_WEIGHT,
+                    });
+                }
+            }
+            Err(e) => {
+                tracing::warn!("vector search skipped: {e}");
+                degraded = Some(format!("keyword only: {e}"));
+            }
+        }
+    }
+    let fused = fuse(&lists);
+    let hits = resolve::hits(store, query, &fused, opts, &filter, top_k)?;
+    Ok(SearchResults { hits, degraded })
+}
+
+/// The directory part of a repository-relative path (`""` at the root).
+fn parent_dir(path: &str) -> &str {
+    Path::new(path)
+        .parent()
+        .and_then(|p| p.to_str())
+        .unwrap_or("")
+}

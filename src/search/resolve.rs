@@ -1,0 +1,193 @@
+//! Turning fused keys into hits: look each key up, drop what the filters exclude,
+//! apply the boosts, and cut a snippet.
+
+use std::collections::HashSet;
+
+use globset::{Glob, GlobMatcher};
+
+use super::{parent_dir, HitKind, SearchError, SearchHit, SearchOptions};
+use crate::index;
+use crate::key::hash64;
+use crate::memory::{self, Memory};
+use crate::store::Store;
+use crate::text::split_identifier;
+
+/// The filters that need more than SQL: a compiled path glob.
+pub(super) struct Filter {
+    glob: Option<GlobMatcher>,
+}
+
+impl Filter {
+    pub(super) fn new(opts: &SearchOptions) -> Result<Filter, SearchError> {
+        let glob = match &opts.path_glob {
+            Some(g) => Some(
+                Glob::new(g)
+                    .map_err(|e| {
+                        SearchError::Invalid(format!(
+                            "path glob {g:?} is not valid: {e}; use forms like src/**/*.rs"
+                        ))
+                    })?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        Ok(Filter { glob })
+    }
+}
+
+/// Boost for a hit in the file the user is in, and in its directory.
+const SAME_FILE_BOOST: f64 = 1.5;
+const SAME_DIR_BOOST: f64 = 1.2;
+/// Most a recent change adds (fading to nothing over [`RECENT_MS`]).
+const RECENT_BOOST: f64 = 0.3;
+const RECENT_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
+
+/// Hits for the fused keys, best first, at most `top_k`.
+pub(super) fn hits(
+    store: &Store,
+    query: &str,
+    fused: &[(String, f64)],
+    opts: &SearchOptions,
+    filter: &Filter,
+    top_k: usize,
+) -> Result<Vec<SearchHit>, SearchError> {
+    let terms = query_terms(query);
+    let now = crate::store::now_ms();
+    let mut out: Vec<(SearchHit, u64)> = Vec::new();
+    let mut files_seen = HashSet::new();
+    for (key, score) in fused {
+        // Enough to re-rank after boosts without resolving the whole candidate list.
+        if out.len() >= top_k * 3 {
+            break;
+        }
+        let (mut hit, changed_ms) = if key.starts_with("mem:") {
+            if !memory::matches_filter(store, key, &opts.memory_filter)? {
+                continue;
+            }
+            let Some(m) = store.get(key)?.as_ref().and_then(Memory::from_record) else {
+                continue;
+            };
+            let snippet = best_line(&m.text, &terms);
+            let updated = m.updated_ms;
+            (
+                SearchHit {
+                    key: key.clone(),
+                    kind: HitKind::Memory,
+                    path: None,
+                    start_line: None,
+                    end_line: None,
+                    symbol: None,
+                    score: *score,
+                    snippet,
+                    text: Some(m.text),
+                },
+                updated,
+            )
+        } else {
+            let Some(info) = index::chunk_info(store, hash64(key))? else {
+                continue;
+            };
+            if opts.lang.as_deref().is_some_and(|l| l != info.lang)
+                || filter
+                    .glob
+                    .as_ref()
+                    .is_some_and(|g| !g.is_match(&info.path))
+            {
+                continue;
+            }
+            let body = store.get(key)?.map(|r| r.body).unwrap_or_default();
+            let snippet = best_line(&String::from_utf8_lossy(&body), &terms);
+            let hit = if opts.kind == Some(HitKind::File) {
+                // A file is as good as its best chunk; later chunks add nothing.
+                if !files_seen.insert(info.path.clone()) {
+                    continue;
+                }
+                SearchHit {
+                    key: format!("file:{}", info.path),
+                    kind: HitKind::File,
+                    path: Some(info.path),
+                    start_line: Some(info.start_line),
+                    end_line: Some(info.end_line),
+                    symbol: info.symbol,
+                    score: *score,
+                    snippet,
+                    text: None,
+                }
+            } else {
+                SearchHit {
+                    key: info.key,
+                    kind: HitKind::Chunk,
+                    path: Some(info.path),
+                    start_line: Some(info.start_line),
+                    end_line: Some(info.end_line),
+                    symbol: info.symbol,
+                    score: *score,
+                    snippet,
+                    text: None,
+                }
+            };
+            (hit, info.mtime_ms)
+        };
+        if let (Some(near), Some(path)) = (&opts.near, &hit.path) {
+            if path == near {
+                hit.score *= SAME_FILE_BOOST;
+            } else if parent_dir(path) == parent_dir(near) {
+                hit.score *= SAME_DIR_BOOST;
+            }
+        }
+        if opts.boost_recent {
+            let age = now.saturating_sub(changed_ms) as f64;
+            hit.score *= 1.0 + RECENT_BOOST * (1.0 - age / RECENT_MS).max(0.0);
+        }
+        out.push((hit, changed_ms));
+    }
+    // Best first; among equals the more recent (the tie-breaker memories promise).
+    out.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(b.1.cmp(&a.1)));
+    out.truncate(top_k);
+    Ok(out.into_iter().map(|(h, _)| h).collect())
+}
+
+/// Lower-cased words and sub-words of the query, for picking a snippet line.
+fn query_terms(query: &str) -> Vec<String> {
+    let mut terms: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.len() > 1)
+        .flat_map(|w| std::iter::once(w.to_lowercase()).chain(split_identifier(w)))
+        .filter(|w| w.len() > 1)
+        .collect();
+    terms.sort();
+    terms.dedup();
+    terms
+}
+
+/// The line holding the most query terms (the first such on a tie), else the first
+/// non-blank line; trimmed to 200 characters.
+fn best_line(text: &str, terms: &[String]) -> String {
+    let mut best: Option<(&str, usize)> = None;
+    for line in text.lines() {
+        let lower = line.to_lowercase();
+        let n = terms.iter().filter(|t| lower.contains(t.as_str())).count();
+        if n > 0 && best.is_none_or(|(_, b)| n > b) {
+            best = Some((line, n));
+        }
+    }
+    let line = match best {
+        Some((l, _)) => l,
+        None => text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""),
+    };
+    line.trim().chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snippet_is_the_line_with_most_query_words() {
+        let text = "use std::io;\nfn parse(x) {}\nfn parse_request(req: Request) {}\n";
+        let terms = query_terms("parse request");
+        assert_eq!(best_line(text, &terms), "fn parse_request(req: Request) {}");
+        assert_eq!(best_line("\n\n  first  \nsecond", &terms), "first");
+        assert_eq!(best_line(&"x".repeat(500), &[]).len(), 200);
+    }
+}
