@@ -223,7 +223,15 @@ fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
     };
     assert_eq!(path(&q("parse http request")[0]), "ok.rs");
     assert_eq!(path(&q("parseHttpRequest")[0]), "ok.rs");
-    assert!(q("secret_sauce").is_empty() && q("scratch").is_empty());
+    // Ignored files were never indexed: no hit of any kind comes from them.
+    for (query, file) in [("secret_sauce", "ignored/skip.rs"), ("scratch", "scratch.tmp")] {
+        assert!(
+            q(query).iter().all(|h| path(h) != file),
+            "{file} was indexed"
+        );
+    }
+    assert!(store.get("file:ignored/skip.rs").unwrap().is_none());
+    assert!(store.get("file:scratch.tmp").unwrap().is_none());
     for hostile in [
         "\"unbalanced",
         "NEAR(a b)",

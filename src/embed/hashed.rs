@@ -21,7 +21,7 @@ use crate::text::split_identifier;
 const STEM_WEIGHT: f32 = 1.0;
 /// Weight of the idea a word names: a synonym match is good evidence, a bit less
 /// than the same word.
-const CONCEPT_WEIGHT: f32 = 0.8;
+const CONCEPT_WEIGHT: f32 = 1.0;
 /// Weight of a compound identifier as a whole (`parse_request`).
 const IDENT_WEIGHT: f32 = 0.7;
 /// Total weight of one word's trigrams, spread over them.

@@ -169,7 +169,7 @@ const VECTOR_WEIGHT: f64 = 0.8;
 /// Nearest vectors below this cosine similarity are not hits: the nearest
 /// neighbours of a query that matches nothing are noise, not answers. (Unrelated
 /// texts sit near 0 with the hashed embedder; real paraphrases well above this.)
-const MIN_VECTOR_SIMILARITY: f32 = 0.15;
+const MIN_VECTOR_SIMILARITY: f32 = 0.1;
 
 /// Search `store` for `query`; see the module documentation.
 pub fn search(
