@@ -6,7 +6,7 @@
 use rusqlite::OptionalExtension;
 
 use super::IndexError;
-use crate::memory::query::fts_query;
+use crate::memory::query::{fts_all_query, fts_query};
 use crate::store::Store;
 
 /// Where an indexed chunk is. Lines are 1-based and inclusive.
@@ -25,29 +25,81 @@ pub struct ChunkInfo {
 
 /// Chunk keys matching `query` by keyword, best first, with their BM25 score (higher
 /// is better), at most `limit`, only of language `lang` when given.
+///
+/// Chunks holding every word come first (that query is selective, hence cheap); only
+/// when they are fewer than `enough` is the any-word query run to fill up to `limit`,
+/// since ranking every chunk that holds any common word is what costs time.
 pub fn keyword_ranked(
     store: &Store,
     query: &str,
     lang: Option<&str>,
+    enough: usize,
     limit: usize,
 ) -> Result<Vec<(String, f64)>, IndexError> {
-    let Some(fts) = fts_query(query) else {
+    let (Some(all), Some(any)) = (fts_all_query(query), fts_query(query)) else {
         return Ok(Vec::new());
     };
+    let limit = limit.max(1);
     Ok(store.with_tracker(|db| {
-        let mut stmt = db.prepare_cached(
-            "SELECT r.key, bm25(code_fts, 4.0, 1.0) AS rank
-             FROM code_fts JOIN code_chunks c ON c.key_hash = code_fts.rowid
-             JOIN records r ON r.key_hash = c.key_hash
-             WHERE code_fts MATCH ?1 AND (?2 IS NULL OR c.lang = ?2)
-             ORDER BY rank LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(
-            rusqlite::params![fts, lang, limit.min(i64::MAX as usize) as i64],
-            |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)),
-        )?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        let mut out = ranked(db, &all, lang, limit)?;
+        if out.len() < enough.min(limit) && any != all {
+            for (hash, score) in ranked(db, &any, lang, limit)? {
+                if out.len() == limit {
+                    break;
+                }
+                if !out.iter().any(|(h, _)| *h == hash) {
+                    out.push((hash, score));
+                }
+            }
+        }
+        let mut key_of = db.prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?;
+        let mut keyed = Vec::with_capacity(out.len());
+        for (hash, score) in out {
+            if let Some(key) = key_of
+                .query_row([hash], |r| r.get::<_, String>(0))
+                .optional()?
+            {
+                keyed.push((key, score));
+            }
+        }
+        Ok(keyed)
     })?)
+}
+
+/// One FTS5 query: chunk key hashes with their BM25 score, best first. Without a
+/// language filter it touches only the FTS table, which lets SQLite stop the sort at
+/// `limit` instead of joining every match first.
+fn ranked(
+    db: &rusqlite::Connection,
+    fts: &str,
+    lang: Option<&str>,
+    limit: usize,
+) -> crate::store::Result<Vec<(i64, f64)>> {
+    let limit = limit.min(i64::MAX as usize) as i64;
+    let rows = match lang {
+        None => {
+            let mut stmt = db.prepare_cached(
+                "SELECT rowid, bm25(code_fts, 4.0, 1.0) AS rank FROM code_fts
+                 WHERE code_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![fts, limit], |r| {
+                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        }
+        Some(lang) => {
+            let mut stmt = db.prepare_cached(
+                "SELECT code_fts.rowid, bm25(code_fts, 4.0, 1.0) AS rank
+                 FROM code_fts JOIN code_chunks c ON c.key_hash = code_fts.rowid
+                 WHERE code_fts MATCH ?1 AND c.lang = ?2 ORDER BY rank LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![fts, lang, limit], |r| {
+                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        }
+    };
+    Ok(rows)
 }
 
 /// Where the chunk with this key hash is, if it is indexed.

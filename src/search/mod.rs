@@ -195,7 +195,7 @@ pub fn search(
 
     let mut lists = Vec::new();
     if code {
-        let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), fetch)?;
+        let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
         lists.push(RankedList {
             keys: keys.into_iter().map(|(k, _)| k).collect(),
             weight: KEYWORD_WEIGHT,

@@ -1,0 +1,267 @@
+//! Indexing and search benchmarks, reported against baselines from the same run.
+//!
+//! - index: a repository of real source (`.rs` files copied from the cargo registry,
+//!   at least 100K lines) indexed cold, again with nothing changed (warm), and after
+//!   one file changed; throughput is compared with reading the same files once
+//!   (`read`: the least any indexer must do).
+//! - query: hybrid and keyword-only search latency p50/p99 over a store of at least
+//!   100K chunks (the whole registry's Rust sources), compared with one FTS5 BM25 query
+//!   (`fts`, any word, 40 best: the query every keyword search ran before
+//!   the all-words-first strategy).
+//!
+//! `cargo bench --bench index`; `ENGRAM_BENCH=index,query` picks parts;
+//! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use engram::index::{self, IndexOptions, IndexReport};
+use engram::search::{search, SearchOptions};
+use engram::store::{Store, StoreOptions};
+
+fn wanted(part: &str) -> bool {
+    std::env::var("ENGRAM_BENCH")
+        .map(|v| v.split(',').any(|p| p == part))
+        .unwrap_or(true)
+}
+
+fn bench_dir(name: &str) -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
+    std::fs::create_dir_all(&base).expect("create target/bench-tmp");
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .expect("temp dir")
+}
+
+/// Rust sources of the cargo registry, in a stable order.
+fn registry_sources() -> Vec<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(home.join("registry/src"))
+        .standard_filters(false)
+        .build()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 1 << 20))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Copy registry sources into `dest` until `lines` lines; returns (files, bytes, lines).
+fn make_repo(dest: &Path, lines: u64) -> (u64, u64, u64) {
+    let (mut n, mut bytes, mut total) = (0u64, 0u64, 0u64);
+    for (i, src) in registry_sources().iter().enumerate() {
+        if total >= lines {
+            break;
+        }
+        let Ok(text) = std::fs::read(src) else {
+            continue;
+        };
+        let name = src.file_name().and_then(|f| f.to_str()).unwrap_or("x.rs");
+        let to = dest.join(format!("d{:03}/{i:06}_{name}", i / 100));
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&to, &text).expect("write");
+        n += 1;
+        bytes += text.len() as u64;
+        total += text.iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+    (n, bytes, total)
+}
+
+fn open(dir: &Path) -> Store {
+    Store::open(dir, StoreOptions::default(), engram::projections()).expect("open store")
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t = Instant::now();
+    let r = f();
+    (r, t.elapsed())
+}
+
+fn bench_index() {
+    let lines: u64 = std::env::var("ENGRAM_BENCH_LINES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let repo = bench_dir("index-repo");
+    let (files, bytes, lines) = make_repo(repo.path(), lines);
+    // Baseline: read every file once (warm page cache, as the indexer sees it).
+    let walk = || {
+        let mut total = 0usize;
+        for e in ignore::WalkBuilder::new(repo.path()).build().flatten() {
+            if e.file_type().is_some_and(|t| t.is_file()) {
+                total += std::fs::read(e.path()).map(|b| b.len()).unwrap_or(0);
+            }
+        }
+        total
+    };
+    walk();
+    let (_, read) = timed(walk);
+    let store_dir = bench_dir("index-store");
+    let store = open(store_dir.path());
+    let opts = IndexOptions::default();
+    let (cold, cold_t): (IndexReport, _) =
+        timed(|| index::index(&store, repo.path(), &opts).expect("index"));
+    let (warm, warm_t) = timed(|| index::index(&store, repo.path(), &opts).expect("index"));
+    assert_eq!(warm.files_unchanged, cold.files_indexed);
+    // One file changed: append a function to the first file.
+    let first = ignore::WalkBuilder::new(repo.path())
+        .build()
+        .flatten()
+        .find(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .expect("a file");
+    let mut text = std::fs::read_to_string(first.path()).unwrap_or_default();
+    text.push_str("\nfn engram_bench_added() -> u32 { 42 }\n");
+    std::fs::write(first.path(), text).expect("edit");
+    let (one, one_t) = timed(|| index::index(&store, repo.path(), &opts).expect("index"));
+    assert_eq!(one.files_indexed, 1);
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "index: {files} files, {lines} lines, {mb:.1} MB -> {} chunks, {} symbols",
+        cold.chunks, cold.symbols
+    );
+    println!(
+        "  cold  {:>8.3} s  {:>6.1} MB/s  {:>7.0} files/s  {:>7.0} lines/s | read-only baseline {:.3} s ({:.1}x of it)",
+        cold_t.as_secs_f64(),
+        mb / cold_t.as_secs_f64(),
+        files as f64 / cold_t.as_secs_f64(),
+        lines as f64 / cold_t.as_secs_f64(),
+        read.as_secs_f64(),
+        cold_t.as_secs_f64() / read.as_secs_f64()
+    );
+    println!(
+        "  warm  {:>8.3} s (nothing changed; {:.2}x the read-only baseline)",
+        warm_t.as_secs_f64(),
+        warm_t.as_secs_f64() / read.as_secs_f64()
+    );
+    println!("  one file changed {:>8.1} ms", one_t.as_secs_f64() * 1e3);
+}
+
+/// The baseline: one any-word FTS5 BM25 query for the 40 best chunks, as plain SQL.
+fn any_word_fts(store: &Store, q: &str) -> Vec<i64> {
+    let fts = engram::memory::query::fts_query(q).expect("words");
+    store
+        .with_tracker(|db| {
+            let mut stmt = db.prepare_cached(
+                "SELECT rowid FROM code_fts WHERE code_fts MATCH ?1
+                 ORDER BY bm25(code_fts, 4.0, 1.0) LIMIT 40",
+            )?;
+            let rows = stmt.query_map([fts], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+        })
+        .expect("fts")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn bench_query() {
+    let repo = bench_dir("query-repo");
+    let (files, bytes, lines) = make_repo(repo.path(), u64::MAX);
+    let store_dir = bench_dir("query-store");
+    let store = open(store_dir.path());
+    let (report, t) =
+        timed(|| index::index(&store, repo.path(), &IndexOptions::default()).expect("index"));
+    println!(
+        "query: {files} files, {lines} lines, {:.0} MB -> {} chunks (indexed in {:.1} s)",
+        bytes as f64 / 1e6,
+        report.chunks,
+        t.as_secs_f64()
+    );
+    if report.chunks < 100_000 {
+        println!("  warning: fewer than 100K chunks");
+    }
+    // Queries: identifiers and phrases of the kind agents ask.
+    let queries = [
+        "parse http request",
+        "read config file",
+        "serialize to json",
+        "hash map insert",
+        "thread pool spawn",
+        "error handling",
+        "utf8 decode",
+        "async runtime block on",
+        "random number generator",
+        "write buffer flush",
+        "iterator adapter",
+        "lock mutex",
+        "TcpStream connect",
+        "Deserialize",
+        "from_str_radix",
+        "sort by key",
+        "base64 encode",
+        "retry with backoff",
+        "memory allocation",
+        "unicode normalization",
+        "date time format",
+        "compress gzip",
+        "sql query",
+        "command line arguments",
+        "regex match",
+        "path join",
+        "environment variable",
+        "timeout duration",
+        "channel send receive",
+        "checksum crc",
+    ];
+    let run = |opts: &SearchOptions| {
+        let mut lat = Vec::new();
+        for _round in 0..5 {
+            for q in queries {
+                let (r, d) = timed(|| search(&store, q, opts).expect("search"));
+                std::hint::black_box(r);
+                lat.push(d);
+            }
+        }
+        lat.sort();
+        lat
+    };
+    let fts = {
+        let mut lat = Vec::new();
+        for _round in 0..5 {
+            for q in queries {
+                let (r, d) = timed(|| any_word_fts(&store, q));
+                std::hint::black_box(r);
+                lat.push(d);
+            }
+        }
+        lat.sort();
+        lat
+    };
+    let hybrid = run(&SearchOptions::default());
+    let keyword = run(&SearchOptions {
+        keyword_only: true,
+        ..SearchOptions::default()
+    });
+    for (name, lat) in [
+        ("hybrid", &hybrid),
+        ("keyword only", &keyword),
+        ("fts (baseline)", &fts),
+    ] {
+        println!(
+            "  {name:<15} p50 {:>7.2} ms  p99 {:>7.2} ms  ({:.1}x fts p50)",
+            percentile(lat, 0.5),
+            percentile(lat, 0.99),
+            percentile(lat, 0.5) / percentile(&fts, 0.5)
+        );
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if wanted("index") {
+        bench_index();
+    }
+    if wanted("query") {
+        bench_query();
+    }
+}
