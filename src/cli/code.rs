@@ -17,6 +17,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             path,
             max_file_bytes,
             exclude_secrets,
+            watch,
         } => {
             let root = match path {
                 Some(p) => p.clone(),
@@ -63,6 +64,9 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     dir.display()
                 )
             })?;
+            if *watch {
+                super::watch::watch(&store, &root, &opts, out)?;
+            }
         }
         Command::Search {
             query,

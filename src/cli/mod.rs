@@ -8,6 +8,7 @@ mod inspect;
 mod memories;
 mod output;
 mod patterns;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -185,8 +186,11 @@ pub enum Command {
         /// Leave chunks holding a secret out instead of redacting the secret.
         #[arg(long)]
         exclude_secrets: bool,
+        /// After indexing, keep watching and re-index on every change (until killed).
+        #[arg(long)]
+        watch: bool,
     },
-    /// Search the indexed code by keyword.
+    /// Search code and memories: keyword, vector and symbol matches fused.
     Search {
         query: String,
         #[arg(long, short = 'k', default_value_t = 10)]
