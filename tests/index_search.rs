@@ -224,7 +224,10 @@ fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
     assert_eq!(path(&q("parse http request")[0]), "ok.rs");
     assert_eq!(path(&q("parseHttpRequest")[0]), "ok.rs");
     // Ignored files were never indexed: no hit of any kind comes from them.
-    for (query, file) in [("secret_sauce", "ignored/skip.rs"), ("scratch", "scratch.tmp")] {
+    for (query, file) in [
+        ("secret_sauce", "ignored/skip.rs"),
+        ("scratch", "scratch.tmp"),
+    ] {
         assert!(
             q(query).iter().all(|h| path(h) != file),
             "{file} was indexed"
@@ -258,4 +261,42 @@ fn bad_files_are_skipped_and_counted_and_queries_are_plain_text() {
         &IndexOptions::default()
     )
     .is_err());
+}
+
+#[test]
+fn huge_files_and_absurdly_deep_trees_are_skipped_not_fatal() {
+    let repo = tempfile::tempdir().unwrap();
+    write(repo.path(), "top.rs", "fn top_level_marker() {}\n");
+    // 50 MiB of text: over the size limit, skipped without being read.
+    let f = std::fs::File::create(repo.path().join("huge.txt")).unwrap();
+    f.set_len(50 << 20).unwrap();
+    // 10,000 nested directories: far past PATH_MAX, so made relative to a directory
+    // descriptor (Python's os.mkdir with dir_fd), one level at a time.
+    let status = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import os, sys\n\
+             fd = os.open(sys.argv[1], os.O_RDONLY)\n\
+             for _ in range(10000):\n\
+             \x20   os.mkdir('d', dir_fd=fd)\n\
+             \x20   nfd = os.open('d', os.O_RDONLY, dir_fd=fd)\n\
+             \x20   os.close(fd)\n\
+             \x20   fd = nfd\n\
+             f = os.open('deep.rs', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)\n\
+             os.write(f, b'fn deep() {}\\n')\n",
+        )
+        .arg(repo.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    let r = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(r.skipped_too_large, 1, "{r:?}");
+    assert!(store.get("file:top.rs").unwrap().is_some());
+    // Whatever part of the deep tree the walk could reach, the run completed and the
+    // store is sound.
+    assert!(engram::store::verify(store_dir.path()).unwrap().is_sound());
+    let again = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(again.files_indexed, 0, "{again:?}");
 }
