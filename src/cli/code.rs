@@ -44,7 +44,15 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 },
                 ..IndexOptions::default()
             };
-            let pb = out.spinner(&format!("indexing {}", root.display()));
+            let pb = out.bar(&format!("indexing {}", root.display()));
+            let bar = pb.clone();
+            let opts = IndexOptions {
+                progress: Some(std::sync::Arc::new(move |done, total| {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                })),
+                ..opts
+            };
             let report = index::index(&store, &root, &opts);
             pb.finish_and_clear();
             let report = report?;

@@ -37,6 +37,25 @@ impl Output {
         Ok(())
     }
 
+    /// A progress bar of `len` steps on stderr; invisible when stderr is not a
+    /// terminal or JSON was asked for.
+    pub fn bar(&self, message: &str) -> ProgressBar {
+        let pb = if std::io::stderr().is_terminal() && !self.json {
+            ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+        } else {
+            ProgressBar::hidden()
+        };
+        pb.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:30}] {pos}/{len} files ({elapsed}, eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        pb.set_message(message.to_string());
+        pb
+    }
+
     /// A spinner on stderr while long work runs; invisible when stderr is not a
     /// terminal (piped, CI) or JSON was asked for.
     pub fn spinner(&self, message: &str) -> ProgressBar {

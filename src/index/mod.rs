@@ -57,6 +57,8 @@ pub struct IndexOptions {
     ///
     /// [`HashedEmbedder`]: crate::embed::HashedEmbedder
     pub embedder: Arc<dyn Embedder>,
+    /// Called after each file with (files done, files found), for progress bars.
+    pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
 }
 
 impl Default for IndexOptions {
@@ -65,6 +67,7 @@ impl Default for IndexOptions {
             max_file_bytes: 1 << 20,
             secret_action: SecretAction::Redact,
             embedder: Arc::new(default_embedder()),
+            progress: None,
         }
     }
 }
@@ -149,7 +152,11 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let mut seen: HashSet<String> = HashSet::new();
     let embedder_name = opts.embedder.name().to_string();
     let mut writer = store.begin_batch()?;
-    for f in &files {
+    let total = files.len() as u64;
+    for (done, f) in files.iter().enumerate() {
+        if let Some(progress) = &opts.progress {
+            progress(done as u64, total);
+        }
         let old = known.get(&f.rel);
         if let Some(k) = old {
             if k.size == f.size && k.mtime_ms == f.mtime_ms && k.embedder == embedder_name {
