@@ -77,6 +77,9 @@ pub fn projections() -> Vec<Box<dyn Projection>> {
     crate::projections()
 }
 
+/// The taxonomy extension file in a store directory.
+pub const TAXONOMY_FILE: &str = "taxonomy.toml";
+
 /// Memories in one store.
 pub struct Memories {
     store: Store,
@@ -90,7 +93,12 @@ impl Memories {
     }
 
     /// Open with explicit store options.
+    ///
+    /// Taxonomy values listed in the store directory's `taxonomy.toml` are accepted
+    /// from then on ([`taxonomy::load_extensions`]).
     pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
+        taxonomy::load_extensions(&dir.as_ref().join(TAXONOMY_FILE))
+            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
         Ok(Memories::from_store(Store::open(
             dir,
             options,

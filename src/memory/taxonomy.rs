@@ -3,10 +3,17 @@
 //!
 //! Values are accepted with or without their prefix (`debug`, `task:debug`) and stored
 //! without it. Unknown values are refused with the list of valid ones; a custom value
-//! must say so with an `x-` prefix (`x-migration`). This module validates names only;
-//! it never reads or writes a store.
+//! must say so with an `x-` prefix (`x-migration`), or be listed in an extension file
+//! (`taxonomy.toml` in the store directory, see [`load_extensions`]). This module
+//! validates names only; it never reads or writes a store.
+//!
+//! Extensions are process-wide: a value one store's file adds is accepted for every
+//! store the process opens. Values are only ever added, never removed, so a memory
+//! valid when written stays valid.
 
 use std::fmt;
+use std::path::Path;
+use std::sync::RwLock;
 
 /// The built-in task types.
 pub const TASKS: &[&str] = &[
@@ -74,6 +81,95 @@ impl Axis {
             Axis::Context => CONTEXTS,
         }
     }
+
+    fn slot(self) -> usize {
+        match self {
+            Axis::Task => 0,
+            Axis::Insight => 1,
+            Axis::Context => 2,
+        }
+    }
+
+    /// Built-in values followed by those added by extension files.
+    pub fn all_values(self) -> Vec<String> {
+        let mut v: Vec<String> = self.values().iter().map(|s| s.to_string()).collect();
+        if let Ok(ext) = EXTENSIONS.read() {
+            v.extend(ext[self.slot()].iter().cloned());
+        }
+        v
+    }
+}
+
+/// Values added by extension files, per axis (task, insight, context).
+static EXTENSIONS: RwLock<[Vec<String>; 3]> = RwLock::new([Vec::new(), Vec::new(), Vec::new()]);
+
+/// A taxonomy extension file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtensionError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}; expected e.g. tasks = [\"migration\"], insights = [...], contexts = [\"mobile\"]")]
+    Invalid { path: String, reason: String },
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExtensionFile {
+    #[serde(default)]
+    tasks: Vec<String>,
+    #[serde(default)]
+    insights: Vec<String>,
+    #[serde(default)]
+    contexts: Vec<String>,
+}
+
+/// Add the values listed in the TOML file at `path` (keys `tasks`, `insights`,
+/// `contexts`; each value lower-case letters, digits and `_`, at most 64 bytes).
+/// A missing file adds nothing; a malformed one is refused whole.
+pub fn load_extensions(path: &Path) -> Result<(), ExtensionError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(ExtensionError::Io {
+                path: path.display().to_string(),
+                source,
+            })
+        }
+    };
+    let invalid = |reason: String| ExtensionError::Invalid {
+        path: path.display().to_string(),
+        reason,
+    };
+    let file: ExtensionFile =
+        toml::from_str(&text).map_err(|e| invalid(e.message().to_string()))?;
+    let lists = [file.tasks, file.insights, file.contexts];
+    for v in lists.iter().flatten() {
+        let ok = !v.is_empty()
+            && v.len() <= 64
+            && v.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !ok {
+            return Err(invalid(format!(
+                "{v:?} is not a valid value (lower-case letters, digits and _, at most 64 bytes)"
+            )));
+        }
+    }
+    let mut ext = EXTENSIONS
+        .write()
+        .map_err(|_| invalid("taxonomy extensions poisoned".into()))?;
+    for (slot, list) in lists.into_iter().enumerate() {
+        for v in list {
+            if !ext[slot].contains(&v) {
+                ext[slot].push(v);
+            }
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Display for Axis {
@@ -84,7 +180,7 @@ impl fmt::Display for Axis {
 
 /// A value refused by [`normalise`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{value:?} is not a {axis} type; valid: {valid} (or a custom value starting with x-)")]
+#[error("{value:?} is not a {axis} type; valid: {valid} (or a custom value starting with x-, or one listed in the store's taxonomy.toml)")]
 pub struct TaxonomyError {
     pub axis: Axis,
     pub value: String,
@@ -104,6 +200,11 @@ pub fn normalise(axis: Axis, value: &str) -> Result<String, TaxonomyError> {
     if let Some(v) = axis.values().iter().find(|v| **v == canon) {
         return Ok((*v).to_string());
     }
+    if let Ok(ext) = EXTENSIONS.read() {
+        if let Some(v) = ext[axis.slot()].iter().find(|v| **v == canon) {
+            return Ok(v.clone());
+        }
+    }
     let lower = bare.to_ascii_lowercase();
     if lower.len() > 2
         && lower.starts_with("x-")
@@ -117,7 +218,7 @@ pub fn normalise(axis: Axis, value: &str) -> Result<String, TaxonomyError> {
     Err(TaxonomyError {
         axis,
         value: value.to_string(),
-        valid: axis.values().join(", "),
+        valid: axis.all_values().join(", "),
     })
 }
 
