@@ -183,7 +183,9 @@ fn memories_are_recalled_by_meaning_and_filters_hold_for_vector_hits() {
     let hits = recall("remove user", MemoryFilter::default());
     let keys: Vec<&str> = hits.iter().map(|h| h.key.as_str()).collect();
     assert!(keys.contains(&erase.id.as_str()), "{keys:?}");
-    assert!(hits.iter().all(|h| h.kind == HitKind::Memory && h.text.is_some()));
+    assert!(hits
+        .iter()
+        .all(|h| h.kind == HitKind::Memory && h.text.is_some()));
     // A tag filter excludes vector hits too.
     let hits = recall(
         "remove user",
