@@ -22,6 +22,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "store")]
+pub mod config;
 pub mod embed;
 pub mod format;
 #[cfg(feature = "index")]

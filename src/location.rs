@@ -49,6 +49,12 @@ pub fn repo_identity(root: &Path) -> String {
 /// The default store directory for the repository containing `start` (or for `start`
 /// itself when it is in none).
 pub fn default_store_dir(start: &Path) -> Option<PathBuf> {
+    Some(store_dir_in(&data_home()?, start))
+}
+
+/// The store directory for the repository containing `start`, under data directory
+/// `home` (for a home set in the configuration rather than the environment).
+pub fn store_dir_in(home: &Path, start: &Path) -> PathBuf {
     let root = repo_root(start)
         .unwrap_or_else(|| start.canonicalize().unwrap_or_else(|_| start.to_path_buf()));
     let identity = repo_identity(&root);
@@ -66,11 +72,8 @@ pub fn default_store_dir(start: &Path) -> Option<PathBuf> {
         })
         .take(48)
         .collect();
-    Some(
-        data_home()?
-            .join("repos")
-            .join(format!("{slug}-{:016x}", hash64(&identity))),
-    )
+    home.join("repos")
+        .join(format!("{slug}-{:016x}", hash64(&identity)))
 }
 
 /// `origin`'s URL from `.git/config`, if any.

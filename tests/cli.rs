@@ -237,3 +237,49 @@ fn verify_names_the_offset_of_a_damaged_record() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("offset 64"), "{text}");
 }
+
+#[test]
+fn config_show_names_each_value_and_its_source_and_bad_config_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "secret_action = \"exclude\"\ntools = \"memory\"\n").unwrap();
+    let run = |envs: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
+        cmd.args(["--json", "config", "show"])
+            .env("ENGRAM_CONFIG", &file)
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_TOOLS");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(&[("ENGRAM_TOOLS", "coding")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let get = |name: &str| {
+        v["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no setting {name}"))
+            .clone()
+    };
+    assert_eq!(get("secret_action")["value"], "exclude");
+    assert!(get("secret_action")["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("file "));
+    assert_eq!(get("tools")["value"], "coding");
+    assert_eq!(get("tools")["source"], "env ENGRAM_TOOLS");
+    assert_eq!(get("chunk_cap_bytes")["value"], "8192");
+    assert_eq!(get("chunk_cap_bytes")["source"], "default");
+
+    let out = run(&[("ENGRAM_DURABILITY", "sometimes")]);
+    assert!(!out.status.success());
+    std::fs::write(&file, "max_file_bytes = \"lots\"\n").unwrap();
+    let out = run(&[]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("max_file_bytes"), "{}", stderr(&out));
+}

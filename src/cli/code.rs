@@ -27,21 +27,18 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 .canonicalize()
                 .with_context(|| format!("{} is not readable", root.display()))?;
             // The store of the repository being indexed, unless one is named.
-            let dir = match &cli.store {
-                Some(d) => d.clone(),
-                None => engram::location::default_store_dir(&root).context(
-                    "no store directory: pass --store DIR or set ENGRAM_STORE, ENGRAM_HOME or HOME",
-                )?,
-            };
+            let dir = super::store_dir_for(cli, &root)?;
             let store = Store::open(&dir, store_options(cli), engram::projections())
                 .with_context(|| format!("opening store {}", dir.display()))?;
+            let cfg = super::config();
             let opts = IndexOptions {
-                max_file_bytes: *max_file_bytes,
-                secret_action: if *exclude_secrets {
+                max_file_bytes: max_file_bytes.unwrap_or_else(|| cfg.bytes("max_file_bytes")),
+                secret_action: if *exclude_secrets || cfg.get("secret_action") == "exclude" {
                     SecretAction::Exclude
                 } else {
                     SecretAction::Redact
                 },
+                embedder: super::embedder()?,
                 ..IndexOptions::default()
             };
             let pb = out.bar(&format!("indexing {}", root.display()));
@@ -101,6 +98,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     near: near.clone(),
                     boost_recent: *recent,
                     keyword_only: *keyword_only,
+                    embedder: super::embedder()?,
                     ..SearchOptions::default()
                 },
             )?;

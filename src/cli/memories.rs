@@ -19,7 +19,8 @@ use super::{
 fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
     let m = Memories::open_with(&dir, store_options(cli))
-        .with_context(|| format!("opening store {}", dir.display()))?;
+        .with_context(|| format!("opening store {}", dir.display()))?
+        .with_embedder(super::embedder()?);
     let r = m.store().open_report();
     if r.truncated_bytes > 0 {
         tracing::warn!(

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use engram::config::Config;
 use engram::store::{Durability, StoreOptions};
 
 /// engram: durable, searchable memory of a codebase for AI coding agents.
@@ -27,14 +28,12 @@ pub struct Cli {
     /// Print machine-readable JSON on stdout.
     #[arg(long, global = true)]
     pub json: bool,
-    /// When writes are made durable: always (fsync per batch), batch, never.
-    #[arg(
-        long,
-        global = true,
-        env = "ENGRAM_DURABILITY",
-        default_value = "always"
-    )]
-    pub durability: Durability,
+    /// When writes are made durable: always (fsync per batch, the default), batch, never.
+    #[arg(long, global = true, env = "ENGRAM_DURABILITY")]
+    pub durability: Option<Durability>,
+    /// Configuration file (default: $XDG_CONFIG_HOME/engram/config.toml).
+    #[arg(long, global = true, env = "ENGRAM_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// More logging on stderr (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -180,15 +179,20 @@ pub enum Command {
     Index {
         /// The repository (default: the current directory).
         path: Option<PathBuf>,
-        /// Skip files larger than this many bytes.
-        #[arg(long, default_value_t = 1 << 20)]
-        max_file_bytes: u64,
+        /// Skip files larger than this many bytes (default 1 MiB; setting max_file_bytes).
+        #[arg(long)]
+        max_file_bytes: Option<u64>,
         /// Leave chunks holding a secret out instead of redacting the secret.
         #[arg(long)]
         exclude_secrets: bool,
         /// After indexing, keep watching and re-index on every change (until killed).
         #[arg(long)]
         watch: bool,
+    },
+    /// Configuration: `engram config show`.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
     },
     /// Search code and memories: keyword, vector and symbol matches fused.
     Search {
@@ -340,6 +344,12 @@ pub enum ErrorCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print every setting's effective value and where it came from.
+    Show,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// Start a session; prints its id.
     Start {
@@ -406,24 +416,60 @@ pub fn init_logging(verbose: u8) {
 
 /// Resolve the store directory: `--store`, `ENGRAM_STORE`, else the repository default.
 pub fn store_dir(cli: &Cli) -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    store_dir_for(cli, &cwd)
+}
+
+/// The store of the repository containing `start`: `--store`, else the configured
+/// store, else one per repository under the configured or default data directory.
+pub fn store_dir_for(cli: &Cli, start: &std::path::Path) -> Result<PathBuf> {
     if let Some(dir) = &cli.store {
         return Ok(dir.clone());
     }
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    engram::location::default_store_dir(&cwd)
+    if let Some(dir) = config().get_opt("store") {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(home) = config().get_opt("home") {
+        return Ok(engram::location::store_dir_in(
+            std::path::Path::new(home),
+            start,
+        ));
+    }
+    engram::location::default_store_dir(start)
         .context("no store directory: pass --store DIR or set ENGRAM_STORE, ENGRAM_HOME or HOME")
 }
 
 pub(crate) fn store_options(cli: &Cli) -> StoreOptions {
+    let durability = cli.durability.unwrap_or_else(|| {
+        config()
+            .get("durability")
+            .parse()
+            .unwrap_or(Durability::Always)
+    });
     StoreOptions {
-        durability: cli.durability,
+        durability,
         create: true,
     }
+}
+
+/// The configured embedder.
+pub(crate) fn embedder() -> Result<std::sync::Arc<dyn engram::embed::Embedder>> {
+    engram::embed::embedder_by_name(config().get("embedder")).map_err(anyhow::Error::msg)
+}
+
+static CONFIG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+
+/// The effective configuration (loaded at the start of [`run`]).
+pub(crate) fn config() -> &'static Config {
+    CONFIG.get_or_init(Config::defaults)
 }
 
 /// Run one command.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let out = output::Output::new(cli.json);
+    let loaded = Config::load(cli.config.as_deref())
+        .context("reading the configuration (see `engram config show`)")?;
+    let _ = CONFIG.set(loaded);
     match &cli.command {
         Command::Key {
             command: KeyCommand::Hash { key },
@@ -432,6 +478,32 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             out.value(
                 &serde_json::json!({"key": key, "hash64": h, "hash64_i64": h as i64}),
                 || h.to_string(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config {
+            command: ConfigCommand::Show,
+        } => {
+            let entries = config().entries();
+            let file = config().file().map(|p| p.display().to_string());
+            out.value(
+                &serde_json::json!({"file": file, "settings": entries}),
+                || {
+                    let mut lines = vec![format!(
+                        "# config file: {}",
+                        file.clone().unwrap_or_else(|| "(none found)".into())
+                    )];
+                    for e in &entries {
+                        lines.push(format!(
+                            "{:<16} = {:<24} # {} ({})",
+                            e.name,
+                            format!("{:?}", e.value),
+                            e.source,
+                            e.env
+                        ));
+                    }
+                    lines.join("\n")
+                },
             )?;
             Ok(ExitCode::SUCCESS)
         }

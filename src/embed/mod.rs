@@ -42,6 +42,21 @@ pub fn default_embedder() -> HashedEmbedder {
     HashedEmbedder::default()
 }
 
+/// The embedder a configuration names: `hash-v1-DIMS` (the built-in, DIMS from 16 to
+/// 4096). Names of embedders this build does not have are refused with the ones it has.
+pub fn embedder_by_name(name: &str) -> Result<std::sync::Arc<dyn Embedder>, String> {
+    if let Some(dims) = name.strip_prefix("hash-v1-") {
+        if let Ok(d) = dims.parse::<usize>() {
+            if (16..=4096).contains(&d) {
+                return Ok(std::sync::Arc::new(HashedEmbedder::new(d)));
+            }
+        }
+    }
+    Err(format!(
+        "unknown embedder {name:?}; this build has hash-v1-DIMS (DIMS 16..4096, default hash-v1-256)"
+    ))
+}
+
 /// True when `v` carries no direction (all zeros): such a vector matches nothing.
 pub fn is_zero(v: &[f32]) -> bool {
     v.iter().all(|&x| x == 0.0)
