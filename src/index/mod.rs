@@ -9,9 +9,11 @@
 //! layer knows files and chunks; symbols (tree-sitter) come on top of it.
 
 mod chunk;
+mod file;
 mod projection;
 mod redact;
 mod search;
+pub mod symbols;
 mod walk;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -23,12 +25,13 @@ use serde::Serialize;
 use serde_json::{json, Map};
 
 pub use chunk::{line_windows, Chunk};
-pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE};
+pub use file::symbol_key;
+pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};
 pub use walk::{is_secrets_file, language, Skipped};
 
-use crate::embed::{default_embedder, is_zero, EmbedError, Embedder};
+use crate::embed::{default_embedder, EmbedError, Embedder};
 use crate::key::hash64;
 use crate::patterns::{builtin, compile, PatternError};
 use crate::store::{Store, StoreError};
@@ -107,7 +110,10 @@ struct Known {
     mtime_ms: u64,
     hash: String,
     chunks: u64,
+    symbols: u64,
     embedder: String,
+    /// JSON array of the file's import lines.
+    imports: String,
 }
 
 /// Index the repository at `root` into `store`.
@@ -125,8 +131,9 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let mut scanner = compiled.scanner()?;
 
     let known: HashMap<String, Known> = store.with_tracker(|db| {
-        let mut stmt =
-            db.prepare("SELECT path, size, mtime_ms, hash, chunks, embedder FROM code_files")?;
+        let mut stmt = db.prepare(
+            "SELECT path, size, mtime_ms, hash, chunks, embedder, symbols, imports FROM code_files",
+        )?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -136,10 +143,26 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
                     hash: r.get(3)?,
                     chunks: r.get::<_, i64>(4)? as u64,
                     embedder: r.get(5)?,
+                    symbols: r.get::<_, i64>(6)? as u64,
+                    imports: r.get(7)?,
                 },
             ))
         })?;
         Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
+    })?;
+
+    // Old symbol keys per file, to tombstone those a changed file no longer has.
+    let mut old_symbols: HashMap<String, Vec<String>> = store.with_tracker(|db| {
+        let mut stmt = db.prepare(
+            "SELECT s.path, r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        let mut m: HashMap<String, Vec<String>> = HashMap::new();
+        for row in rows {
+            let (path, key) = row?;
+            m.entry(path).or_default().push(key);
+        }
+        Ok(m)
     })?;
 
     let (files, skipped) = walk::walk(root, opts.max_file_bytes);
@@ -151,6 +174,14 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     };
     let mut seen: HashSet<String> = HashSet::new();
     let embedder_name = opts.embedder.name().to_string();
+    let mut redactions = BTreeMap::new();
+    let mut cx = file::Context {
+        scanner: &mut scanner,
+        secret_ids: &secret_ids,
+        secret_action: opts.secret_action,
+        embedder: opts.embedder.as_ref(),
+        redactions: &mut redactions,
+    };
     let mut writer = store.begin_batch()?;
     let total = files.len() as u64;
     for (done, f) in files.iter().enumerate() {
@@ -168,6 +199,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         let bytes = match std::fs::read(&f.abs) {
             Ok(b) => b,
             Err(e) => {
+                // Deleted or made unreadable since the walk: skipped, never fatal.
                 tracing::warn!("skipping {}: {e}", f.rel);
                 report.skipped_unreadable += 1;
                 continue;
@@ -184,54 +216,26 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         let hash = format!("{:016x}", hash64(text));
         let lang = walk::language(&f.rel);
         let unchanged_content = old.is_some_and(|k| k.hash == hash && k.embedder == embedder_name);
-        let chunks = if unchanged_content {
-            old.map(|k| k.chunks).unwrap_or(0)
-        } else {
-            let chunks = line_windows(text);
-            let mut to_embed: Vec<(String, String)> = Vec::new();
-            for (i, c) in chunks.iter().enumerate() {
-                let Some(clean) = redact::redact(
-                    &c.text,
-                    &mut scanner,
-                    &secret_ids,
-                    opts.secret_action,
-                    &mut report.redactions,
-                )?
-                else {
-                    report.chunks_excluded += 1;
-                    writer.delete(&format!("chunk:{}:{i}", f.rel))?;
-                    continue;
-                };
-                let mut meta = Map::new();
-                meta.insert("type".into(), json!(CHUNK_TYPE));
-                meta.insert("path".into(), json!(f.rel));
-                meta.insert("chunk_id".into(), json!(i));
-                meta.insert("lang".into(), json!(lang));
-                meta.insert("start_line".into(), json!(c.start_line));
-                meta.insert("end_line".into(), json!(c.end_line));
-                let key = format!("chunk:{}:{i}", f.rel);
-                writer.put(&key, meta, clean.as_bytes())?;
-                to_embed.push((key, clean));
-                report.chunks += 1;
-            }
-            // Vectors follow their chunks in the same batch: only redacted text is
-            // ever embedded, and a put makes older vectors of the key stale.
-            let texts: Vec<&str> = to_embed.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = opts.embedder.embed(&texts)?;
-            for ((key, _), v) in to_embed.iter().zip(&vectors) {
-                if !is_zero(v) {
-                    writer.put_vector(key, &embedder_name, v)?;
-                }
-            }
-            for i in chunks.len() as u64..old.map(|k| k.chunks).unwrap_or(0) {
-                writer.delete(&format!("chunk:{}:{i}", f.rel))?;
-            }
-            report.files_indexed += 1;
-            chunks.len() as u64
-        };
-        if unchanged_content {
+        let (chunks, symbols, imports) = if unchanged_content {
             report.files_unchanged += 1;
-        }
+            old.map(|k| {
+                let imports: serde_json::Value =
+                    serde_json::from_str(&k.imports).unwrap_or_else(|_| json!([]));
+                (k.chunks, k.symbols, imports)
+            })
+            .unwrap_or((0, 0, json!([])))
+        } else {
+            let previous = file::Previous {
+                chunks: old.map(|k| k.chunks).unwrap_or(0),
+                symbol_keys: old_symbols.get(&f.rel).map(Vec::as_slice).unwrap_or(&[]),
+            };
+            let w = file::index_file(&mut writer, &f.rel, lang, text, previous, &mut cx)?;
+            report.files_indexed += 1;
+            report.chunks += w.chunks;
+            report.chunks_excluded += w.chunks_excluded;
+            report.symbols += w.symbols;
+            (w.chunks + w.chunks_excluded, w.symbols, json!(w.imports))
+        };
         let mut meta = Map::new();
         meta.insert("type".into(), json!(FILE_TYPE));
         meta.insert("path".into(), json!(f.rel));
@@ -240,6 +244,8 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         meta.insert("mtime_ms".into(), json!(f.mtime_ms));
         meta.insert("hash".into(), json!(hash));
         meta.insert("chunks".into(), json!(chunks));
+        meta.insert("symbols".into(), json!(symbols));
+        meta.insert("imports".into(), imports);
         meta.insert("embedder".into(), json!(embedder_name));
         writer.put(&format!("file:{}", f.rel), meta, Vec::new())?;
     }
@@ -249,9 +255,13 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             for i in 0..k.chunks {
                 writer.delete(&format!("chunk:{path}:{i}"))?;
             }
+            for key in old_symbols.remove(path).unwrap_or_default() {
+                writer.delete(&key)?;
+            }
             report.files_deleted += 1;
         }
     }
+    report.redactions = redactions;
     if !writer.is_empty() {
         writer.finish()?;
     }

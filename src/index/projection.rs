@@ -1,7 +1,8 @@
-//! The code tables in `tracker.db`, derived from `file:` and `chunk:` records:
+//! The code tables in `tracker.db`, derived from `file:`, `chunk:` and `sym:` records:
 //! `code_files` (what was indexed, for incremental re-indexing), `code_chunks` (where
-//! each chunk is) and `code_fts`, the keyword index over chunk text and path with
-//! code-aware tokens. Nothing here is not in the log.
+//! each chunk is), `code_fts` (the keyword index over chunk text and path with
+//! code-aware tokens), `code_symbols` and `code_symbols_fts` (symbol lookup by name,
+//! words of the name, signature and doc). Nothing here is not in the log.
 
 use rusqlite::{params, Connection};
 use serde_json::Value;
@@ -12,6 +13,7 @@ use crate::store::{Change, Projection, Result};
 /// Record type tags of indexed files and chunks.
 pub const FILE_TYPE: &str = "code_file";
 pub const CHUNK_TYPE: &str = "code_chunk";
+pub const SYMBOL_TYPE: &str = "code_symbol";
 
 /// Projection of file and chunk records.
 pub struct CodeProjection;
@@ -22,7 +24,7 @@ impl Projection for CodeProjection {
     }
 
     fn version(&self) -> u32 {
-        2
+        3
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -30,11 +32,23 @@ impl Projection for CodeProjection {
             "CREATE TABLE IF NOT EXISTS code_files (
                 key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL,
                 size INTEGER NOT NULL, mtime_ms INTEGER NOT NULL, hash TEXT NOT NULL,
-                chunks INTEGER NOT NULL, embedder TEXT NOT NULL);
+                chunks INTEGER NOT NULL, embedder TEXT NOT NULL, symbols INTEGER NOT NULL,
+                imports TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS code_chunks (
                 key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL,
-                lang TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL);
-             CREATE INDEX IF NOT EXISTS code_chunks_by_path ON code_chunks (path);
+                lang TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+                symbol TEXT);
+             CREATE INDEX IF NOT EXISTS code_chunks_by_path ON code_chunks (path, start_line);
+             CREATE TABLE IF NOT EXISTS code_symbols (
+                key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, lang TEXT NOT NULL,
+                name TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL,
+                start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+                signature TEXT NOT NULL);
+             CREATE INDEX IF NOT EXISTS code_symbols_by_path ON code_symbols (path);
+             CREATE INDEX IF NOT EXISTS code_symbols_by_name ON code_symbols (name COLLATE NOCASE);
+             CREATE INDEX IF NOT EXISTS code_symbols_by_qname ON code_symbols (qualified_name COLLATE NOCASE);
+             CREATE VIRTUAL TABLE IF NOT EXISTS code_symbols_fts USING fts5(
+                name, detail, tokenize = 'unicode61 remove_diacritics 2');
              CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(
                 path, text, tokenize = 'unicode61 remove_diacritics 2');",
         )
@@ -42,7 +56,8 @@ impl Projection for CodeProjection {
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
-            "DROP TABLE IF EXISTS code_files; DROP TABLE IF EXISTS code_chunks; DROP TABLE IF EXISTS code_fts;",
+            "DROP TABLE IF EXISTS code_files; DROP TABLE IF EXISTS code_chunks; DROP TABLE IF EXISTS code_fts;
+             DROP TABLE IF EXISTS code_symbols; DROP TABLE IF EXISTS code_symbols_fts;",
         )
     }
 
@@ -65,17 +80,19 @@ impl Projection for CodeProjection {
                 match meta.get("type").and_then(Value::as_str) {
                     Some(FILE_TYPE) => {
                         db.prepare_cached(
-                            "INSERT OR REPLACE INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks, embedder)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                            "INSERT OR REPLACE INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks, embedder, symbols, imports)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                         )?
-                        .execute(params![h, s("path"), s("lang"), n("size"), n("mtime_ms"), s("hash"), n("chunks"), s("embedder")])?;
+                        .execute(params![h, s("path"), s("lang"), n("size"), n("mtime_ms"), s("hash"), n("chunks"), s("embedder"), n("symbols"),
+                            meta.get("imports").map(Value::to_string).unwrap_or_else(|| "[]".into())])?;
                     }
                     Some(CHUNK_TYPE) => {
                         db.prepare_cached(
-                            "INSERT OR REPLACE INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                            "INSERT OR REPLACE INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line, symbol)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                         )?
-                        .execute(params![h, s("path"), n("chunk_id"), s("lang"), n("start_line"), n("end_line")])?;
+                        .execute(params![h, s("path"), n("chunk_id"), s("lang"), n("start_line"), n("end_line"),
+                            meta.get("symbol").and_then(Value::as_str)])?;
                         db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
                             .execute([h])?;
                         let text = String::from_utf8_lossy(body);
@@ -87,6 +104,23 @@ impl Projection for CodeProjection {
                             index_text(&s("path")),
                             index_text(&text)
                         ])?;
+                    }
+                    Some(SYMBOL_TYPE) => {
+                        db.prepare_cached(
+                            "INSERT OR REPLACE INTO code_symbols (key_hash, path, lang, name, qualified_name, kind, start_line, end_line, signature)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                        )?
+                        .execute(params![h, s("path"), s("lang"), s("name"), s("qualified_name"), s("kind"),
+                            n("start_line"), n("end_line"), s("signature")])?;
+                        db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
+                            .execute([h])?;
+                        // Names are matched by their words too (`parse_request` by
+                        // `parse request`); signature and doc say what it is.
+                        let detail = format!("{}\n{}", s("signature"), s("doc"));
+                        db.prepare_cached(
+                            "INSERT INTO code_symbols_fts (rowid, name, detail) VALUES (?1, ?2, ?3)",
+                        )?
+                        .execute(params![h, index_text(&s("qualified_name")), index_text(&detail)])?;
                     }
                     _ => delete(db, h)?,
                 }
@@ -104,6 +138,10 @@ fn delete(db: &Connection, h: i64) -> Result<()> {
     db.prepare_cached("DELETE FROM code_chunks WHERE key_hash = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM code_symbols WHERE key_hash = ?1")?
+        .execute([h])?;
+    db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
         .execute([h])?;
     Ok(())
 }

@@ -16,29 +16,47 @@ pub enum SecretAction {
     Exclude,
 }
 
-/// The text with secrets replaced (`None` when excluded), counting each by type.
+/// A file's text with every secret replaced by `[REDACTED:<type>]`, followed by as
+/// many line breaks as the secret spanned, so line numbers stay those of the file.
+pub struct Redacted {
+    pub text: String,
+    /// 1-based inclusive line ranges that held a secret (for excluding chunks).
+    pub secret_lines: Vec<(u64, u64)>,
+}
+
+impl Redacted {
+    /// True when lines `start..=end` hold any secret.
+    pub fn touches(&self, start: u64, end: u64) -> bool {
+        self.secret_lines
+            .iter()
+            .any(|&(a, b)| a <= end && start <= b)
+    }
+}
+
+/// Redact `text`, counting each secret by type.
 pub fn redact(
     text: &str,
     scanner: &mut Scanner<'_>,
     ids: &[String],
-    action: SecretAction,
     counts: &mut BTreeMap<String, u64>,
-) -> Result<Option<String>, PatternError> {
+) -> Result<Redacted, PatternError> {
     let hits = scanner.scan(text.as_bytes())?;
     if hits.is_empty() {
-        return Ok(Some(text.to_string()));
+        return Ok(Redacted {
+            text: text.to_string(),
+            secret_lines: Vec::new(),
+        });
     }
     for &(p, _, _) in &hits {
         *counts.entry(ids[p].clone()).or_default() += 1;
-    }
-    if action == SecretAction::Exclude {
-        return Ok(None);
     }
     // Merge overlapping matches so every secret byte is covered exactly once.
     let mut spans: Vec<(usize, usize, usize)> = hits;
     spans.sort_by_key(|h| (h.1, std::cmp::Reverse(h.2)));
     let mut out = String::with_capacity(text.len());
+    let mut secret_lines = Vec::new();
     let mut at = 0usize;
+    let mut line = 1u64;
     let mut i = 0;
     while i < spans.len() {
         let (p, start, mut end) = spans[i];
@@ -50,12 +68,28 @@ pub fn redact(
         if start < at {
             continue;
         }
-        out.push_str(&text[at..floor_boundary(text, start)]);
+        let (start, end) = (floor_boundary(text, start), ceil_boundary(text, end));
+        let before = &text[at..start];
+        line += newlines(before);
+        out.push_str(before);
         out.push_str(&format!("[REDACTED:{}]", ids[p]));
-        at = ceil_boundary(text, end);
+        let breaks = newlines(&text[start..end]);
+        secret_lines.push((line, line + breaks));
+        for _ in 0..breaks {
+            out.push('\n');
+        }
+        line += breaks;
+        at = end;
     }
     out.push_str(&text[at..]);
-    Ok(Some(out))
+    Ok(Redacted {
+        text: out,
+        secret_lines,
+    })
+}
+
+fn newlines(s: &str) -> u64 {
+    s.bytes().filter(|&b| b == b'\n').count() as u64
 }
 
 fn floor_boundary(s: &str, mut i: usize) -> usize {

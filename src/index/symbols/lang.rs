@@ -1,0 +1,321 @@
+//! What each language's syntax tree calls a definition, a call and an import.
+//!
+//! One table per language, read by the extractor; adding a language is adding a
+//! table (and its grammar crate). Node kind names are the grammars' own — see each
+//! grammar's `node-types.json`.
+
+use tree_sitter::Language;
+
+use super::SymbolKind;
+
+/// How to read one language's tree.
+pub(super) struct Rules {
+    pub language: fn() -> Language,
+    /// Joins a parent's and a child's names (`::` in Rust and C++, `.` elsewhere).
+    pub sep: &'static str,
+    /// Definition node kinds and what they define.
+    pub defs: &'static [(&'static str, SymbolKind)],
+    /// Nodes that give their contents a parent without being a symbol themselves
+    /// (Rust's `impl Foo`), named by the given field.
+    pub containers: &'static [(&'static str, &'static str)],
+    /// Call node kinds and the field holding what is called.
+    pub calls: &'static [(&'static str, &'static str)],
+    /// Import node kinds (their text is kept, one line each).
+    pub imports: &'static [&'static str],
+    /// Whether any comment above a definition is its doc (false: only doc-comment
+    /// forms, as in Rust where `//` is not documentation).
+    pub any_comment_is_doc: bool,
+}
+
+use SymbolKind::*;
+
+const BRACE_CALLS: &[(&str, &str)] = &[("call_expression", "function")];
+
+static RUST: Rules = Rules {
+    language: || tree_sitter_rust::LANGUAGE.into(),
+    sep: "::",
+    defs: &[
+        ("function_item", Function),
+        ("function_signature_item", Function),
+        ("struct_item", Struct),
+        ("union_item", Struct),
+        ("enum_item", Enum),
+        ("trait_item", Trait),
+        ("mod_item", Module),
+        ("const_item", Constant),
+        ("static_item", Constant),
+        ("type_item", TypeAlias),
+        ("macro_definition", Function),
+    ],
+    containers: &[("impl_item", "type")],
+    calls: &[
+        ("call_expression", "function"),
+        ("macro_invocation", "macro"),
+    ],
+    imports: &["use_declaration", "extern_crate_declaration"],
+    any_comment_is_doc: false,
+};
+
+static PYTHON: Rules = Rules {
+    language: || tree_sitter_python::LANGUAGE.into(),
+    sep: ".",
+    defs: &[
+        ("function_definition", Function),
+        ("class_definition", Class),
+        ("assignment", Constant),
+    ],
+    containers: &[],
+    calls: &[("call", "function")],
+    imports: &["import_statement", "import_from_statement"],
+    any_comment_is_doc: true,
+};
+
+static GO: Rules = Rules {
+    language: || tree_sitter_go::LANGUAGE.into(),
+    sep: ".",
+    defs: &[
+        ("function_declaration", Function),
+        ("method_declaration", Method),
+        ("type_spec", Struct),
+        ("type_alias", TypeAlias),
+        ("const_spec", Constant),
+    ],
+    containers: &[],
+    calls: BRACE_CALLS,
+    imports: &["import_spec"],
+    any_comment_is_doc: true,
+};
+
+static JAVASCRIPT: Rules = Rules {
+    language: || tree_sitter_javascript::LANGUAGE.into(),
+    sep: ".",
+    defs: &[
+        ("function_declaration", Function),
+        ("generator_function_declaration", Function),
+        ("class_declaration", Class),
+        ("method_definition", Method),
+        ("variable_declarator", Function),
+    ],
+    containers: &[],
+    calls: &[
+        ("call_expression", "function"),
+        ("new_expression", "constructor"),
+    ],
+    imports: &["import_statement"],
+    any_comment_is_doc: true,
+};
+
+const TS_DEFS: &[(&str, SymbolKind)] = &[
+    ("function_declaration", Function),
+    ("generator_function_declaration", Function),
+    ("function_signature", Function),
+    ("class_declaration", Class),
+    ("abstract_class_declaration", Class),
+    ("method_definition", Method),
+    ("method_signature", Method),
+    ("abstract_method_signature", Method),
+    ("variable_declarator", Function),
+    ("interface_declaration", Interface),
+    ("type_alias_declaration", TypeAlias),
+    ("enum_declaration", Enum),
+    ("internal_module", Module),
+    ("module", Module),
+];
+
+static TYPESCRIPT: Rules = Rules {
+    language: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+    sep: ".",
+    defs: TS_DEFS,
+    containers: &[],
+    calls: &[
+        ("call_expression", "function"),
+        ("new_expression", "constructor"),
+    ],
+    imports: &["import_statement"],
+    any_comment_is_doc: true,
+};
+
+static TSX: Rules = Rules {
+    language: || tree_sitter_typescript::LANGUAGE_TSX.into(),
+    ..TYPESCRIPT
+};
+
+static JAVA: Rules = Rules {
+    language: || tree_sitter_java::LANGUAGE.into(),
+    sep: ".",
+    defs: &[
+        ("class_declaration", Class),
+        ("interface_declaration", Interface),
+        ("enum_declaration", Enum),
+        ("record_declaration", Class),
+        ("annotation_type_declaration", Interface),
+        ("method_declaration", Method),
+        ("constructor_declaration", Method),
+        ("field_declaration", Constant),
+    ],
+    containers: &[],
+    calls: &[
+        ("method_invocation", "name"),
+        ("object_creation_expression", "type"),
+    ],
+    imports: &["import_declaration"],
+    any_comment_is_doc: true,
+};
+
+const C_DEFS: &[(&str, SymbolKind)] = &[
+    ("function_definition", Function),
+    ("struct_specifier", Struct),
+    ("union_specifier", Struct),
+    ("enum_specifier", Enum),
+    ("preproc_def", Constant),
+    ("preproc_function_def", Function),
+];
+
+static C: Rules = Rules {
+    language: || tree_sitter_c::LANGUAGE.into(),
+    sep: "::",
+    defs: C_DEFS,
+    containers: &[],
+    calls: BRACE_CALLS,
+    imports: &["preproc_include"],
+    any_comment_is_doc: true,
+};
+
+static CPP: Rules = Rules {
+    language: || tree_sitter_cpp::LANGUAGE.into(),
+    sep: "::",
+    defs: &[
+        ("function_definition", Function),
+        ("struct_specifier", Struct),
+        ("union_specifier", Struct),
+        ("class_specifier", Class),
+        ("enum_specifier", Enum),
+        ("namespace_definition", Module),
+        ("preproc_def", Constant),
+        ("preproc_function_def", Function),
+    ],
+    containers: &[],
+    calls: BRACE_CALLS,
+    imports: &["preproc_include", "using_declaration"],
+    any_comment_is_doc: true,
+};
+
+static CSHARP: Rules = Rules {
+    language: || tree_sitter_c_sharp::LANGUAGE.into(),
+    sep: ".",
+    defs: &[
+        ("class_declaration", Class),
+        ("struct_declaration", Struct),
+        ("record_declaration", Class),
+        ("interface_declaration", Interface),
+        ("enum_declaration", Enum),
+        ("namespace_declaration", Module),
+        ("file_scoped_namespace_declaration", Module),
+        ("method_declaration", Method),
+        ("constructor_declaration", Method),
+        ("local_function_statement", Function),
+    ],
+    containers: &[],
+    calls: &[
+        ("invocation_expression", "function"),
+        ("object_creation_expression", "type"),
+    ],
+    imports: &["using_directive"],
+    any_comment_is_doc: true,
+};
+
+static RUBY: Rules = Rules {
+    language: || tree_sitter_ruby::LANGUAGE.into(),
+    sep: ".",
+    defs: &[
+        ("method", Function),
+        ("singleton_method", Method),
+        ("class", Class),
+        ("module", Module),
+        ("assignment", Constant),
+    ],
+    containers: &[],
+    calls: &[("call", "method")],
+    imports: &[],
+    any_comment_is_doc: true,
+};
+
+static PHP: Rules = Rules {
+    language: || tree_sitter_php::LANGUAGE_PHP.into(),
+    sep: ".",
+    defs: &[
+        ("function_definition", Function),
+        ("class_declaration", Class),
+        ("interface_declaration", Interface),
+        ("trait_declaration", Trait),
+        ("enum_declaration", Enum),
+        ("method_declaration", Method),
+        ("namespace_definition", Module),
+    ],
+    containers: &[],
+    calls: &[
+        ("function_call_expression", "function"),
+        ("member_call_expression", "name"),
+        ("scoped_call_expression", "name"),
+        ("object_creation_expression", "class"),
+    ],
+    imports: &["namespace_use_declaration"],
+    any_comment_is_doc: true,
+};
+
+/// The rules of a language as [`crate::index::language`] names it.
+pub(super) fn rules(lang: &str) -> Option<&'static Rules> {
+    Some(match lang {
+        "rust" => &RUST,
+        "python" => &PYTHON,
+        "go" => &GO,
+        "javascript" => &JAVASCRIPT,
+        "typescript" => &TYPESCRIPT,
+        "tsx" => &TSX,
+        "java" => &JAVA,
+        "c" => &C,
+        "cpp" => &CPP,
+        "csharp" => &CSHARP,
+        "ruby" => &RUBY,
+        "php" => &PHP,
+        _ => return None,
+    })
+}
+
+/// Node kinds that add a branch to a function's complexity, across languages.
+pub(super) const BRANCHES: &[&str] = &[
+    "if_statement",
+    "if_expression",
+    "if_let_expression",
+    "elif_clause",
+    "else_if_clause",
+    "for_statement",
+    "for_in_statement",
+    "for_expression",
+    "enhanced_for_statement",
+    "foreach_statement",
+    "while_statement",
+    "while_expression",
+    "do_statement",
+    "loop_expression",
+    "match_arm",
+    "case_clause",
+    "switch_case",
+    "switch_section",
+    "expression_case",
+    "type_case",
+    "communication_case",
+    "case_statement",
+    "when",
+    "catch_clause",
+    "except_clause",
+    "rescue",
+    "conditional_expression",
+    "ternary_expression",
+    "conditional",
+    "if",
+    "unless",
+    "while",
+    "until",
+    "for",
+];
