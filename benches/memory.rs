@@ -71,7 +71,7 @@ fn chunk(rng: &mut Rng, bytes: usize) -> String {
     ];
     let mut s = String::with_capacity(bytes + 128);
     while s.len() < bytes {
-        if rng.next() % 500 == 0 {
+        if rng.next().is_multiple_of(500) {
             s.push_str(rng.pick(RARE));
         } else {
             s.push_str(rng.pick(LINES));

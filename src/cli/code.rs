@@ -1,4 +1,4 @@
-//! The code commands: `index` and `search`.
+//! The code commands: `index`, `search` and `symbol`.
 
 use std::process::ExitCode;
 
@@ -117,6 +117,27 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                             format!("{:.4}  {p}:{s}-{e}  {}", h.score, h.snippet)
                         }
                         _ => format!("{:.4}  {}  {}", h.score, h.key, h.snippet),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Symbol { name, limit } => {
+            let dir = store_dir(cli)?;
+            let store = Store::open(&dir, store_options(cli), engram::projections())
+                .with_context(|| format!("opening store {}", dir.display()))?;
+            let found = index::lookup_symbols(&store, name, *limit)?;
+            out.value(&json!({"symbols": found}), || {
+                if found.is_empty() {
+                    return format!("no symbol matches {name:?}");
+                }
+                found
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{}:{}-{}  {} {}  {}",
+                            s.path, s.start_line, s.end_line, s.kind, s.qualified_name, s.signature
+                        )
                     })
                     .collect::<Vec<_>>()
                     .join("\n")

@@ -189,6 +189,12 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
     },
+    /// Find symbols by name: exact, prefix or fuzzy (`Session.request`, `request`, `sesreq`).
+    Symbol {
+        name: String,
+        #[arg(long, short = 'k', default_value_t = 20)]
+        limit: usize,
+    },
     /// Configuration: `engram config show`.
     Config {
         #[command(subcommand)]
@@ -518,7 +524,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
         Command::Pattern { .. } | Command::Scan { .. } => patterns::run(&cli, &out),
-        Command::Index { .. } | Command::Search { .. } => code::run(&cli, &out),
+        Command::Index { .. } | Command::Search { .. } | Command::Symbol { .. } => {
+            code::run(&cli, &out)
+        }
         _ => memories::run(&cli, &out),
     }
 }

@@ -13,6 +13,7 @@ mod file;
 mod projection;
 mod redact;
 mod search;
+mod symbol_search;
 pub mod symbols;
 mod walk;
 
@@ -29,6 +30,7 @@ pub use file::symbol_key;
 pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};
+pub use symbol_search::{chunk_at, lookup_symbols, symbol_info, symbol_ranked, SymbolInfo};
 pub use walk::{is_secrets_file, language, Skipped};
 
 use crate::embed::{default_embedder, EmbedError, Embedder};

@@ -107,7 +107,7 @@ pub fn chunk_info(store: &Store, key_hash: u64) -> Result<Option<ChunkInfo>, Ind
     Ok(store.with_tracker(|db| {
         Ok(db
             .prepare_cached(
-                "SELECT r.key, c.path, c.lang, c.start_line, c.end_line, f.mtime_ms
+                "SELECT r.key, c.path, c.lang, c.start_line, c.end_line, f.mtime_ms, c.symbol
                  FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
                  LEFT JOIN code_files f ON f.path = c.path
                  WHERE c.key_hash = ?1",
@@ -119,7 +119,7 @@ pub fn chunk_info(store: &Store, key_hash: u64) -> Result<Option<ChunkInfo>, Ind
                     lang: r.get(2)?,
                     start_line: r.get::<_, i64>(3)? as u64,
                     end_line: r.get::<_, i64>(4)? as u64,
-                    symbol: None,
+                    symbol: r.get(6)?,
                     mtime_ms: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
                 })
             })

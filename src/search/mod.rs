@@ -165,6 +165,8 @@ pub struct SearchResults {
 /// How much each source's ranks count in the fusion.
 const KEYWORD_WEIGHT: f64 = 1.0;
 const VECTOR_WEIGHT: f64 = 0.8;
+/// A query naming a symbol is the strongest evidence there is.
+const SYMBOL_WEIGHT: f64 = 1.2;
 
 /// Nearest vectors below this cosine similarity are not hits: the nearest
 /// neighbours of a query that matches nothing are noise, not answers. (Unrelated
@@ -195,6 +197,27 @@ pub fn search(
 
     let mut lists = Vec::new();
     if code {
+        // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
+        // unless symbols themselves were asked for.
+        let syms = index::symbol_ranked(store, query, top_k, fetch)?;
+        let mut keys = Vec::with_capacity(syms.len());
+        for (key, _) in syms {
+            if opts.kind == Some(HitKind::Symbol) {
+                keys.push(key);
+            } else if let Some(info) = index::symbol_info(store, crate::key::hash64(&key))? {
+                if let Some(chunk) = index::chunk_at(store, &info.path, info.start_line)? {
+                    if !keys.contains(&chunk) {
+                        keys.push(chunk);
+                    }
+                }
+            }
+        }
+        lists.push(RankedList {
+            keys,
+            weight: SYMBOL_WEIGHT,
+        });
+    }
+    if code && opts.kind != Some(HitKind::Symbol) {
         let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
         lists.push(RankedList {
             keys: keys.into_iter().map(|(k, _)| k).collect(),
@@ -220,7 +243,8 @@ pub fn search(
                         .filter(|m| m.score >= MIN_VECTOR_SIMILARITY)
                         .map(|m| m.key)
                         .filter(|k| {
-                            (code && k.starts_with("chunk:")) || (memories && k.starts_with("mem:"))
+                            (code && opts.kind != Some(HitKind::Symbol) && k.starts_with("chunk:"))
+                                || (memories && k.starts_with("mem:"))
                         })
                         .collect();
                     lists.push(RankedList {

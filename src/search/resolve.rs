@@ -83,6 +83,32 @@ pub(super) fn hits(
                 },
                 updated,
             )
+        } else if key.starts_with("sym:") {
+            let Some(info) = index::symbol_info(store, hash64(key))? else {
+                continue;
+            };
+            if opts.lang.as_deref().is_some_and(|l| l != info.lang)
+                || filter
+                    .glob
+                    .as_ref()
+                    .is_some_and(|g| !g.is_match(&info.path))
+            {
+                continue;
+            }
+            (
+                SearchHit {
+                    key: info.key,
+                    kind: HitKind::Symbol,
+                    path: Some(info.path),
+                    start_line: Some(info.start_line),
+                    end_line: Some(info.end_line),
+                    symbol: Some(info.qualified_name),
+                    score: *score,
+                    snippet: info.signature.chars().take(200).collect(),
+                    text: None,
+                },
+                0,
+            )
         } else {
             let Some(info) = index::chunk_info(store, hash64(key))? else {
                 continue;

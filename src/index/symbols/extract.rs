@@ -29,8 +29,13 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
     let mut scopes: Vec<Scope> = Vec::new();
     let mut stack: Vec<(Node, Option<usize>)> = vec![(tree.root_node(), None)];
     let mut cursor = tree.walk();
+    let mut comments = Comments::default();
     while let Some((node, scope)) = stack.pop() {
         let kind = node.kind();
+        if kind.contains("comment") {
+            comments.add(node, src);
+            continue;
+        }
         let mut inner = scope;
         let innermost = scope.and_then(|s| scopes[s].symbol);
         if let Some(&(_, default_kind)) = rules.defs.iter().find(|(k, _)| *k == kind) {
@@ -60,7 +65,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                     kind: sk,
                     parent,
                     signature: signature(node, src),
-                    doc: doc(node, src, rules),
+                    doc: doc(node, src, rules, &comments),
                     start_line: node.start_position().row as u64 + 1,
                     end_line: end_line(node),
                     calls: Vec::new(),
@@ -317,46 +322,83 @@ fn signature(node: Node, src: &[u8]) -> String {
         .to_string()
 }
 
+/// Comments seen so far in the walk, by the row they end on. The walk is in document
+/// order, so every comment above a definition is known when the definition is reached.
+#[derive(Default)]
+struct Comments {
+    by_end_row: std::collections::HashMap<usize, (usize, std::ops::Range<usize>)>,
+}
+
+impl Comments {
+    /// Remember a comment that is the first thing on its line (a trailing comment
+    /// belongs to the code before it, not to what follows).
+    fn add(&mut self, node: Node, src: &[u8]) {
+        let start = node.start_byte();
+        let line_start = src[..start]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        if src[line_start..start]
+            .iter()
+            .all(|b| b.is_ascii_whitespace())
+        {
+            // Line comments may include their newline, ending at column 0 of the next row.
+            let end = node.end_position();
+            let end_row = if end.column == 0 && end.row > node.start_position().row {
+                end.row - 1
+            } else {
+                end.row
+            };
+            self.by_end_row
+                .insert(end_row, (node.start_position().row, node.byte_range()));
+        }
+    }
+}
+
 /// The doc comment above a definition, or a Python docstring.
-fn doc(node: Node, src: &[u8], rules: &Rules) -> Option<String> {
+fn doc(node: Node, src: &[u8], rules: &Rules, comments: &Comments) -> Option<String> {
     if let Some(s) = docstring(node, src) {
         return Some(s);
     }
-    // Decorators, `export` and templates wrap the definition; the comment is above them.
+    // Decorators, `export`, templates and `const` wrap the definition; the comment is
+    // above them.
     let mut anchor = node;
     while let Some(p) = anchor.parent() {
-        if matches!(
+        let wraps = matches!(
             p.kind(),
             "decorated_definition" | "export_statement" | "template_declaration"
-        ) {
-            anchor = p;
-        } else {
+        ) || (matches!(p.kind(), "lexical_declaration" | "variable_declaration")
+            && p.named_child(0) == Some(anchor));
+        if !wraps {
             break;
         }
+        anchor = p;
     }
-    let mut lines: Vec<String> = Vec::new();
-    let mut next_row = anchor.start_position().row;
+    let mut row = anchor.start_position().row;
+    // Attributes and annotations sit between a doc comment and its definition.
     let mut sib = anchor.prev_sibling();
     while let Some(s) = sib {
-        let kind = s.kind();
-        if matches!(
-            kind,
+        if !matches!(
+            s.kind(),
             "attribute_item" | "decorator" | "annotation" | "attribute_list"
-        ) {
-            next_row = s.start_position().row;
-            sib = s.prev_sibling();
-            continue;
-        }
-        if !kind.contains("comment") || s.end_position().row + 1 < next_row {
+        ) || s.end_position().row + 1 < row
+        {
             break;
         }
-        let t = text(s, src);
-        if !rules.any_comment_is_doc && !(t.starts_with("///") || t.starts_with("/**")) {
+        row = s.start_position().row;
+        sib = s.prev_sibling();
+    }
+    let mut lines: Vec<String> = Vec::new();
+    while row > 0 {
+        let Some((start_row, range)) = comments.by_end_row.get(&(row - 1)) else {
+            break;
+        };
+        let t = String::from_utf8_lossy(&src[range.clone()]);
+        if !(rules.any_comment_is_doc || t.starts_with("///") || t.starts_with("/**")) {
             break;
         }
         lines.push(clean_comment(&t));
-        next_row = s.start_position().row;
-        sib = s.prev_sibling();
+        row = *start_row;
     }
     lines.reverse();
     let d = lines.join("\n").trim().to_string();

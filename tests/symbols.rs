@@ -1,0 +1,386 @@
+//! Symbol extraction per language on real-looking fixtures (`tests/fixtures/symbols`),
+//! symbol-aware chunking, hostile input, and symbol lookup through a real store.
+
+use engram::index::symbols::{chunk_file, extract, Symbol, SymbolKind};
+use engram::index::{self, language, IndexOptions};
+use engram::store::{Store, StoreOptions};
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> (String, Vec<Symbol>, Vec<String>) {
+    let path = format!(
+        "{}/tests/fixtures/symbols/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let found = extract(language(name), &text).expect("a grammar");
+    (text, found.symbols, found.imports)
+}
+
+/// The symbol with this qualified name; fails the test naming what was found.
+fn sym<'a>(symbols: &'a [Symbol], qualified: &str) -> &'a Symbol {
+    symbols
+        .iter()
+        .find(|s| s.qualified_name == qualified)
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = symbols.iter().map(|s| s.qualified_name.as_str()).collect();
+            panic!("no {qualified}; found {names:?}")
+        })
+}
+
+fn check(s: &Symbol, kind: SymbolKind, lines: (u64, u64)) {
+    assert_eq!(s.kind, kind, "{}", s.qualified_name);
+    assert_eq!((s.start_line, s.end_line), lines, "{}", s.qualified_name);
+}
+
+#[test]
+fn rust() {
+    let (_, s, imports) = fixture("sample.rs");
+    check(sym(&s, "MAX_VALUE"), SymbolKind::Constant, (7, 7));
+    check(sym(&s, "Client"), SymbolKind::Struct, (11, 13));
+    assert_eq!(
+        sym(&s, "Client").doc.as_deref(),
+        Some("A client with a local cache.")
+    );
+    check(sym(&s, "Store"), SymbolKind::Trait, (16, 19));
+    check(sym(&s, "Store::get"), SymbolKind::Method, (18, 18));
+    let new = sym(&s, "Client::new");
+    check(new, SymbolKind::Method, (23, 25));
+    assert_eq!(new.parent.as_deref(), Some("Client"));
+    assert_eq!(new.doc.as_deref(), Some("Make an empty client."));
+    assert_eq!(new.signature, "pub fn new() -> Self");
+    let get = sym(&s, "Client::get");
+    assert_eq!(get.doc, None, "a plain // comment is not documentation");
+    assert!(
+        get.calls.contains(&"is_empty".to_string()),
+        "{:?}",
+        get.calls
+    );
+    assert_eq!(get.complexity, 3, "if + ||");
+    check(sym(&s, "Mode"), SymbolKind::Enum, (36, 39));
+    check(sym(&s, "wire"), SymbolKind::Module, (41, 45));
+    check(sym(&s, "wire::encode"), SymbolKind::Function, (42, 44));
+    assert_eq!(imports, ["use std::collections::HashMap;", "use std::io;"]);
+}
+
+#[test]
+fn python() {
+    let (_, s, imports) = fixture("sample.py");
+    check(sym(&s, "MAX_RETRIES"), SymbolKind::Constant, (5, 5));
+    let class = sym(&s, "Session");
+    check(class, SymbolKind::Class, (8, 24));
+    assert_eq!(
+        class.doc.as_deref(),
+        Some("A connection pool with retries.")
+    );
+    check(sym(&s, "Session.__init__"), SymbolKind::Method, (11, 12));
+    check(sym(&s, "Session.closed"), SymbolKind::Method, (15, 16));
+    let req = sym(&s, "Session.request");
+    check(req, SymbolKind::Method, (18, 24));
+    assert_eq!(
+        req.doc.as_deref(),
+        Some("Send one request and decode the JSON reply.")
+    );
+    assert_eq!(req.parent.as_deref(), Some("Session"));
+    for c in ["urljoin", "loads", "send"] {
+        assert!(req.calls.contains(&c.to_string()), "{c} in {:?}", req.calls);
+    }
+    assert_eq!(req.complexity, 4, "for + if + and");
+    let connect = sym(&s, "connect");
+    check(connect, SymbolKind::Function, (28, 29));
+    assert_eq!(
+        connect.doc.as_deref(),
+        Some("Build a session for the default host.")
+    );
+    assert_eq!(imports.len(), 2);
+}
+
+#[test]
+fn go() {
+    let (_, s, imports) = fixture("sample.go");
+    check(sym(&s, "MaxRetries"), SymbolKind::Constant, (9, 9));
+    check(sym(&s, "Client"), SymbolKind::Struct, (12, 15));
+    check(sym(&s, "Getter"), SymbolKind::Interface, (18, 20));
+    let get = sym(&s, "Client.Get");
+    check(get, SymbolKind::Method, (23, 30));
+    assert_eq!(get.doc.as_deref(), Some("Get fetches one path."));
+    assert_eq!(
+        get.signature,
+        "func (c *Client) Get(path string) (string, error)"
+    );
+    assert!(get.calls.contains(&"Errorf".to_string()));
+    check(sym(&s, "New"), SymbolKind::Function, (33, 35));
+    assert_eq!(imports, ["\"fmt\"", "\"net/http\""]);
+}
+
+#[test]
+fn javascript_typescript_and_tsx() {
+    let (_, s, _) = fixture("sample.js");
+    check(sym(&s, "ConfigLoader"), SymbolKind::Class, (4, 14));
+    let load = sym(&s, "ConfigLoader.load");
+    check(load, SymbolKind::Method, (10, 13));
+    assert_eq!(load.doc.as_deref(), Some("Load and parse one file."));
+    check(sym(&s, "mergeConfigs"), SymbolKind::Function, (17, 17));
+    assert_eq!(
+        sym(&s, "mergeConfigs").doc.as_deref(),
+        Some("Merge two configs, right wins.")
+    );
+    assert!(sym(&s, "defaultLoader")
+        .calls
+        .contains(&"ConfigLoader".to_string()));
+
+    let (_, s, _) = fixture("sample.ts");
+    check(sym(&s, "Cacheable"), SymbolKind::Interface, (4, 6));
+    assert_eq!(
+        sym(&s, "Cacheable").doc.as_deref(),
+        Some("Something that can be cached.")
+    );
+    check(sym(&s, "Millis"), SymbolKind::TypeAlias, (8, 8));
+    check(sym(&s, "Level"), SymbolKind::Enum, (10, 10));
+    check(sym(&s, "LruCache"), SymbolKind::Class, (13, 28));
+    let put = sym(&s, "LruCache.put");
+    check(put, SymbolKind::Method, (17, 22));
+    assert_eq!(put.complexity, 3, "if + &&");
+    check(sym(&s, "makeCache"), SymbolKind::Function, (30, 32));
+
+    let (_, s, _) = fixture("sample.tsx");
+    check(sym(&s, "Greeting"), SymbolKind::Function, (4, 6));
+    assert_eq!(sym(&s, "Greeting").doc.as_deref(), Some("A greeting card."));
+    check(sym(&s, "Farewell"), SymbolKind::Function, (8, 8));
+}
+
+#[test]
+fn java_and_csharp() {
+    let (_, s, _) = fixture("Sample.java");
+    check(sym(&s, "InvoiceService"), SymbolKind::Class, (6, 28));
+    check(
+        sym(&s, "InvoiceService.TAX_RATE"),
+        SymbolKind::Constant,
+        (8, 8),
+    );
+    let total = sym(&s, "InvoiceService.total");
+    check(total, SymbolKind::Method, (17, 23));
+    assert_eq!(total.doc.as_deref(), Some("Total of all lines with tax."));
+    assert!(total.calls.contains(&"parseDouble".to_string()));
+    check(
+        sym(&s, "InvoiceService.Rounding"),
+        SymbolKind::Interface,
+        (25, 27),
+    );
+
+    let (_, s, imports) = fixture("Sample.cs");
+    check(sym(&s, "Shop.Orders"), SymbolKind::Module, (4, 28));
+    check(
+        sym(&s, "Shop.Orders.OrderService"),
+        SymbolKind::Class,
+        (7, 20),
+    );
+    let add = sym(&s, "Shop.Orders.OrderService.Add");
+    check(add, SymbolKind::Method, (14, 19));
+    assert!(add.doc.as_deref().unwrap_or("").contains("Add an item"));
+    check(
+        sym(&s, "Shop.Orders.IOrderStore"),
+        SymbolKind::Interface,
+        (22, 25),
+    );
+    check(sym(&s, "Shop.Orders.Status"), SymbolKind::Enum, (27, 27));
+    assert_eq!(imports.len(), 2);
+}
+
+#[test]
+fn c_and_cpp() {
+    let (_, s, imports) = fixture("sample.c");
+    check(sym(&s, "BUF_SIZE"), SymbolKind::Constant, (4, 4));
+    check(sym(&s, "buffer"), SymbolKind::Struct, (7, 10));
+    check(sym(&s, "mode"), SymbolKind::Enum, (12, 12));
+    let append = sym(&s, "buffer_append");
+    check(append, SymbolKind::Function, (15, 22));
+    assert_eq!(
+        append.doc.as_deref(),
+        Some("Append n bytes, growing as needed.")
+    );
+    assert_eq!(append.complexity, 3, "if + ||");
+    check(sym(&s, "dup_string"), SymbolKind::Function, (24, 26));
+    assert_eq!(imports, ["#include <stdio.h>", "#include <stdlib.h>"]);
+
+    let (_, s, _) = fixture("sample.cpp");
+    check(sym(&s, "net"), SymbolKind::Module, (4, 24));
+    check(sym(&s, "net::Client"), SymbolKind::Class, (7, 14));
+    let get = sym(&s, "net::Client::get");
+    check(get, SymbolKind::Method, (17, 22));
+    assert_eq!(get.doc.as_deref(), Some("Fetch one path."));
+    check(sym(&s, "main"), SymbolKind::Function, (26, 29));
+}
+
+#[test]
+fn ruby_and_php() {
+    let (_, s, _) = fixture("sample.rb");
+    check(sym(&s, "Reporting"), SymbolKind::Module, (4, 22));
+    check(sym(&s, "Reporting.Report"), SymbolKind::Class, (6, 21));
+    assert_eq!(
+        sym(&s, "Reporting.Report").doc.as_deref(),
+        Some("Builds one report.")
+    );
+    check(
+        sym(&s, "Reporting.Report.LIMIT"),
+        SymbolKind::Constant,
+        (7, 7),
+    );
+    let render = sym(&s, "Reporting.Report.render");
+    check(render, SymbolKind::Method, (14, 16));
+    assert_eq!(render.doc.as_deref(), Some("Render as JSON."));
+    check(
+        sym(&s, "Reporting.Report.empty"),
+        SymbolKind::Method,
+        (18, 20),
+    );
+
+    let (_, s, imports) = fixture("sample.php");
+    check(sym(&s, "Mailer"), SymbolKind::Interface, (7, 9));
+    check(sym(&s, "SmtpMailer"), SymbolKind::Class, (12, 20));
+    let send = sym(&s, "SmtpMailer.send");
+    check(send, SymbolKind::Method, (14, 19));
+    assert_eq!(send.doc.as_deref(), Some("Deliver one message."));
+    assert!(send.calls.contains(&"mail".to_string()));
+    check(sym(&s, "make_mailer"), SymbolKind::Function, (22, 24));
+    assert_eq!(imports, ["use App\\Models\\User;"]);
+}
+
+#[test]
+fn broken_and_absurd_input_never_panics() {
+    let broken = "fn main( {\n  let x = ;\n}\nstruct Ok { a: u8 }\n";
+    let s = extract("rust", broken).unwrap().symbols;
+    assert!(s.iter().any(|s| s.name == "Ok"), "{s:?}");
+    // Nesting far deeper than any stack would survive if the walk recursed.
+    let deep = format!("x = {}1{}\n", "(".repeat(50_000), ")".repeat(50_000));
+    assert!(extract("python", &deep).is_some());
+    let deep_js = format!(
+        "function f() {{ return {}0{}; }}\n",
+        "[".repeat(20_000),
+        "]".repeat(20_000)
+    );
+    assert_eq!(extract("javascript", &deep_js).unwrap().symbols.len(), 1);
+    assert!(extract("cobol", "IDENTIFICATION DIVISION.").is_none());
+    assert_eq!(extract("go", "").unwrap().symbols.len(), 0);
+}
+
+#[test]
+fn long_functions_are_windowed_with_their_signature_and_small_ones_merged() {
+    let mut text = String::from("use std::io;\n\nconst A: u8 = 1;\nconst B: u8 = 2;\n\n");
+    text.push_str("pub fn very_long_function(input: &str) -> usize {\n");
+    for i in 0..300 {
+        text.push_str(&format!("    let v{i} = input.len() + {i};\n"));
+    }
+    text.push_str("    0\n}\n\nfn tail() {}\n");
+    let found = extract("rust", &text).unwrap();
+    let chunks = chunk_file("rust", &text, &found.symbols);
+    let n_lines = text.lines().count() as u64;
+    // Every line is in some chunk.
+    for line in 1..=n_lines {
+        assert!(
+            chunks
+                .iter()
+                .any(|c| c.start_line <= line && line <= c.end_line),
+            "line {line}"
+        );
+    }
+    // The constants and the import merged into one chunk.
+    assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 5));
+    let windows: Vec<_> = chunks
+        .iter()
+        .filter(|c| c.symbol.as_deref() == Some("very_long_function"))
+        .collect();
+    assert!(windows.len() >= 5, "{}", windows.len());
+    for w in &windows {
+        assert!(
+            w.text.starts_with("pub fn very_long_function"),
+            "{}",
+            &w.text[..60]
+        );
+        assert!(w.end_line + 1 - w.start_line <= 60);
+    }
+    let md = "# Title\nintro\n\n## Install\nrun it\n```\n# not a heading\n```\n## Use\nmore\n";
+    let md_chunks = chunk_file("markdown", md, &[]);
+    assert_eq!(md_chunks.len(), 1, "small sections merge: {md_chunks:?}");
+    let big_md: String = (0..3)
+        .map(|s| format!("# Section {s}\n{}", "text line\n".repeat(40)))
+        .collect();
+    let md_chunks = chunk_file("markdown", &big_md, &[]);
+    assert_eq!(md_chunks.len(), 3);
+    assert_eq!(md_chunks[1].symbol.as_deref(), Some("Section 1"));
+    assert_eq!(md_chunks[1].start_line, 42);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn chunks_cover_every_line(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                Just("fn f() {".to_string()), Just("}".to_string()), Just("class A:".to_string()),
+                Just("    def m(self):".to_string()), Just("        pass".to_string()),
+                Just("# heading".to_string()), Just("".to_string()), "[a-z {}();]{0,20}",
+            ],
+            0..400,
+        ),
+        lang in prop_oneof![Just("rust"), Just("python"), Just("markdown"), Just("text")],
+    ) {
+        let text = lines.join("\n");
+        let syms = extract(lang, &text).map(|f| f.symbols).unwrap_or_default();
+        let chunks = chunk_file(lang, &text, &syms);
+        let n = text.split_inclusive('\n').count() as u64;
+        for line in 1..=n {
+            prop_assert!(chunks.iter().any(|c| c.start_line <= line && line <= c.end_line), "line {} of {}", line, n);
+        }
+        for c in &chunks {
+            prop_assert!(c.start_line >= 1 && c.start_line <= c.end_line && c.end_line <= n);
+        }
+    }
+}
+
+#[test]
+fn symbols_are_stored_looked_up_and_replaced_on_reindex() {
+    let repo = tempfile::tempdir().unwrap();
+    let src = format!("{}/tests/fixtures/symbols", env!("CARGO_MANIFEST_DIR"));
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), repo.path().join(e.file_name())).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default(), engram::projections()).unwrap();
+    let r = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert!(r.symbols >= 60, "{r:?}");
+    for (q, want) in [
+        ("Session.request", "Session.request"),
+        ("request", "Session.request"),
+        ("sesreq", "Session.request"),
+        ("buffer_app", "buffer_append"),
+    ] {
+        let found = index::lookup_symbols(&store, q, 5).unwrap();
+        assert_eq!(
+            found.first().map(|s| s.qualified_name.as_str()),
+            Some(want),
+            "{q}"
+        );
+    }
+    let key = &index::lookup_symbols(&store, "Session.request", 1).unwrap()[0].key;
+    assert_eq!(key, "sym:sample.py#Session.request:method:18:24");
+    assert!(store.get(key).unwrap().is_some());
+    // Edit: the method moves; the old key is tombstoned, the new one is there.
+    let py = repo.path().join("sample.py");
+    let text = std::fs::read_to_string(&py).unwrap();
+    std::fs::write(&py, format!("\n\n{text}")).unwrap();
+    index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert!(store.get(key).unwrap().is_none());
+    assert!(store
+        .get("sym:sample.py#Session.request:method:20:26")
+        .unwrap()
+        .is_some());
+    // Delete: all its symbols go.
+    std::fs::remove_file(&py).unwrap();
+    index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert!(index::lookup_symbols(&store, "Session", 5)
+        .unwrap()
+        .iter()
+        .all(|s| s.path != "sample.py"));
+    assert!(engram::store::verify(dir.path()).unwrap().is_sound());
+}
