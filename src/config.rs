@@ -94,8 +94,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "embedder",
         env: "ENGRAM_EMBEDDER",
-        default: "hash-v1-256",
-        help: "embedder for code and memories (built-in: hash-v1-DIMS)",
+        default: "hash-v2-256",
+        help: "embedder for code and memories (built-in: hash-v2-DIMS)",
         check: embedder,
     },
     Setting {

@@ -4,7 +4,8 @@
 //! on what a word is. Pure functions; no I/O and no allocation beyond the words.
 
 /// Split an identifier into its words: `parseHTTPRequest` → parse, http, request;
-/// `parse_http_request` and `parse-http-request` likewise.
+/// `parse_http_request` and `parse-http-request` likewise; `base64Encode` → base64,
+/// encode.
 pub fn split_identifier(word: &str) -> Vec<String> {
     let mut parts = Vec::new();
     for piece in word.split(|c: char| !c.is_alphanumeric()) {
@@ -15,7 +16,10 @@ pub fn split_identifier(word: &str) -> Vec<String> {
             let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
             let boundary = (prev.is_lowercase() && cur.is_uppercase())
                 || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
-                || (prev.is_alphabetic() != cur.is_alphabetic());
+                // Digits stay with the word before them (`base64`, `utf8`, `sha256`:
+                // a lone `64` would match half of all code); a capital after digits
+                // starts a word (`Http2Server` → http2, server).
+                || (prev.is_ascii_digit() && cur.is_uppercase());
             if boundary {
                 parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
                 start = i;
@@ -27,4 +31,21 @@ pub fn split_identifier(word: &str) -> Vec<String> {
     }
     parts.retain(|p| !p.is_empty());
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_identifier;
+
+    #[test]
+    fn digits_stay_with_their_word() {
+        assert_eq!(split_identifier("base64Encode"), ["base64", "encode"]);
+        assert_eq!(split_identifier("Http2Server"), ["http2", "server"]);
+        assert_eq!(split_identifier("utf8"), ["utf8"]);
+        assert_eq!(
+            split_identifier("parseHTTPRequest"),
+            ["parse", "http", "request"]
+        );
+        assert_eq!(split_identifier("sha_256"), ["sha", "256"]);
+    }
 }

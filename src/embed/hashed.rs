@@ -49,7 +49,7 @@ impl HashedEmbedder {
         let dims = dims.max(16);
         HashedEmbedder {
             dims,
-            name: format!("hash-v1-{dims}"),
+            name: format!("hash-v2-{dims}"),
         }
     }
 
@@ -126,7 +126,8 @@ impl Embedder for HashedEmbedder {
 }
 
 /// FNV-1a over a tag byte and the feature, then a SplitMix64 finish so the low bits
-/// (the slot) and the top bit (the sign) are independent. Fixed forever for `hash-v1`.
+/// (the slot) and the top bit (the sign) are independent. Fixed forever for `hash-v2`
+/// (v2: digits stay with their word when identifiers are split).
 fn feature_hash(tag: u8, bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in std::iter::once(&tag).chain(bytes) {
@@ -159,7 +160,7 @@ mod tests {
         );
         assert!(super::super::is_zero(&e.embed_one("  {}();  ")));
         assert!(super::super::is_zero(&e.embed_one("")));
-        assert_eq!(e.name(), "hash-v1-256");
+        assert_eq!(e.name(), "hash-v2-256");
     }
 
     #[test]

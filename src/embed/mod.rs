@@ -28,7 +28,7 @@ pub enum EmbedError {
 /// vectors are stored, and a query embedded later is compared against them. Change the
 /// name whenever the output for the same text would change.
 pub trait Embedder: Send + Sync {
-    /// A stable name that identifies the vector space (`hash-v1-256`).
+    /// A stable name that identifies the vector space (`hash-v2-256`).
     fn name(&self) -> &str;
     /// The length of every vector this embedder returns.
     fn dimensions(&self) -> usize;
@@ -42,10 +42,10 @@ pub fn default_embedder() -> HashedEmbedder {
     HashedEmbedder::default()
 }
 
-/// The embedder a configuration names: `hash-v1-DIMS` (the built-in, DIMS from 16 to
+/// The embedder a configuration names: `hash-v2-DIMS` (the built-in, DIMS from 16 to
 /// 4096). Names of embedders this build does not have are refused with the ones it has.
 pub fn embedder_by_name(name: &str) -> Result<std::sync::Arc<dyn Embedder>, String> {
-    if let Some(dims) = name.strip_prefix("hash-v1-") {
+    if let Some(dims) = name.strip_prefix("hash-v2-") {
         if let Ok(d) = dims.parse::<usize>() {
             if (16..=4096).contains(&d) {
                 return Ok(std::sync::Arc::new(HashedEmbedder::new(d)));
@@ -53,7 +53,7 @@ pub fn embedder_by_name(name: &str) -> Result<std::sync::Arc<dyn Embedder>, Stri
         }
     }
     Err(format!(
-        "unknown embedder {name:?}; this build has hash-v1-DIMS (DIMS 16..4096, default hash-v1-256)"
+        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256)"
     ))
 }
 

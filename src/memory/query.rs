@@ -25,15 +25,38 @@ pub fn index_text(text: &str) -> String {
     }
 }
 
+/// Words so common in queries that matching them finds everything: dropped from a
+/// query that has other words (and kept when they are all it has).
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in",
+    "is", "it", "of", "on", "or", "that", "the", "this", "to", "we", "what", "when", "where",
+    "which", "why", "with", "you",
+];
+
+/// The words of user text that a query uses.
+fn query_words(user: &str) -> Vec<&str> {
+    let words: Vec<&str> = user
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let content: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !STOP_WORDS.contains(&w.to_lowercase().as_str()))
+        .collect();
+    if content.is_empty() {
+        words
+    } else {
+        content
+    }
+}
+
 /// An FTS5 MATCH expression for free user text: every word and sub-word quoted, any
 /// of them may match (BM25 ranks documents with more of them higher). `None` when the
 /// text has no word at all.
 pub fn fts_query(user: &str) -> Option<String> {
     let mut terms: Vec<String> = Vec::new();
-    for word in user.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
+    for word in query_words(user) {
         let lower = word.to_lowercase();
         for t in std::iter::once(lower).chain(split_identifier(word)) {
             let quoted = format!("\"{}\"", t.replace('"', "\"\""));
@@ -52,10 +75,7 @@ pub fn fts_query(user: &str) -> Option<String> {
 pub fn fts_all_query(user: &str) -> Option<String> {
     let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
     let mut clauses: Vec<String> = Vec::new();
-    for word in user.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
+    for word in query_words(user) {
         let parts = split_identifier(word);
         let whole = quote(&word.to_lowercase());
         let clause = if parts.len() > 1 {
@@ -81,8 +101,14 @@ mod tests {
             fts_all_query("parseHttpRequest body").unwrap(),
             r#"("parsehttprequest" OR ("parse" AND "http" AND "request")) AND "body""#
         );
-        assert_eq!(fts_all_query("a \"b\" a").unwrap(), r#""a" AND "b""#);
+        assert_eq!(fts_all_query("x \"b\" x").unwrap(), r#""x" AND "b""#);
         assert_eq!(fts_all_query(" -*() "), None);
+        // Stop words go unless they are all there is.
+        assert_eq!(
+            fts_all_query("retry with backoff").unwrap(),
+            r#""retry" AND "backoff""#
+        );
+        assert_eq!(fts_query("the").unwrap(), r#""the""#);
     }
 
     #[test]
@@ -103,13 +129,18 @@ mod tests {
             split_identifier("kebab-case-name"),
             ["kebab", "case", "name"]
         );
-        assert_eq!(split_identifier("sha256sum"), ["sha", "256", "sum"]);
+        assert_eq!(split_identifier("sha256sum"), ["sha256sum"]);
     }
 
     #[test]
     fn query_syntax_in_user_text_is_quoted() {
-        let q = fts_query("NEAR(\"a\" b) OR -c*").unwrap();
-        assert_eq!(q, "\"near\" OR \"a\" OR \"b\" OR \"or\" OR \"c\"");
+        let q = fts_query("NEAR(\"x\" b) AND -c*").unwrap();
+        assert_eq!(q, "\"near\" OR \"x\" OR \"b\" OR \"c\"");
+        let q = fts_query("OR NOT").unwrap();
+        assert_eq!(
+            q, "\"not\"",
+            "\"or\" is a stop word, \"not\" is a plain word"
+        );
         assert_eq!(fts_query("  ***  "), None);
     }
 }
