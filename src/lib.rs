@@ -12,6 +12,7 @@
 //!   vectors (pure, no I/O).
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
+//! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,6 +27,8 @@
 pub mod config;
 pub mod embed;
 pub mod format;
+#[cfg(feature = "index")]
+pub mod gate;
 #[cfg(feature = "index")]
 pub mod index;
 pub mod key;
