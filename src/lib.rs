@@ -13,6 +13,7 @@
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
+//! - [`mcp`]: the MCP server agents call.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,6 +35,8 @@ pub mod index;
 pub mod key;
 #[cfg(feature = "store")]
 pub mod location;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "store")]
 pub mod memory;
 #[cfg(feature = "patterns")]

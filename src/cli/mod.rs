@@ -8,6 +8,7 @@ mod inspect;
 mod memories;
 mod output;
 mod patterns;
+mod serve;
 mod watch;
 
 use std::path::PathBuf;
@@ -194,6 +195,28 @@ pub enum Command {
         name: String,
         #[arg(long, short = 'k', default_value_t = 20)]
         limit: usize,
+    },
+    /// Serve the MCP tools over stdio (one process per agent window; they share the store).
+    Serve {
+        /// The repository (default: the one containing the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// Tool profile: core, code, memory, coding, all (setting `tools`).
+        #[arg(long)]
+        tools: Option<String>,
+    },
+    /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
+    Enrich {
+        prompt: String,
+        /// Most bytes of context.
+        #[arg(long, default_value_t = 8000)]
+        budget: usize,
+    },
+    /// The audit trail: one event per read and write through the MCP tools.
+    Audit {
+        /// Only events since: Unix ms or an age like 7d, 12h.
+        #[arg(long)]
+        since: Option<String>,
     },
     /// Configuration: `engram config show`.
     Config {
@@ -513,6 +536,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             )?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve { repo, tools } => serve::serve(&cli, repo.as_ref(), tools.as_deref()),
+        Command::Enrich { prompt, budget } => serve::enrich(&cli, &out, prompt, *budget),
+        Command::Audit { since } => serve::audit(&cli, &out, since.as_deref()),
         Command::Verify => inspect::verify(&cli, &out),
         Command::Dump {
             kind,

@@ -1,0 +1,128 @@
+//! `engram serve` (MCP over stdio), `engram enrich` and `engram audit`: the commands
+//! that go through the security gate.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use engram::gate::{read_audit, Caps, Gate};
+use engram::index::IndexOptions;
+use engram::mcp::{Engine, Profile, Server};
+use engram::memory::{parse_since, Memories};
+use serde_json::json;
+
+use super::output::Output;
+use super::{config, embedder, store_dir_for, store_options, Cli};
+
+/// The engine for the repository containing the current directory (or `--repo`).
+fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let start = repo.cloned().unwrap_or(cwd);
+    let root = engram::location::repo_root(&start).unwrap_or_else(|| start.clone());
+    let dir = store_dir_for(cli, &root)?;
+    let memories = Memories::open_with(&dir, store_options(cli))
+        .with_context(|| format!("opening store {}", dir.display()))?
+        .with_embedder(embedder()?);
+    let cfg = config();
+    let repo_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".into());
+    let mut allowed = cfg.list("allowed_repos");
+    if !cfg.flag("cross_repo") {
+        // Cross-repository access is off: the allowed list cannot widen the scope.
+        allowed.clear();
+    }
+    let gate = Gate::new(
+        &repo_name,
+        Some(root),
+        allowed,
+        Caps {
+            chunk_bytes: cfg.bytes("chunk_cap_bytes") as usize,
+            total_bytes: cfg.bytes("total_cap_bytes") as usize,
+        },
+    );
+    let index_options = IndexOptions {
+        max_file_bytes: cfg.bytes("max_file_bytes"),
+        secret_action: if cfg.get("secret_action") == "exclude" {
+            engram::index::SecretAction::Exclude
+        } else {
+            engram::index::SecretAction::Redact
+        },
+        embedder: embedder()?,
+        ..IndexOptions::default()
+    };
+    Ok(Engine {
+        memories,
+        gate,
+        embedder: embedder()?,
+        index_options,
+    })
+}
+
+/// `engram serve`: MCP over stdio until the client goes away.
+pub fn serve(cli: &Cli, repo: Option<&PathBuf>, tools: Option<&str>) -> Result<ExitCode> {
+    let profile: Profile = tools
+        .unwrap_or_else(|| config().get("tools"))
+        .parse()
+        .map_err(anyhow::Error::msg)?;
+    let engine = engine(cli, repo)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime
+        .block_on(Server::new(engine, profile).serve_stdio())
+        .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `engram enrich PROMPT`: the context block an agent would get.
+pub fn enrich(cli: &Cli, out: &Output, prompt: &str, budget: usize) -> Result<ExitCode> {
+    let engine = engine(cli, None)?;
+    let v = engine
+        .call(
+            "enrich_prompt",
+            &json!({"prompt": prompt, "budget": budget})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        )
+        .map_err(anyhow::Error::msg)?;
+    out.value(&v, || v["context"].as_str().unwrap_or("").to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `engram audit [--since T]`: the audit trail.
+pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
+    let engine = engine(cli, None)?;
+    let now = engram::store::now_ms();
+    let since_ms = since.map(|s| parse_since(s, now)).transpose()?.unwrap_or(0);
+    let events = read_audit(engine.memories.store(), since_ms)?;
+    out.value(&json!({"events": events}), || {
+        events
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}  {:<26} {:>4} results  {}{}{}",
+                    e.time_ms,
+                    e.op,
+                    e.results,
+                    e.query.as_deref().unwrap_or(""),
+                    if e.flagged.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  FLAGGED {}", e.flagged.join(","))
+                    },
+                    e.error
+                        .as_deref()
+                        .map(|x| format!("  ERROR {x}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

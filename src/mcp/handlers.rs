@@ -1,0 +1,448 @@
+//! What each tool does: arguments (already checked against the tool's schema) in,
+//! JSON out, through the gate. Synchronous; the server runs it off the async runtime.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::embed::Embedder;
+use crate::gate::{AuditEvent, Gate};
+use crate::index::{self, IndexOptions};
+use crate::memory::{
+    parse_since, Decision, ErrorReport, FileChange, Memories, Memory, MemoryFilter,
+};
+use crate::patterns::{PatternSet, Patterns, ScanTarget};
+use crate::search::{self, HitKind, SearchOptions};
+
+/// Everything a tool call may use: one repository's store and its gate.
+pub struct Engine {
+    pub memories: Memories,
+    pub gate: Gate,
+    pub embedder: Arc<dyn Embedder>,
+    pub index_options: IndexOptions,
+}
+
+/// A tool that ran and failed, with the reason for the caller.
+pub type ToolResult = Result<Value, String>;
+
+fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+    a.get(k).and_then(Value::as_str)
+}
+
+fn req<'a>(a: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
+    s(a, k).ok_or_else(|| format!("missing {k}"))
+}
+
+fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
+    a.get(k)
+        .and_then(Value::as_array)
+        .map(|v| {
+            v.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn int(a: &Map<String, Value>, k: &str, default: u64, max: u64) -> u64 {
+    a.get(k)
+        .and_then(Value::as_u64)
+        .unwrap_or(default)
+        .clamp(1, max)
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+impl Engine {
+    /// Run tool `name`, auditing it.
+    pub fn call(&self, name: &str, args: &Map<String, Value>) -> ToolResult {
+        let result = self.dispatch(name, args);
+        let (results, flagged) = match &result {
+            Ok(v) => (count_results(v), collect_flags(v)),
+            Err(_) => (0, Vec::new()),
+        };
+        let audit = AuditEvent {
+            op: name.to_string(),
+            repo: self.gate.repo.clone(),
+            session: s(args, "session").map(String::from),
+            query: [
+                "query", "prompt", "text", "name", "id", "path", "decision", "message",
+            ]
+            .iter()
+            .find_map(|k| s(args, k))
+            .map(String::from),
+            results,
+            flagged,
+            error: result.as_ref().err().cloned(),
+            ..AuditEvent::default()
+        };
+        if let Err(e) = audit.append(self.memories.store()) {
+            tracing::error!("audit event not written: {e}");
+        }
+        result
+    }
+
+    fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
+        let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
+        let hits: Vec<Value> = r
+            .hits
+            .iter()
+            .map(|h| {
+                let attribution = attribution(h);
+                let clean = crate::gate::sanitize(h.text.as_deref().unwrap_or(&h.snippet));
+                let mut v = json!({
+                    "key": h.key, "kind": h.kind, "path": h.path, "start_line": h.start_line,
+                    "end_line": h.end_line, "symbol": h.symbol, "score": h.score,
+                    "snippet": crate::gate::sanitize(&h.snippet).text, "source": attribution,
+                });
+                if h.text.is_some() {
+                    v["text"] =
+                        json!(crate::gate::truncate(&clean.text, self.gate.caps.chunk_bytes).0);
+                }
+                if !clean.flags.is_empty() {
+                    v["flags"] = json!(clean.flags);
+                }
+                v
+            })
+            .collect();
+        Ok(json!({"hits": hits, "degraded": r.degraded}))
+    }
+
+    fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, String> {
+        Ok(SearchOptions {
+            top_k: int(a, "top_k", 10, 100) as usize,
+            lang: s(a, "lang").map(String::from),
+            path_glob: s(a, "path").map(String::from),
+            kind: s(a, "kind")
+                .map(str::parse::<HitKind>)
+                .transpose()
+                .map_err(err)?,
+            embedder: self.embedder.clone(),
+            ..SearchOptions::default()
+        })
+    }
+
+    fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, String> {
+        MemoryFilter {
+            kind: s(a, "kind").map(String::from),
+            task: s(a, "task").map(String::from),
+            insights: list(a, "insights"),
+            contexts: list(a, "contexts"),
+            tags: list(a, "tags"),
+            session: s(a, "session").map(String::from),
+            since_ms: s(a, "since")
+                .map(|t| parse_since(t, crate::store::now_ms()))
+                .transpose()
+                .map_err(err)?,
+        }
+        .normalised()
+        .map_err(err)
+    }
+
+    fn reindex(&self) -> ToolResult {
+        let root = self
+            .gate
+            .root()
+            .ok_or("this server has no repository root to index")?;
+        let r = index::index(self.memories.store(), root, &self.index_options).map_err(err)?;
+        Ok(serde_json::to_value(r).map_err(err)?)
+    }
+
+    fn index_path(&self, a: &Map<String, Value>, dir: bool) -> ToolResult {
+        let path = s(a, "path").unwrap_or(".");
+        let p = self.gate.confine(path).map_err(err)?;
+        if dir && !p.is_dir() {
+            return Err(format!("{path} is not a directory of the repository"));
+        }
+        if !dir && !p.is_file() {
+            return Err(format!("{path} is not a file of the repository"));
+        }
+        // Indexing is incremental: unchanged files cost a stat, so bringing the
+        // whole repository level is as cheap as indexing the one path.
+        self.reindex()
+    }
+
+    fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+        let m = &self.memories;
+        match name {
+            "code_search" => {
+                let mut opts = self.search_options(a)?;
+                if opts.kind == Some(HitKind::Memory) {
+                    return Err("code_search finds code; use memory_search for memories".into());
+                }
+                if opts.kind.is_none() {
+                    opts.kind = Some(HitKind::Chunk);
+                }
+                self.search(req(a, "query")?, opts)
+            }
+            "symbol_search" => {
+                let found = index::lookup_symbols(
+                    m.store(),
+                    req(a, "name")?,
+                    int(a, "limit", 20, 200) as usize,
+                )
+                .map_err(err)?;
+                Ok(json!({"symbols": found}))
+            }
+            "jit_index_file" | "register_file" => self.index_path(a, false),
+            "jit_index_directory" => self.index_path(a, true),
+            "jit_search" => {
+                self.reindex()?;
+                let mut opts = self.search_options(a)?;
+                opts.kind = Some(HitKind::Chunk);
+                self.search(req(a, "query")?, opts)
+            }
+            "memory_write" => {
+                let written = m
+                    .remember(req(a, "text")?, &list(a, "tags"), None)
+                    .map_err(err)?;
+                Ok(json!({"id": written.id}))
+            }
+            "memory_write_structured" => {
+                let mut mem = Memory::new(req(a, "text")?);
+                mem.task = s(a, "task").map(String::from);
+                mem.insights = list(a, "insights");
+                mem.contexts = list(a, "contexts");
+                mem.tags = list(a, "tags");
+                mem.symbols = list(a, "symbols");
+                if let Some(p) = s(a, "provenance") {
+                    mem.provenance = p.to_string();
+                }
+                mem.session = s(a, "session").map(String::from);
+                let written = m.write(mem).map_err(err)?;
+                Ok(json!({"id": written.id, "memory": written}))
+            }
+            "memory_search" | "memory_search_structured" => {
+                let opts = SearchOptions {
+                    top_k: int(a, "top_k", 10, 100) as usize,
+                    kind: Some(HitKind::Memory),
+                    memory_filter: self.memory_filter(a)?,
+                    embedder: self.embedder.clone(),
+                    ..SearchOptions::default()
+                };
+                self.search(req(a, "query")?, opts)
+            }
+            "memory_get" => match m.get(req(a, "id")?).map_err(err)? {
+                Some(mem) => Ok(json!({"memory": sanitized_memory(&mem)})),
+                None => Err(format!("no memory {}", req(a, "id")?)),
+            },
+            "memory_list_structured" => {
+                let filter = self.memory_filter(a)?;
+                let limit = int(a, "limit", 20, 500) as usize;
+                let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let found = m.list_filtered(&filter, limit, offset).map_err(err)?;
+                Ok(json!({"memories": found.iter().map(sanitized_memory).collect::<Vec<_>>()}))
+            }
+            "memory_list_threads" => {
+                let filter = MemoryFilter {
+                    kind: Some("session".into()),
+                    ..MemoryFilter::default()
+                };
+                let found = m
+                    .list_filtered(&filter, int(a, "limit", 20, 500) as usize, 0)
+                    .map_err(err)?;
+                Ok(json!({"threads": found.iter().map(sanitized_memory).collect::<Vec<_>>()}))
+            }
+            "pattern_load" => {
+                let set = PatternSet::parse(req(a, "toml")?, true).map_err(err)?;
+                let loaded = Patterns::new(m.store()).load(set).map_err(err)?;
+                Ok(json!({"loaded": loaded.name, "patterns": loaded.patterns.len()}))
+            }
+            "pattern_list" => {
+                let sets = Patterns::new(m.store()).list().map_err(err)?;
+                let out: Vec<Value> = sets
+                    .iter()
+                    .map(|(set, builtin)| json!({"name": set.name, "description": set.description, "patterns": set.patterns.len(), "builtin": builtin}))
+                    .collect();
+                Ok(json!({"sets": out}))
+            }
+            "pattern_scan" => {
+                let target = match s(a, "key") {
+                    Some(k) => ScanTarget::Key(k.to_string()),
+                    None => ScanTarget::Code,
+                };
+                let found = Patterns::new(m.store())
+                    .scan(req(a, "set")?, &target)
+                    .map_err(err)?;
+                Ok(json!({"matches": found}))
+            }
+            "pattern_scan_memories" => {
+                let target = ScanTarget::Memories {
+                    task: s(a, "task").map(String::from),
+                    context: s(a, "context").map(String::from),
+                };
+                let found = Patterns::new(m.store())
+                    .scan(req(a, "set")?, &target)
+                    .map_err(err)?;
+                Ok(json!({"matches": found}))
+            }
+            "get_notes" => match s(a, "name") {
+                Some(n) => {
+                    let note = m
+                        .note_get(n)
+                        .map_err(err)?
+                        .ok_or_else(|| format!("no note {n:?}"))?;
+                    Ok(json!({"notes": [sanitized_memory(&note)]}))
+                }
+                None => {
+                    let notes = m.note_list().map_err(err)?;
+                    Ok(json!({"notes": notes.iter().map(sanitized_memory).collect::<Vec<_>>()}))
+                }
+            },
+            "set_note" => {
+                let note = m
+                    .note_set(req(a, "name")?, req(a, "value")?, Some("agent_observed"))
+                    .map_err(err)?;
+                Ok(json!({"id": note.id}))
+            }
+            "coding_start_session" => {
+                let sess = m
+                    .start_session(req(a, "description")?, &list(a, "tags"))
+                    .map_err(err)?;
+                Ok(json!({"id": sess.id}))
+            }
+            "coding_end_session" => {
+                let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
+                let sess = m.end_session(req(a, "id")?, success).map_err(err)?;
+                Ok(json!({"id": sess.id, "summary": crate::gate::sanitize(&sess.text).text}))
+            }
+            "coding_track_file_change" => {
+                let c: FileChange =
+                    serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
+                Ok(json!({"id": m.track_file_change(&c).map_err(err)?.id}))
+            }
+            "coding_record_error" => {
+                let e: ErrorReport =
+                    serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
+                let mem = m.record_error(&e).map_err(err)?;
+                Ok(json!({"id": mem.id, "frequency": mem.metadata.get("frequency")}))
+            }
+            "coding_record_decision" => {
+                let d: Decision = serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
+                Ok(json!({"id": m.record_decision(&d).map_err(err)?.id}))
+            }
+            "coding_search_errors" => {
+                let hits = m
+                    .search_errors(req(a, "query")?, int(a, "top_k", 10, 100) as usize)
+                    .map_err(err)?;
+                let out: Vec<Value> = hits
+                    .iter()
+                    .map(|h| json!({"score": h.score, "memory": sanitized_memory(&h.memory)}))
+                    .collect();
+                Ok(json!({"errors": out}))
+            }
+            "coding_get_project_context" => {
+                let budget = int(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
+                let text = m.project_context(budget).map_err(err)?;
+                let clean = crate::gate::sanitize(&text);
+                Ok(json!({"context": clean.text, "flags": clean.flags}))
+            }
+            "coding_analyze_patterns" => {
+                Ok(serde_json::to_value(m.analyze_patterns().map_err(err)?).map_err(err)?)
+            }
+            "enrich_prompt" => self.enrich(
+                req(a, "prompt")?,
+                int(a, "budget", 8000, self.gate.caps.total_bytes as u64) as usize,
+            ),
+            other => Err(format!("unknown tool {other:?}")),
+        }
+    }
+
+    /// The context block for a prompt: code, notes and memories, fused, sanitised,
+    /// attributed, within `budget` bytes.
+    pub fn enrich(&self, prompt: &str, budget: usize) -> ToolResult {
+        let store = self.memories.store();
+        let opts = SearchOptions {
+            top_k: 8,
+            embedder: self.embedder.clone(),
+            ..SearchOptions::default()
+        };
+        let found = search::search(store, prompt, &opts).map_err(err)?;
+        let mut items: Vec<(String, String)> = Vec::new();
+        for h in &found.hits {
+            let text = match &h.text {
+                Some(t) => t.clone(),
+                None => store
+                    .get(&h.key)
+                    .map_err(err)?
+                    .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+                    .unwrap_or_else(|| h.snippet.clone()),
+            };
+            items.push((attribution(h), text));
+        }
+        let mut gate = self.gate.clone();
+        gate.caps.total_bytes = budget.min(self.gate.caps.total_bytes);
+        let blocks = gate.blocks(items);
+        let flagged: Vec<&str> = blocks
+            .iter()
+            .flat_map(|b| b.flags.iter().copied())
+            .collect();
+        let mut context = String::new();
+        for b in &blocks {
+            context.push_str(&b.attribution);
+            if !b.flags.is_empty() {
+                context.push_str(&format!(" [flagged: {}]", b.flags.join(", ")));
+            }
+            context.push('\n');
+            context.push_str(&b.text);
+            if !context.ends_with('\n') {
+                context.push('\n');
+            }
+            context.push('\n');
+        }
+        Ok(json!({"context": context, "blocks": blocks, "flagged": flagged}))
+    }
+}
+
+/// `[source: path:start-end]` for code, `[memory: mem:id]` for memories.
+fn attribution(h: &search::SearchHit) -> String {
+    match (&h.path, h.start_line, h.end_line) {
+        (Some(p), Some(a), Some(b)) => format!("[source: {p}:{a}-{b}]"),
+        _ => format!("[memory: {}]", h.key),
+    }
+}
+
+fn sanitized_memory(m: &Memory) -> Value {
+    let mut v = serde_json::to_value(m).unwrap_or(Value::Null);
+    let clean = crate::gate::sanitize(&m.text);
+    v["text"] = json!(clean.text);
+    if !clean.flags.is_empty() {
+        v["flags"] = json!(clean.flags);
+    }
+    v
+}
+
+fn count_results(v: &Value) -> u64 {
+    [
+        "hits", "symbols", "memories", "threads", "matches", "notes", "errors", "blocks", "sets",
+    ]
+    .iter()
+    .find_map(|k| v.get(k).and_then(Value::as_array).map(|a| a.len() as u64))
+    .unwrap_or(1)
+}
+
+fn collect_flags(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if let Some(f) = v.get("flagged").and_then(Value::as_array) {
+        out.extend(f.iter().filter_map(|x| x.as_str().map(String::from)));
+    }
+    for k in ["hits", "memories", "notes"] {
+        for item in v.get(k).and_then(Value::as_array).into_iter().flatten() {
+            for f in item
+                .get("flags")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(f) = f.as_str() {
+                    out.push(f.to_string());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}

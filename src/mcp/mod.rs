@@ -1,0 +1,120 @@
+//! The MCP server: engram's tools for agents, over stdio, with the official SDK.
+//!
+//! Every Claude Code or Cursor window starts its own `engram serve`, so many of these
+//! processes share one store; the store is multi-process safe and each call is short.
+//! A call's arguments are checked against the tool's schema before anything runs; a
+//! bad call gets an `invalid_params` error saying what was wrong, a failing tool a
+//! tool-level error, and a panic inside a tool is caught and reported — no call can
+//! take the server down. This layer knows MCP; what the tools do is in
+//! [`handlers`], behind the [`crate::gate`].
+
+pub mod handlers;
+pub mod tools;
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+
+pub use handlers::Engine;
+pub use tools::Profile;
+
+/// The server: the engine and the tools its profile lists.
+#[derive(Clone)]
+pub struct Server {
+    engine: Arc<Engine>,
+    tools: Arc<Vec<Tool>>,
+    names: Arc<Vec<&'static str>>,
+}
+
+impl Server {
+    /// A server over `engine` listing the tools of `profile`.
+    pub fn new(engine: Engine, profile: Profile) -> Server {
+        let specs = tools::tools_for(profile);
+        let tools = specs
+            .iter()
+            .map(|t| Tool::new(t.name, t.description, Arc::new(tools::schema(t))))
+            .collect();
+        Server {
+            engine: Arc::new(engine),
+            tools: Arc::new(tools),
+            names: Arc::new(specs.iter().map(|t| t.name).collect()),
+        }
+    }
+
+    /// Serve MCP on stdin/stdout until the client disconnects.
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("engram", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "engram remembers this repository for you. At the start of a task call \
+             coding_get_project_context or enrich_prompt; search memories before debugging \
+             and whenever earlier decisions come up; write a structured memory when a decision, \
+             constraint, pitfall or tradeoff appears."
+                .into(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if !self.names.contains(&name.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "no tool {name:?} in this server's profile; tools: {}",
+                    self.names.join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let spec = tools::TOOLS
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("no tool {name:?}"), None))?;
+        tools::validate(spec, &args).map_err(|e| ErrorData::invalid_params(e, None))?;
+        let engine = self.engine.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.call(&name, &args)))
+        })
+        .await;
+        let result = match outcome {
+            Ok(Ok(Ok(value))) => CallToolResult::success(vec![ContentBlock::text(
+                serde_json::to_string(&value).unwrap_or_else(|_| "{}".into()),
+            )]),
+            Ok(Ok(Err(message))) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            Ok(Err(_)) | Err(_) => {
+                tracing::error!("a tool panicked; the server goes on");
+                CallToolResult::error(vec![ContentBlock::text(
+                    "internal error in the tool (reported in the server log); the server goes on",
+                )])
+            }
+        };
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,429 @@
+//! The MCP tools: names, what each is for (written for the agent choosing one), its
+//! parameters, which profiles list it, and checking a call's arguments against them.
+//!
+//! One table is the source of the JSON schemas shown to clients and of the checks
+//! applied to every call, so the two never disagree.
+
+use serde_json::{json, Map, Value};
+
+/// A parameter's JSON type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    Str,
+    Int,
+    Num,
+    Bool,
+    StrList,
+}
+
+/// One parameter of a tool.
+#[derive(Clone, Copy)]
+pub struct Param {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub required: bool,
+    pub help: &'static str,
+}
+
+const fn req(name: &'static str, ty: Ty, help: &'static str) -> Param {
+    Param {
+        name,
+        ty,
+        required: true,
+        help,
+    }
+}
+
+const fn opt(name: &'static str, ty: Ty, help: &'static str) -> Param {
+    Param {
+        name,
+        ty,
+        required: false,
+        help,
+    }
+}
+
+/// Tool profiles: `--tools core|code|memory|coding|all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Core,
+    Code,
+    Memory,
+    Coding,
+    All,
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "core" => Profile::Core,
+            "code" => Profile::Code,
+            "memory" => Profile::Memory,
+            "coding" => Profile::Coding,
+            "all" => Profile::All,
+            _ => {
+                return Err(format!(
+                    "tool profile {s:?} is not one of core, code, memory, coding, all"
+                ))
+            }
+        })
+    }
+}
+
+/// One tool.
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [Param],
+    /// Profiles (besides `all`) that list it.
+    pub profiles: &'static [Profile],
+}
+
+use Profile::{Code, Coding, Core, Memory};
+use Ty::*;
+
+const TOP_K: Param = opt("top_k", Int, "How many results (1-100, default 10).");
+const MEM_FILTERS: [Param; 7] = [
+    opt(
+        "task",
+        Str,
+        "Only entries of this task type (debug, refactor, ...).",
+    ),
+    opt(
+        "insights",
+        StrList,
+        "Only entries with all these insight types (decision, pitfall, ...).",
+    ),
+    opt(
+        "contexts",
+        StrList,
+        "Only entries with all these context types (backend, auth, ...).",
+    ),
+    opt("tags", StrList, "Only entries with all these tags."),
+    opt(
+        "kind",
+        Str,
+        "Only entries of this kind: memory, note, session, change, error, decision.",
+    ),
+    opt(
+        "since",
+        Str,
+        "Only entries updated since: Unix ms or an age like 7d, 12h.",
+    ),
+    opt("session", Str, "Only entries of this coding session id."),
+];
+
+/// Every tool engram serves.
+pub static TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "code_search",
+        description: "Search the indexed code of this repository (keyword, meaning and symbol names fused). Call it whenever you need to find where something is done before reading or changing code. Returns attributed hits with path, lines and a snippet.",
+        params: &[req("query", Str, "What you look for, in words or identifiers."), TOP_K,
+            opt("lang", Str, "Only this language (rust, python, ...)."), opt("path", Str, "Only paths matching this glob."),
+            opt("kind", Str, "Only file, symbol or chunk hits.")],
+        profiles: &[Core, Code],
+    },
+    ToolSpec {
+        name: "symbol_search",
+        description: "Find a function, method, class or other symbol by name: exact (Session.request), prefix (request) or fuzzy (sesreq). Call it when you know or half-know a name.",
+        params: &[req("name", Str, "The symbol's name or part of it."), opt("limit", Int, "Most results (default 20).")],
+        profiles: &[Core, Code],
+    },
+    ToolSpec {
+        name: "jit_index_file",
+        description: "Bring the index up to date after you created or changed a file, so code_search sees it at once. Secrets are redacted before anything is stored.",
+        params: &[req("path", Str, "The file, relative to the repository root.")],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "jit_index_directory",
+        description: "Index (incrementally) a directory of the repository, by default all of it. Call it once at the start of work in a repository that was never indexed.",
+        params: &[opt("path", Str, "A directory relative to the repository root (default: the root).")],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "jit_search",
+        description: "Index what changed, then search: use it instead of code_search right after editing files.",
+        params: &[req("query", Str, "What you look for."), opt("path", Str, "Only paths matching this glob."), TOP_K],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "register_file",
+        description: "Register one file of the repository with the index (same as jit_index_file); use it for files you want found later.",
+        params: &[req("path", Str, "The file, relative to the repository root.")],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "memory_write",
+        description: "Remember something for later sessions: a fact, a finding, a preference. Write one whenever you learn something about this repository that you would want to know next time.",
+        params: &[req("text", Str, "What to remember, self-contained."), opt("tags", StrList, "Tags.")],
+        profiles: &[Core, Memory],
+    },
+    ToolSpec {
+        name: "memory_search",
+        description: "Search what was remembered about this repository. Call it at the start of debugging, before designing a change, and whenever prior decisions, constraints or pitfalls are mentioned.",
+        params: &[req("query", Str, "What you look for."), TOP_K],
+        profiles: &[Core, Memory],
+    },
+    ToolSpec {
+        name: "memory_list_threads",
+        description: "List coding sessions (threads of work) with their descriptions and summaries, newest first, to see what was worked on recently.",
+        params: &[opt("limit", Int, "Most sessions (default 20).")],
+        profiles: &[Memory],
+    },
+    ToolSpec {
+        name: "memory_write_structured",
+        description: "Write a typed memory. Call it when a decision, constraint, pitfall, assumption, tradeoff or todo appears in the conversation, with its task, insight and context types so it is found in the right situations.",
+        params: &[req("text", Str, "The memory, self-contained."),
+            opt("task", Str, "Task type: debug, bugfix, implement_feature, refactor, ..."),
+            opt("insights", StrList, "Insight types: decision, constraint, assumption, pitfall, tradeoff, invariant, todo, context."),
+            opt("contexts", StrList, "Context types: frontend, backend, auth, billing, ui, infra, devops, data, testing, api."),
+            opt("tags", StrList, "Tags."), opt("symbols", StrList, "sym: keys of code it is about."),
+            opt("provenance", Str, "user_stated, agent_observed, llm_extracted or inferred."),
+            opt("session", Str, "The coding session id.")],
+        profiles: &[Memory],
+    },
+    ToolSpec {
+        name: "memory_search_structured",
+        description: "Search memories with filters (task, insight and context types, tags, kind, time, session). Call it to find e.g. all pitfalls about auth before touching auth code.",
+        params: &[req("query", Str, "What you look for."), TOP_K, MEM_FILTERS[0], MEM_FILTERS[1], MEM_FILTERS[2],
+            MEM_FILTERS[3], MEM_FILTERS[4], MEM_FILTERS[5], MEM_FILTERS[6]],
+        profiles: &[Memory],
+    },
+    ToolSpec {
+        name: "memory_get",
+        description: "Read one memory by id (mem:xxxxxxxx), e.g. one cited in a search result or a context block.",
+        params: &[req("id", Str, "The memory id.")],
+        profiles: &[Core, Memory],
+    },
+    ToolSpec {
+        name: "memory_list_structured",
+        description: "List memories newest first with filters and pagination, to review what is known.",
+        params: &[opt("limit", Int, "Page size (default 20)."), opt("offset", Int, "Entries to skip."), MEM_FILTERS[0],
+            MEM_FILTERS[1], MEM_FILTERS[2], MEM_FILTERS[3], MEM_FILTERS[4], MEM_FILTERS[5], MEM_FILTERS[6]],
+        profiles: &[Memory],
+    },
+    ToolSpec {
+        name: "pattern_load",
+        description: "Load (or replace) a named pattern set from TOML text, to scan stored code or memories for it later.",
+        params: &[req("toml", Str, "The pattern set as TOML (name, description, [[patterns]] with id, regex).")],
+        profiles: &[],
+    },
+    ToolSpec {
+        name: "pattern_scan",
+        description: "Scan stored code (or one key) with a pattern set: secrets, security-smells, debug-leftovers or a loaded one. Call it before a release or a review.",
+        params: &[req("set", Str, "The pattern set name."), opt("key", Str, "Only this key (default: all indexed code).")],
+        profiles: &[],
+    },
+    ToolSpec {
+        name: "pattern_scan_memories",
+        description: "Scan stored memories with a pattern set, e.g. to check no secret was written into a memory.",
+        params: &[req("set", Str, "The pattern set name."), opt("task", Str, "Only memories of this task type."),
+            opt("context", Str, "Only memories of this context type.")],
+        profiles: &[],
+    },
+    ToolSpec {
+        name: "pattern_list",
+        description: "List the pattern sets available (built-in and loaded).",
+        params: &[],
+        profiles: &[],
+    },
+    ToolSpec {
+        name: "get_notes",
+        description: "Read the repository's notes (key/value, human-editable): conventions, commands, contacts. Call it at the start of a session.",
+        params: &[opt("name", Str, "One note's name (default: all notes).")],
+        profiles: &[Core, Memory],
+    },
+    ToolSpec {
+        name: "set_note",
+        description: "Set a repository note (key/value), e.g. the test command or a convention the user stated.",
+        params: &[req("name", Str, "The note's name."), req("value", Str, "Its value.")],
+        profiles: &[Core, Memory],
+    },
+    ToolSpec {
+        name: "coding_start_session",
+        description: "Start a coding session when you begin a task; record changes, errors and decisions under its id, and end it when done.",
+        params: &[req("description", Str, "What the session is for."), opt("tags", StrList, "Tags.")],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "coding_end_session",
+        description: "End a coding session; returns a summary of what it recorded (files, errors fixed, decisions).",
+        params: &[req("id", Str, "The session id."), opt("success", Bool, "Whether the goal was reached (default true).")],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "coding_track_file_change",
+        description: "Record a file change and, above all, why it was made. Call it after each meaningful edit.",
+        params: &[req("path", Str, "The file."), req("action", Str, "create, edit, delete, rename, refactor or test."),
+            req("reason", Str, "Why the change was made."), opt("diff_summary", Str, "What changed, briefly."),
+            opt("related_files", StrList, "Files changed with it."), opt("start_line", Int, "First line changed."),
+            opt("end_line", Int, "Last line changed."), opt("session", Str, "The session id.")],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "coding_record_error",
+        description: "Record an error met while coding, with its solution once known. A recurring error increases its frequency instead of duplicating. Call it whenever a build, test or runtime error costs you time.",
+        params: &[req("error_type", Str, "The error's type or class."), req("message", Str, "The message."),
+            opt("stack_trace", Str, "The stack trace."), opt("file", Str, "Where it happened."), opt("line", Int, "Line."),
+            opt("solution", Str, "How it was fixed."), opt("resolved", Bool, "Whether it is fixed."),
+            opt("screenshot", Str, "A screenshot path."), opt("session", Str, "The session id."),
+            opt("resolved_by", Str, "The change (mem: id) that fixed it.")],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "coding_record_decision",
+        description: "Record a design decision with its rationale and the alternatives considered. Call it whenever a choice is made that someone might later question.",
+        params: &[req("decision", Str, "The decision."), opt("rationale", Str, "Why."),
+            opt("alternatives", StrList, "Alternatives considered."), opt("impact", Str, "What it affects."),
+            opt("tags", StrList, "Tags."), opt("related_files", StrList, "Files it concerns."),
+            opt("confidence", Num, "0 to 1."), opt("reviewed", Bool, "Whether someone reviewed it."),
+            opt("session", Str, "The session id.")],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "coding_search_errors",
+        description: "Search past errors similar to one you face; solutions come first. Call it at the start of debugging, before investigating.",
+        params: &[req("query", Str, "The error message or type."), TOP_K],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "coding_get_project_context",
+        description: "A compact overview for a new session: recent sessions, open pitfalls, constraints and todos, most-changed files, unresolved errors, key decisions. Call it first in a new session.",
+        params: &[opt("budget", Int, "Most bytes (default 4000).")],
+        profiles: &[Core, Coding],
+    },
+    ToolSpec {
+        name: "coding_analyze_patterns",
+        description: "Patterns in the recorded work: recurring error types, files that change together, hot files, decision tags over time.",
+        params: &[],
+        profiles: &[Coding],
+    },
+    ToolSpec {
+        name: "enrich_prompt",
+        description: "The context block to put before a prompt: relevant code, notes and memories, each attributed [source: path:line] or [memory: mem:id], sanitised and within a byte budget. Call it with the user's request at the start of a task.",
+        params: &[req("prompt", Str, "The user's request."), opt("budget", Int, "Most bytes (default 8000, at most the total cap).")],
+        profiles: &[Core, Code, Memory],
+    },
+];
+
+/// The tools a profile lists.
+pub fn tools_for(profile: Profile) -> Vec<&'static ToolSpec> {
+    TOOLS
+        .iter()
+        .filter(|t| profile == Profile::All || t.profiles.contains(&profile))
+        .collect()
+}
+
+/// The JSON schema of a tool's arguments.
+pub fn schema(spec: &ToolSpec) -> Map<String, Value> {
+    let mut props = Map::new();
+    for p in spec.params {
+        let ty = match p.ty {
+            Ty::Str => json!({"type": "string", "description": p.help}),
+            Ty::Int => json!({"type": "integer", "minimum": 0, "description": p.help}),
+            Ty::Num => json!({"type": "number", "description": p.help}),
+            Ty::Bool => json!({"type": "boolean", "description": p.help}),
+            Ty::StrList => {
+                json!({"type": "array", "items": {"type": "string"}, "description": p.help})
+            }
+        };
+        props.insert(p.name.into(), ty);
+    }
+    let required: Vec<&str> = spec
+        .params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name)
+        .collect();
+    let mut m = Map::new();
+    m.insert("type".into(), json!("object"));
+    m.insert("properties".into(), Value::Object(props));
+    m.insert("required".into(), json!(required));
+    m.insert("additionalProperties".into(), json!(false));
+    m
+}
+
+/// Check a call's arguments against the tool's parameters: every required one
+/// present, no unknown one, each of its type. The error says which and what to do.
+pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String> {
+    for name in args.keys() {
+        if !spec.params.iter().any(|p| p.name == name) {
+            let known: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
+            return Err(format!(
+                "{}: unknown argument {name:?}; it takes {}",
+                spec.name,
+                if known.is_empty() {
+                    "no arguments".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+    }
+    for p in spec.params {
+        match args.get(p.name) {
+            None | Some(Value::Null) if p.required => {
+                return Err(format!(
+                    "{}: missing required argument {:?} ({})",
+                    spec.name, p.name, p.help
+                ));
+            }
+            None | Some(Value::Null) => {}
+            Some(v) => {
+                let ok = match p.ty {
+                    Ty::Str => v.is_string(),
+                    Ty::Int => v.as_u64().is_some(),
+                    Ty::Num => v.is_number(),
+                    Ty::Bool => v.is_boolean(),
+                    Ty::StrList => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+                };
+                if !ok {
+                    let want = match p.ty {
+                        Ty::Str => "a string",
+                        Ty::Int => "a non-negative integer",
+                        Ty::Num => "a number",
+                        Ty::Bool => "true or false",
+                        Ty::StrList => "an array of strings",
+                    };
+                    return Err(format!(
+                        "{}: argument {:?} must be {want}, got {v}",
+                        spec.name, p.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_schema_and_profiles_are_subsets() {
+        assert_eq!(TOOLS.len(), 30);
+        let all = tools_for(Profile::All).len();
+        for p in [
+            Profile::Core,
+            Profile::Code,
+            Profile::Memory,
+            Profile::Coding,
+        ] {
+            let n = tools_for(p).len();
+            assert!(n > 0 && n < all, "{p:?}");
+        }
+        let spec = TOOLS.iter().find(|t| t.name == "code_search").unwrap();
+        assert_eq!(schema(spec)["required"], json!(["query"]));
+        let args = |v: Value| v.as_object().unwrap().clone();
+        assert!(validate(spec, &args(json!({"query": "x", "top_k": 3}))).is_ok());
+        let e = validate(spec, &args(json!({"query": 1}))).unwrap_err();
+        assert!(e.contains("must be a string"), "{e}");
+        let e = validate(spec, &args(json!({"top_k": 3}))).unwrap_err();
+        assert!(e.contains("missing required argument \"query\""), "{e}");
+        let e = validate(spec, &args(json!({"query": "x", "evil": true}))).unwrap_err();
+        assert!(e.contains("unknown argument \"evil\""), "{e}");
+    }
+}
