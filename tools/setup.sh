@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what engram needs to build on a Debian/Ubuntu machine with a Rust toolchain:
-# pkg-config and Hyperscan (libhyperscan-dev). Installs only what is missing.
+# pkg-config and Hyperscan (libhyperscan-dev), and the Python MCP SDK for the
+# end-to-end tests. Installs only what is missing.
 set -euo pipefail
 
 need=()
@@ -24,5 +25,16 @@ fi
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install a Rust toolchain (https://rustup.rs) first" >&2
+  exit 1
+fi
+
+# The MCP end-to-end tests drive `engram serve` with the official Python MCP SDK.
+if command -v python3 >/dev/null 2>&1; then
+  if ! python3 -c "import mcp" >/dev/null 2>&1; then
+    echo "setup: installing the Python MCP SDK (pip install mcp)" >&2
+    python3 -m pip install --quiet mcp
+  fi
+else
+  echo "setup: python3 not found; the MCP end-to-end tests need it (apt-get install python3 python3-pip)" >&2
   exit 1
 fi

@@ -404,7 +404,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_a_schema_and_profiles_are_subsets() {
-        assert_eq!(TOOLS.len(), 30);
+        assert_eq!(TOOLS.len(), 28);
         let all = tools_for(Profile::All).len();
         for p in [
             Profile::Core,
