@@ -199,7 +199,9 @@ pub fn search(
     if code {
         // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
         // unless symbols themselves were asked for.
-        let syms = index::symbol_ranked(store, query, top_k, fetch)?;
+        // Symbol names back up the other sources: their any-word query (costly over
+        // common words) runs only when no symbol holds every word.
+        let syms = index::symbol_ranked(store, query, 1, fetch)?;
         let mut keys = Vec::with_capacity(syms.len());
         for (key, _) in syms {
             if opts.kind == Some(HitKind::Symbol) {
