@@ -155,6 +155,13 @@ pub const SETTINGS: &[Setting] = &[
         check: any,
     },
     Setting {
+        name: "webhook_secret",
+        env: "ENGRAM_WEBHOOK_SECRET",
+        default: "",
+        help: "HMAC secret of POST /api/webhook/push (empty: webhook off)",
+        check: any,
+    },
+    Setting {
         name: "tools",
         env: "ENGRAM_TOOLS",
         default: "all",

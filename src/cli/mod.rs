@@ -204,6 +204,15 @@ pub enum Command {
         /// Tool profile: core, code, memory, coding, all (setting `tools`).
         #[arg(long)]
         tools: Option<String>,
+        /// Serve streamable HTTP on this address instead of stdio (default: setting
+        /// server_addr); bearer tokens from the tokens file are required.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+        http: Option<String>,
+    },
+    /// Bearer tokens for `engram serve --http`.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
     },
     /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
     Enrich {
@@ -373,6 +382,19 @@ pub enum ErrorCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a new token, print it once, and store its hash in the tokens file.
+    New {
+        /// A name for who holds it.
+        #[arg(long, default_value = "token")]
+        name: String,
+        /// A repository (store name) it may reach; repeatable; default: the current one.
+        #[arg(long = "repo")]
+        repos: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print every setting's effective value and where it came from.
     Show,
@@ -536,7 +558,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             )?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { repo, tools } => serve::serve(&cli, repo.as_ref(), tools.as_deref()),
+        Command::Serve { repo, tools, http } => {
+            serve::serve(&cli, repo.as_ref(), tools.as_deref(), http.as_deref())
+        }
+        Command::Token {
+            command: TokenCommand::New { name, repos },
+        } => serve::new_token(&cli, &out, name, repos),
         Command::Enrich { prompt, budget } => serve::enrich(&cli, &out, prompt, *budget),
         Command::Audit { since } => serve::audit(&cli, &out, since.as_deref()),
         Command::Verify => inspect::verify(&cli, &out),

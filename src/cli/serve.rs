@@ -60,8 +60,13 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
     })
 }
 
-/// `engram serve`: MCP over stdio until the client goes away.
-pub fn serve(cli: &Cli, repo: Option<&PathBuf>, tools: Option<&str>) -> Result<ExitCode> {
+/// `engram serve`: MCP over stdio until the client goes away, or over HTTP.
+pub fn serve(
+    cli: &Cli,
+    repo: Option<&PathBuf>,
+    tools: Option<&str>,
+    http: Option<&str>,
+) -> Result<ExitCode> {
     let profile: Profile = tools
         .unwrap_or_else(|| config().get("tools"))
         .parse()
@@ -72,9 +77,71 @@ pub fn serve(cli: &Cli, repo: Option<&PathBuf>, tools: Option<&str>) -> Result<E
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let server = Server::new(engine, profile);
+    let Some(addr) = http else {
+        runtime
+            .block_on(server.serve_stdio())
+            .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let cfg = config();
+    let addr = if addr.is_empty() {
+        cfg.get("server_addr")
+    } else {
+        addr
+    };
+    let addr: std::net::SocketAddr = addr
+        .parse()
+        .with_context(|| format!("--http {addr:?} is not HOST:PORT"))?;
+    let tokens_file = cfg.get_opt("tokens_file").context(
+        "the HTTP server needs tokens: set tokens_file and create one with `engram token new`",
+    )?;
+    let tokens = engram::mcp::http::Tokens::load(std::path::Path::new(tokens_file))
+        .map_err(anyhow::Error::msg)?;
+    let opts = engram::mcp::http::HttpOptions {
+        addr,
+        tokens,
+        webhook_secret: cfg.get_opt("webhook_secret").map(String::from),
+    };
+    let json = cli.json;
     runtime
-        .block_on(Server::new(engine, profile).serve_stdio())
-        .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
+        .block_on(engram::mcp::http::serve_http(server, opts, |bound| {
+            // The one line on stdout: where to connect (the port may have been 0).
+            if json {
+                println!("{}", json!({"listening": bound.to_string()}));
+            } else {
+                println!("listening on http://{bound}/mcp");
+            }
+            tracing::info!("serving MCP over HTTP on {bound}");
+        }))
+        .map_err(|e| anyhow::anyhow!("HTTP server: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `engram token new`: a random token, shown once, stored hashed.
+pub fn new_token(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Result<ExitCode> {
+    let file = config()
+        .get_opt("tokens_file")
+        .context("set tokens_file (config file or ENGRAM_TOKENS_FILE) to where tokens are kept")?;
+    let repos = if repos.is_empty() {
+        vec![engine(cli, None)?.gate.repo.clone()]
+    } else {
+        repos.to_vec()
+    };
+    let mut raw = [0u8; 32];
+    getrandom::getrandom(&mut raw).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    engram::mcp::http::Tokens::add(std::path::Path::new(file), name, &token, repos.clone())
+        .map_err(anyhow::Error::msg)?;
+    out.value(
+        &json!({"token": token, "name": name, "repos": repos}),
+        || {
+            format!(
+                "{token}\n(shown once; its hash is in {file}; it may reach {})",
+                repos.join(", ")
+            )
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,6 +9,7 @@
 //! [`handlers`], behind the [`crate::gate`].
 
 pub mod handlers;
+pub mod http;
 pub mod tools;
 
 use std::sync::Arc;
@@ -45,6 +46,11 @@ impl Server {
             tools: Arc::new(tools),
             names: Arc::new(specs.iter().map(|t| t.name).collect()),
         }
+    }
+
+    /// The engine behind the tools.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
     }
 
     /// Serve MCP on stdin/stdout until the client disconnects.
