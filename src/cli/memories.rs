@@ -360,7 +360,11 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 let Some(m) = memories.get(&h.key)? else {
                     continue;
                 };
-                rows.push(json!({"key": h.key, "kind": "memory", "score": h.score, "snippet": h.snippet, "text": m.text, "tags": m.tags}));
+                // The same shape as `engram search`, plus the memory's text and tags.
+                let mut row = serde_json::to_value(h)?;
+                row["text"] = json!(m.text);
+                row["tags"] = json!(m.tags);
+                rows.push(row);
                 lines.push(format!("{:.4}  {}", h.score, human(&m)));
             }
             out.value(&json!({"hits": rows}), || lines.join("\n"))?;
