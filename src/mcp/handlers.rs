@@ -147,7 +147,7 @@ impl Engine {
             .root()
             .ok_or("this server has no repository root to index")?;
         let r = index::index(self.memories.store(), root, &self.index_options).map_err(err)?;
-        Ok(serde_json::to_value(r).map_err(err)?)
+        serde_json::to_value(r).map_err(err)
     }
 
     fn index_path(&self, a: &Map<String, Value>, dir: bool) -> ToolResult {
