@@ -13,6 +13,7 @@
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
+//! - [`manager`]: code, memory and note providers composed behind the gate.
 //! - [`mcp`]: the MCP server agents call.
 //!
 //! ```no_run
@@ -35,6 +36,8 @@ pub mod index;
 pub mod key;
 #[cfg(feature = "store")]
 pub mod location;
+#[cfg(feature = "index")]
+pub mod manager;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 #[cfg(feature = "store")]

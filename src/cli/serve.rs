@@ -52,12 +52,7 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
         embedder: embedder()?,
         ..IndexOptions::default()
     };
-    Ok(Engine {
-        memories,
-        gate,
-        embedder: embedder()?,
-        index_options,
-    })
+    Ok(Engine::new(memories, gate, index_options))
 }
 
 /// `engram serve`: MCP over stdio until the client goes away, or over HTTP.

@@ -118,6 +118,17 @@ struct Known {
     imports: String,
 }
 
+/// `text` with every match of `ids`' compiled set replaced by `[REDACTED:<id>]`,
+/// line breaks kept; counts per pattern id. What the indexer does before writing.
+pub fn redact_text(
+    text: &str,
+    scanner: &mut crate::patterns::Scanner<'_>,
+    ids: &[String],
+    counts: &mut BTreeMap<String, u64>,
+) -> Result<String, PatternError> {
+    Ok(redact::redact(text, scanner, ids, counts)?.text)
+}
+
 /// Index the repository at `root` into `store`.
 pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexReport, IndexError> {
     let started = Instant::now();

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use crate::embed::Embedder;
 use crate::gate::{AuditEvent, Gate};
 use crate::index::{self, IndexOptions};
+use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, ErrorReport, FileChange, Memories, Memory, MemoryFilter,
 };
@@ -16,10 +17,31 @@ use crate::search::{self, HitKind, SearchOptions};
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
-    pub memories: Memories,
+    pub memories: Arc<Memories>,
     pub gate: Gate,
     pub embedder: Arc<dyn Embedder>,
     pub index_options: IndexOptions,
+    /// Composes the providers for `enrich_prompt`.
+    pub manager: MemoryManager,
+}
+
+impl Engine {
+    /// An engine over `memories` behind `gate`, with the built-in providers.
+    pub fn new(memories: Memories, gate: Gate, index_options: IndexOptions) -> Engine {
+        let memories = Arc::new(memories);
+        let embedder = memories.embedder().clone();
+        let manager = MemoryManager::new(
+            StoreProviders::new(memories.clone(), index_options.clone()),
+            gate.clone(),
+        );
+        Engine {
+            memories,
+            gate,
+            embedder,
+            index_options,
+            manager,
+        }
+    }
 }
 
 /// A tool that ran and failed, with the reason for the caller.
@@ -351,48 +373,13 @@ impl Engine {
     }
 
     /// The context block for a prompt: code, notes and memories, fused, sanitised,
-    /// attributed, within `budget` bytes.
+    /// attributed, within `budget` bytes (the manager and the gate do the work).
     pub fn enrich(&self, prompt: &str, budget: usize) -> ToolResult {
-        let store = self.memories.store();
-        let opts = SearchOptions {
-            top_k: 8,
-            embedder: self.embedder.clone(),
-            ..SearchOptions::default()
-        };
-        let found = search::search(store, prompt, &opts).map_err(err)?;
-        let mut items: Vec<(String, String)> = Vec::new();
-        for h in &found.hits {
-            let text = match &h.text {
-                Some(t) => t.clone(),
-                None => store
-                    .get(&h.key)
-                    .map_err(err)?
-                    .map(|r| String::from_utf8_lossy(&r.body).into_owned())
-                    .unwrap_or_else(|| h.snippet.clone()),
-            };
-            items.push((attribution(h), text));
-        }
-        let mut gate = self.gate.clone();
-        gate.caps.total_bytes = budget.min(self.gate.caps.total_bytes);
-        let blocks = gate.blocks(items);
-        let flagged: Vec<&str> = blocks
-            .iter()
-            .flat_map(|b| b.flags.iter().copied())
-            .collect();
-        let mut context = String::new();
-        for b in &blocks {
-            context.push_str(&b.attribution);
-            if !b.flags.is_empty() {
-                context.push_str(&format!(" [flagged: {}]", b.flags.join(", ")));
-            }
-            context.push('\n');
-            context.push_str(&b.text);
-            if !context.ends_with('\n') {
-                context.push('\n');
-            }
-            context.push('\n');
-        }
-        Ok(json!({"context": context, "blocks": blocks, "flagged": flagged}))
+        let e = self
+            .manager
+            .enrich_prompt(&self.gate.repo, prompt, budget)
+            .map_err(err)?;
+        serde_json::to_value(e).map_err(err)
     }
 }
 
