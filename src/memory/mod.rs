@@ -443,18 +443,28 @@ pub fn keyword_ranked(
     Ok(found)
 }
 
-/// True when the live memory `id` matches `filter`.
-pub fn matches_filter(store: &Store, id: &str, filter: &MemoryFilter) -> Result<bool> {
+/// The ids among `ids` of live memories matching `filter`, in one query.
+pub fn filter_ids(store: &Store, ids: &[String], filter: &MemoryFilter) -> Result<Vec<String>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let hashes: Vec<i64> = ids.iter().map(|id| hash64(id) as i64).collect();
+    let list = serde_json::to_string(&hashes).map_err(|e| MemoryError::Invalid(e.to_string()))?;
     let (cond, filter_args) = filter.sql();
-    let mut args = vec![rusqlite::types::Value::Integer(hash64(id) as i64)];
+    let mut args = vec![rusqlite::types::Value::Text(list)];
     args.extend(filter_args);
-    Ok(store.with_tracker(|db| {
-        Ok(db
-            .prepare_cached(&format!(
-                "SELECT 1 FROM memories m WHERE m.key_hash = ?{cond}"
-            ))?
-            .query_row(rusqlite::params_from_iter(args), |_| Ok(()))
-            .optional()?
-            .is_some())
-    })?)
+    let keep: HashSet<i64> = store.with_tracker(|db| {
+        let mut stmt = db.prepare_cached(&format!(
+            "SELECT m.key_hash FROM memories m
+             WHERE m.key_hash IN (SELECT value FROM json_each(?)){cond}"
+        ))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, i64>(0))?;
+        Ok(rows.collect::<rusqlite::Result<HashSet<i64>>>()?)
+    })?;
+    Ok(ids
+        .iter()
+        .zip(hashes)
+        .filter(|(_, h)| keep.contains(h))
+        .map(|(id, _)| id.clone())
+        .collect())
 }

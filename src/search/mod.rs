@@ -240,7 +240,7 @@ pub fn search(
                 let qv = v.pop().unwrap_or_default();
                 if !qv.is_empty() && !is_zero(&qv) {
                     let found = store.vector_search(opts.embedder.name(), &qv, fetch * 2)?;
-                    let keys: Vec<String> = found
+                    let mut keys: Vec<String> = found
                         .into_iter()
                         .filter(|m| m.score >= MIN_VECTOR_SIMILARITY)
                         .map(|m| m.key)
@@ -249,6 +249,20 @@ pub fn search(
                                 || (memories && k.starts_with("mem:"))
                         })
                         .collect();
+                    // Keyword candidates are filtered in their query; vector ones here,
+                    // all in one query, so no hit is checked one by one.
+                    if memories && opts.memory_filter != MemoryFilter::default() {
+                        let mem: Vec<String> = keys
+                            .iter()
+                            .filter(|k| k.starts_with("mem:"))
+                            .cloned()
+                            .collect();
+                        let allowed: std::collections::HashSet<String> =
+                            crate::memory::filter_ids(store, &mem, &opts.memory_filter)?
+                                .into_iter()
+                                .collect();
+                        keys.retain(|k| !k.starts_with("mem:") || allowed.contains(k));
+                    }
                     lists.push(RankedList {
                         keys,
                         weight: VECTOR_WEIGHT,

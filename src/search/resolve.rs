@@ -8,7 +8,7 @@ use globset::{Glob, GlobMatcher};
 use super::{parent_dir, HitKind, SearchError, SearchHit, SearchOptions};
 use crate::index;
 use crate::key::hash64;
-use crate::memory::{self, Memory};
+use crate::memory::Memory;
 use crate::store::Store;
 use crate::text::split_identifier;
 
@@ -61,9 +61,6 @@ pub(super) fn hits(
             break;
         }
         let (mut hit, changed_ms) = if key.starts_with("mem:") {
-            if !memory::matches_filter(store, key, &opts.memory_filter)? {
-                continue;
-            }
             let Some(m) = store.get(key)?.as_ref().and_then(Memory::from_record) else {
                 continue;
             };
