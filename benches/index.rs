@@ -12,27 +12,14 @@
 //! `cargo bench --bench index`; `ENGRAM_BENCH=index,query` picks parts;
 //! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000).
 
+mod common;
+use common::{bench_dir, wanted};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use engram::index::{self, IndexOptions, IndexReport};
 use engram::search::{search, SearchOptions};
 use engram::store::{Store, StoreOptions};
-
-fn wanted(part: &str) -> bool {
-    std::env::var("ENGRAM_BENCH")
-        .map(|v| v.split(',').any(|p| p == part))
-        .unwrap_or(true)
-}
-
-fn bench_dir(name: &str) -> tempfile::TempDir {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
-    std::fs::create_dir_all(&base).expect("create target/bench-tmp");
-    tempfile::Builder::new()
-        .prefix(name)
-        .tempdir_in(base)
-        .expect("temp dir")
-}
 
 /// Rust sources of the cargo registry, in a stable order.
 fn registry_sources() -> Vec<PathBuf> {

@@ -9,8 +9,9 @@
 //! `cargo bench --bench memory`; `ENGRAM_BENCH=patterns,recall` picks parts;
 //! `ENGRAM_BENCH_QUICK=1` shrinks the sizes (64 MiB, 10K memories).
 
+mod common;
+use common::{bench_dir, quick, wanted};
 use std::io::Write;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -19,25 +20,6 @@ use engram::patterns::{builtin, compile, Patterns, ScanTarget};
 use engram::search::{search, HitKind, SearchOptions};
 use engram::store::{Durability, Store, StoreOptions};
 use serde_json::{json, Map};
-
-fn quick() -> bool {
-    std::env::var_os("ENGRAM_BENCH_QUICK").is_some()
-}
-
-fn wanted(part: &str) -> bool {
-    std::env::var("ENGRAM_BENCH")
-        .map(|v| v.split(',').any(|p| p == part))
-        .unwrap_or(true)
-}
-
-fn bench_dir(name: &str) -> tempfile::TempDir {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
-    std::fs::create_dir_all(&base).expect("create target/bench-tmp");
-    tempfile::Builder::new()
-        .prefix(name)
-        .tempdir_in(base)
-        .expect("temp dir")
-}
 
 struct Rng(u64);
 impl Rng {

@@ -11,32 +11,14 @@
 //! `cargo bench --bench store` runs everything; `ENGRAM_BENCH=append,read,open`
 //! picks parts; `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run.
 
+mod common;
+use common::{bench_dir, quick, wanted};
 use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use engram::store::{Durability, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
-
-fn quick() -> bool {
-    std::env::var_os("ENGRAM_BENCH_QUICK").is_some()
-}
-
-fn wanted(part: &str) -> bool {
-    std::env::var("ENGRAM_BENCH")
-        .map(|v| v.split(',').any(|p| p == part))
-        .unwrap_or(true)
-}
-
-fn bench_dir(name: &str) -> tempfile::TempDir {
-    // Under target/ so the files sit on the repository's disk, not a RAM-backed /tmp.
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
-    std::fs::create_dir_all(&base).expect("create target/bench-tmp");
-    tempfile::Builder::new()
-        .prefix(name)
-        .tempdir_in(base)
-        .expect("temp dir")
-}
 
 fn payload(i: u64, len: usize) -> Vec<u8> {
     let mut v = format!("record {i} ").into_bytes();

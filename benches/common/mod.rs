@@ -1,0 +1,29 @@
+//! What every benchmark binary shares: choosing parts and sizes from the environment,
+//! and scratch directories on the repository's disk.
+
+#![allow(dead_code)] // each bench uses its own subset
+
+use std::path::Path;
+
+/// `ENGRAM_BENCH_QUICK` set: smaller sizes, for a smoke run.
+pub fn quick() -> bool {
+    std::env::var_os("ENGRAM_BENCH_QUICK").is_some()
+}
+
+/// Whether `ENGRAM_BENCH` (comma-separated parts; unset means all) asks for `part`.
+pub fn wanted(part: &str) -> bool {
+    std::env::var("ENGRAM_BENCH")
+        .map(|v| v.split(',').any(|p| p == part))
+        .unwrap_or(true)
+}
+
+/// A scratch directory under target/, so the files sit on the repository's disk,
+/// not a RAM-backed /tmp.
+pub fn bench_dir(name: &str) -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
+    std::fs::create_dir_all(&base).expect("create target/bench-tmp");
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .expect("temp dir")
+}
