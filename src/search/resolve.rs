@@ -35,6 +35,29 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// Whether code of language `lang` at `path` passes the language and path filters.
+    fn admits(&self, opts: &SearchOptions, lang: &str, path: &str) -> bool {
+        opts.lang.as_deref().is_none_or(|l| l == lang)
+            && self.glob.as_ref().is_none_or(|g| g.is_match(path))
+    }
+}
+
+/// A code hit at `path`, lines `start..=end`; score, snippet and symbol to be set.
+fn code_hit(key: String, kind: HitKind, path: String, (start, end): (u64, u64)) -> SearchHit {
+    SearchHit {
+        key,
+        kind,
+        path: Some(path),
+        start_line: Some(start),
+        end_line: Some(end),
+        symbol: None,
+        score: 0.0,
+        snippet: String::new(),
+        text: None,
+    }
+}
+
 /// Boost for a hit in the file the user is in, and in its directory.
 const SAME_FILE_BOOST: f64 = 1.5;
 const SAME_DIR_BOOST: f64 = 1.2;
@@ -84,25 +107,22 @@ pub(super) fn hits(
             let Some(info) = index::symbol_info(store, hash64(key))? else {
                 continue;
             };
-            if opts.lang.as_deref().is_some_and(|l| l != info.lang)
-                || filter
-                    .glob
-                    .as_ref()
-                    .is_some_and(|g| !g.is_match(&info.path))
-            {
+            if !filter.admits(opts, &info.lang, &info.path) {
                 continue;
             }
+            let snippet = info.signature.chars().take(200).collect();
+            let hit = code_hit(
+                info.key,
+                HitKind::Symbol,
+                info.path,
+                (info.start_line, info.end_line),
+            );
             (
                 SearchHit {
-                    key: info.key,
-                    kind: HitKind::Symbol,
-                    path: Some(info.path),
-                    start_line: Some(info.start_line),
-                    end_line: Some(info.end_line),
                     symbol: Some(info.qualified_name),
                     score: *score,
-                    snippet: info.signature.chars().take(200).collect(),
-                    text: None,
+                    snippet,
+                    ..hit
                 },
                 0,
             )
@@ -110,44 +130,24 @@ pub(super) fn hits(
             let Some(info) = index::chunk_info(store, hash64(key))? else {
                 continue;
             };
-            if opts.lang.as_deref().is_some_and(|l| l != info.lang)
-                || filter
-                    .glob
-                    .as_ref()
-                    .is_some_and(|g| !g.is_match(&info.path))
-            {
+            if !filter.admits(opts, &info.lang, &info.path) {
                 continue;
             }
-            let body = store.get(key)?.map(|r| r.body).unwrap_or_default();
-            let snippet = best_line(&String::from_utf8_lossy(&body), &terms);
-            let hit = if opts.kind == Some(HitKind::File) {
+            let (hit_key, kind) = if opts.kind == Some(HitKind::File) {
                 // A file is as good as its best chunk; later chunks add nothing.
                 if !files_seen.insert(info.path.clone()) {
                     continue;
                 }
-                SearchHit {
-                    key: format!("file:{}", info.path),
-                    kind: HitKind::File,
-                    path: Some(info.path),
-                    start_line: Some(info.start_line),
-                    end_line: Some(info.end_line),
-                    symbol: info.symbol,
-                    score: *score,
-                    snippet,
-                    text: None,
-                }
+                (format!("file:{}", info.path), HitKind::File)
             } else {
-                SearchHit {
-                    key: info.key,
-                    kind: HitKind::Chunk,
-                    path: Some(info.path),
-                    start_line: Some(info.start_line),
-                    end_line: Some(info.end_line),
-                    symbol: info.symbol,
-                    score: *score,
-                    snippet,
-                    text: None,
-                }
+                (info.key, HitKind::Chunk)
+            };
+            let body = store.get(key)?.map(|r| r.body).unwrap_or_default();
+            let hit = SearchHit {
+                symbol: info.symbol,
+                score: *score,
+                snippet: best_line(&String::from_utf8_lossy(&body), &terms),
+                ..code_hit(hit_key, kind, info.path, (info.start_line, info.end_line))
             };
             (hit, info.mtime_ms)
         };
