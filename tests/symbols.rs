@@ -3,6 +3,7 @@
 
 use engram::index::symbols::{chunk_file, extract, Symbol, SymbolKind};
 use engram::index::{self, language, IndexOptions};
+use engram::search::{search, HitKind, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use proptest::prelude::*;
 
@@ -362,6 +363,29 @@ fn symbols_are_stored_looked_up_and_replaced_on_reindex() {
             "{q}"
         );
     }
+    // Search can return symbols and whole files, not only chunks.
+    let kind_search = |kind: HitKind| {
+        search(
+            &store,
+            "LruCache",
+            &SearchOptions {
+                kind: Some(kind),
+                top_k: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .hits
+    };
+    let hits = kind_search(HitKind::Symbol);
+    assert_eq!(hits[0].key, "sym:sample.ts#LruCache:class:13:28");
+    assert_eq!(hits[0].symbol.as_deref(), Some("LruCache"));
+    assert!(hits.iter().all(|h| h.kind == HitKind::Symbol));
+    let hits = kind_search(HitKind::File);
+    assert_eq!(hits[0].key, "file:sample.ts");
+    let mut paths: Vec<_> = hits.iter().map(|h| h.path.clone()).collect();
+    paths.dedup();
+    assert_eq!(paths.len(), hits.len(), "a file listed twice");
     let key = &index::lookup_symbols(&store, "Session.request", 1).unwrap()[0].key;
     assert_eq!(key, "sym:sample.py#Session.request:method:18:24");
     assert!(store.get(key).unwrap().is_some());
