@@ -201,18 +201,27 @@ fn writers_killed_mid_batch_lose_nothing_they_acknowledged() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
+            let mut first = Some(first_tx);
             BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
                 .filter_map(|l| {
+                    if let Some(tx) = first.take() {
+                        let _ = tx.send(());
+                    }
                     let mut p = l.split(' ').skip(1);
                     Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
                 })
                 .collect::<Vec<(u64, u64)>>()
         });
-        // Let it get going, then kill it at a random moment.
-        std::thread::sleep(Duration::from_millis(60 + (round * 37) % 140));
+        // Once it has acknowledged a batch (opening a grown store after a kill takes
+        // longer on a busy machine), let it go on, then kill it at a random moment.
+        first_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("round {round}: the writer acknowledged nothing in 60 s"));
+        std::thread::sleep(Duration::from_millis(20 + (round * 37) % 140));
         child.kill().unwrap();
         child.wait().unwrap();
         let got = reader.join().unwrap();
