@@ -9,6 +9,7 @@
 
 mod audit;
 mod sanitize;
+mod secrets;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -16,11 +17,12 @@ use serde::Serialize;
 
 pub use audit::{read_audit, AuditEvent};
 pub use sanitize::{sanitize, Sanitized};
+pub use secrets::{redact_args, redact_secrets};
 
 /// A request the gate refuses.
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
-    #[error("path {path:?} is outside the repository; give a path inside {root}")]
+    #[error("path {path:?} is outside the repository; give a path relative to its root")]
     OutsideRoot { path: String, root: String },
     #[error("repository {0:?} is not one this caller may reach")]
     RepositoryNotAllowed(String),
@@ -153,6 +155,54 @@ impl Gate {
         }
     }
 
+    /// A path named in a record (a file change, an error's file) as the repository
+    /// sees it: relative, `/`-separated, inside the root. It need not exist (a deleted
+    /// file is still recorded), but may not lead outside. Without a root only relative
+    /// paths without `..` are accepted, as given.
+    pub fn relative(&self, path: &str) -> Result<String, GateError> {
+        let Some(root) = self.root.as_ref() else {
+            let p = Path::new(path);
+            let plain = p
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            return if plain && !path.contains('%') && !path.contains('\0') {
+                Ok(path.to_string())
+            } else {
+                Err(GateError::OutsideRoot {
+                    path: path.to_string(),
+                    root: "the repository".into(),
+                })
+            };
+        };
+        let full = self.confine(path)?;
+        let rel = full
+            .strip_prefix(root)
+            .map_err(|_| GateError::OutsideRoot {
+                path: path.to_string(),
+                root: root.display().to_string(),
+            })?;
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts.is_empty() {
+            return Err(GateError::Invalid(format!(
+                "{path:?} is the repository root, not a file in it"
+            )));
+        }
+        Ok(parts.join("/"))
+    }
+
+    /// A budget for one response: each text at most the chunk cap, all of them
+    /// together at most the total cap.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            caps: self.caps,
+            used: 0,
+            cut: false,
+        }
+    }
+
     /// Sanitise, cap and attribute blocks in order until the total cap is reached.
     pub fn blocks(&self, items: Vec<(String, String)>) -> Vec<Block> {
         let mut out = Vec::new();
@@ -177,6 +227,47 @@ impl Gate {
             });
         }
         out
+    }
+}
+
+/// What one response may still return (see [`Gate::budget`]).
+#[derive(Debug, Clone)]
+pub struct Budget {
+    caps: Caps,
+    used: usize,
+    cut: bool,
+}
+
+impl Budget {
+    /// `text` sanitised and cut to what is left (at most the chunk cap), with its
+    /// flags; `None` once the total cap is spent. Cutting is remembered.
+    pub fn take(&mut self, text: &str) -> Option<Sanitized> {
+        let room = self.caps.total_bytes.saturating_sub(self.used);
+        if room == 0 {
+            self.cut = true;
+            return None;
+        }
+        let mut clean = sanitize(text);
+        let (cut_text, cut) = truncate(&clean.text, self.caps.chunk_bytes.min(room));
+        self.cut |= cut;
+        self.used += cut_text.len();
+        clean.text = cut_text;
+        Some(clean)
+    }
+
+    /// Count `n` bytes of overhead (keys, attributions) against the total.
+    pub fn spend(&mut self, n: usize) {
+        self.used = self.used.saturating_add(n);
+    }
+
+    /// Whether anything was cut or left out so far.
+    pub fn cut(&self) -> bool {
+        self.cut
+    }
+
+    /// Whether the total cap is spent.
+    pub fn spent(&self) -> bool {
+        self.used >= self.caps.total_bytes
     }
 }
 

@@ -1,12 +1,19 @@
 //! What each tool does: arguments (already checked against the tool's schema) in,
 //! JSON out, through the gate. Synchronous; the server runs it off the async runtime.
+//!
+//! Before a tool runs, secrets in its string arguments are redacted (so neither the
+//! store nor the audit trail ever holds them) and written text is checked for
+//! injection phrasing; after it runs, the call is audited. What goes out is shaped
+//! by [`super::shape`] inside the gate's caps. Paths that name files are confined to
+//! the repository root. Never panics on input (the server also catches panics).
 
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::shape;
 use crate::embed::Embedder;
-use crate::gate::{AuditEvent, Gate};
+use crate::gate::{redact_args, sanitize, AuditEvent, Gate};
 use crate::index::{self, IndexOptions};
 use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
@@ -14,6 +21,20 @@ use crate::memory::{
 };
 use crate::patterns::{PatternSet, Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
+
+/// Tools that write what their arguments say (their text is checked for injections).
+const WRITES: &[&str] = &[
+    "memory_write",
+    "memory_write_structured",
+    "set_note",
+    "coding_start_session",
+    "coding_track_file_change",
+    "coding_record_error",
+    "coding_record_decision",
+];
+
+/// Arguments kept as given: a pattern set's regexes may look like secrets.
+const NOT_REDACTED: &[&str] = &["toml"];
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
@@ -80,22 +101,61 @@ fn err(e: impl std::fmt::Display) -> String {
 impl Engine {
     /// Run tool `name`, auditing it.
     pub fn call(&self, name: &str, args: &Map<String, Value>) -> ToolResult {
-        let result = self.dispatch(name, args);
-        let (results, flagged) = match &result {
-            Ok(v) => (count_results(v), collect_flags(v)),
-            Err(_) => (0, Vec::new()),
+        let mut args = args.clone();
+        let (redactions, mut result) = match redact_args(&mut args, NOT_REDACTED) {
+            Ok(n) => (n, Ok(Value::Null)),
+            Err(e) => (
+                0,
+                Err(format!("secret scanner unavailable, nothing done: {e}")),
+            ),
         };
+        let written_flags = if WRITES.contains(&name) {
+            written_flags(&args)
+        } else {
+            Vec::new()
+        };
+        if result.is_ok() {
+            result = self.dispatch(name, &args).map(|mut v| {
+                if !written_flags.is_empty() && v.is_object() {
+                    v["flags"] = json!(written_flags);
+                }
+                if redactions > 0 && v.is_object() {
+                    v["redacted_secrets"] = json!(redactions);
+                }
+                v
+            });
+        }
+        let (results, flagged) = match &result {
+            Ok(v) => (shape::count_results(v), shape::collect_flags(v)),
+            Err(_) => (0, written_flags.iter().map(|f| f.to_string()).collect()),
+        };
+        let index_redactions = result
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("redactions"))
+            .and_then(Value::as_object)
+            .map(|m| m.values().filter_map(Value::as_u64).sum::<u64>())
+            .unwrap_or(0);
         let audit = AuditEvent {
             op: name.to_string(),
             repo: self.gate.repo.clone(),
-            session: s(args, "session").map(String::from),
+            session: s(&args, "session").map(String::from),
             query: [
-                "query", "prompt", "text", "name", "id", "path", "decision", "message",
+                "query",
+                "prompt",
+                "text",
+                "name",
+                "id",
+                "path",
+                "decision",
+                "message",
+                "description",
             ]
             .iter()
-            .find_map(|k| s(args, k))
+            .find_map(|k| s(&args, k))
             .map(String::from),
             results,
+            redactions: redactions + index_redactions,
             flagged,
             error: result.as_ref().err().cloned(),
             ..AuditEvent::default()
@@ -108,28 +168,39 @@ impl Engine {
 
     fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
         let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
-        let hits: Vec<Value> = r
-            .hits
-            .iter()
-            .map(|h| {
-                let attribution = attribution(h);
-                let clean = crate::gate::sanitize(h.text.as_deref().unwrap_or(&h.snippet));
-                let mut v = json!({
-                    "key": h.key, "kind": h.kind, "path": h.path, "start_line": h.start_line,
-                    "end_line": h.end_line, "symbol": h.symbol, "score": h.score,
-                    "snippet": crate::gate::sanitize(&h.snippet).text, "source": attribution,
-                });
-                if h.text.is_some() {
-                    v["text"] =
-                        json!(crate::gate::truncate(&clean.text, self.gate.caps.chunk_bytes).0);
-                }
-                if !clean.flags.is_empty() {
-                    v["flags"] = json!(clean.flags);
-                }
-                v
-            })
-            .collect();
-        Ok(json!({"hits": hits, "degraded": r.degraded}))
+        let mut budget = self.gate.budget();
+        let hits = shape::hits(&r.hits, &mut budget);
+        let mut v = shape::listed("hits", hits, &budget);
+        v["degraded"] = json!(r.degraded);
+        Ok(v)
+    }
+
+    /// Memories shaped for output under one budget, listed under `field`.
+    fn memory_list(&self, field: &str, found: &[Memory]) -> Value {
+        let mut budget = self.gate.budget();
+        let items = shape::memories(found, &mut budget);
+        shape::listed(field, items, &budget)
+    }
+
+    /// The file-path arguments of a coding record made repository-relative (and
+    /// refused when they lead outside the repository).
+    fn relative_paths(&self, a: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+        let mut a = a.clone();
+        for k in ["path", "file"] {
+            if let Some(p) = s(&a, k) {
+                let rel = self.gate.relative(p).map_err(err)?;
+                a.insert(k.into(), json!(rel));
+            }
+        }
+        if let Some(files) = a.get("related_files").and_then(Value::as_array) {
+            let rel = files
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|p| self.gate.relative(p).map_err(err))
+                .collect::<Result<Vec<_>, _>>()?;
+            a.insert("related_files".into(), json!(rel));
+        }
+        Ok(a)
     }
 
     fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, String> {
@@ -247,7 +318,14 @@ impl Engine {
                 self.search(req(a, "query")?, opts)
             }
             "memory_get" => match m.get(req(a, "id")?).map_err(err)? {
-                Some(mem) => Ok(json!({"memory": sanitized_memory(&mem)})),
+                Some(mem) => {
+                    let mut budget = self.gate.budget();
+                    let mut v = json!({"memory": shape::memory(&mem, &mut budget)});
+                    if budget.cut() {
+                        v["truncated"] = json!(true);
+                    }
+                    Ok(v)
+                }
                 None => Err(format!("no memory {}", req(a, "id")?)),
             },
             "memory_list_structured" => {
@@ -255,7 +333,7 @@ impl Engine {
                 let limit = int(a, "limit", 20, 500) as usize;
                 let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
                 let found = m.list_filtered(&filter, limit, offset).map_err(err)?;
-                Ok(json!({"memories": found.iter().map(sanitized_memory).collect::<Vec<_>>()}))
+                Ok(self.memory_list("memories", &found))
             }
             "memory_list_threads" => {
                 let filter = MemoryFilter {
@@ -265,7 +343,7 @@ impl Engine {
                 let found = m
                     .list_filtered(&filter, int(a, "limit", 20, 500) as usize, 0)
                     .map_err(err)?;
-                Ok(json!({"threads": found.iter().map(sanitized_memory).collect::<Vec<_>>()}))
+                Ok(self.memory_list("threads", &found))
             }
             "pattern_load" => {
                 let set = PatternSet::parse(req(a, "toml")?, true).map_err(err)?;
@@ -306,11 +384,11 @@ impl Engine {
                         .note_get(n)
                         .map_err(err)?
                         .ok_or_else(|| format!("no note {n:?}"))?;
-                    Ok(json!({"notes": [sanitized_memory(&note)]}))
+                    Ok(self.memory_list("notes", &[note]))
                 }
                 None => {
                     let notes = m.note_list().map_err(err)?;
-                    Ok(json!({"notes": notes.iter().map(sanitized_memory).collect::<Vec<_>>()}))
+                    Ok(self.memory_list("notes", &notes))
                 }
             },
             "set_note" => {
@@ -328,37 +406,43 @@ impl Engine {
             "coding_end_session" => {
                 let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
                 let sess = m.end_session(req(a, "id")?, success).map_err(err)?;
-                Ok(json!({"id": sess.id, "summary": crate::gate::sanitize(&sess.text).text}))
+                let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
+                Ok(json!({"id": sess.id, "summary": summary.text, "flags": summary.flags}))
             }
             "coding_track_file_change" => {
                 let c: FileChange =
-                    serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
+                    serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
                 Ok(json!({"id": m.track_file_change(&c).map_err(err)?.id}))
             }
             "coding_record_error" => {
                 let e: ErrorReport =
-                    serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
+                    serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
                 let mem = m.record_error(&e).map_err(err)?;
                 Ok(json!({"id": mem.id, "frequency": mem.metadata.get("frequency")}))
             }
             "coding_record_decision" => {
-                let d: Decision = serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
+                let d: Decision =
+                    serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
                 Ok(json!({"id": m.record_decision(&d).map_err(err)?.id}))
             }
             "coding_search_errors" => {
                 let hits = m
                     .search_errors(req(a, "query")?, int(a, "top_k", 10, 100) as usize)
                     .map_err(err)?;
-                let out: Vec<Value> = hits
-                    .iter()
-                    .map(|h| json!({"score": h.score, "memory": sanitized_memory(&h.memory)}))
-                    .collect();
-                Ok(json!({"errors": out}))
+                let mut budget = self.gate.budget();
+                let mut out = Vec::new();
+                for h in &hits {
+                    let Some(mem) = shape::memory(&h.memory, &mut budget) else {
+                        break;
+                    };
+                    out.push(json!({"score": h.score, "memory": mem}));
+                }
+                Ok(shape::listed("errors", out, &budget))
             }
             "coding_get_project_context" => {
                 let budget = int(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
                 let text = m.project_context(budget).map_err(err)?;
-                let clean = crate::gate::sanitize(&text);
+                let clean = self.gate.budget().take(&text).unwrap_or_default();
                 Ok(json!({"context": clean.text, "flags": clean.flags}))
             }
             "coding_analyze_patterns" => {
@@ -383,53 +467,20 @@ impl Engine {
     }
 }
 
-/// `[source: path:start-end]` for code, `[memory: mem:id]` for memories.
-fn attribution(h: &search::SearchHit) -> String {
-    match (&h.path, h.start_line, h.end_line) {
-        (Some(p), Some(a), Some(b)) => format!("[source: {p}:{a}-{b}]"),
-        _ => format!("[memory: {}]", h.key),
-    }
-}
-
-fn sanitized_memory(m: &Memory) -> Value {
-    let mut v = serde_json::to_value(m).unwrap_or(Value::Null);
-    let clean = crate::gate::sanitize(&m.text);
-    v["text"] = json!(clean.text);
-    if !clean.flags.is_empty() {
-        v["flags"] = json!(clean.flags);
-    }
-    v
-}
-
-fn count_results(v: &Value) -> u64 {
-    [
-        "hits", "symbols", "memories", "threads", "matches", "notes", "errors", "blocks", "sets",
-    ]
-    .iter()
-    .find_map(|k| v.get(k).and_then(Value::as_array).map(|a| a.len() as u64))
-    .unwrap_or(1)
-}
-
-fn collect_flags(v: &Value) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    if let Some(f) = v.get("flagged").and_then(Value::as_array) {
-        out.extend(f.iter().filter_map(|x| x.as_str().map(String::from)));
-    }
-    for k in ["hits", "memories", "notes"] {
-        for item in v.get(k).and_then(Value::as_array).into_iter().flatten() {
-            for f in item
-                .get("flags")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(f) = f.as_str() {
-                    out.push(f.to_string());
-                }
-            }
+/// Injection phrasings in the text a write tool was given.
+fn written_flags(args: &Map<String, Value>) -> Vec<&'static str> {
+    let mut flags: Vec<&'static str> = Vec::new();
+    for v in args.values() {
+        let texts: Vec<&str> = match v {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for t in texts {
+            flags.extend(sanitize(t).flags);
         }
     }
-    out.sort();
-    out.dedup();
-    out
+    flags.sort();
+    flags.dedup();
+    flags
 }

@@ -10,6 +10,7 @@
 
 pub mod handlers;
 pub mod http;
+mod shape;
 pub mod tools;
 
 use std::sync::Arc;

@@ -1,0 +1,164 @@
+//! What tool results look like on the way out: every text sanitised, attributed and
+//! inside the gate's byte caps (per block and per response), with the injection
+//! flags it raised; and what an audit event counts of a result.
+//!
+//! Pure functions over values the handlers already fetched; nothing here reads or
+//! writes the store.
+
+use serde_json::{json, Value};
+
+use crate::gate::Budget;
+use crate::memory::Memory;
+use crate::search::SearchHit;
+
+/// `[source: path:start-end]` for code, `[memory: mem:id]` for memories.
+pub fn attribution(h: &SearchHit) -> String {
+    match (&h.path, h.start_line, h.end_line) {
+        (Some(p), Some(a), Some(b)) => format!("[source: {p}:{a}-{b}]"),
+        _ => format!("[memory: {}]", h.key),
+    }
+}
+
+/// Search hits as JSON, in order, until the budget is spent.
+pub fn hits(found: &[SearchHit], budget: &mut Budget) -> Vec<Value> {
+    let mut out = Vec::new();
+    for h in found {
+        let source = attribution(h);
+        budget.spend(source.len() + h.key.len());
+        let Some(snippet) = budget.take(&h.snippet) else {
+            break;
+        };
+        let mut flags = snippet.flags.clone();
+        let mut v = json!({
+            "key": h.key, "kind": h.kind, "path": h.path, "start_line": h.start_line,
+            "end_line": h.end_line, "symbol": h.symbol, "score": h.score,
+            "snippet": snippet.text, "source": source,
+        });
+        if let Some(text) = h.text.as_deref() {
+            let Some(clean) = budget.take(text) else {
+                break;
+            };
+            flags.extend(clean.flags);
+            v["text"] = json!(clean.text);
+        }
+        flags.sort();
+        flags.dedup();
+        if !flags.is_empty() {
+            v["flags"] = json!(flags);
+        }
+        out.push(v);
+    }
+    out
+}
+
+/// One memory as JSON with its text sanitised and capped, attributed; `None` once
+/// the budget is spent.
+pub fn memory(m: &Memory, budget: &mut Budget) -> Option<Value> {
+    let mut v = serde_json::to_value(m).unwrap_or(Value::Null);
+    let source = format!("[memory: {}]", m.id);
+    budget.spend(source.len());
+    let clean = budget.take(&m.text)?;
+    v["text"] = json!(clean.text);
+    v["source"] = json!(source);
+    if !clean.flags.is_empty() {
+        v["flags"] = json!(clean.flags);
+    }
+    Some(v)
+}
+
+/// Memories as JSON, in order, until the budget is spent.
+pub fn memories<'a>(
+    found: impl IntoIterator<Item = &'a Memory>,
+    budget: &mut Budget,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in found {
+        match memory(m, budget) {
+            Some(v) => out.push(v),
+            None => break,
+        }
+    }
+    out
+}
+
+/// A list result: the items under `field`, and whether the caps cut or left out any.
+pub fn listed(field: &str, items: Vec<Value>, budget: &Budget) -> Value {
+    let mut v = json!({ field: items });
+    if budget.cut() {
+        v["truncated"] = json!(true);
+    }
+    v
+}
+
+/// How many results a tool's answer holds (for the audit trail).
+pub fn count_results(v: &Value) -> u64 {
+    [
+        "hits", "symbols", "memories", "threads", "matches", "notes", "errors", "blocks", "sets",
+    ]
+    .iter()
+    .find_map(|k| v.get(k).and_then(Value::as_array).map(|a| a.len() as u64))
+    .unwrap_or(1)
+}
+
+/// Every injection flag anywhere in a tool's answer (for the audit trail).
+pub fn collect_flags(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in ["flagged", "flags"] {
+        if let Some(f) = v.get(k).and_then(Value::as_array) {
+            out.extend(f.iter().filter_map(|x| x.as_str().map(String::from)));
+        }
+    }
+    for k in ["hits", "memories", "notes", "threads", "errors"] {
+        for item in v.get(k).and_then(Value::as_array).into_iter().flatten() {
+            let item = item.get("memory").unwrap_or(item);
+            for f in item
+                .get("flags")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(f) = f.as_str() {
+                    out.push(f.to_string());
+                }
+            }
+        }
+    }
+    if let Some(m) = v.get("memory") {
+        out.extend(collect_flags(
+            &json!({"flags": m.get("flags").cloned().unwrap_or_default()}),
+        ));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::{Caps, Gate};
+
+    #[test]
+    fn memories_stop_at_the_total_cap_and_say_so() {
+        let g = Gate::new(
+            "r",
+            None,
+            vec![],
+            Caps {
+                chunk_bytes: 100,
+                total_bytes: 250,
+            },
+        );
+        let ms: Vec<Memory> = (0..10)
+            .map(|i| Memory::new(format!("{i} {}", "x".repeat(300))))
+            .collect();
+        let mut b = g.budget();
+        let out = memories(&ms, &mut b);
+        assert!(out.len() < 10 && !out.is_empty());
+        for m in &out {
+            assert!(m["text"].as_str().unwrap().len() <= 100);
+            assert!(m["source"].as_str().unwrap().starts_with("[memory: "));
+        }
+        assert_eq!(listed("memories", out, &b)["truncated"], true);
+    }
+}
