@@ -8,6 +8,7 @@
 //! job) and never writes anything but audit events itself.
 
 mod audit;
+mod inject;
 mod sanitize;
 mod secrets;
 

@@ -3,9 +3,12 @@
 //!
 //! Stored code and memories are data, but an agent reads them as text next to its
 //! instructions; a file that says "ignore previous instructions" or hides text in
-//! Unicode tag characters must not steer it unnoticed. Pure functions.
+//! Unicode tag characters must not steer it unnoticed. Pure functions; the phrasing
+//! itself is recognised in [`super::inject`]. Never changes printable text.
 
 use serde::Serialize;
+
+use super::inject::detect;
 
 /// What sanitising found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -17,55 +20,49 @@ pub struct Sanitized {
     pub flags: Vec<&'static str>,
 }
 
-/// Phrasings that try to take over the reader, matched case-insensitively on text
-/// with runs of whitespace collapsed.
-const INJECTIONS: &[(&str, &[&str])] = &[
-    (
-        "ignore-instructions",
-        &[
-            "ignore previous instructions",
-            "ignore all previous instructions",
-            "ignore the previous instructions",
-            "ignore prior instructions",
-            "ignore all prior instructions",
-            "ignore the above",
-            "ignore all instructions",
-            "disregard the above",
-            "disregard previous instructions",
-            "disregard all previous",
-            "forget your instructions",
-            "forget all previous instructions",
-        ],
-    ),
-    (
-        "role-change",
-        &["you are now", "from now on you are", "act as if you are"],
-    ),
-    (
-        "new-instructions",
-        &[
-            "new instructions:",
-            "system prompt:",
-            "override instructions",
-        ],
-    ),
-    (
-        "role-marker",
-        &[
-            "<|im_start|>",
-            "<|im_end|>",
-            "<|system|>",
-            "[inst]",
-            "[/inst]",
-            "### instruction",
-            "### system",
-            "\nsystem:",
-            "\nassistant:",
-            "<system>",
-            "</system>",
-        ],
-    ),
-];
+/// What kind of character sequence starts here, if it is one that must go.
+enum Start {
+    /// CSI: parameters and intermediates, then one final byte.
+    Csi,
+    /// OSC, DCS, SOS, PM, APC: a string up to BEL or ST (`ESC \\` or U+009C).
+    Str,
+    /// ESC followed by intermediates and one final character.
+    Esc,
+}
+
+/// Invisible characters that change what is shown or hide text (flagged), and those
+/// that are merely invisible (zero-width joiners and spaces, variation selectors,
+/// fillers, soft hyphen: removed without a flag, they are common in ordinary text).
+fn invisible(c: char) -> Option<bool> {
+    match c {
+        // Tag characters spell hidden text; bidi controls reorder what is shown;
+        // interlinear annotations and supplementary variation selectors carry data.
+        '\u{E0000}'..='\u{E007F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{200E}'
+        | '\u{200F}'
+        | '\u{061C}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{E0100}'..='\u{E01EF}' => Some(true),
+        '\u{00AD}'
+        | '\u{034F}'
+        | '\u{115F}'
+        | '\u{1160}'
+        | '\u{17B4}'
+        | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}'
+        | '\u{200B}'..='\u{200D}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{206A}'..='\u{206F}'
+        | '\u{3164}'
+        | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}'
+        | '\u{FFA0}'
+        | '\u{1D173}'..='\u{1D17A}' => Some(false),
+        _ => None,
+    }
+}
 
 /// Strip what must not reach a prompt and flag what looks like an injection.
 pub fn sanitize(text: &str) -> Sanitized {
@@ -74,89 +71,118 @@ pub fn sanitize(text: &str) -> Sanitized {
     let mut hidden = false;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            // ESC starts a terminal sequence: CSI (`ESC [ … final`), OSC (`ESC ] … BEL
-            // or ESC \`) or a two-character escape. All of it goes.
-            '\u{1b}' => {
-                stripped += 1;
-                match chars.peek() {
-                    Some('[') => {
-                        chars.next();
-                        stripped += 1;
-                        while let Some(&n) = chars.peek() {
-                            chars.next();
-                            stripped += 1;
-                            if ('@'..='~').contains(&n) {
-                                break;
-                            }
-                        }
-                    }
-                    Some(']') => {
-                        chars.next();
-                        stripped += 1;
-                        while let Some(n) = chars.next() {
-                            stripped += 1;
-                            if n == '\u{7}' {
-                                break;
-                            }
-                            if n == '\u{1b}' && chars.peek() == Some(&'\\') {
-                                chars.next();
-                                stripped += 1;
-                                break;
-                            }
-                        }
-                    }
-                    Some(_) => {
-                        chars.next();
-                        stripped += 1;
-                    }
-                    None => {}
+        let start = match c {
+            '\n' | '\t' => {
+                out.push(c);
+                continue;
+            }
+            '\u{1b}' => match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    stripped += 1;
+                    Some(Start::Csi)
                 }
-            }
-            c if c.is_control() => stripped += 1,
-            // Tag characters spell hidden text; bidi overrides reorder what is shown;
-            // zero-width characters hide words inside words.
-            '\u{E0000}'..='\u{E007F}' => {
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    stripped += 1;
+                    Some(Start::Str)
+                }
+                _ => Some(Start::Esc),
+            },
+            '\u{9b}' => Some(Start::Csi),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some(Start::Str),
+            _ => None,
+        };
+        if let Some(kind) = start {
+            stripped += 1;
+            stripped += skip_sequence(kind, &mut chars);
+            continue;
+        }
+        if c.is_control() {
+            stripped += 1;
+            continue;
+        }
+        match invisible(c) {
+            Some(flag) => {
                 stripped += 1;
-                hidden = true;
+                hidden |= flag;
             }
-            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' => {
-                stripped += 1;
-                hidden = true;
-            }
-            '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' => stripped += 1,
-            c => out.push(c),
+            None => out.push(c),
         }
     }
     let mut flags = Vec::new();
     if hidden {
         flags.push("hidden-unicode");
     }
-    let lower = out.to_lowercase();
-    // Phrases match across any whitespace; line-start markers match per line.
-    let spaced = lower.split_whitespace().collect::<Vec<_>>().join(" ");
-    let lined = format!(
-        "\n{}",
-        lower.lines().map(str::trim).collect::<Vec<_>>().join("\n")
-    );
-    for (name, phrases) in INJECTIONS {
-        let found = phrases.iter().any(|p| {
-            if p.starts_with('\n') {
-                lined.contains(p)
-            } else {
-                spaced.contains(p)
-            }
-        });
-        if found {
-            flags.push(*name);
-        }
-    }
+    flags.extend(detect(&out));
     Sanitized {
         text: out,
         stripped,
         flags,
     }
+}
+
+/// Consume the rest of a sequence; how many characters that was. A malformed
+/// sequence ends at the first character that cannot belong to it (kept), and a
+/// string sequence without its terminator ends at the line's end.
+fn skip_sequence(kind: Start, chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> usize {
+    let mut n = 0;
+    match kind {
+        Start::Csi => {
+            while let Some(&c) = chars.peek() {
+                if ('\u{30}'..='\u{3f}').contains(&c) || ('\u{20}'..='\u{2f}').contains(&c) {
+                    chars.next();
+                    n += 1;
+                } else {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        chars.next();
+                        n += 1;
+                    }
+                    break;
+                }
+            }
+        }
+        Start::Str => {
+            while let Some(&c) = chars.peek() {
+                match c {
+                    '\n' => break,
+                    '\u{7}' | '\u{9c}' => {
+                        chars.next();
+                        n += 1;
+                        break;
+                    }
+                    '\u{1b}' => {
+                        chars.next();
+                        n += 1;
+                        if chars.peek() == Some(&'\\') {
+                            chars.next();
+                            n += 1;
+                        }
+                        break;
+                    }
+                    _ => {
+                        chars.next();
+                        n += 1;
+                    }
+                }
+            }
+        }
+        Start::Esc => {
+            while let Some(&c) = chars.peek() {
+                if ('\u{20}'..='\u{2f}').contains(&c) {
+                    chars.next();
+                    n += 1;
+                } else {
+                    if ('\u{30}'..='\u{7e}').contains(&c) {
+                        chars.next();
+                        n += 1;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    n
 }
 
 #[cfg(test)]
