@@ -125,6 +125,8 @@ impl Engine {
                 v
             });
         }
+        // An error may echo the caller's input: it is sanitised and kept short too.
+        let result = result.map_err(|e| shape::error_text(&e));
         let (results, flagged) = match &result {
             Ok(v) => (shape::count_results(v), shape::collect_flags(v)),
             Err(_) => (0, written_flags.iter().map(|f| f.to_string()).collect()),
@@ -164,6 +166,20 @@ impl Engine {
             tracing::error!("audit event not written: {e}");
         }
         result
+    }
+
+    /// Audit a call refused before it ran (unknown tool, arguments not matching the
+    /// schema).
+    pub fn audit_refused(&self, name: &str, message: &str) {
+        let audit = AuditEvent {
+            op: shape::error_text(name).chars().take(64).collect(),
+            repo: self.gate.repo.clone(),
+            error: Some(message.to_string()),
+            ..AuditEvent::default()
+        };
+        if let Err(e) = audit.append(self.memories.store()) {
+            tracing::error!("audit event not written: {e}");
+        }
     }
 
     fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
@@ -305,7 +321,8 @@ impl Engine {
                 }
                 mem.session = s(a, "session").map(String::from);
                 let written = m.write(mem).map_err(err)?;
-                Ok(json!({"id": written.id, "memory": written}))
+                let shown = shape::memory(&written, &mut self.gate.budget());
+                Ok(json!({"id": written.id, "memory": shown}))
             }
             "memory_search" | "memory_search_structured" => {
                 let opts = SearchOptions {

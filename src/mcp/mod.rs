@@ -90,21 +90,21 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if !self.names.contains(&name.as_str()) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "no tool {name:?} in this server's profile; tools: {}",
-                    self.names.join(", ")
-                ),
-                None,
-            ));
-        }
         let args = request.arguments.unwrap_or_default();
-        let spec = tools::TOOLS
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| ErrorData::invalid_params(format!("no tool {name:?}"), None))?;
-        tools::validate(spec, &args).map_err(|e| ErrorData::invalid_params(e, None))?;
+        let checked = match tools::TOOLS.iter().find(|t| t.name == name) {
+            Some(spec) if self.names.contains(&spec.name) => tools::validate(spec, &args),
+            _ => Err(format!(
+                "no tool {name:?} in this server's profile; tools: {}",
+                self.names.join(", ")
+            )),
+        };
+        if let Err(e) = checked {
+            // A refused call is audited too (off the async threads: it writes).
+            let message = shape::error_text(&e);
+            let (engine, op, said) = (self.engine.clone(), name.clone(), message.clone());
+            let _ = tokio::task::spawn_blocking(move || engine.audit_refused(&op, &said)).await;
+            return Err(ErrorData::invalid_params(message, None));
+        }
         let engine = self.engine.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.call(&name, &args)))

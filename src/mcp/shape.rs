@@ -58,12 +58,40 @@ pub fn memory(m: &Memory, budget: &mut Budget) -> Option<Value> {
     let source = format!("[memory: {}]", m.id);
     budget.spend(source.len());
     let clean = budget.take(&m.text)?;
+    // Typed kinds keep text in their fields too (an error's message and stack trace,
+    // a decision's rationale): every other string goes through the same budget.
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("text");
+        let mut flags = clean.flags.clone();
+        for field in obj.values_mut() {
+            cap_strings(field, budget, &mut flags);
+        }
+        flags.sort();
+        flags.dedup();
+        if !flags.is_empty() {
+            obj.insert("flags".into(), json!(flags));
+        }
+    }
     v["text"] = json!(clean.text);
     v["source"] = json!(source);
-    if !clean.flags.is_empty() {
-        v["flags"] = json!(clean.flags);
-    }
     Some(v)
+}
+
+/// Every string inside `v` sanitised and cut to the budget (emptied once it is spent);
+/// flags found are added to `flags`.
+fn cap_strings(v: &mut Value, budget: &mut Budget, flags: &mut Vec<&'static str>) {
+    match v {
+        Value::String(s) => match budget.take(s) {
+            Some(clean) => {
+                flags.extend(clean.flags);
+                *s = clean.text;
+            }
+            None => s.clear(),
+        },
+        Value::Array(items) => items.iter_mut().for_each(|i| cap_strings(i, budget, flags)),
+        Value::Object(map) => map.values_mut().for_each(|i| cap_strings(i, budget, flags)),
+        _ => {}
+    }
 }
 
 /// Memories as JSON, in order, until the budget is spent.
@@ -88,6 +116,19 @@ pub fn listed(field: &str, items: Vec<Value>, budget: &Budget) -> Value {
         v["truncated"] = json!(true);
     }
     v
+}
+
+/// Most bytes of an error message (they may quote the caller's arguments).
+pub const ERROR_BYTES: usize = 1024;
+
+/// An error message fit to return: sanitised, at most [`ERROR_BYTES`].
+pub fn error_text(message: &str) -> String {
+    let clean = crate::gate::sanitize(message).text;
+    let (mut cut, truncated) = crate::gate::truncate(&clean, ERROR_BYTES);
+    if truncated {
+        cut.push_str(" …");
+    }
+    cut
 }
 
 /// How many results a tool's answer holds (for the audit trail).
