@@ -1,11 +1,10 @@
 //! What each tool does: arguments (already checked against the tool's schema) in,
 //! JSON out, through the gate. Synchronous; the server runs it off the async runtime.
 //!
-//! Before a tool runs, secrets in its string arguments are redacted (so neither the
-//! store nor the audit trail ever holds them) and written text is checked for
-//! injection phrasing; after it runs, the call is audited. What goes out is shaped
-//! by [`super::shape`] inside the gate's caps. Paths that name files are confined to
-//! the repository root. Never panics on input (the server also catches panics).
+//! Reached through [`Engine::call`] (in [`super::call`]), which redacts secrets from
+//! the arguments first and audits the call after. What goes out is shaped by
+//! [`super::shape`] inside the gate's caps; paths that name files are confined to the
+//! repository root. Never panics on input (the server also catches panics).
 
 use std::sync::Arc;
 
@@ -13,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::shape;
 use crate::embed::Embedder;
-use crate::gate::{redact_args, sanitize, AuditEvent, Gate};
+use crate::gate::Gate;
 use crate::index::{self, IndexOptions};
 use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
@@ -21,20 +20,6 @@ use crate::memory::{
 };
 use crate::patterns::{PatternSet, Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
-
-/// Tools that write what their arguments say (their text is checked for injections).
-const WRITES: &[&str] = &[
-    "memory_write",
-    "memory_write_structured",
-    "set_note",
-    "coding_start_session",
-    "coding_track_file_change",
-    "coding_record_error",
-    "coding_record_decision",
-];
-
-/// Arguments kept as given: a pattern set's regexes may look like secrets.
-const NOT_REDACTED: &[&str] = &["toml"];
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
@@ -68,7 +53,7 @@ impl Engine {
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
-fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+pub(super) fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     a.get(k).and_then(Value::as_str)
 }
 
@@ -99,89 +84,6 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 impl Engine {
-    /// Run tool `name`, auditing it.
-    pub fn call(&self, name: &str, args: &Map<String, Value>) -> ToolResult {
-        let mut args = args.clone();
-        let (redactions, mut result) = match redact_args(&mut args, NOT_REDACTED) {
-            Ok(n) => (n, Ok(Value::Null)),
-            Err(e) => (
-                0,
-                Err(format!("secret scanner unavailable, nothing done: {e}")),
-            ),
-        };
-        let written_flags = if WRITES.contains(&name) {
-            written_flags(&args)
-        } else {
-            Vec::new()
-        };
-        if result.is_ok() {
-            result = self.dispatch(name, &args).map(|mut v| {
-                if !written_flags.is_empty() && v.is_object() {
-                    v["flags"] = json!(written_flags);
-                }
-                if redactions > 0 && v.is_object() {
-                    v["redacted_secrets"] = json!(redactions);
-                }
-                v
-            });
-        }
-        // An error may echo the caller's input: it is sanitised and kept short too.
-        let result = result.map_err(|e| shape::error_text(&e));
-        let (results, flagged) = match &result {
-            Ok(v) => (shape::count_results(v), shape::collect_flags(v)),
-            Err(_) => (0, written_flags.iter().map(|f| f.to_string()).collect()),
-        };
-        let index_redactions = result
-            .as_ref()
-            .ok()
-            .and_then(|v| v.get("redactions"))
-            .and_then(Value::as_object)
-            .map(|m| m.values().filter_map(Value::as_u64).sum::<u64>())
-            .unwrap_or(0);
-        let audit = AuditEvent {
-            op: name.to_string(),
-            repo: self.gate.repo.clone(),
-            session: s(&args, "session").map(String::from),
-            query: [
-                "query",
-                "prompt",
-                "text",
-                "name",
-                "id",
-                "path",
-                "decision",
-                "message",
-                "description",
-            ]
-            .iter()
-            .find_map(|k| s(&args, k))
-            .map(String::from),
-            results,
-            redactions: redactions + index_redactions,
-            flagged,
-            error: result.as_ref().err().cloned(),
-            ..AuditEvent::default()
-        };
-        if let Err(e) = audit.append(self.memories.store()) {
-            tracing::error!("audit event not written: {e}");
-        }
-        result
-    }
-
-    /// Audit a call refused before it ran (unknown tool, arguments not matching the
-    /// schema).
-    pub fn audit_refused(&self, name: &str, message: &str) {
-        let audit = AuditEvent {
-            op: shape::error_text(name).chars().take(64).collect(),
-            repo: self.gate.repo.clone(),
-            error: Some(message.to_string()),
-            ..AuditEvent::default()
-        };
-        if let Err(e) = audit.append(self.memories.store()) {
-            tracing::error!("audit event not written: {e}");
-        }
-    }
-
     fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
         let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
         let mut budget = self.gate.budget();
@@ -273,7 +175,7 @@ impl Engine {
         self.reindex()
     }
 
-    fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+    pub(super) fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
         let m = &self.memories;
         match name {
             "code_search" => {
@@ -482,22 +384,4 @@ impl Engine {
             .map_err(err)?;
         serde_json::to_value(e).map_err(err)
     }
-}
-
-/// Injection phrasings in the text a write tool was given.
-fn written_flags(args: &Map<String, Value>) -> Vec<&'static str> {
-    let mut flags: Vec<&'static str> = Vec::new();
-    for v in args.values() {
-        let texts: Vec<&str> = match v {
-            Value::String(t) => vec![t.as_str()],
-            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        for t in texts {
-            flags.extend(sanitize(t).flags);
-        }
-    }
-    flags.sort();
-    flags.dedup();
-    flags
 }

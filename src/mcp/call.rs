@@ -1,0 +1,130 @@
+//! Every tool call's way in and out: secrets redacted from the arguments before the
+//! tool runs (so neither the store nor the audit trail ever holds them), written text
+//! checked for injection phrasing, error messages made safe to show, and one audit
+//! event per call — also for calls refused before they ran.
+//!
+//! It never decides what a tool does ([`super::handlers`]) or what its answer looks
+//! like ([`super::shape`]).
+
+use serde_json::{json, Map, Value};
+
+use super::handlers::{s, Engine, ToolResult};
+use super::shape;
+use crate::gate::{redact_args, sanitize, AuditEvent};
+
+/// Tools that write what their arguments say (their text is checked for injections).
+const WRITES: &[&str] = &[
+    "memory_write",
+    "memory_write_structured",
+    "set_note",
+    "coding_start_session",
+    "coding_track_file_change",
+    "coding_record_error",
+    "coding_record_decision",
+];
+
+/// Arguments kept as given: a pattern set's regexes may look like secrets.
+const NOT_REDACTED: &[&str] = &["toml"];
+
+impl Engine {
+    /// Run tool `name`, auditing it.
+    pub fn call(&self, name: &str, args: &Map<String, Value>) -> ToolResult {
+        let mut args = args.clone();
+        let (redactions, mut result) = match redact_args(&mut args, NOT_REDACTED) {
+            Ok(n) => (n, Ok(Value::Null)),
+            Err(e) => (
+                0,
+                Err(format!("secret scanner unavailable, nothing done: {e}")),
+            ),
+        };
+        let written_flags = if WRITES.contains(&name) {
+            written_flags(&args)
+        } else {
+            Vec::new()
+        };
+        if result.is_ok() {
+            result = self.dispatch(name, &args).map(|mut v| {
+                if !written_flags.is_empty() && v.is_object() {
+                    v["flags"] = json!(written_flags);
+                }
+                if redactions > 0 && v.is_object() {
+                    v["redacted_secrets"] = json!(redactions);
+                }
+                v
+            });
+        }
+        // An error may echo the caller's input: it is sanitised and kept short too.
+        let result = result.map_err(|e| shape::error_text(&e));
+        let (results, flagged) = match &result {
+            Ok(v) => (shape::count_results(v), shape::collect_flags(v)),
+            Err(_) => (0, written_flags.iter().map(|f| f.to_string()).collect()),
+        };
+        let index_redactions = result
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("redactions"))
+            .and_then(Value::as_object)
+            .map(|m| m.values().filter_map(Value::as_u64).sum::<u64>())
+            .unwrap_or(0);
+        let audit = AuditEvent {
+            op: name.to_string(),
+            repo: self.gate.repo.clone(),
+            session: s(&args, "session").map(String::from),
+            query: [
+                "query",
+                "prompt",
+                "text",
+                "name",
+                "id",
+                "path",
+                "decision",
+                "message",
+                "description",
+            ]
+            .iter()
+            .find_map(|k| s(&args, k))
+            .map(String::from),
+            results,
+            redactions: redactions + index_redactions,
+            flagged,
+            error: result.as_ref().err().cloned(),
+            ..AuditEvent::default()
+        };
+        if let Err(e) = audit.append(self.memories.store()) {
+            tracing::error!("audit event not written: {e}");
+        }
+        result
+    }
+
+    /// Audit a call refused before it ran (unknown tool, arguments not matching the
+    /// schema).
+    pub fn audit_refused(&self, name: &str, message: &str) {
+        let audit = AuditEvent {
+            op: shape::error_text(name).chars().take(64).collect(),
+            repo: self.gate.repo.clone(),
+            error: Some(message.to_string()),
+            ..AuditEvent::default()
+        };
+        if let Err(e) = audit.append(self.memories.store()) {
+            tracing::error!("audit event not written: {e}");
+        }
+    }
+}
+
+/// Injection phrasings in the text a write tool was given.
+fn written_flags(args: &Map<String, Value>) -> Vec<&'static str> {
+    let mut flags: Vec<&'static str> = Vec::new();
+    for v in args.values() {
+        let texts: Vec<&str> = match v {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for t in texts {
+            flags.extend(sanitize(t).flags);
+        }
+    }
+    flags.sort();
+    flags.dedup();
+    flags
+}
