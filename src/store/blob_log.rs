@@ -285,21 +285,58 @@ impl BlobLog {
             .map_err(StoreError::io("sync", &self.path))
     }
 
-    /// Cut the file to `len` bytes (dropping a torn tail) and make that durable.
-    pub fn truncate(&self, len: u64) -> Result<()> {
+    /// Drop the bytes from `from` up to `to` (clamped to the file's length): an
+    /// abandoned batch or a torn tail, which lies past the committed data. They become
+    /// zero-filled space, which reads as the end of the data,
+    /// and make that durable.
+    ///
+    /// The file is never made shorter: another process may have mapped those bytes
+    /// (an open's tail check, `verify`, `dump`), and a read of a mapped page past the
+    /// end of a file kills the reader with SIGBUS. Large ranges are punched out
+    /// (`FALLOC_FL_PUNCH_HOLE`, which keeps the length and frees the blocks); where the
+    /// filesystem cannot, zeros are written.
+    pub fn discard(&self, from: u64, to: u64) -> Result<u64> {
         if !self.writable {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),
             });
         }
+        let len = self.len()?.min(to);
+        if from >= len {
+            return Ok(0);
+        }
+        if !punch_hole(&self.file, from, len - from) {
+            self.zero_fill(from, len)?;
+        }
         self.file
-            .set_len(len)
-            .map_err(StoreError::io("truncate", &self.path))?;
-        self.known_len.store(len, Ordering::Release);
-        self.file
-            .sync_all()
-            .map_err(StoreError::io("sync", &self.path))
+            .sync_data()
+            .map_err(StoreError::io("sync", &self.path))?;
+        Ok(len - from)
     }
+}
+
+/// Deallocate `[offset, offset+len)` keeping the file's length; false when the
+/// filesystem does not support it (the caller then writes zeros).
+fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    // Small ranges are cheaper to overwrite than to punch, and punching works in whole
+    // blocks anyway (partial blocks are zeroed by the kernel).
+    if len < (64 << 10) {
+        return false;
+    }
+    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return false;
+    };
+    // SAFETY: fallocate on a file descriptor we own, with plain integer arguments.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            off,
+            n,
+        )
+    };
+    rc == 0
 }
 
 fn map_file(file: &File, path: &Path, reserve: u64) -> Result<Mmap> {

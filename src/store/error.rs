@@ -24,7 +24,7 @@ pub enum StoreError {
         #[source]
         source: FormatError,
     },
-    #[error("record at offset {offset} of {path} is damaged: {reason}; run `engram verify` on a copy of the store, then `engram rebuild` or restore from a backup")]
+    #[error("record at offset {offset} of {path} is damaged: {reason}; run `engram verify`, then `engram rebuild` or restore from a backup")]
     Corrupt {
         path: PathBuf,
         offset: u64,
@@ -36,6 +36,10 @@ pub enum StoreError {
     VectorCache(#[from] crate::store::vector_cache::VectorCacheError),
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// Two different keys with the same 64-bit hash: refused rather than letting one
+    /// silently replace the other.
+    #[error("key {new:?} has the same 64-bit hash as the stored key {existing:?}; the write was refused (rename one of them)")]
+    KeyHashCollision { new: String, existing: String },
     #[error("the store at {path} was opened read-only; it cannot be written")]
     ReadOnly { path: PathBuf },
 }

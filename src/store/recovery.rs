@@ -14,7 +14,7 @@ use rusqlite::Connection;
 use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
 use super::lock::WriterLock;
-use super::scan::{self, scan_batches, ScanEnd, ScanStart};
+use super::scan::{self, scan_batches, ScanEnd, ScanStart, Tail};
 use super::tracker::{self, Projection, TrackerMeta};
 use super::{vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
 use crate::format::{FileHeader, FormatError, RecordKind, FILE_HEADER_LEN};
@@ -351,9 +351,11 @@ impl Store {
         Ok(report)
     }
 
-    /// Cut an uncommitted tail after the scan of `log` ended at `end` — unless
-    /// committed batches lie beyond where it stopped, in which case the stop is damage
-    /// in the middle of the log: nothing is cut and the error names the offset.
+    /// Drop an uncommitted tail after the scan of `log` ended at `end` — unless
+    /// committed batches lie beyond where it stopped ([`scan::classify_tail`]), in
+    /// which case the stop is damage in the middle of the log: nothing is dropped and
+    /// the error names the offset. Dropping zero-fills the tail rather than cutting
+    /// the file, so no reader's mapped page ever disappears under it.
     fn drop_tail(
         &self,
         blob: &BlobLog,
@@ -361,43 +363,29 @@ impl Store {
         end: &ScanEnd,
         report: &mut OpenReport,
     ) -> Result<()> {
-        // No stop reason: the data ended on a commit boundary, followed by zero-filled
-        // space (kept for later appends) — unless a power loss tore the next batch so
-        // that its first bytes are zeros and later ones are not.
-        let torn_behind_zeros;
-        let (at, why) = match &end.stopped {
-            Some((at, why)) => (at, why.as_str()),
-            None => {
-                let rest = &log[(end.committed_end as usize).min(log.len())..];
-                match rest.iter().position(|&b| b != 0) {
-                    None => return Ok(()),
-                    Some(p) => {
-                        torn_behind_zeros = end.committed_end + p as u64;
-                        (
-                            &torn_behind_zeros,
-                            "bytes of a torn write behind zero-filled space",
-                        )
-                    }
-                }
+        let (at, why) = match scan::classify_tail(log, end) {
+            Tail::Clean => return Ok(()),
+            Tail::Damaged { at, why } => {
+                return Err(StoreError::Corrupt {
+                    path: blob.path().to_path_buf(),
+                    offset: at,
+                    reason: format!(
+                        "{why}; committed batches follow it, so nothing was dropped and the store takes no writes until the damaged record is restored from a backup (the store still opens for reading)"
+                    ),
+                })
             }
+            Tail::Torn { at, why } => (at, why),
         };
-        if scan::committed_batches_after(log, *at, end.last_commit) {
-            return Err(StoreError::Corrupt {
-                path: blob.path().to_path_buf(),
-                offset: *at,
-                reason: format!(
-                    "{why}; committed batches follow it, so nothing was truncated and the store takes no writes until the damaged record is restored from a backup (the store still opens for reading)"
-                ),
-            });
-        }
-        let len = log.len() as u64;
         let why = format!("at offset {at}: {why}");
-        tracing::warn!(store = %self.dir.display(), bytes = len - end.committed_end, "dropping uncommitted tail of blob.dat {why}");
-        report.truncated_bytes = len - end.committed_end;
-        report.truncated_reason = Some(why);
-        if blob.is_writable() {
-            blob.truncate(end.committed_end)?;
+        if !blob.is_writable() {
+            // Reported, not done: a read-only handle reads only up to the tracker.
+            tracing::warn!(store = %self.dir.display(), "blob.dat has an uncommitted tail {why}; a writable open drops it");
+            return Ok(());
         }
+        let dropped = blob.discard(end.committed_end, u64::MAX)?;
+        tracing::warn!(store = %self.dir.display(), bytes = dropped, "dropped uncommitted tail of blob.dat {why}");
+        report.truncated_bytes = dropped;
+        report.truncated_reason = Some(why);
         Ok(())
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! This is the one place that decides what "committed" means (format-spec/blob-log.md,
 //! "Recovery"): a batch counts only when its commit record is valid and agrees with
-//! the records before it. Open, replay, rebuild and verify all use it, so they cannot
-//! disagree. It reads bytes only; applying batches is the tracker's business.
+//! the records before it, and [`classify_tail`] is the one place that decides whether
+//! what follows the last commit is a torn tail (dropped) or damage (kept, reported).
+//! Open, replay, rebuild and verify all use both. It reads bytes only; applying
+//! batches is the tracker's business.
 
 use crate::format::{decode_record, BatchCrc, CommitBody, FormatError, RecordKind, RecordView};
 
@@ -192,27 +194,102 @@ fn check_commit(
     Ok(())
 }
 
-/// After a scan stopped at `from`: is there a commit further on that does not chain
-/// to `last_commit`? Then at least one whole committed batch lies beyond the damage,
-/// and what stopped the scan is not a torn tail (a torn last batch has at most its own
-/// commit, which names `last_commit`) but damage that must not be truncated away.
-pub fn committed_batches_after(log: &[u8], from: u64, last_commit: u64) -> bool {
+/// What lies after the last valid commit, as recovery and `verify` must both see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tail {
+    /// Nothing, or only zero-filled space.
+    Clean,
+    /// Bytes no commit covers: a batch that was never acknowledged (a writer that
+    /// died, a torn write, pages a power loss kept or lost). Recovery drops it.
+    Torn { at: u64, why: String },
+    /// The scan stopped before committed batches: damage in the middle of the log,
+    /// which must never be dropped.
+    Damaged { at: u64, why: String },
+}
+
+/// Classify what follows the committed data of `log` after a scan ended at `end`.
+/// The one decision of "torn tail or damage" (format-spec/blob-log.md, "Recovery").
+pub fn classify_tail(log: &[u8], end: &ScanEnd) -> Tail {
+    let (at, why) = match &end.stopped {
+        Some((at, why)) => (*at, why.clone()),
+        None => {
+            // The data ended on a commit boundary, followed by zero-filled space —
+            // unless a power loss tore the next batch so that its first bytes are
+            // zeros and later ones are not.
+            let rest = &log[(end.committed_end as usize).min(log.len())..];
+            match rest.iter().position(|&b| b != 0) {
+                None => return Tail::Clean,
+                Some(p) => (
+                    end.committed_end + p as u64,
+                    "bytes of a torn write behind zero-filled space".to_string(),
+                ),
+            }
+        }
+    };
+    if committed_batches_after(log, at, end.last_commit) {
+        Tail::Damaged { at, why }
+    } else {
+        Tail::Torn { at, why }
+    }
+}
+
+/// After a scan stopped at `from`: does a whole committed batch lie beyond it?
+///
+/// A torn last batch has at most its own commit after the stop, and that commit names
+/// `last_commit`. So a commit beyond the stop proves committed batches after damage
+/// only when it names a predecessor that is itself past the stop, and its own batch
+/// verifies where it claims to be: its records decode from `batch_start` on, in
+/// sequence, with the count and checksum the commit holds. A record that merely looks
+/// like a commit (a copied log, test vectors or a fuzz corpus stored in a body) names
+/// a batch that is not there, so it cannot make recovery refuse a torn tail.
+fn committed_batches_after(log: &[u8], from: u64, last_commit: u64) -> bool {
     let mut off = from as usize;
     while off + crate::format::RECORD_HEADER_LEN <= log.len() {
         if log[off..].starts_with(&crate::format::record::RECORD_MAGIC) {
-            if let Ok(rec) = decode_record(&log[off..]) {
-                if rec.kind == RecordKind::Commit {
-                    if let Ok(body) = CommitBody::decode(rec.body) {
-                        if body.prev_commit.get() != last_commit {
-                            return true;
-                        }
-                    }
+            if let Some(body) = commit_at(log, off as u64) {
+                let prev = body.prev_commit.get();
+                if prev != last_commit
+                    && prev >= from
+                    && batch_verifies_in_place(log, off as u64, &body)
+                {
+                    return true;
                 }
             }
         }
         off += crate::format::RECORD_ALIGN;
     }
     false
+}
+
+fn commit_at(log: &[u8], offset: u64) -> Option<CommitBody> {
+    let rec = decode_record(log.get(offset as usize..)?).ok()?;
+    if rec.kind != RecordKind::Commit {
+        return None;
+    }
+    CommitBody::decode(rec.body).ok()
+}
+
+/// The batch a commit at `commit_offset` describes is exactly where it says.
+fn batch_verifies_in_place(log: &[u8], commit_offset: u64, body: &CommitBody) -> bool {
+    let start = body.batch_start.get();
+    if start >= commit_offset || body.prev_commit.get() >= start {
+        return false;
+    }
+    let Some(first_seq) = body.first_seq.get().checked_sub(1) else {
+        return false;
+    };
+    // The first batch from `start` must be the one this commit closes; the callback
+    // stops the scan there either way.
+    let found = scan_batches::<bool>(
+        log,
+        ScanStart {
+            offset: start,
+            last_commit: body.prev_commit.get(),
+            last_seq: first_seq,
+        },
+        |b| Err(b.commit_offset == commit_offset),
+    );
+    matches!(found, Err(true))
 }
 
 fn describe(e: &FormatError) -> String {

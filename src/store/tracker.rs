@@ -311,17 +311,29 @@ fn apply_record(
     match rec.kind {
         RecordKind::Put => {
             let (meta, key) = record_meta(rec).map_err(corrupt)?;
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO records (key_hash, key, offset, length, seq, timestamp_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                key_hash as i64,
-                key,
-                offset as i64,
-                rec.record_len() as i64,
-                rec.seq() as i64,
-                rec.timestamp_ms() as i64
-            ])?;
+            // The upsert changes nothing when the hash belongs to another key, which
+            // is how a collision is caught at no extra cost.
+            let changed = tx
+                .prepare_cached(
+                    "INSERT INTO records (key_hash, key, offset, length, seq, timestamp_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT(key_hash) DO UPDATE SET offset = excluded.offset, length = excluded.length,
+                       seq = excluded.seq, timestamp_ms = excluded.timestamp_ms
+                     WHERE records.key = excluded.key",
+                )?
+                .execute(params![
+                    key_hash as i64,
+                    key,
+                    offset as i64,
+                    rec.record_len() as i64,
+                    rec.seq() as i64,
+                    rec.timestamp_ms() as i64
+                ])?;
+            if changed == 0 {
+                let existing: String = tx
+                    .prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?
+                    .query_row([key_hash as i64], |r| r.get(0))?;
+                return Err(StoreError::KeyHashCollision { new: key, existing });
+            }
             // A new value makes embeddings of the old one stale.
             tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
                 .execute(params![key_hash as i64, rec.seq() as i64])?;

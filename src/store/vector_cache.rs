@@ -19,7 +19,7 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 use zerocopy::little_endian::U64;
 use zerocopy::IntoBytes;
 
@@ -57,14 +57,45 @@ pub fn embedder_id(name: &str) -> u64 {
     })
 }
 
-/// An open, writable vector cache file.
+/// A cache's mapping: writable for the one writer (who holds the store's writer
+/// lock), read-only for searches, which must never write a byte of a file another
+/// process may be updating.
+enum CacheMap {
+    Writable(MmapMut),
+    ReadOnly(Mmap),
+}
+
+impl std::ops::Deref for CacheMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            CacheMap::Writable(m) => m,
+            CacheMap::ReadOnly(m) => m,
+        }
+    }
+}
+
+impl CacheMap {
+    /// The bytes to write; empty for a read-only map (mutating entry points check
+    /// [`VectorCache::require_writable`] first, so nothing is silently skipped).
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            CacheMap::Writable(m) => m,
+            CacheMap::ReadOnly(_) => &mut [],
+        }
+    }
+}
+
+/// An open vector cache file.
 ///
-/// One `VectorCache` per file per process: the mapping is shared and writes go
-/// straight to it, so two handles on one file would race.
+/// Writable handles ([`VectorCache::open`], [`VectorCache::create`]) belong to the
+/// store's writer: one per file at a time, since writes go straight to the shared
+/// mapping. Any number of read-only handles ([`VectorCache::open_read_only`]) may
+/// search meanwhile.
 pub struct VectorCache {
     path: PathBuf,
     file: File,
-    map: MmapMut,
+    map: CacheMap,
     header: VectorFileHeader,
     layout: VectorFileLayout,
     /// key hash → slot of its live row.
@@ -89,11 +120,36 @@ impl VectorCache {
         Ok(VectorCache {
             path: path.to_path_buf(),
             file,
-            map,
+            map: CacheMap::Writable(map),
             header,
             layout,
             index: HashMap::new(),
         })
+    }
+
+    /// Open an existing cache for searching only: mapped read-only, never repaired.
+    /// A cache that needs a repair (a key live in two slots after a crash) is refused
+    /// with [`VectorCacheError::Corrupt`]; the writer repairs it.
+    pub fn open_read_only(
+        path: &Path,
+        opts: &VectorCacheOptions,
+    ) -> Result<Self, VectorCacheError> {
+        let file = File::open(path)?;
+        let file_len = file.metadata()?.len();
+        if file_len < HEADER_LEN as u64 {
+            return Err(format_error(
+                path,
+                FormatError::Truncated {
+                    len: file_len,
+                    expected: HEADER_LEN as u64,
+                },
+            ));
+        }
+        // SAFETY: read-only shared mapping. The writer never shrinks a cache file in
+        // place (growing rewrites a new file and renames it), and every read of the
+        // mapping is bounds-checked against the validated header.
+        let map = unsafe { MmapOptions::new().map(&file)? };
+        Self::from_mapping(path, file, CacheMap::ReadOnly(map), opts)
     }
 
     /// Open an existing cache, validating header, CRC, file length and the live
@@ -115,6 +171,16 @@ impl VectorCache {
         // rewrites the file. The cache's contract is one writer per file; we never
         // trust mapped bytes beyond what `check_file_len` and bounds checks allow.
         let map = unsafe { MmapOptions::new().map_mut(&file)? };
+        Self::from_mapping(path, file, CacheMap::Writable(map), opts)
+    }
+
+    fn from_mapping(
+        path: &Path,
+        file: File,
+        map: CacheMap,
+        opts: &VectorCacheOptions,
+    ) -> Result<Self, VectorCacheError> {
+        let corrupt = |e: FormatError| format_error(path, e);
         let (header, layout) =
             vector_file::check_file_len(&map, map.len() as u64).map_err(corrupt)?;
         if header.embedder_id.get() != opts.embedder_id {
@@ -150,6 +216,22 @@ impl VectorCache {
         Ok(cache)
     }
 
+    /// Whether this handle may write (see [`VectorCache::open_read_only`]).
+    pub fn is_writable(&self) -> bool {
+        matches!(self.map, CacheMap::Writable(_))
+    }
+
+    fn require_writable(&self) -> Result<(), VectorCacheError> {
+        if self.is_writable() {
+            Ok(())
+        } else {
+            Err(VectorCacheError::InvalidOptions(format!(
+                "vector cache {} is open read-only; only the store's writer changes it",
+                self.path.display()
+            )))
+        }
+    }
+
     fn rebuild_index(&mut self) -> Result<(), VectorCacheError> {
         let count = self.count();
         let (keys, live) = self.keys_and_live(count)?;
@@ -167,6 +249,12 @@ impl VectorCache {
                     return Err(self.corrupt(format!("slot {slot} has live flag {other}")));
                 }
             }
+        }
+        if !stale.is_empty() && !self.is_writable() {
+            return Err(self.corrupt(format!(
+                "{} keys are live in two slots (a crash mid-update); the store's writer repairs it",
+                stale.len()
+            )));
         }
         for slot in stale {
             self.set_live(slot, SLOT_DEAD);
@@ -203,6 +291,7 @@ impl VectorCache {
     /// Record the log sequence number this cache now reflects. Persisted with the
     /// header; durable after [`flush`](Self::flush).
     pub fn set_seq(&mut self, seq: u64) -> Result<(), VectorCacheError> {
+        self.require_writable()?;
         self.header.seq = U64::new(seq);
         self.write_header();
         Ok(())
@@ -214,6 +303,7 @@ impl VectorCache {
     /// *after* the new row is visible, so a crash leaves at worst a duplicate that
     /// `open` resolves, never a lost key.
     pub fn upsert(&mut self, key_hash: u64, vector: &[f32]) -> Result<(), VectorCacheError> {
+        self.require_writable()?;
         self.check_vector(vector)?;
         if self.header.count.get() >= self.layout.capacity {
             self.grow()?;
@@ -234,6 +324,7 @@ impl VectorCache {
 
     /// Tombstone the vector for `key_hash`; returns whether it was present.
     pub fn remove(&mut self, key_hash: u64) -> Result<bool, VectorCacheError> {
+        self.require_writable()?;
         match self.index.remove(&key_hash) {
             Some(slot) => {
                 self.set_live(slot, SLOT_DEAD);
@@ -287,7 +378,9 @@ impl VectorCache {
 
     /// Write dirty pages to disk (msync) and wait for completion.
     pub fn flush(&self) -> Result<(), VectorCacheError> {
-        self.map.flush()?;
+        if let CacheMap::Writable(m) = &self.map {
+            m.flush()?;
+        }
         Ok(())
     }
 
@@ -369,25 +462,29 @@ impl VectorCache {
     /// Write row data for `slot` (f32 row, norm, then i8 codes and scale). Slots are only
     /// ever written once per file, so padding stays zero from file creation.
     fn write_row(&mut self, slot: u64, v: &[f32]) {
-        write_row_into(&mut self.map, &self.layout, slot, v);
+        write_row_into(self.map.bytes_mut(), &self.layout, slot, v);
     }
 
     fn write_key(&mut self, slot: u64, key: u64) {
         let at = (self.layout.key_hashes + slot * 8) as usize;
-        if let Some(dst) = self.map.get_mut(at..at + 8) {
+        if let Some(dst) = self.map.bytes_mut().get_mut(at..at + 8) {
             dst.copy_from_slice(&key.to_le_bytes());
         }
     }
 
     fn set_live(&mut self, slot: u64, flag: u8) {
-        if let Some(b) = self.map.get_mut((self.layout.live + slot) as usize) {
+        if let Some(b) = self
+            .map
+            .bytes_mut()
+            .get_mut((self.layout.live + slot) as usize)
+        {
             *b = flag;
         }
     }
 
     fn write_header(&mut self) {
         self.header.seal();
-        if let Some(dst) = self.map.get_mut(..HEADER_LEN) {
+        if let Some(dst) = self.map.bytes_mut().get_mut(..HEADER_LEN) {
             dst.copy_from_slice(self.header.as_bytes());
         }
     }
@@ -449,7 +546,7 @@ impl VectorCache {
             let _ = dir.sync_all();
         }
         self.file = file;
-        self.map = map;
+        self.map = CacheMap::Writable(map);
         self.header = header;
         self.layout = layout;
         self.index = index;

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
-use super::scan::{scan_batches, ScanStart};
+use super::scan::{classify_tail, scan_batches, ScanStart, Tail};
 use super::tracker::{self, record_meta};
 use super::{vectors, BLOB_FILE, TRACKER_FILE};
 use crate::format::{decode_record, FormatError, RecordKind, FILE_HEADER_LEN, RECORD_ALIGN};
@@ -55,6 +55,22 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
             reason: format!("it has no {BLOB_FILE}"),
         });
     }
+    // The tracker is read in one read transaction taken before the log is opened:
+    // everything it has applied is then in the log we read, and batches a live writer
+    // commits meanwhile are past `applied_end`, left out of the comparison. So verify
+    // is sound to run beside a server that is writing.
+    let tracker_path = dir.join(TRACKER_FILE);
+    let db = if tracker_path.exists() {
+        let db = Connection::open_with_flags(&tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        db.execute_batch("BEGIN")?;
+        Some(db)
+    } else {
+        None
+    };
+    let meta = match &db {
+        Some(db) => tracker::read_meta(db)?,
+        None => None,
+    };
     let blob = match BlobLog::open(&blob_path) {
         Ok(b) => b,
         Err(StoreError::Format { source, .. }) => {
@@ -66,6 +82,13 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
             return Ok(report);
         }
         Err(e) => return Err(e),
+    };
+    let comparable = meta
+        .as_ref()
+        .is_some_and(|m| m.generation == blob.header().generation.get());
+    let compare_to = match &meta {
+        Some(m) if comparable => m.applied_end,
+        _ => u64::MAX,
     };
     let len = blob.len()?;
     report.blob_bytes = len;
@@ -105,7 +128,20 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         },
         |b| -> Result<()> {
             report.batches += 1;
+            let compared = b.end <= compare_to;
             for (offset, rec) in b.records() {
+                if !compared {
+                    if rec.kind == RecordKind::Put || rec.kind == RecordKind::Vector {
+                        if let Err(why) = record_meta(&rec) {
+                            report.problems.push(Problem {
+                                file: BLOB_FILE,
+                                offset: Some(offset),
+                                what: why,
+                            });
+                        }
+                    }
+                    continue;
+                }
                 match rec.kind {
                     RecordKind::Put => {
                         live.insert(rec.key_hash(), offset);
@@ -152,26 +188,25 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         .max(end.stopped.as_ref().map_or(0, |_| len));
     // After the last valid commit, a crash can leave records without a commit, a
     // record cut short, or pages that never reached the disk. None of that was ever
-    // acknowledged, and the next open drops it. Only a valid commit past that point
-    // means committed batches have become unreachable: damage.
-    let torn_tail = !commits.iter().any(|&c| c >= end.committed_end);
-    if let Some((at, why)) = &end.stopped {
-        if torn_tail {
-            report.warnings.push(format!(
-                "{} uncommitted bytes after the last commit (from offset {}; {why} at {at}); the next open drops them",
-                len - end.committed_end,
-                end.committed_end,
-            ));
-        } else {
-            report.problems.push(Problem {
-                file: BLOB_FILE,
-                offset: Some(*at),
-                what: format!(
-                    "commit chain stops here: {why}; committed batches after it are unreachable"
-                ),
-            });
-        }
+    // acknowledged, and the next open drops it. Whether what stopped the chain is such
+    // a tail or damage is decided where recovery decides it, so the two agree.
+    let tail = classify_tail(bytes, &end);
+    match &tail {
+        Tail::Clean => {}
+        Tail::Torn { at, why } => report.warnings.push(format!(
+            "{} uncommitted bytes after the last commit (from offset {}; {why} at {at}); the next writable open drops them",
+            len - end.committed_end,
+            end.committed_end,
+        )),
+        Tail::Damaged { at, why } => report.problems.push(Problem {
+            file: BLOB_FILE,
+            offset: Some(*at),
+            what: format!(
+                "commit chain stops here: {why}; committed batches after it are unreachable"
+            ),
+        }),
     }
+    let torn_tail = !matches!(tail, Tail::Damaged { .. });
     for (offset, why) in damage {
         if !(torn_tail && offset >= end.committed_end) {
             report.problems.push(Problem {
@@ -183,21 +218,19 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     }
 
     // 3. The tracker against the log.
-    let tracker_path = dir.join(TRACKER_FILE);
-    if !tracker_path.exists() {
+    let Some(db) = db else {
         report.warnings.push(format!(
             "no {TRACKER_FILE}; the next open (or `engram rebuild`) creates it"
         ));
         return Ok(report);
-    }
-    let db = Connection::open_with_flags(&tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let Some(meta) = tracker::read_meta(&db)? else {
+    };
+    let Some(meta) = meta else {
         report.warnings.push(format!(
             "{TRACKER_FILE} is not initialised; the next open builds it"
         ));
         return Ok(report);
     };
-    if meta.generation != blob.header().generation.get() {
+    if !comparable {
         report.warnings.push(format!(
             "{TRACKER_FILE} is of another log generation; the next open rebuilds it"
         ));
@@ -216,13 +249,21 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     }
     if meta.applied_seq < end.last_seq {
         report.warnings.push(format!(
-            "{TRACKER_FILE} is behind the log (applied {} of {}); the next open replays the rest",
-            meta.applied_seq, end.last_seq
+            "{TRACKER_FILE} has applied {} of the log's {} sequence numbers (a writer at work, or one that died: the next open replays the rest); compared up to {}",
+            meta.applied_seq, end.last_seq, meta.applied_seq
         ));
-        return Ok(report);
     }
     compare_tracker(&db, &live, &vecs, &mut report)?;
-    vectors::verify_caches(dir, &db, &mut report)?;
+    // A cache a live writer is updating can disagree with our snapshot for a moment;
+    // only a disagreement while the tracker stands still is a problem.
+    let moved_on = || -> bool {
+        Connection::open_with_flags(&tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()
+            .and_then(|fresh| tracker::read_meta(&fresh).ok().flatten())
+            .is_some_and(|m| m.applied_seq != meta.applied_seq)
+    };
+    vectors::verify_caches(dir, &db, meta.applied_seq, &moved_on, &mut report)?;
+    db.execute_batch("COMMIT")?;
     Ok(report)
 }
 

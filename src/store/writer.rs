@@ -63,6 +63,25 @@ impl<'s> BatchWriter<'s> {
         })
     }
 
+    /// The live value of `key` as of this batch's start, read under the writer lock:
+    /// no other writer can change it before this batch commits, so a value read here
+    /// and written back changed is a safe read-modify-write. Records added to this
+    /// batch are not visible until it commits.
+    pub fn get(&self, key: &str) -> Result<Option<super::Record>> {
+        self.store.get(key)
+    }
+
+    /// Query the tracker (the state as of this batch's start) under the writer lock;
+    /// see [`BatchWriter::get`]. Write nothing through it.
+    pub fn with_tracker<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+        self.store.with_tracker(f)
+    }
+
+    /// The store this batch writes to.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
     /// Records added so far.
     pub fn len(&self) -> u32 {
         self.records
@@ -208,7 +227,7 @@ impl<'s> BatchWriter<'s> {
         let mut db = self.store.db()?;
         let tx = tracker::write_transaction(&mut db)?;
         let mut touches_vectors = false;
-        let end = scan_batches(
+        let applied = scan_batches(
             snap.bytes(),
             ScanStart {
                 offset: start,
@@ -219,7 +238,13 @@ impl<'s> BatchWriter<'s> {
                 touches_vectors |= vectors::batch_touches_vectors(&b);
                 tracker::apply_batch(&tx, &b, &projections, &mut meta)
             },
-        )?;
+        );
+        let end = match applied {
+            Ok(end) => end,
+            // Nothing has seen this batch: the tracker transaction rolls back, the
+            // bytes are discarded (by Drop), and the caller gets the reason.
+            Err(e) => return Err(e),
+        };
         if let Some((offset, why)) = end.stopped {
             return Err(StoreError::Corrupt {
                 path: self.blob.path().to_path_buf(),
@@ -229,9 +254,15 @@ impl<'s> BatchWriter<'s> {
         }
         tracker::write_meta(&tx, &meta)?;
         tx.commit()?;
+        // From here the batch is durable and visible: it is acknowledged whatever
+        // happens to the derived vector caches. A cache that fails to follow is left
+        // with its old stamp, which makes it stale, and is rebuilt from the log by
+        // the next search or writer.
         self.finished = true;
         let commit_offset = meta.last_commit;
-        vectors::after_commit(self.store, &db, &snap, start, touches_vectors)?;
+        if let Err(e) = vectors::after_commit(self.store, &db, &snap, start, touches_vectors) {
+            tracing::warn!(store = %self.store.dir.display(), "vector cache left stale after commit: {e}");
+        }
         Ok(CommitInfo {
             first_seq,
             commit_seq,
@@ -243,9 +274,17 @@ impl<'s> BatchWriter<'s> {
 impl Drop for BatchWriter<'_> {
     fn drop(&mut self) {
         if !self.finished && self.written_to > self.meta.applied_end {
-            // Abandoned: cut what was streamed so far. Failing that, it is an
-            // uncommitted tail the next writer or open drops.
-            let _ = self.blob.truncate(self.meta.applied_end);
+            // Abandoned: zero what was streamed so far (never cut the file: another
+            // process may have it mapped). Failing that, it is an uncommitted tail
+            // the next writer or open drops, so the error is only logged.
+            if let Err(e) = self.blob.discard(
+                self.meta.applied_end,
+                self.written_to + self.buf.len() as u64,
+            ) {
+                tracing::warn!(
+                    "could not discard an abandoned batch: {e}; the next writer drops it"
+                );
+            }
         }
     }
 }
