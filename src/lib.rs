@@ -42,7 +42,7 @@ pub mod manager;
 pub mod mcp;
 #[cfg(feature = "store")]
 pub mod memory;
-#[cfg(feature = "patterns")]
+#[cfg(feature = "store")]
 pub mod patterns;
 #[cfg(feature = "index")]
 pub mod search;

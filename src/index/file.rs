@@ -1,4 +1,5 @@
-//! Indexing one changed file: redact, parse, chunk, embed, and write its records.
+//! Indexing one changed file: redact, parse, chunk and embed it without holding any
+//! lock ([`prepare`]), then write its records under the writer lock ([`write`]).
 //!
 //! Secrets are replaced before the text is parsed or chunked, so symbols, chunks and
 //! vectors are all made from redacted text; with [`SecretAction::Exclude`] chunks
@@ -16,14 +17,47 @@ use crate::embed::{is_zero, Embedder};
 use crate::patterns::Scanner;
 use crate::store::BatchWriter;
 
-/// What a file's records were.
+/// What a file's records were, read under the writer lock just before its new
+/// records are written.
 pub(super) struct Previous<'a> {
     pub chunks: u64,
     pub symbol_keys: &'a [String],
 }
 
+/// A changed file made ready to write without holding any lock: redacted, parsed,
+/// chunked and embedded.
+pub(super) struct Prepared {
+    pub path: String,
+    /// Each chunk's key with its metadata and text, or `None` for a chunk left out
+    /// because it held a secret.
+    chunks: Vec<(
+        String,
+        Option<(serde_json::Map<String, serde_json::Value>, String)>,
+    )>,
+    symbols: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+    vectors: Vec<(String, Vec<f32>)>,
+    embedder: String,
+    pub written: Written,
+}
+
+impl Prepared {
+    /// Bytes this file will add to a batch, roughly: for bounding batches.
+    pub fn weight(&self) -> usize {
+        self.chunks
+            .iter()
+            .map(|(k, c)| k.len() + c.as_ref().map_or(0, |(_, t)| t.len() + 200))
+            .sum::<usize>()
+            + self.symbols.len() * 300
+            + self
+                .vectors
+                .iter()
+                .map(|(_, v)| v.len() * 4 + 64)
+                .sum::<usize>()
+    }
+}
+
 /// What indexing one file wrote.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Written {
     pub chunks: u64,
     pub chunks_excluded: u64,
@@ -52,28 +86,33 @@ pub fn symbol_key(path: &str, s: &Symbol) -> String {
     )
 }
 
-pub(super) fn index_file(
-    writer: &mut BatchWriter<'_>,
+/// Redact, parse, chunk and embed one file's text; writes nothing.
+pub(super) fn prepare(
     path: &str,
     lang: &str,
     text: &str,
-    previous: Previous<'_>,
     cx: &mut Context<'_, '_>,
-) -> Result<Written, IndexError> {
+) -> Result<Prepared, IndexError> {
     let red = redact::redact(text, cx.scanner, cx.secret_ids, cx.redactions)?;
     let parsed = symbols::extract(lang, &red.text).unwrap_or_default();
     let chunks = symbols::chunk_file(lang, &red.text, &parsed.symbols);
-    let mut out = Written {
-        imports: parsed.imports,
-        ..Written::default()
+    let mut out = Prepared {
+        path: path.to_string(),
+        chunks: Vec::with_capacity(chunks.len()),
+        symbols: Vec::with_capacity(parsed.symbols.len()),
+        vectors: Vec::new(),
+        embedder: cx.embedder.name().to_string(),
+        written: Written {
+            imports: parsed.imports,
+            ..Written::default()
+        },
     };
 
-    let mut to_embed: Vec<(String, &str)> = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
         let key = format!("chunk:{path}:{i}");
         if cx.secret_action == SecretAction::Exclude && red.touches(c.start_line, c.end_line) {
-            out.chunks_excluded += 1;
-            writer.delete(&key)?;
+            out.written.chunks_excluded += 1;
+            out.chunks.push((key, None));
             continue;
         }
         let mut meta = Map::new();
@@ -86,12 +125,8 @@ pub(super) fn index_file(
         if let Some(s) = &c.symbol {
             meta.insert("symbol".into(), json!(s));
         }
-        writer.put(&key, meta, c.text.as_bytes())?;
-        to_embed.push((key, &c.text));
-        out.chunks += 1;
-    }
-    for i in chunks.len() as u64..previous.chunks {
-        writer.delete(&format!("chunk:{path}:{i}"))?;
+        out.chunks.push((key, Some((meta, c.text.clone()))));
+        out.written.chunks += 1;
     }
 
     let mut keys = HashSet::new();
@@ -114,23 +149,57 @@ pub(super) fn index_file(
         meta.insert("end_line".into(), json!(s.end_line));
         meta.insert("calls".into(), json!(s.calls));
         meta.insert("complexity".into(), json!(s.complexity));
-        writer.put(&key, meta, Vec::new())?;
-        out.symbols += 1;
+        out.symbols.push((key, meta));
+        out.written.symbols += 1;
+    }
+
+    // Only redacted text is embedded.
+    let to_embed: Vec<(&String, &str)> = out
+        .chunks
+        .iter()
+        .filter_map(|(k, c)| c.as_ref().map(|(_, t)| (k, t.as_str())))
+        .collect();
+    let texts: Vec<&str> = to_embed.iter().map(|(_, t)| *t).collect();
+    let vectors = cx.embedder.embed(&texts)?;
+    let mut embedded = Vec::new();
+    for ((key, _), v) in to_embed.iter().zip(vectors) {
+        if !is_zero(&v) {
+            embedded.push(((*key).clone(), v));
+        }
+    }
+    out.vectors = embedded;
+    Ok(out)
+}
+
+/// Write a prepared file's records into `writer`, tombstoning what `previous` had
+/// that the file no longer has. Vectors follow their chunks in the same batch: a put
+/// makes older vectors of the key stale.
+pub(super) fn write(
+    writer: &mut BatchWriter<'_>,
+    file: &Prepared,
+    previous: Previous<'_>,
+) -> Result<(), IndexError> {
+    for (key, chunk) in &file.chunks {
+        match chunk {
+            Some((meta, text)) => writer.put(key, meta.clone(), text.as_bytes())?,
+            None => writer.delete(key)?,
+        }
+    }
+    for i in file.chunks.len() as u64..previous.chunks {
+        writer.delete(&format!("chunk:{}:{i}", file.path))?;
+    }
+    let mut keys = HashSet::new();
+    for (key, meta) in &file.symbols {
+        keys.insert(key.as_str());
+        writer.put(key, meta.clone(), Vec::new())?;
     }
     for old in previous.symbol_keys {
-        if !keys.contains(old) {
+        if !keys.contains(old.as_str()) {
             writer.delete(old)?;
         }
     }
-
-    // Vectors follow their chunks in the same batch: only redacted text is embedded,
-    // and a put makes older vectors of the key stale.
-    let texts: Vec<&str> = to_embed.iter().map(|(_, t)| *t).collect();
-    let vectors = cx.embedder.embed(&texts)?;
-    for ((key, _), v) in to_embed.iter().zip(&vectors) {
-        if !is_zero(v) {
-            writer.put_vector(key, cx.embedder.name(), v)?;
-        }
+    for (key, v) in &file.vectors {
+        writer.put_vector(key, &file.embedder, v)?;
     }
-    Ok(out)
+    Ok(())
 }

@@ -120,71 +120,75 @@ impl Memories {
             ));
         }
         let signature = error_signature(e);
-        let existing = self.find_by_label(&format!("errsig:{signature}"))?;
-        let text = match &e.solution {
-            Some(s) => format!("{}: {}\nsolution: {s}", e.error_type, e.message),
-            None => format!("{}: {}", e.error_type, e.message),
-        };
-        let mut m = Memory::new(text);
-        m.kind = "error".into();
-        m.session = e.session.clone();
-        let mut meta = Map::new();
-        meta.insert("error_type".into(), json!(e.error_type));
-        meta.insert("message".into(), json!(e.message));
-        meta.insert("signature".into(), json!(signature));
-        for (k, v) in [
-            ("stack_trace", &e.stack_trace),
-            ("file", &e.file),
-            ("screenshot", &e.screenshot),
-            ("resolved_by", &e.resolved_by),
-        ] {
-            if let Some(v) = v {
-                meta.insert(k.into(), json!(v));
-            }
-        }
-        if let Some(l) = e.line {
-            meta.insert("line".into(), json!(l));
-        }
-        match existing {
-            Some(old) => {
-                let frequency = old
-                    .metadata
-                    .get("frequency")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(1)
-                    + 1;
-                let solution = e.solution.clone().or_else(|| {
-                    old.metadata
-                        .get("solution")
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                });
-                if let Some(s) = &solution {
-                    meta.insert("solution".into(), json!(s));
-                    m.text = format!("{}: {}\nsolution: {s}", e.error_type, e.message);
+        // The frequency is read and incremented under the writer lock: concurrent
+        // recurrences from other processes each count.
+        self.locked(|l| {
+            let existing = l.find_by_label(&format!("errsig:{signature}"))?;
+            let text = match &e.solution {
+                Some(s) => format!("{}: {}\nsolution: {s}", e.error_type, e.message),
+                None => format!("{}: {}", e.error_type, e.message),
+            };
+            let mut m = Memory::new(text);
+            m.kind = "error".into();
+            m.session = e.session.clone();
+            let mut meta = Map::new();
+            meta.insert("error_type".into(), json!(e.error_type));
+            meta.insert("message".into(), json!(e.message));
+            meta.insert("signature".into(), json!(signature));
+            for (k, v) in [
+                ("stack_trace", &e.stack_trace),
+                ("file", &e.file),
+                ("screenshot", &e.screenshot),
+                ("resolved_by", &e.resolved_by),
+            ] {
+                if let Some(v) = v {
+                    meta.insert(k.into(), json!(v));
                 }
-                let resolved = e.resolved
-                    || old
+            }
+            if let Some(l) = e.line {
+                meta.insert("line".into(), json!(l));
+            }
+            match existing {
+                Some(old) => {
+                    let frequency = old
                         .metadata
-                        .get("resolved")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                meta.insert("resolved".into(), json!(resolved));
-                meta.insert("frequency".into(), json!(frequency));
-                m.metadata = meta;
-                m.tags = old.tags;
-                self.update(&old.id, m)
-            }
-            None => {
-                if let Some(s) = &e.solution {
-                    meta.insert("solution".into(), json!(s));
+                        .get("frequency")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(1)
+                        + 1;
+                    let solution = e.solution.clone().or_else(|| {
+                        old.metadata
+                            .get("solution")
+                            .and_then(Value::as_str)
+                            .map(String::from)
+                    });
+                    if let Some(s) = &solution {
+                        meta.insert("solution".into(), json!(s));
+                        m.text = format!("{}: {}\nsolution: {s}", e.error_type, e.message);
+                    }
+                    let resolved = e.resolved
+                        || old
+                            .metadata
+                            .get("resolved")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false);
+                    meta.insert("resolved".into(), json!(resolved));
+                    meta.insert("frequency".into(), json!(frequency));
+                    m.metadata = meta;
+                    m.tags = old.tags;
+                    self.update_locked(l, &old.id, m)
                 }
-                meta.insert("resolved".into(), json!(e.resolved));
-                meta.insert("frequency".into(), json!(1));
-                m.metadata = meta;
-                self.write(m)
+                None => {
+                    if let Some(s) = &e.solution {
+                        meta.insert("solution".into(), json!(s));
+                    }
+                    meta.insert("resolved".into(), json!(e.resolved));
+                    meta.insert("frequency".into(), json!(1));
+                    m.metadata = meta;
+                    self.write_locked(l, m)
+                }
             }
-        }
+        })
     }
 
     /// Past errors like `query`, those with a solution first, then by relevance.

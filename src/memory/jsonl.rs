@@ -5,16 +5,19 @@
 //! `session`, `version`, `metadata`, `created_ms`, `updated_ms` optional). An unknown
 //! field is refused, so a misspelt one is not silently dropped.
 //! Import reads the file twice: first to validate every line (reporting each bad one by
-//! number), then to stream it into a single batch, so a file is imported whole or not
-//! at all, and its size is not bounded by memory.
+//! number), then to prepare each memory (secrets redacted, embedded) without holding
+//! any lock. Only then does it take the writer lock, check ids, and write everything
+//! as one batch: a file is imported whole or not at all, and other writers wait only
+//! for the append and the tracker update, not for parsing and embedding. The prepared
+//! memories are held in memory (their text and vector) until that batch is written.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use super::model::Memory;
 use super::{Memories, MemoryError, Result};
+use crate::store::WriteBatch;
 
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -23,6 +26,8 @@ pub struct ImportReport {
     /// Lines whose id already existed, now replaced.
     pub replaced: u64,
     pub skipped_blank: u64,
+    /// Secrets replaced before anything was written.
+    pub redacted: u64,
 }
 
 /// How many bad lines an import reports before giving up reading.
@@ -48,8 +53,7 @@ impl Memories {
             )));
         }
         let mut report = ImportReport::default();
-        let mut taken: HashSet<String> = HashSet::new();
-        let mut writer = self.store().begin_batch()?;
+        let mut prepared: Vec<(Memory, Option<Vec<f32>>)> = Vec::new();
         let now = crate::store::now_ms();
         for_each_line(path, |line_no, line| {
             let Some(mut m) = parse_line(line).map_err(|reason| MemoryError::BadLine {
@@ -61,12 +65,7 @@ impl Memories {
                 report.skipped_blank += 1;
                 return Ok(true);
             };
-            if m.id.is_empty() {
-                m.id = self.new_id(&taken)?;
-            } else if self.get(&m.id)?.is_some() {
-                report.replaced += 1;
-            }
-            taken.insert(m.id.clone());
+            report.redacted += super::redact_memory(&mut m)?;
             if m.created_ms == 0 {
                 m.created_ms = now;
             }
@@ -74,16 +73,29 @@ impl Memories {
                 m.updated_ms = m.created_ms;
             }
             let vector = self.embedding(&m)?;
-            writer.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
-            if let Some(v) = vector {
-                writer.put_vector(&m.id, self.embedder.name(), &v)?;
-            }
-            report.imported += 1;
+            prepared.push((m, vector));
             Ok(true)
         })?;
-        if report.imported > 0 {
-            writer.finish()?;
+        if prepared.is_empty() {
+            return Ok(report);
         }
+        self.locked(|l| {
+            for (mut m, vector) in prepared {
+                if m.id.is_empty() {
+                    m.id = self.new_id_locked(l)?;
+                } else if l.exists(&m.id)? {
+                    report.replaced += 1;
+                }
+                let mut batch = WriteBatch::new();
+                batch.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
+                if let Some(v) = vector {
+                    batch.put_vector(&m.id, self.embedder.name(), &v)?;
+                }
+                l.add(&batch)?;
+                report.imported += 1;
+            }
+            Ok(())
+        })?;
         Ok(report)
     }
 

@@ -9,6 +9,7 @@ mod context;
 mod edges;
 mod filter;
 mod jsonl;
+mod locked;
 mod model;
 mod notes;
 mod projection;
@@ -28,6 +29,7 @@ pub use context::PatternReport;
 pub use edges::Related;
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
+pub(crate) use locked::Locked;
 pub use model::{Memory, KINDS};
 pub use notes::note_name;
 pub use projection::MemoryProjection;
@@ -52,6 +54,8 @@ pub enum MemoryError {
         line: u64,
         reason: String,
     },
+    #[error("secret scanner: {0}")]
+    Secrets(#[from] crate::patterns::PatternError),
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -158,13 +162,27 @@ impl Memories {
     }
 
     /// Store a new memory (its `id`, if set, must be free) after validating every
-    /// field; returns it as stored.
-    pub fn write(&self, mut memory: Memory) -> Result<Memory> {
+    /// field; returns it as stored, secrets redacted ([`Memory::redacted`] counts them).
+    pub fn write(&self, memory: Memory) -> Result<Memory> {
+        self.locked(|l| self.write_locked(l, memory))
+    }
+
+    /// Replace a memory's content with `change` (its id and creation time are kept),
+    /// as a new version; earlier versions stay readable through [`Memories::history`].
+    /// The version is read and written under the writer lock, so concurrent updates
+    /// each get their own number.
+    pub fn update(&self, id: &str, change: Memory) -> Result<Memory> {
+        self.locked(|l| self.update_locked(l, id, change))
+    }
+
+    /// [`Memories::write`] inside a locked read-modify-write.
+    pub(crate) fn write_locked(&self, l: &mut Locked<'_>, mut memory: Memory) -> Result<Memory> {
         memory.validate().map_err(MemoryError::Invalid)?;
+        memory.redacted = redact_memory(&mut memory)?;
         self.check_symbols(&memory)?;
         if memory.id.is_empty() {
-            memory.id = self.new_id(&HashSet::new())?;
-        } else if self.get(&memory.id)?.is_some() {
+            memory.id = self.new_id_locked(l)?;
+        } else if l.exists(&memory.id)? {
             return Err(MemoryError::Invalid(format!(
                 "{} already exists; update it instead",
                 memory.id
@@ -174,24 +192,30 @@ impl Memories {
         memory.created_ms = now;
         memory.updated_ms = now;
         memory.version = 1;
-        self.commit_version(&memory)?;
+        self.add_version(l, &memory)?;
         Ok(memory)
     }
 
-    /// Replace a memory's content with `change` (its id and creation time are kept),
-    /// as a new version; earlier versions stay readable through [`Memories::history`].
-    pub fn update(&self, id: &str, mut change: Memory) -> Result<Memory> {
-        let Some(old) = self.get(id)? else {
+    /// [`Memories::update`] inside a locked read-modify-write.
+    pub(crate) fn update_locked(
+        &self,
+        l: &mut Locked<'_>,
+        id: &str,
+        mut change: Memory,
+    ) -> Result<Memory> {
+        let id = normalise_id(id)?;
+        let Some(old) = l.get(&id)? else {
             return Err(MemoryError::NotFound(id.to_string()));
         };
         change.id = old.id.clone();
         change.validate().map_err(MemoryError::Invalid)?;
+        change.redacted = redact_memory(&mut change)?;
         self.check_symbols(&change)?;
         change.created_ms = old.created_ms;
         change.updated_ms = crate::store::now_ms().max(old.updated_ms);
         change.version = old.version + 1;
         change.extra = old.extra;
-        self.commit_version(&change)?;
+        self.add_version(l, &change)?;
         Ok(change)
     }
 
@@ -240,14 +264,13 @@ impl Memories {
         }
     }
 
-    fn commit_version(&self, memory: &Memory) -> Result<()> {
+    fn add_version(&self, l: &mut Locked<'_>, memory: &Memory) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put_keeping_history(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
         if let Some(v) = self.embedding(memory)? {
             batch.put_vector(&memory.id, self.embedder.name(), &v)?;
         }
-        self.store.commit(&batch)?;
-        Ok(())
+        l.add(&batch)
     }
 
     /// Every version of a memory still in the log, oldest first.
@@ -281,12 +304,17 @@ impl Memories {
     /// Delete a memory. Returns false when there was none.
     pub fn forget(&self, id: &str) -> Result<bool> {
         let id = normalise_id(id)?;
-        if self.get(&id)?.is_none() {
+        self.locked(|l| self.forget_locked(l, &id))
+    }
+
+    /// [`Memories::forget`] inside a locked read-modify-write.
+    pub(crate) fn forget_locked(&self, l: &mut Locked<'_>, id: &str) -> Result<bool> {
+        if !l.exists(id)? {
             return Ok(false);
         }
         let mut batch = WriteBatch::new();
-        batch.delete(&id)?;
-        self.store.commit(&batch)?;
+        batch.delete(id)?;
+        l.add(&batch)?;
         Ok(true)
     }
 
@@ -359,25 +387,12 @@ impl Memories {
         Ok(out)
     }
 
-    /// A fresh id not used by a live memory nor in `taken`. 32 random bits collide
-    /// often enough at scale that the check is needed.
-    fn new_id(&self, taken: &HashSet<String>) -> Result<String> {
+    /// A fresh id, checked free under the writer lock: 32 random bits collide often
+    /// enough at scale that the check is needed.
+    fn new_id_locked(&self, l: &Locked<'_>) -> Result<String> {
         for _ in 0..64 {
-            let mut b = [0u8; 4];
-            getrandom::getrandom(&mut b)
-                .map_err(|e| MemoryError::Invalid(format!("no randomness for an id: {e}")))?;
-            let id = format!("mem:{:08x}", u32::from_le_bytes(b));
-            if taken.contains(&id) {
-                continue;
-            }
-            let exists = self.store.with_tracker(|db| {
-                Ok(db
-                    .prepare_cached("SELECT 1 FROM records WHERE key_hash = ?1")?
-                    .query_row([hash64(&id) as i64], |_| Ok(()))
-                    .optional()?
-                    .is_some())
-            })?;
-            if !exists {
+            let id = random_id()?;
+            if !l.taken(&id) && !l.exists(&id)? {
                 return Ok(id);
             }
         }
@@ -385,6 +400,30 @@ impl Memories {
             "could not find a free memory id in 64 tries".into(),
         ))
     }
+}
+
+/// A random memory id (not yet checked free).
+fn random_id() -> Result<String> {
+    let mut b = [0u8; 4];
+    getrandom::getrandom(&mut b)
+        .map_err(|e| MemoryError::Invalid(format!("no randomness for an id: {e}")))?;
+    Ok(format!("mem:{:08x}", u32::from_le_bytes(b)))
+}
+
+/// Replace every secret in what a memory stores as free text (its text, tags and
+/// metadata strings) before anything reaches the log; the number replaced.
+fn redact_memory(m: &mut Memory) -> Result<u64> {
+    let mut n = crate::patterns::redact_string(&mut m.text)?;
+    for tag in &mut m.tags {
+        n += crate::patterns::redact_string(tag)?;
+    }
+    for v in m.metadata.values_mut() {
+        n += crate::patterns::redact_json(v)?;
+    }
+    if let Some(s) = &mut m.session {
+        n += crate::patterns::redact_string(s)?;
+    }
+    Ok(n)
 }
 
 /// Accept `mem:a1b2c3d4` or `a1b2c3d4`; refuse anything else with the expected form.

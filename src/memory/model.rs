@@ -62,6 +62,10 @@ pub struct Memory {
     /// Fields of later versions, kept verbatim (only ever filled from the log).
     #[serde(skip)]
     pub extra: Map<String, Value>,
+    /// Secrets replaced when this memory was written (never stored: a count for the
+    /// caller to report, not what they were).
+    #[serde(skip)]
+    pub redacted: u64,
 }
 
 /// The kinds of entry.
@@ -111,6 +115,7 @@ impl Memory {
             created_ms: 0,
             updated_ms: 0,
             extra: Map::new(),
+            redacted: 0,
         }
     }
 

@@ -28,10 +28,13 @@ impl Memories {
         if let Some(p) = provenance {
             m.provenance = p.into();
         }
-        match self.note_get(name)? {
-            Some(old) => self.update(&old.id, m),
-            None => self.write(m),
-        }
+        // Which entry holds the note is read under the writer lock, so two processes
+        // setting a new note at once make one entry with two versions, not two notes.
+        let label = format!("note:{name}");
+        self.locked(|l| match l.find_by_label(&label)? {
+            Some(old) => self.update_locked(l, &old.id, m),
+            None => self.write_locked(l, m),
+        })
     }
 
     /// The note named `name`.
@@ -51,10 +54,11 @@ impl Memories {
 
     /// Delete note `name`; false when there was none.
     pub fn note_delete(&self, name: &str) -> Result<bool> {
-        match self.note_get(name)? {
-            Some(m) => self.forget(&m.id),
+        let label = format!("note:{}", check_name(name)?);
+        self.locked(|l| match l.find_by_label(&label)? {
+            Some(m) => self.forget_locked(l, &m.id),
             None => Ok(false),
-        }
+        })
     }
 }
 

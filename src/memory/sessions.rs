@@ -47,7 +47,17 @@ impl Memories {
 
     /// End a session: mark it and write the summary of what it recorded.
     pub fn end_session(&self, id: &str, success: bool) -> Result<Memory> {
-        let Some(session) = self.get(id)? else {
+        self.locked(|l| self.end_session_locked(l, id, success))
+    }
+
+    fn end_session_locked(
+        &self,
+        l: &mut super::Locked<'_>,
+        id: &str,
+        success: bool,
+    ) -> Result<Memory> {
+        let id = super::normalise_id(id)?;
+        let Some(session) = l.get(&id)? else {
             return Err(MemoryError::NotFound(id.to_string()));
         };
         if session.kind != "session" {
@@ -70,7 +80,7 @@ impl Memories {
         m.metadata.insert("summary".into(), json!(summary));
         m.metadata
             .insert("ended_ms".into(), json!(crate::store::now_ms()));
-        self.update(&session.id, m)
+        self.update_locked(l, &session.id, m)
     }
 
     /// Record a file change with its reason.

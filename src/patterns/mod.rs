@@ -11,6 +11,7 @@
 pub mod builtin;
 mod compile;
 mod scan;
+pub mod secret_text;
 mod set;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
 pub use scan::{mask, Match, ScanTarget};
+pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};
 
 use crate::store::{Store, StoreError, WriteBatch};

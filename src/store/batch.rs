@@ -102,6 +102,14 @@ impl WriteBatch {
         Ok(self)
     }
 
+    /// The keys this batch puts a value under, in order.
+    pub fn put_keys(&self) -> impl Iterator<Item = &str> + '_ {
+        self.ops.iter().filter_map(|op| match op {
+            Op::Put { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+    }
+
     /// Delete `key` and its vectors. Deleting a missing key is not an error.
     pub fn delete(&mut self, key: &str) -> Result<&mut Self> {
         check_key(key)?;

@@ -1,0 +1,294 @@
+//! One indexing pass over a repository: walk, prepare changed files without holding
+//! the writer lock, and commit them in bounded batches.
+//!
+//! Each batch holds whole files. What a file had before (its chunk count and symbol
+//! keys) is read under the writer lock, in the batch that replaces it, so a
+//! concurrent indexer, watcher or `jit_index_file` can never leave orphan records. A
+//! batch is committed once it holds about [`BATCH_BYTES`] of records or its files took
+//! [`BATCH_MILLIS`] to prepare; the lock is held only while a batch is appended and
+//! applied. A pass killed midway leaves every committed batch in place, and the next
+//! pass skips those files as unchanged.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::OptionalExtension;
+use serde_json::{json, Map};
+
+use super::file::{self, Prepared, Previous};
+use super::{walk, IndexError, IndexOptions, IndexReport, FILE_TYPE};
+use crate::key::hash64;
+use crate::patterns::{builtin, compile};
+use crate::store::{BatchWriter, Store};
+
+/// Records a batch gathers before it is committed.
+pub const BATCH_BYTES: usize = 8 << 20;
+/// Preparation time a batch gathers before it is committed.
+pub const BATCH_MILLIS: u64 = 100;
+
+/// What the tracker says of a file.
+struct Known {
+    size: u64,
+    mtime_ms: u64,
+    hash: String,
+    chunks: u64,
+    symbols: u64,
+    embedder: String,
+    /// JSON array of the file's import lines.
+    imports: String,
+}
+
+/// A file ready to commit: its record's fields, and its new content when it changed.
+struct Pending {
+    rel: String,
+    lang: &'static str,
+    size: u64,
+    mtime_ms: u64,
+    hash: String,
+    content: Option<Prepared>,
+}
+
+/// Index the repository at `root` into `store`; see the module doc.
+pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexReport, IndexError> {
+    let started = Instant::now();
+    if !root.is_dir() {
+        return Err(IndexError::Invalid(format!(
+            "{} is not a directory",
+            root.display()
+        )));
+    }
+    let secrets = builtin::secrets();
+    let secret_ids: Vec<String> = secrets.patterns.iter().map(|p| p.id.clone()).collect();
+    let compiled = compile(&secrets)?;
+    let mut scanner = compiled.scanner()?;
+
+    // A hint only, read without the lock: it decides which files to read and prepare.
+    // What is replaced is read again under the lock when the file is written.
+    let hint = store.with_tracker(|db| known_files(db))?;
+
+    let (files, skipped) = walk::walk(root, opts.max_file_bytes);
+    let mut report = IndexReport {
+        skipped_secret_files: skipped.secret_file,
+        skipped_too_large: skipped.too_large,
+        skipped_unreadable: skipped.unreadable,
+        ..IndexReport::default()
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let embedder_name = opts.embedder.name().to_string();
+    let mut redactions = BTreeMap::new();
+    let mut cx = file::Context {
+        scanner: &mut scanner,
+        secret_ids: &secret_ids,
+        secret_action: opts.secret_action,
+        embedder: opts.embedder.as_ref(),
+        redactions: &mut redactions,
+    };
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut batch_bytes = 0usize;
+    let mut batch_started = Instant::now();
+    let total = files.len() as u64;
+    for (done, f) in files.iter().enumerate() {
+        if let Some(progress) = &opts.progress {
+            progress(done as u64, total);
+        }
+        let old = hint.get(&f.rel);
+        if let Some(k) = old {
+            if k.size == f.size && k.mtime_ms == f.mtime_ms && k.embedder == embedder_name {
+                seen.insert(f.rel.clone());
+                report.files_unchanged += 1;
+                continue;
+            }
+        }
+        let bytes = match std::fs::read(&f.abs) {
+            Ok(b) => b,
+            Err(e) => {
+                // Deleted or made unreadable since the walk: skipped, never fatal.
+                tracing::warn!("skipping {}: {e}", f.rel);
+                report.skipped_unreadable += 1;
+                continue;
+            }
+        };
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) if !bytes.contains(&0) => t,
+            _ => {
+                report.skipped_binary += 1;
+                continue;
+            }
+        };
+        seen.insert(f.rel.clone());
+        let hash = format!("{:016x}", hash64(text));
+        let lang = walk::language(&f.rel);
+        let same_content = old.is_some_and(|k| k.hash == hash && k.embedder == embedder_name);
+        let content = if same_content {
+            None
+        } else {
+            Some(file::prepare(&f.rel, lang, text, &mut cx)?)
+        };
+        batch_bytes += content.as_ref().map_or(256, Prepared::weight);
+        batch.push(Pending {
+            rel: f.rel.clone(),
+            lang,
+            size: f.size,
+            mtime_ms: f.mtime_ms,
+            hash,
+            content,
+        });
+        if batch_bytes >= BATCH_BYTES
+            || batch_started.elapsed() >= Duration::from_millis(BATCH_MILLIS)
+        {
+            commit_files(store, &mut batch, &embedder_name, &mut report)?;
+            batch_bytes = 0;
+            batch_started = Instant::now();
+        }
+    }
+    commit_files(store, &mut batch, &embedder_name, &mut report)?;
+    delete_vanished(store, &seen, &mut report)?;
+    report.redactions = redactions;
+    report.files_skipped = report.skipped_binary
+        + report.skipped_secret_files
+        + report.skipped_too_large
+        + report.skipped_unreadable;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Commit `files` as one batch (emptying it), reading what each replaces under the
+/// writer lock.
+fn commit_files(
+    store: &Store,
+    files: &mut Vec<Pending>,
+    embedder: &str,
+    report: &mut IndexReport,
+) -> Result<(), IndexError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let mut writer = store.begin_batch()?;
+    for p in files.drain(..) {
+        let now = writer.with_tracker(|db| known_file(db, &p.rel))?;
+        let (chunks, symbols, imports) = match (&p.content, &now) {
+            (Some(content), now) => {
+                let old_symbols = writer.with_tracker(|db| symbol_keys(db, &p.rel))?;
+                let previous = Previous {
+                    chunks: now.as_ref().map_or(0, |k| k.chunks),
+                    symbol_keys: &old_symbols,
+                };
+                file::write(&mut writer, content, previous)?;
+                let w = &content.written;
+                report.files_indexed += 1;
+                report.chunks += w.chunks;
+                report.chunks_excluded += w.chunks_excluded;
+                report.symbols += w.symbols;
+                (w.chunks + w.chunks_excluded, w.symbols, json!(w.imports))
+            }
+            // Same content as indexed: only the file record's size and time change.
+            (None, Some(k)) if k.hash == p.hash && k.embedder == embedder => {
+                report.files_unchanged += 1;
+                let imports = serde_json::from_str(&k.imports).unwrap_or_else(|_| json!([]));
+                (k.chunks, k.symbols, imports)
+            }
+            // Another writer changed this file's records since the hint was read; the
+            // next pass sees it as changed and indexes it.
+            (None, _) => continue,
+        };
+        put_file_record(&mut writer, &p, embedder, chunks, symbols, imports)?;
+    }
+    if !writer.is_empty() {
+        writer.finish()?;
+    }
+    Ok(())
+}
+
+fn put_file_record(
+    writer: &mut BatchWriter<'_>,
+    p: &Pending,
+    embedder: &str,
+    chunks: u64,
+    symbols: u64,
+    imports: serde_json::Value,
+) -> Result<(), IndexError> {
+    let mut meta = Map::new();
+    meta.insert("type".into(), json!(FILE_TYPE));
+    meta.insert("path".into(), json!(p.rel));
+    meta.insert("lang".into(), json!(p.lang));
+    meta.insert("size".into(), json!(p.size));
+    meta.insert("mtime_ms".into(), json!(p.mtime_ms));
+    meta.insert("hash".into(), json!(p.hash));
+    meta.insert("chunks".into(), json!(chunks));
+    meta.insert("symbols".into(), json!(symbols));
+    meta.insert("imports".into(), imports);
+    meta.insert("embedder".into(), json!(embedder));
+    writer.put(&format!("file:{}", p.rel), meta, Vec::new())?;
+    Ok(())
+}
+
+/// Tombstone every indexed file the walk did not find, with its chunks and symbols,
+/// reading what they are under the writer lock.
+fn delete_vanished(
+    store: &Store,
+    seen: &HashSet<String>,
+    report: &mut IndexReport,
+) -> Result<(), IndexError> {
+    let mut writer = store.begin_batch()?;
+    let known = writer.with_tracker(|db| known_files(db))?;
+    for (path, k) in &known {
+        if seen.contains(path) {
+            continue;
+        }
+        writer.delete(&format!("file:{path}"))?;
+        for i in 0..k.chunks {
+            writer.delete(&format!("chunk:{path}:{i}"))?;
+        }
+        for key in writer.with_tracker(|db| symbol_keys(db, path))? {
+            writer.delete(&key)?;
+        }
+        report.files_deleted += 1;
+    }
+    if !writer.is_empty() {
+        writer.finish()?;
+    }
+    Ok(())
+}
+
+const KNOWN_COLUMNS: &str = "path, size, mtime_ms, hash, chunks, embedder, symbols, imports";
+
+fn known_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Known)> {
+    Ok((
+        r.get::<_, String>(0)?,
+        Known {
+            size: r.get::<_, i64>(1)? as u64,
+            mtime_ms: r.get::<_, i64>(2)? as u64,
+            hash: r.get(3)?,
+            chunks: r.get::<_, i64>(4)? as u64,
+            embedder: r.get(5)?,
+            symbols: r.get::<_, i64>(6)? as u64,
+            imports: r.get(7)?,
+        },
+    ))
+}
+
+fn known_files(db: &rusqlite::Connection) -> crate::store::Result<HashMap<String, Known>> {
+    let mut stmt = db.prepare(&format!("SELECT {KNOWN_COLUMNS} FROM code_files"))?;
+    let rows = stmt.query_map([], known_row)?;
+    Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
+}
+
+fn known_file(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Option<Known>> {
+    Ok(db
+        .prepare_cached(&format!(
+            "SELECT {KNOWN_COLUMNS} FROM code_files WHERE path = ?1"
+        ))?
+        .query_row([path], known_row)
+        .optional()?
+        .map(|(_, k)| k))
+}
+
+/// The keys of the symbols indexed for `path`.
+fn symbol_keys(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Vec<String>> {
+    let mut stmt = db.prepare_cached(
+        "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash WHERE s.path = ?1",
+    )?;
+    let rows = stmt.query_map([path], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}

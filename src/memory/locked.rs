@@ -1,0 +1,89 @@
+//! `Locked`: a read-modify-write of memories under the store's writer lock.
+//!
+//! Every change that depends on what is stored (a version number, an error's
+//! frequency, "does this id exist?", a note's current entry) reads through a `Locked`
+//! and adds its records to the same batch. The lock is taken before the first read and
+//! released after the commit, so no other process or thread can write in between:
+//! concurrent updates never lose one another. Reads see the state as of the lock,
+//! not the records this batch has added.
+
+use std::collections::HashSet;
+
+use rusqlite::OptionalExtension;
+
+use super::{Memories, Memory, Result};
+use crate::key::hash64;
+use crate::store::{BatchWriter, WriteBatch};
+
+/// See the module doc. Made by [`Memories::locked`].
+pub(crate) struct Locked<'s> {
+    writer: BatchWriter<'s>,
+    /// Ids this batch has taken, so two new memories in one batch never share one.
+    ids: HashSet<String>,
+}
+
+impl Locked<'_> {
+    /// The memory `id` as of the lock.
+    pub fn get(&self, id: &str) -> Result<Option<Memory>> {
+        Ok(self.writer.get(id)?.as_ref().and_then(Memory::from_record))
+    }
+
+    /// Whether any record lives under `key`.
+    pub fn exists(&self, key: &str) -> Result<bool> {
+        let h = hash64(key) as i64;
+        Ok(self.writer.with_tracker(|db| {
+            Ok(db
+                .prepare_cached("SELECT 1 FROM records WHERE key_hash = ?1")?
+                .query_row([h], |_| Ok(()))
+                .optional()?
+                .is_some())
+        })? || self.ids.contains(key))
+    }
+
+    /// Whether this batch already took `id`.
+    pub fn taken(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// The most recently updated memory carrying `label` (`errsig:…`, `note:…`).
+    pub fn find_by_label(&self, label: &str) -> Result<Option<Memory>> {
+        let id: Option<String> = self.writer.with_tracker(|db| {
+            Ok(db
+                .prepare_cached(
+                    "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
+                     WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
+                )?
+                .query_row([label], |r| r.get(0))
+                .optional()?)
+        })?;
+        match id {
+            Some(id) => self.get(&id),
+            None => Ok(None),
+        }
+    }
+
+    /// Add a batch's records; they commit together when the closure returns `Ok`.
+    pub fn add(&mut self, batch: &WriteBatch) -> Result<()> {
+        for key in batch.put_keys() {
+            self.ids.insert(key.to_string());
+        }
+        self.writer.extend(batch)?;
+        Ok(())
+    }
+}
+
+impl Memories {
+    /// Run `f` under the writer lock and commit what it added; nothing is written if
+    /// it fails. See the module doc.
+    pub(crate) fn locked<T>(&self, f: impl FnOnce(&mut Locked<'_>) -> Result<T>) -> Result<T> {
+        let mut l = Locked {
+            writer: self.store().begin_batch()?,
+            ids: HashSet::new(),
+        };
+        let out = f(&mut l)?;
+        if !l.writer.is_empty() {
+            l.writer.finish()?;
+        }
+        Ok(out)
+    }
+}
