@@ -209,7 +209,9 @@ impl<'a> RecordView<'a> {
 /// the last record ([`FormatError::ZeroFill`]: the end of the data), a record cut
 /// short by the end of `buf` ([`FormatError::Truncated`], a torn tail), and damage.
 pub fn decode_record(buf: &[u8]) -> Result<RecordView<'_>, FormatError> {
-    if buf.len() >= 4 && buf[..4] == [0; 4] {
+    // Zero-filled space: four zero bytes where a magic would be, or fewer at the very
+    // end of the file (a dropped tail is zeroed, never cut, so it may be that short).
+    if !buf.is_empty() && buf[..buf.len().min(4)].iter().all(|&b| b == 0) {
         return Err(FormatError::ZeroFill);
     }
     if buf.len() < RECORD_HEADER_LEN {

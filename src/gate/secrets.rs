@@ -2,42 +2,17 @@
 //! audit trail's copy of a query are passed through the built-in `secrets` pattern
 //! set before anything is appended, each match replaced by `[REDACTED:<type>]`.
 //!
-//! The indexer does the same for files; this covers text that arrives through tool
-//! arguments. It never decides whether a write happens, only what its text is.
-
-use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
+//! The scanner is `patterns::secret_text`, the one every way in uses; this covers the
+//! text that arrives through tool arguments. It never decides whether a write happens, only what its text is.
 
 use serde_json::{Map, Value};
 
-use crate::patterns::{builtin, compile, CompiledSet, PatternError};
-
-/// The built-in secrets set, compiled once per process (compiling costs milliseconds).
-fn compiled() -> Result<&'static (CompiledSet, Vec<String>), PatternError> {
-    static SET: OnceLock<Result<(CompiledSet, Vec<String>), String>> = OnceLock::new();
-    SET.get_or_init(|| {
-        let set = builtin::secrets();
-        let ids = set.patterns.iter().map(|p| p.id.clone()).collect();
-        compile(&set).map(|c| (c, ids)).map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| PatternError::Invalid(e.clone()))
-}
-
-/// Hyperscan scratch is per scanner; one redaction at a time per process is plenty
-/// for tool arguments (they are small).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use crate::patterns::{redact_string, PatternError};
 
 /// `text` with every secret replaced by `[REDACTED:<type>]`, and how many there were.
 pub fn redact_secrets(text: &str) -> Result<(String, u64), PatternError> {
-    let (set, ids) = compiled()?;
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut scanner = set.scanner()?;
-    let mut counts = BTreeMap::new();
-    let red = crate::index::redact_text(text, &mut scanner, ids, &mut counts)?;
-    Ok((red, counts.values().sum()))
+    let r = crate::patterns::redact_secrets(text)?;
+    Ok((r.text, r.secrets))
 }
 
 /// Every string in `args` (and in its string arrays) redacted in place; the number of
@@ -64,11 +39,7 @@ pub fn redact_args(args: &mut Map<String, Value>, keep: &[&str]) -> Result<u64, 
 }
 
 fn redact_in_place(s: &mut String) -> Result<u64, PatternError> {
-    let (red, n) = redact_secrets(s)?;
-    if n > 0 {
-        *s = red;
-    }
-    Ok(n)
+    redact_string(s)
 }
 
 #[cfg(test)]

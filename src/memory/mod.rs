@@ -276,21 +276,28 @@ impl Memories {
     /// Every version of a memory still in the log, oldest first.
     pub fn history(&self, id: &str) -> Result<Vec<Memory>> {
         let id = normalise_id(id)?;
-        let offsets: Vec<i64> = self.store.with_tracker(|db| {
+        let (offsets, view) = self.store.read_with(|db| {
             let mut stmt = db.prepare_cached(
                 "SELECT offset FROM memory_versions WHERE key_hash = ?1 ORDER BY seq",
             )?;
-            let rows = stmt.query_map([hash64(&id) as i64], |r| r.get(0))?;
+            let rows = stmt.query_map([hash64(&id) as i64], |r| r.get::<_, i64>(0))?;
             Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
         })?;
-        let snap = self.store.snapshot()?;
         let mut out = Vec::with_capacity(offsets.len());
         for off in offsets {
-            let rec = snap.record_at(off as u64)?;
-            let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
-            if let Some(m) = Memory::from_parts(&id, &meta, rec.body) {
-                out.push(m);
-            }
+            let rec = view.record(off as u64, &id)?;
+            let meta: Map<String, Value> =
+                serde_json::from_slice(rec.meta).map_err(|e| StoreError::Corrupt {
+                    path: "blob.dat".into(),
+                    offset: off as u64,
+                    reason: format!("metadata is not a JSON object: {e}"),
+                })?;
+            let m = Memory::from_parts(&id, &meta, rec.body).ok_or_else(|| {
+                MemoryError::Invalid(format!(
+                    "version at offset {off} of {id} does not decode as a memory"
+                ))
+            })?;
+            out.push(m);
         }
         Ok(out)
     }

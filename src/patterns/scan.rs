@@ -51,7 +51,7 @@ pub(super) fn scan(
     compiled: &CompiledSet,
     target: &ScanTarget,
 ) -> Result<Vec<Match>, PatternError> {
-    let candidates: Vec<(String, i64)> = store.with_tracker(|db| {
+    let (candidates, view): (Vec<(String, i64)>, _) = store.read_with(|db| {
         let (sql, arg): (&str, Option<i64>) = match target {
             ScanTarget::Key(k) => ("SELECT key, offset FROM records WHERE key_hash = ?1", Some(hash64(k) as i64)),
             ScanTarget::Memories { .. } => (
@@ -68,11 +68,10 @@ pub(super) fn scan(
         };
         Ok(rows)
     })?;
-    let snap = store.snapshot()?;
     let mut scanner = compiled.scanner()?;
     let mut out = Vec::new();
     for (key, offset) in candidates {
-        let rec = snap.record_at(offset as u64)?;
+        let rec = view.record(offset as u64, &key)?;
         let parse =
             || -> Map<String, Value> { serde_json::from_slice(rec.meta).unwrap_or_default() };
         // Metadata is read only where it decides something: the memory filters, and

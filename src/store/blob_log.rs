@@ -64,7 +64,9 @@ impl LogSnapshot {
                     Some(Ok((at, rec)))
                 }
                 Err(StoreError::Corrupt { .. })
-                    if self.map[off as usize..self.len].starts_with(&[0; 4]) =>
+                    if self.map[off as usize..self.len.min(off as usize + 4)]
+                        .iter()
+                        .all(|&b| b == 0) =>
                 {
                     // Zero-filled space: the end of the data.
                     done = true;

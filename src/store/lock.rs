@@ -45,7 +45,18 @@ impl WriterLock<'static> {
 impl WriterLock<'static> {
     /// True when another process holds the lock on `path` right now.
     pub fn is_held_elsewhere(path: &Path) -> Result<bool> {
-        let file = match OpenOptions::new().read(true).write(true).open(path) {
+        // A read-only descriptor can hold an flock too: a reader without write
+        // permission (a read-only store) can still ask.
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .or_else(|e| match e.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    OpenOptions::new().read(true).open(path)
+                }
+                _ => Err(e),
+            }) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(StoreError::io("open lock file", path)(e)),

@@ -12,6 +12,7 @@ mod blob_log;
 mod compact;
 mod error;
 mod lock;
+mod read_view;
 mod recovery;
 mod scan;
 mod tracker;
@@ -32,6 +33,7 @@ pub use batch::WriteBatch;
 pub use blob_log::LogSnapshot;
 pub use compact::CompactReport;
 pub use error::{Result, StoreError};
+pub use read_view::ReadView;
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use tracker::{Change, Location, Projection, TrackerMeta};
@@ -264,10 +266,12 @@ impl Store {
         ))
     }
 
-    /// A snapshot of the log up to the last commit the tracker has applied.
+    /// The log up to the last commit the tracker has applied, of the generation the
+    /// tracker describes (for scans of every record; offsets from a tracker query go
+    /// through [`Store::read_with`]).
     pub fn snapshot(&self) -> Result<LogSnapshot> {
-        let end = self.meta()?.applied_end;
-        self.blob()?.snapshot(end)
+        let (_, view) = self.read_with(|_| Ok(()))?;
+        Ok(view.snapshot().clone())
     }
 
     /// The tracker's bookkeeping.
