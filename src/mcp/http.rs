@@ -98,25 +98,30 @@ impl Tokens {
         Ok(Tokens { entries })
     }
 
-    /// Append a new entry for `token` to the tokens file (created if missing).
+    /// Append a new entry for `token` to the tokens file (created if missing); see
+    /// [`crate::store::update_small_file`].
     pub fn add(path: &Path, name: &str, token: &str, repos: Vec<String>) -> Result<(), String> {
-        let mut file: TokenFile = match std::fs::read_to_string(path) {
-            Ok(t) => {
-                toml::from_str(&t).map_err(|e| format!("{}: {}", path.display(), e.message()))?
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TokenFile::default(),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
-        file.tokens.push(TokenEntry {
-            name: name.to_string(),
-            sha256: hash_token(token),
-            repos,
-        });
-        let text = toml::to_string(&file).map_err(|e| e.to_string())?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+        // Read, append and replace under a lock, atomically: two `engram token new`
+        // at once both land, and a crash never leaves a truncated file.
+        crate::store::update_small_file(path, |current| {
+            let mut file: TokenFile = match current {
+                Some(t) => toml::from_str(&t).map_err(|e| {
+                    crate::store::StoreError::Invalid(format!(
+                        "{}: {}",
+                        path.display(),
+                        e.message()
+                    ))
+                })?,
+                None => TokenFile::default(),
+            };
+            file.tokens.push(TokenEntry {
+                name: name.to_string(),
+                sha256: hash_token(token),
+                repos,
+            });
+            toml::to_string(&file).map_err(|e| crate::store::StoreError::Invalid(e.to_string()))
+        })
+        .map_err(|e| e.to_string())
     }
 
     /// The entry of a presented token. Every entry is compared, so the time taken

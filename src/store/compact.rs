@@ -11,7 +11,7 @@
 //! either the old log with its tracker, or the new log with a tracker that the next
 //! open sees is of another generation and rebuilds.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -61,6 +61,27 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         }
     }
 
+    // A put kept for history must come after its key's last tombstone: a key deleted
+    // and written again starts a new history, and compaction must not bring back the
+    // versions the tombstone removed (the tracker no longer lists them).
+    let mut last_tombstone: HashMap<u64, u64> = HashMap::new();
+    scan_batches(
+        snap.bytes(),
+        ScanStart {
+            offset: FILE_HEADER_LEN as u64,
+            last_commit: 0,
+            last_seq: 0,
+        },
+        |batch| -> Result<()> {
+            for (offset, rec) in batch.records() {
+                if rec.kind == RecordKind::Tombstone && live_keys.contains(&rec.key_hash()) {
+                    last_tombstone.insert(rec.key_hash(), offset);
+                }
+            }
+            Ok(())
+        },
+    )?;
+
     let new_path = store.dir.join("blob.dat.compact");
     let old = blob.header();
     let header = FileHeader::new(old.generation.get() + 1, old.store_id, old.created_ms.get());
@@ -87,10 +108,14 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         |batch| -> Result<()> {
             records_before += batch.record_count as u64 + 1;
             for (offset, rec) in batch.records() {
-                // A superseded put marked keep-history stays while its key lives.
+                // A superseded put marked keep-history stays while its key lives,
+                // unless the key was deleted after it.
                 let history = rec.kind == RecordKind::Put
                     && rec.header.flags.get() & FLAG_KEEP_HISTORY != 0
-                    && live_keys.contains(&rec.key_hash());
+                    && live_keys.contains(&rec.key_hash())
+                    && last_tombstone
+                        .get(&rec.key_hash())
+                        .is_none_or(|&t| offset > t);
                 if history
                     || matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
                     || live.contains(&offset)
