@@ -78,6 +78,7 @@ fn bench_patterns() {
         StoreOptions {
             durability: Durability::Never,
             create: true,
+            ..StoreOptions::default()
         },
         engram::memory::projections(),
     )
@@ -222,6 +223,7 @@ fn bench_recall() {
         StoreOptions {
             durability: Durability::Never,
             create: true,
+            ..StoreOptions::default()
         },
     )
     .expect("open");

@@ -32,6 +32,7 @@ fn open(dir: &Path, durability: Durability) -> Store {
         StoreOptions {
             durability,
             create: true,
+            ..StoreOptions::default()
         },
         Vec::new(),
     )

@@ -98,6 +98,7 @@ fn open(args: &Args) -> Result<Store, String> {
     let opts = StoreOptions {
         durability: args.durability,
         create: true,
+        ..StoreOptions::default()
     };
     Store::open(&args.store, opts, engram::memory::projections()).map_err(|e| e.to_string())
 }

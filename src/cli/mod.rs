@@ -500,6 +500,7 @@ pub(crate) fn store_options(cli: &Cli) -> StoreOptions {
     StoreOptions {
         durability,
         create: true,
+        read_only: false,
     }
 }
 

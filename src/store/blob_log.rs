@@ -133,14 +133,36 @@ impl BlobLog {
         sync_dir(path)
     }
 
-    /// Open an existing log and check its header.
+    /// Open an existing log and check its header: for writing when the file allows
+    /// it, else for reading.
     pub fn open(path: &Path) -> Result<BlobLog> {
-        let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
+        Self::open_with(path, false)
+    }
+
+    /// Open an existing log for reading only, whatever its permissions.
+    pub fn open_read_only(path: &Path) -> Result<BlobLog> {
+        Self::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, read_only: bool) -> Result<BlobLog> {
+        let attempt = if read_only {
+            Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+        } else {
+            OpenOptions::new().read(true).write(true).open(path)
+        };
+        let (file, writable) = match attempt {
             Ok(f) => (f, true),
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => (
-                File::open(path).map_err(StoreError::io("open", path))?,
-                false,
-            ),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                (
+                    File::open(path).map_err(StoreError::io("open", path))?,
+                    false,
+                )
+            }
             Err(e) => return Err(StoreError::io("open", path)(e)),
         };
         let len = file.metadata().map_err(StoreError::io("stat", path))?.len();

@@ -84,6 +84,10 @@ pub struct StoreOptions {
     pub durability: Durability,
     /// Create the directory and an empty store when missing (default true).
     pub create: bool,
+    /// Open for reading only: nothing in the directory is written, not even to repair
+    /// it. Also chosen by itself when `blob.dat` cannot be opened for writing (no
+    /// permission, a read-only mount). Writes fail with [`StoreError::ReadOnly`].
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -91,6 +95,7 @@ impl Default for StoreOptions {
         StoreOptions {
             durability: Durability::Always,
             create: true,
+            read_only: false,
         }
     }
 }
@@ -152,6 +157,11 @@ impl Store {
     /// Become the store's only writer, in this process and across processes, until
     /// the guard is dropped.
     fn exclusive(&self) -> Result<WriteGuard<'_>> {
+        if !self.blob()?.is_writable() {
+            return Err(StoreError::ReadOnly {
+                path: self.dir.join(BLOB_FILE),
+            });
+        }
         let in_process = self
             .write_mutex
             .lock()

@@ -68,7 +68,7 @@ pub(super) fn open(
     }
     if !blob_path.exists() {
         refuse_foreign_directory(dir)?;
-        if !options.create {
+        if !options.create || options.read_only {
             return Err(StoreError::NotAStore {
                 path: dir.into(),
                 reason: format!("it has no {BLOB_FILE}"),
@@ -83,7 +83,12 @@ pub(super) fn open(
             report.created = true;
         }
     }
-    let blob = BlobLog::open(&blob_path).map_err(|e| match e {
+    let opened = if options.read_only {
+        BlobLog::open_read_only(&blob_path)
+    } else {
+        BlobLog::open(&blob_path)
+    };
+    let blob = opened.map_err(|e| match e {
         StoreError::Format {
             source: FormatError::NotABlobLog,
             ..
@@ -93,6 +98,9 @@ pub(super) fn open(
         },
         other => other,
     })?;
+    if !blob.is_writable() {
+        return open_read_only(dir, options, projections, blob);
+    }
     let refs: Vec<&dyn Projection> = projections.iter().map(|p| p.as_ref()).collect();
     let db = tracker::open(&dir.join(TRACKER_FILE), &refs)?;
     drop(refs);
@@ -137,6 +145,48 @@ pub(super) fn open(
     drop(db);
     let mut store = store;
     store.open_report = report;
+    Ok(store)
+}
+
+/// Open a store that cannot or must not be written: no lock, no repair, no tracker
+/// update. Reads see what the tracker had applied; a tracker that would need a rebuild
+/// is refused with what to do.
+fn open_read_only(
+    dir: &Path,
+    options: StoreOptions,
+    projections: Vec<Box<dyn Projection>>,
+    blob: BlobLog,
+) -> Result<Store> {
+    let db = tracker::open_read_only(&dir.join(TRACKER_FILE))?;
+    let store = Store {
+        dir: dir.to_path_buf(),
+        options,
+        blob: RwLock::new(Arc::new(blob)),
+        db: Mutex::new(db),
+        projections,
+        write_mutex: Mutex::new(()),
+        lock_file: std::sync::OnceLock::new(),
+        open_report: OpenReport::default(),
+    };
+    let need = {
+        let db = store.db()?;
+        store.need(&db, false)?
+    };
+    match need {
+        Need::Clean => {}
+        Need::CatchUp(_) => tracing::warn!(
+            store = %dir.display(),
+            "read-only store: tracker.db is behind blob.dat; reading what it has applied"
+        ),
+        Need::Rebuild(why) => {
+            return Err(StoreError::NotAStore {
+                path: dir.into(),
+                reason: format!(
+                    "it is read-only and its tracker.db must be rebuilt ({why}); open it once with write access, or copy it somewhere writable"
+                ),
+            })
+        }
+    }
     Ok(store)
 }
 

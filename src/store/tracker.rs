@@ -129,6 +129,29 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     Ok(db)
 }
 
+/// Open `tracker.db` for reading only (a read-only store): nothing is created or
+/// changed. Where SQLite cannot even create its shared-memory file next to it (a
+/// read-only mount), the file is opened as immutable, which is what it is there.
+pub fn open_read_only(path: &Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
+    if !path.exists() {
+        return Err(StoreError::NotAStore {
+            path: path.to_path_buf(),
+            reason: "a read-only store needs its tracker.db; open it once with write access".into(),
+        });
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let db = Connection::open_with_flags(path, flags)?;
+    db.busy_timeout(BUSY_TIMEOUT)?;
+    if read_meta(&db).is_ok() {
+        return Ok(db);
+    }
+    let uri = format!("file:{}?immutable=1", path.display());
+    let db = Connection::open_with_flags(uri, flags)?;
+    read_meta(&db)?;
+    Ok(db)
+}
+
 /// Begin a transaction that takes SQLite's write lock up front.
 ///
 /// Every transaction that writes the tracker must start this way: a DEFERRED one

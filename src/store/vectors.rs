@@ -224,6 +224,10 @@ pub(super) fn search(
     let opts = options(dim as u32, embedder);
     let cache = match VectorCache::open_read_only(&path, &opts) {
         Ok(c) if c.seq() == applied => c,
+        _ if !store.blob()?.is_writable() => {
+            tracing::warn!(cache = %path.display(), "read-only store: vector cache missing or stale, searching without vectors");
+            return Ok(Vec::new());
+        }
         _ => {
             // Missing or stale: rebuild under the writer lock, then read it.
             let _writer = store.exclusive()?;
