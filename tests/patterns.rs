@@ -140,7 +140,20 @@ fn sets_load_list_and_scan_memories_keys_and_code_with_masking() {
     let mut m = Memory::new("deploy note\nthe key is AKIAIOSFODNN7EXAMPLE for staging");
     m.task = Some("debug".into());
     m.contexts = vec!["infra".into()];
-    let secret = memories.write(m).unwrap();
+    // Written today, the key is redacted before it reaches the log...
+    let redacted = memories.write(m.clone()).unwrap();
+    assert_eq!(redacted.redacted, 1);
+    assert!(!redacted.text.contains("AKIAIOSFODNN7EXAMPLE"));
+    memories.forget(&redacted.id).unwrap();
+    // ...so the record an older engram stored verbatim is put as it was, for the scan
+    // to find.
+    m.id = "mem:0000aaaa".into();
+    m.validate().unwrap();
+    let mut old = WriteBatch::new();
+    old.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())
+        .unwrap();
+    memories.store().commit(&old).unwrap();
+    let secret = m;
     let plain = memories
         .remember("we call eval( on config, see review", &[], None)
         .unwrap();

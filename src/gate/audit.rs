@@ -1,11 +1,28 @@
-//! The audit trail: one event record per read and write through the gate, in the
-//! store's own append-only log (compaction keeps events), read back by scanning it.
+//! The audit trail: one event record per call through the gate, in the store's own
+//! append-only log (compaction keeps events), read back by scanning it.
+//!
+//! How each event reaches the disk, and what a crash can lose:
+//! - A write's event is committed in the same batch as the write
+//!   ([`crate::memory::attach_event_to_next_write`]): both are durable, or neither.
+//!   An event that cannot be written fails the call.
+//! - Read events are group-committed by an [`AuditQueue`]: at most [`GROUP_EVENTS`]
+//!   events or [`GROUP_MILLIS`] milliseconds wait for one batch (one fsync). A crash
+//!   loses at most the read events of that window, never a write's.
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::format::RecordKind;
+use crate::memory::Memories;
 use crate::store::{Store, StoreError, WriteBatch};
+
+/// Read events committed together at most.
+pub const GROUP_EVENTS: usize = 64;
+/// How long a read event waits for its batch at most.
+pub const GROUP_MILLIS: u64 = 200;
 
 /// One audited operation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,22 +49,139 @@ pub struct AuditEvent {
 }
 
 impl AuditEvent {
-    /// Append this event to the store's log.
-    pub fn append(&self, store: &Store) -> Result<(), StoreError> {
+    /// The event record's metadata: stamped, the query cut to 200 characters and its
+    /// secrets redacted.
+    pub fn to_meta(&self) -> Result<Map<String, Value>, StoreError> {
         let mut e = self.clone();
         if e.time_ms == 0 {
             e.time_ms = crate::store::now_ms();
         }
-        e.query = e.query.map(|q| q.chars().take(200).collect());
+        if let Some(q) = e.query.as_mut() {
+            *q = q.chars().take(200).collect();
+            crate::patterns::redact_string(q)
+                .map_err(|err| StoreError::Invalid(format!("secret scanner: {err}")))?;
+        }
         let mut meta = match serde_json::to_value(&e) {
             Ok(Value::Object(m)) => m,
-            _ => Map::new(),
+            Ok(_) | Err(_) => {
+                return Err(StoreError::Invalid(
+                    "an audit event did not serialise to an object".into(),
+                ))
+            }
         };
         meta.insert("event".into(), Value::String("audit".into()));
+        Ok(meta)
+    }
+
+    /// Append this event to the store's log on its own, durably.
+    pub fn append(&self, store: &Store) -> Result<(), StoreError> {
         let mut batch = WriteBatch::new();
-        batch.event(meta, Vec::new())?;
+        batch.event(self.to_meta()?, Vec::new())?;
         store.commit(&batch)?;
         Ok(())
+    }
+}
+
+/// Read events waiting for their group commit; see the module doc. A background
+/// thread commits them; dropping the queue commits what is left.
+pub struct AuditQueue {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    pending: Mutex<Vec<Map<String, Value>>>,
+    wake: Condvar,
+    /// Weak, so the queue never keeps a store open on its own.
+    memories: Weak<Memories>,
+}
+
+impl AuditQueue {
+    /// A queue committing into the store of `memories`.
+    pub fn new(memories: Weak<Memories>) -> AuditQueue {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+            memories,
+        });
+        let worker = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("engram-audit".into())
+            .spawn(move || flusher(worker))
+            .map(|_| ())
+            .unwrap_or_else(|e| {
+                tracing::error!(
+                    "audit flusher not started ({e}); read events are committed one by one"
+                )
+            });
+        AuditQueue { shared }
+    }
+
+    /// Queue a read event. Fails only when the event cannot be encoded.
+    pub fn push(&self, event: &AuditEvent) -> Result<(), StoreError> {
+        let meta = event.to_meta()?;
+        let full = {
+            let mut pending = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            pending.push(meta);
+            pending.len() >= GROUP_EVENTS
+        };
+        if full {
+            self.shared.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Commit every queued event now.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.shared.commit()
+    }
+}
+
+impl Drop for AuditQueue {
+    fn drop(&mut self) {
+        if let Err(e) = self.shared.commit() {
+            tracing::error!("audit events lost at shutdown: {e}");
+        }
+    }
+}
+
+impl Shared {
+    fn commit(&self) -> Result<(), StoreError> {
+        let events = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if events.is_empty() {
+            return Ok(());
+        }
+        let Some(memories) = self.memories.upgrade() else {
+            return Err(StoreError::Invalid(format!(
+                "{} audit events lost: the store was closed",
+                events.len()
+            )));
+        };
+        let mut batch = WriteBatch::new();
+        for meta in events {
+            batch.event(meta, Vec::new())?;
+        }
+        memories.store().commit(&batch)?;
+        Ok(())
+    }
+}
+
+fn flusher(shared: Weak<Shared>) {
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        {
+            let pending = s.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = s
+                .wake
+                .wait_timeout(pending, Duration::from_millis(GROUP_MILLIS))
+                .map_err(|_| ());
+        }
+        if let Err(e) = s.commit() {
+            tracing::error!("audit events not written: {e}");
+        }
     }
 }
 
@@ -56,13 +190,17 @@ pub fn read_audit(store: &Store, since_ms: u64) -> Result<Vec<AuditEvent>, Store
     let snap = store.snapshot()?;
     let mut out = Vec::new();
     for item in snap.records() {
-        let (_, rec) = item?;
+        let (offset, rec) = item?;
         if rec.kind != RecordKind::Event {
             continue;
         }
-        let Ok(meta) = serde_json::from_slice::<Map<String, Value>>(rec.meta) else {
-            continue;
-        };
+        let meta = serde_json::from_slice::<Map<String, Value>>(rec.meta).map_err(|e| {
+            StoreError::Corrupt {
+                path: "blob.dat".into(),
+                offset,
+                reason: format!("event metadata is not a JSON object: {e}"),
+            }
+        })?;
         if meta.get("event").and_then(Value::as_str) != Some("audit") {
             continue;
         }

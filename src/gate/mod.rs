@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-pub use audit::{read_audit, AuditEvent};
+pub use audit::{read_audit, AuditEvent, AuditQueue};
 pub use sanitize::{sanitize, Sanitized};
 pub use secrets::{redact_args, redact_secrets};
 

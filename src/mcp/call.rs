@@ -1,7 +1,9 @@
 //! Every tool call's way in and out: secrets redacted from the arguments before the
 //! tool runs (so neither the store nor the audit trail ever holds them), written text
 //! checked for injection phrasing, error messages made safe to show, and one audit
-//! event per call — also for calls refused before they ran.
+//! event per call — also for calls refused before they ran. A write's event is
+//! committed in the same batch as the write; read events are group-committed
+//! (gate/audit.rs says what a crash can lose).
 //!
 //! It never decides what a tool does ([`super::handlers`]) or what its answer looks
 //! like ([`super::shape`]).
@@ -11,6 +13,7 @@ use serde_json::{json, Map, Value};
 use super::handlers::{s, Engine, ToolResult};
 use super::shape;
 use crate::gate::{redact_args, sanitize, AuditEvent};
+use crate::memory::{attach_event_to_next_write, take_unattached_event};
 
 /// Tools that write what their arguments say (their text is checked for injections).
 const WRITES: &[&str] = &[
@@ -23,12 +26,24 @@ const WRITES: &[&str] = &[
     "coding_record_decision",
 ];
 
+/// Tools that change the store some other way (indexing, pattern sets, ending a
+/// session): their event is committed, durably, before the call returns.
+const OTHER_WRITES: &[&str] = &[
+    "coding_end_session",
+    "jit_index_file",
+    "jit_index_directory",
+    "register_file",
+    "pattern_load",
+];
+
 /// Arguments kept as given: a pattern set's regexes may look like secrets.
 const NOT_REDACTED: &[&str] = &["toml"];
 
 impl Engine {
     /// Run tool `name`, auditing it.
     pub fn call(&self, name: &str, args: &Map<String, Value>) -> ToolResult {
+        // An event left attached by a call that panicked must not ride on this one.
+        take_unattached_event();
         let mut args = args.clone();
         let (redactions, mut result) = match redact_args(&mut args, NOT_REDACTED) {
             Ok(n) => (n, Ok(Value::Null)),
@@ -37,11 +52,31 @@ impl Engine {
                 Err(format!("secret scanner unavailable, nothing done: {e}")),
             ),
         };
+        let is_write = WRITES.contains(&name) || OTHER_WRITES.contains(&name);
         let written_flags = if WRITES.contains(&name) {
             written_flags(&args)
         } else {
             Vec::new()
         };
+        let query = audit_query(&args);
+        if result.is_ok() && is_write {
+            // The event as it will read if the write succeeds; it rides in the
+            // write's own batch.
+            let planned = AuditEvent {
+                op: name.to_string(),
+                repo: self.gate.repo.clone(),
+                session: s(&args, "session").map(String::from),
+                query: query.clone(),
+                results: 1,
+                redactions,
+                flagged: written_flags.iter().map(|f| f.to_string()).collect(),
+                ..AuditEvent::default()
+            };
+            match planned.to_meta() {
+                Ok(meta) => attach_event_to_next_write(meta),
+                Err(e) => result = Err(format!("audit event not encodable, nothing done: {e}")),
+            }
+        }
         if result.is_ok() {
             result = self.dispatch(name, &args).map(|mut v| {
                 if !written_flags.is_empty() && v.is_object() {
@@ -55,6 +90,10 @@ impl Engine {
         }
         // An error may echo the caller's input: it is sanitised and kept short too.
         let result = result.map_err(|e| shape::error_text(&e));
+        let attached_unused = take_unattached_event().is_some();
+        if is_write && !attached_unused && result.is_ok() {
+            return result; // the event was committed with the write
+        }
         let (results, flagged) = match &result {
             Ok(v) => (shape::count_results(v), shape::collect_flags(v)),
             Err(_) => (0, written_flags.iter().map(|f| f.to_string()).collect()),
@@ -70,28 +109,27 @@ impl Engine {
             op: name.to_string(),
             repo: self.gate.repo.clone(),
             session: s(&args, "session").map(String::from),
-            query: [
-                "query",
-                "prompt",
-                "text",
-                "name",
-                "id",
-                "path",
-                "decision",
-                "message",
-                "description",
-            ]
-            .iter()
-            .find_map(|k| s(&args, k))
-            .map(String::from),
+            query,
             results,
             redactions: redactions + index_redactions,
             flagged,
             error: result.as_ref().err().cloned(),
             ..AuditEvent::default()
         };
-        if let Err(e) = audit.append(self.memories.store()) {
-            tracing::error!("audit event not written: {e}");
+        if is_write {
+            // A change made some other way, or a write that failed: its event is
+            // durable before the call returns, and a write whose event cannot be
+            // written is reported as failed.
+            if let Err(e) = audit.append(self.memories.store()) {
+                tracing::error!("audit event not written: {e}");
+                if result.is_ok() {
+                    return Err(shape::error_text(&format!(
+                        "the change was made but its audit event could not be written: {e}"
+                    )));
+                }
+            }
+        } else if let Err(e) = self.audit.push(&audit) {
+            tracing::error!("audit event not queued: {e}");
         }
         result
     }
@@ -105,10 +143,28 @@ impl Engine {
             error: Some(message.to_string()),
             ..AuditEvent::default()
         };
-        if let Err(e) = audit.append(self.memories.store()) {
-            tracing::error!("audit event not written: {e}");
+        if let Err(e) = self.audit.push(&audit) {
+            tracing::error!("audit event not queued: {e}");
         }
     }
+}
+
+/// What the audit event names: the query, or what was written.
+fn audit_query(args: &Map<String, Value>) -> Option<String> {
+    [
+        "query",
+        "prompt",
+        "text",
+        "name",
+        "id",
+        "path",
+        "decision",
+        "message",
+        "description",
+    ]
+    .iter()
+    .find_map(|k| s(args, k))
+    .map(String::from)
 }
 
 /// Injection phrasings in the text a write tool was given.

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::shape;
 use crate::embed::Embedder;
-use crate::gate::Gate;
+use crate::gate::{AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
 use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
@@ -23,6 +23,9 @@ use crate::search::{self, HitKind, SearchOptions};
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
+    /// Group-commits the audit events of read tools. Declared first so it is dropped
+    /// first, committing what it holds while the store is still open.
+    pub audit: AuditQueue,
     pub memories: Arc<Memories>,
     pub gate: Gate,
     pub embedder: Arc<dyn Embedder>,
@@ -40,12 +43,14 @@ impl Engine {
             StoreProviders::new(memories.clone(), index_options.clone()),
             gate.clone(),
         );
+        let audit = AuditQueue::new(Arc::downgrade(&memories));
         Engine {
             memories,
             gate,
             embedder,
             index_options,
             manager,
+            audit,
         }
     }
 }

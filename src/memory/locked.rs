@@ -7,9 +7,11 @@
 //! concurrent updates never lose one another. Reads see the state as of the lock,
 //! not the records this batch has added.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 
 use rusqlite::OptionalExtension;
+use serde_json::{Map, Value};
 
 use super::{Memories, Memory, Result};
 use crate::key::hash64;
@@ -72,6 +74,24 @@ impl Locked<'_> {
     }
 }
 
+thread_local! {
+    /// An event record to commit in the same batch as this thread's next write.
+    static ATTACHED: RefCell<Option<Map<String, Value>>> = const { RefCell::new(None) };
+}
+
+/// Commit the event `meta` (an audit record, say) in the same batch as the next write
+/// this thread makes through [`Memories`], so the write and its record are durable
+/// together or not at all. Replaces an event attached before and not yet used.
+pub fn attach_event_to_next_write(meta: Map<String, Value>) {
+    ATTACHED.with(|a| *a.borrow_mut() = Some(meta));
+}
+
+/// The event attached by [`attach_event_to_next_write`] if no write has taken it (the
+/// operation wrote nothing): the caller commits it on its own.
+pub fn take_unattached_event() -> Option<Map<String, Value>> {
+    ATTACHED.with(|a| a.borrow_mut().take())
+}
+
 impl Memories {
     /// Run `f` under the writer lock and commit what it added; nothing is written if
     /// it fails. See the module doc.
@@ -82,6 +102,11 @@ impl Memories {
         };
         let out = f(&mut l)?;
         if !l.writer.is_empty() {
+            if let Some(meta) = take_unattached_event() {
+                let mut event = WriteBatch::new();
+                event.event(meta, Vec::new())?;
+                l.writer.extend(&event)?;
+            }
             l.writer.finish()?;
         }
         Ok(out)

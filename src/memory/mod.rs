@@ -30,6 +30,7 @@ pub use edges::Related;
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub(crate) use locked::Locked;
+pub use locked::{attach_event_to_next_write, take_unattached_event};
 pub use model::{Memory, KINDS};
 pub use notes::note_name;
 pub use projection::MemoryProjection;

@@ -187,7 +187,7 @@ impl Memory {
     }
 
     /// The record metadata for this memory (the store adds `"key"`).
-    pub(crate) fn to_meta(&self) -> Map<String, Value> {
+    pub fn to_meta(&self) -> Map<String, Value> {
         let mut m = match serde_json::to_value(self) {
             Ok(Value::Object(m)) => m,
             _ => Map::new(),
