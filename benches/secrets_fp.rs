@@ -3,15 +3,17 @@
 //! The corpus is a pinned set of well-known packages from crates.io, PyPI and npm (Rust,
 //! Python, C, JavaScript, TypeScript; see `tools/fp-corpus/manifest.tsv`). Every text file
 //! in it (no NUL byte in its first 8 KiB, at most 2 MiB) is scanned with the built-in
-//! `secrets` set, and every hit is counted against the rule that made it: on this corpus a
-//! hit is a false positive unless someone checks it and finds a real (if published, e.g. a
-//! test fixture's) credential. The target is at most 1 hit per 100K lines for each rule.
+//! `secrets` set, and every hit is counted against the rule that made it. On this corpus a
+//! hit is a false positive unless it is listed in `tools/fp-corpus/true-positives.tsv`: real
+//! credentials someone checked (published on purpose, as test fixtures, but real), counted
+//! apart. The target is at most 1 false positive per 100K lines for each rule.
 //!
 //! ```text
 //! tools/fp-corpus/fetch.sh
 //! cargo bench --no-default-features --features patterns --bench secrets_fp
 //! ENGRAM_FP_SHOW=1 cargo bench ... --bench secrets_fp    # every hit, file:line, masked
 //! ENGRAM_FP_STRICT=1 cargo bench ... --bench secrets_fp  # exit 1 when a rule is over target
+//!                                                         # or a true-positive entry is stale
 //! ```
 //!
 //! `ENGRAM_FP_CORPUS` points at another corpus directory (default `target/fp-corpus`, the
@@ -19,7 +21,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -133,6 +135,30 @@ fn count_lines(data: &[u8]) -> u64 {
     newlines + u64::from(data.last().is_some_and(|&b| b != b'\n'))
 }
 
+/// The (path under src/, rule) pairs of `true-positives.tsv`.
+fn known_true_positives() -> BTreeSet<(String, String)> {
+    let path = common::repo_path("tools/fp-corpus/true-positives.tsv");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut cols = l.split('\t');
+            match (cols.next(), cols.next()) {
+                (Some(p), Some(r)) => (p.to_string(), r.to_string()),
+                _ => panic!("{}: expected path<TAB>rule<TAB>why: {l}", path.display()),
+            }
+        })
+        .collect()
+}
+
+/// Hits of one rule, split by whether they were checked and found to be real secrets.
+#[derive(Default)]
+struct Tally {
+    true_pos: u64,
+    false_pos: u64,
+}
+
 fn per_100k(hits: u64, lines: u64) -> f64 {
     if lines == 0 {
         0.0
@@ -159,15 +185,21 @@ fn main() {
     let show = std::env::var_os("ENGRAM_FP_SHOW").is_some();
     let strict = std::env::var_os("ENGRAM_FP_STRICT").is_some();
 
+    let known = known_true_positives();
+    let mut known_seen = BTreeSet::new();
     let finder = Finder::builtin();
     let mut scanner = finder.scanner();
 
     let mut files = Vec::new();
     walk(&src, &mut files);
 
-    let mut lines_by_lang: BTreeMap<&str, (u64, u64)> = BTreeMap::new(); // (files, lines)
-    let mut hits_by_rule: BTreeMap<String, u64> =
-        finder.rules().into_iter().map(|r| (r, 0)).collect();
+    // Per language: (files, lines, false positives).
+    let mut by_lang: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+    let mut by_rule: BTreeMap<String, Tally> = finder
+        .rules()
+        .into_iter()
+        .map(|r| (r, Tally::default()))
+        .collect();
     let (mut skipped_big, mut skipped_binary, mut bytes) = (0u64, 0u64, 0u64);
     let started = Instant::now();
 
@@ -187,24 +219,40 @@ fn main() {
             continue;
         }
         bytes += data.len() as u64;
-        let entry = lines_by_lang.entry(language(path)).or_default();
-        entry.0 += 1;
-        entry.1 += count_lines(&data);
+        let lang = by_lang.entry(language(path)).or_default();
+        lang.0 += 1;
+        lang.1 += count_lines(&data);
 
+        // Forward slashes whatever the platform, as in true-positives.tsv.
+        let rel = path.strip_prefix(&src).unwrap_or(path);
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         for f in finder.find(&mut scanner, &data) {
-            *hits_by_rule.entry(f.rule.clone()).or_default() += 1;
+            let pair = (rel.clone(), f.rule.clone());
+            let real = known.contains(&pair);
+            let tally = by_rule.entry(f.rule.clone()).or_default();
+            if real {
+                tally.true_pos += 1;
+                known_seen.insert(pair);
+            } else {
+                tally.false_pos += 1;
+                lang.2 += 1;
+            }
             if show {
                 let line = 1 + data[..f.start].iter().filter(|&&b| b == b'\n').count();
                 let text = String::from_utf8_lossy(&data[f.start..f.end]);
-                let shown = path.strip_prefix(&src).unwrap_or(path);
-                println!("{}:{line}\t{}\t{}", shown.display(), f.rule, mask(&text));
+                let verdict = if real { "true" } else { "false" };
+                println!("{rel}:{line}\t{}\t{verdict}\t{}", f.rule, mask(&text));
             }
         }
     }
     let elapsed = started.elapsed();
 
-    let total_files: u64 = lines_by_lang.values().map(|v| v.0).sum();
-    let total_lines: u64 = lines_by_lang.values().map(|v| v.1).sum();
+    let total_files: u64 = by_lang.values().map(|v| v.0).sum();
+    let total_lines: u64 = by_lang.values().map(|v| v.1).sum();
     let packages = std::fs::read_dir(&src).map(|rd| rd.count()).unwrap_or(0);
     if show {
         println!();
@@ -214,30 +262,40 @@ fn main() {
          ({skipped_big} files over 2 MiB and {skipped_binary} binary files skipped)",
         bytes as f64 / (1024.0 * 1024.0)
     );
-    println!("\n{:<12} {:>7} {:>10}", "language", "files", "lines");
-    for (lang, (n, lines)) in &lines_by_lang {
-        println!("{lang:<12} {n:>7} {lines:>10}");
+    println!(
+        "\n{:<12} {:>7} {:>10} {:>6} {:>10}",
+        "language", "files", "lines", "false", "per 100K"
+    );
+    for (lang, (n, lines, fp)) in &by_lang {
+        let rate = per_100k(*fp, *lines);
+        println!("{lang:<12} {n:>7} {lines:>10} {fp:>6} {rate:>10.2}");
     }
 
     // Rates are over every scanned line, code or not: the scanner read all of them.
     println!(
-        "\n{:<24} {:>6} {:>10}  (target: at most {TARGET_PER_100K} per 100K lines per rule)",
-        "rule", "hits", "per 100K"
+        "\n{:<24} {:>6} {:>6} {:>10}  (target: at most {TARGET_PER_100K} false per 100K lines)",
+        "rule", "true", "false", "per 100K"
     );
     let mut over = Vec::new();
-    for (rule, &hits) in &hits_by_rule {
-        let rate = per_100k(hits, total_lines);
-        let flag = if rate > TARGET_PER_100K { "  over" } else { "" };
-        if rate > TARGET_PER_100K {
+    for (rule, t) in &by_rule {
+        let rate = per_100k(t.false_pos, total_lines);
+        let flag = if rate > TARGET_PER_100K {
             over.push(rule.clone());
-        }
-        println!("{rule:<24} {hits:>6} {rate:>10.2}{flag}");
+            "  over"
+        } else {
+            ""
+        };
+        println!(
+            "{rule:<24} {:>6} {:>6} {rate:>10.2}{flag}",
+            t.true_pos, t.false_pos
+        );
     }
-    let total_hits: u64 = hits_by_rule.values().sum();
+    let true_pos: u64 = by_rule.values().map(|t| t.true_pos).sum();
+    let false_pos: u64 = by_rule.values().map(|t| t.false_pos).sum();
     println!(
-        "{:<24} {total_hits:>6} {:>10.2}",
+        "{:<24} {true_pos:>6} {false_pos:>6} {:>10.2}",
         "total",
-        per_100k(total_hits, total_lines)
+        per_100k(false_pos, total_lines)
     );
     println!(
         "\nscanned in {:.2} s ({:.0} MiB/s)",
@@ -245,8 +303,17 @@ fn main() {
         bytes as f64 / (1024.0 * 1024.0) / elapsed.as_secs_f64().max(1e-9)
     );
 
-    if strict && !over.is_empty() {
-        eprintln!("secrets_fp: over target: {}", over.join(", "));
+    // An entry nothing matched means the rule stopped finding a real key (or the corpus
+    // changed): either way the list needs a look.
+    let stale: Vec<_> = known.difference(&known_seen).collect();
+    for (path, rule) in &stale {
+        eprintln!("secrets_fp: true-positives.tsv entry not hit: {path} ({rule})");
+    }
+
+    if strict && (!over.is_empty() || !stale.is_empty()) {
+        if !over.is_empty() {
+            eprintln!("secrets_fp: over target: {}", over.join(", "));
+        }
         std::process::exit(1);
     }
 }
