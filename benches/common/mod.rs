@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each bench uses its own subset
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `ENGRAM_BENCH_QUICK` set: smaller sizes, for a smoke run.
 pub fn quick() -> bool {
@@ -15,6 +15,11 @@ pub fn wanted(part: &str) -> bool {
     std::env::var("ENGRAM_BENCH")
         .map(|v| v.split(',').any(|p| p == part))
         .unwrap_or(true)
+}
+
+/// A path under the repository root (where Cargo.toml is), whatever the current directory.
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
 /// A scratch directory under target/, so the files sit on the repository's disk,
