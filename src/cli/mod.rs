@@ -262,6 +262,8 @@ pub enum Command {
         command: PatternCommand,
     },
     /// Scan stored text with a pattern set (secrets, security-smells, debug-leftovers, or a loaded one).
+    /// `engram scan secrets` alone reads every record of the log (live values, kept
+    /// versions, audit events, superseded records) for what an older engram let through.
     Scan {
         /// The set, e.g. `secrets` or `pat:security-smells`.
         pattern_set: String,
@@ -281,6 +283,10 @@ pub enum Command {
         #[arg(long)]
         context: Option<String>,
     },
+    /// Rewrite every record holding a secret (found as `engram scan secrets` finds them)
+    /// with the secret replaced, by compacting the store; afterwards the old bytes are
+    /// in no file of the store.
+    Redact,
     /// Key utilities.
     Key {
         #[command(subcommand)]
@@ -577,7 +583,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats => inspect::stats(&cli, &out),
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
-        Command::Pattern { .. } | Command::Scan { .. } => patterns::run(&cli, &out),
+        Command::Pattern { .. } | Command::Scan { .. } | Command::Redact => {
+            patterns::run(&cli, &out)
+        }
         Command::Index { .. } | Command::Search { .. } | Command::Symbol { .. } => {
             code::run(&cli, &out)
         }

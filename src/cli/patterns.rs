@@ -1,4 +1,4 @@
-//! The pattern commands: `pattern load`, `pattern list`, `scan`.
+//! The pattern commands: `pattern load`, `pattern list`, `scan`, `redact`.
 
 use std::process::ExitCode;
 
@@ -55,6 +55,55 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .collect::<Vec<_>>()
                     .join("\n")
             })?;
+        }
+        Command::Redact => {
+            let r = engram::patterns::redact_stored_secrets(memories.store())?;
+            out.value(&json!(r), || {
+                format!(
+                    "{} records rewritten without their secrets; log {} -> {} bytes (generation {})",
+                    r.records_rewritten,
+                    r.compaction.bytes_before,
+                    r.compaction.bytes_after,
+                    r.compaction.generation
+                )
+            })?;
+        }
+        Command::Scan {
+            pattern_set,
+            key: None,
+            memories: false,
+            code: false,
+            task: None,
+            context: None,
+        } if pattern_set.trim_start_matches("pat:") == "secrets" => {
+            let found = engram::patterns::find_stored_secrets(memories.store())?;
+            let total: u64 = found.iter().map(|f| f.secrets).sum();
+            out.value(&json!({"records": found, "secrets": total}), || {
+                if found.is_empty() {
+                    return "no secret in any record of the store".into();
+                }
+                let mut lines: Vec<String> = found
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{:>10}  {:<6} {:<40} {} secret(s){}",
+                            f.offset,
+                            f.kind,
+                            f.key,
+                            f.secrets,
+                            if f.live { "" } else { "  (not live)" }
+                        )
+                    })
+                    .collect();
+                lines.push(format!(
+                    "{total} secret(s) in {} record(s); `engram redact` removes them",
+                    found.len()
+                ));
+                lines.join("\n")
+            })?;
+            if total > 0 {
+                return Ok(ExitCode::from(1));
+            }
         }
         Command::Scan {
             pattern_set,

@@ -13,6 +13,7 @@ mod compile;
 mod scan;
 pub mod secret_text;
 mod set;
+pub mod stored;
 
 use std::path::PathBuf;
 
@@ -22,6 +23,7 @@ pub use compile::{compile, compile_cached, CompiledSet, Scanner};
 pub use scan::{mask, Match, ScanTarget};
 pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};
+pub use stored::{find_stored_secrets, redact_stored_secrets, RedactReport, StoredSecret};
 
 use crate::store::{Store, StoreError, WriteBatch};
 

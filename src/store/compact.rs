@@ -22,8 +22,8 @@ use super::error::{Result, StoreError};
 use super::scan::{scan_batches, ScanStart};
 use super::{vectors, Store, BLOB_FILE};
 use crate::format::{
-    encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, FILE_HEADER_LEN,
-    FLAG_KEEP_HISTORY,
+    encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, RecordView,
+    FILE_HEADER_LEN, FLAG_KEEP_HISTORY,
 };
 
 /// What compaction did.
@@ -33,10 +33,19 @@ pub struct CompactReport {
     pub bytes_after: u64,
     pub records_before: u64,
     pub records_after: u64,
+    /// Records whose metadata and body a rewrite replaced.
+    pub records_rewritten: u64,
     pub generation: u64,
 }
 
-pub(super) fn compact(store: &Store) -> Result<CompactReport> {
+/// A new metadata and body for a record compaction keeps, or `None` to copy it as it
+/// is (see [`Store::compact_rewriting`]).
+pub type Rewrite<'a> = dyn FnMut(&RecordView<'_>) -> Option<(Vec<u8>, Vec<u8>)> + 'a;
+
+pub(super) fn compact(
+    store: &Store,
+    mut rewrite: Option<&mut Rewrite<'_>>,
+) -> Result<CompactReport> {
     let _writer = store.exclusive()?;
     let mut db = store.db()?;
     let meta = store.refresh_locked(&mut db)?;
@@ -95,6 +104,7 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
     writer.push(header.as_bytes())?;
 
     let mut records_before = 0u64;
+    let mut rewritten = 0u64;
     let mut kept = 0u32;
     let mut first_seq = 0u64;
     let mut crc = BatchCrc::new();
@@ -120,9 +130,39 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
                     || matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
                     || live.contains(&offset)
                 {
-                    let raw = &snap.bytes()[offset as usize..offset as usize + rec.record_len()];
-                    writer.push(raw)?;
-                    crc.push(rec.crc());
+                    let replaced = match rewrite.as_mut() {
+                        Some(f) if rec.kind != RecordKind::Ignorable => f(&rec),
+                        _ => None,
+                    };
+                    match replaced {
+                        Some((meta, body)) => {
+                            // Same kind, flags, key, sequence number and time: only what
+                            // the record says changes, and its checksum with it.
+                            let mut encoded = Vec::with_capacity(meta.len() + body.len() + 64);
+                            let record_crc = encode_record(
+                                &RecordFields {
+                                    kind: rec.kind,
+                                    flags: rec.header.flags.get(),
+                                    key_hash: rec.key_hash(),
+                                    seq: rec.seq(),
+                                    timestamp_ms: rec.timestamp_ms(),
+                                    meta: &meta,
+                                    body: &body,
+                                },
+                                &mut encoded,
+                            )
+                            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+                            writer.push(&encoded)?;
+                            crc.push(record_crc);
+                            rewritten += 1;
+                        }
+                        None => {
+                            let raw =
+                                &snap.bytes()[offset as usize..offset as usize + rec.record_len()];
+                            writer.push(raw)?;
+                            crc.push(rec.crc());
+                        }
+                    }
                     if kept == 0 {
                         first_seq = rec.seq();
                     }
@@ -238,6 +278,7 @@ pub(super) fn compact(store: &Store) -> Result<CompactReport> {
         bytes_after,
         records_before,
         records_after: kept as u64 + 1,
+        records_rewritten: rewritten,
         generation: header.generation.get(),
     })
 }

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 pub use batch::WriteBatch;
 pub use blob_log::LogSnapshot;
-pub use compact::CompactReport;
+pub use compact::{CompactReport, Rewrite};
 pub use error::{Result, StoreError};
 pub use read_view::ReadView;
 pub use recovery::OpenReport;
@@ -318,7 +318,28 @@ impl Store {
 
     /// Rewrite the log without dead records and swap it in atomically.
     pub fn compact(&self) -> Result<CompactReport> {
-        compact::compact(self)
+        compact::compact(self, None)
+    }
+
+    /// [`Store::compact`], replacing the metadata and body of each kept record for
+    /// which `rewrite` returns new ones (to purge what must not stay on disk, such as
+    /// a secret an older version let through). Everything else about a record — kind,
+    /// key, sequence number, time — stays; dead records are dropped as usual, so after
+    /// it the old bytes are in no file of the store. Follow it with
+    /// [`Store::purge_tracker`] to clear `tracker.db`'s freed pages too.
+    pub fn compact_rewriting(&self, rewrite: &mut Rewrite<'_>) -> Result<CompactReport> {
+        compact::compact(self, Some(rewrite))
+    }
+
+    /// Rewrite `tracker.db` so no freed page keeps old contents: checkpoint and
+    /// truncate the WAL, `VACUUM`, and checkpoint again (under the writer lock).
+    pub fn purge_tracker(&self) -> Result<()> {
+        let _writer = self.exclusive()?;
+        let db = self.db()?;
+        db.execute_batch(
+            "PRAGMA wal_checkpoint(TRUNCATE); VACUUM; PRAGMA wal_checkpoint(TRUNCATE);",
+        )?;
+        Ok(())
     }
 
     /// Top-k nearest keys to `query` among `embedder`'s vectors (cosine similarity).
