@@ -11,6 +11,8 @@
 pub mod builtin;
 mod compile;
 mod scan;
+pub mod secret_rules;
+mod secret_rules_extra;
 mod set;
 
 use std::path::PathBuf;
