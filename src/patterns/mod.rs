@@ -10,9 +10,11 @@
 
 pub mod builtin;
 mod compile;
+pub mod redact;
 mod scan;
 pub mod secret_rules;
 mod secret_rules_extra;
+pub mod secret_value;
 mod set;
 
 use std::path::PathBuf;
@@ -20,6 +22,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
+pub use redact::{Redacted, Redactor};
 pub use scan::{mask, Match, ScanTarget};
 pub use set::{PatternDef, PatternSet};
 

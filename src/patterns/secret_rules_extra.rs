@@ -114,14 +114,14 @@ pub const EXTRA: &[SecretRule] = &[
     rule(
         "grafana_token",
         "Grafana API key, cloud API token or service-account token",
-        r"eyJrIjoi[A-Za-z0-9]{40,}={0,2}|glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+        r"eyJrIjoi[A-Za-z0-9]{40,}|glc_[A-Za-z0-9+/]{32,}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
         "GRAFANA_TOKEN=glsa_Xk2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue_0123abcd",
         "glsa_short",
     ),
     rule(
         "new_relic_key",
         "New Relic user, insert, browser or license key",
-        r"NRAK-[A-Z0-9]{27}|NRII-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19}|\b[a-f0-9]{36}NRAL\b",
+        r"NRAK-[A-Z0-9]{27}|NRII-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19}|[a-f0-9]{36}NRAL",
         "NEW_RELIC_API_KEY=NRAK-XK2LM4NN7RT1YW3ZK5HC9JD0PA6S",
         "NRAK-short",
     ),
@@ -171,7 +171,7 @@ pub const EXTRA: &[SecretRule] = &[
     rule(
         "flyio_token",
         "Fly.io access or macaroon token",
-        r"fo1_[A-Za-z0-9_\-]{43}|fm1[ar]_[A-Za-z0-9+/]{100,}={0,3}|fm2_[A-Za-z0-9+/]{100,}={0,3}",
+        r"fo1_[A-Za-z0-9_\-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{64,}",
         "FLY_API_TOKEN=fo1_Xk2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc5X",
         "fo1_short",
     ),
