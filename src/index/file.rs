@@ -14,7 +14,6 @@ use super::redact::{self, SecretAction};
 use super::symbols::{self, Symbol};
 use super::IndexError;
 use crate::embed::{is_zero, Embedder};
-use crate::patterns::Scanner;
 use crate::store::BatchWriter;
 
 /// What a file's records were, read under the writer lock just before its new
@@ -66,9 +65,7 @@ pub(super) struct Written {
 }
 
 /// Everything that stays the same across the files of one run.
-pub(super) struct Context<'s, 'w> {
-    pub scanner: &'s mut Scanner<'w>,
-    pub secret_ids: &'s [String],
+pub(super) struct Context<'s> {
     pub secret_action: SecretAction,
     pub embedder: &'s dyn Embedder,
     pub redactions: &'s mut BTreeMap<String, u64>,
@@ -91,9 +88,9 @@ pub(super) fn prepare(
     path: &str,
     lang: &str,
     text: &str,
-    cx: &mut Context<'_, '_>,
+    cx: &mut Context<'_>,
 ) -> Result<Prepared, IndexError> {
-    let red = redact::redact(text, cx.scanner, cx.secret_ids, cx.redactions)?;
+    let red = redact::redact(text, cx.redactions)?;
     let parsed = symbols::extract(lang, &red.text).unwrap_or_default();
     let chunks = symbols::chunk_file(lang, &red.text, &parsed.symbols);
     let mut out = Prepared {

@@ -106,14 +106,3 @@ pub struct IndexReport {
     pub redactions: BTreeMap<String, u64>,
     pub seconds: f64,
 }
-
-/// `text` with every match of `ids`' compiled set replaced by `[REDACTED:<id>]`,
-/// line breaks kept; counts per pattern id. What the indexer does before writing.
-pub fn redact_text(
-    text: &str,
-    scanner: &mut crate::patterns::Scanner<'_>,
-    ids: &[String],
-    counts: &mut BTreeMap<String, u64>,
-) -> Result<String, PatternError> {
-    Ok(redact::redact(text, scanner, ids, counts)?.text)
-}

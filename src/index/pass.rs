@@ -19,7 +19,6 @@ use serde_json::{json, Map};
 use super::file::{self, Prepared, Previous};
 use super::{walk, IndexError, IndexOptions, IndexReport, FILE_TYPE};
 use crate::key::hash64;
-use crate::patterns::{builtin, compile};
 use crate::store::{BatchWriter, Store};
 
 /// Records a batch gathers before it is committed.
@@ -58,10 +57,6 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             root.display()
         )));
     }
-    let secrets = builtin::secrets();
-    let secret_ids: Vec<String> = secrets.patterns.iter().map(|p| p.id.clone()).collect();
-    let compiled = compile(&secrets)?;
-    let mut scanner = compiled.scanner()?;
 
     // A hint only, read without the lock: it decides which files to read and prepare.
     // What is replaced is read again under the lock when the file is written.
@@ -78,8 +73,6 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let embedder_name = opts.embedder.name().to_string();
     let mut redactions = BTreeMap::new();
     let mut cx = file::Context {
-        scanner: &mut scanner,
-        secret_ids: &secret_ids,
         secret_action: opts.secret_action,
         embedder: opts.embedder.as_ref(),
         redactions: &mut redactions,

@@ -9,7 +9,7 @@
 //! pipeline is made of.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -18,7 +18,6 @@ use crate::embed::Embedder;
 use crate::index::symbols::{self, SymbolChunk};
 use crate::index::{self, IndexOptions, IndexReport, SymbolInfo};
 use crate::memory::{note_name, Memories, Memory, MemoryFilter};
-use crate::patterns::{builtin, compile, CompiledSet};
 use crate::search::{self, HitKind, SearchHit, SearchOptions};
 use crate::store::{Store, WriteBatch};
 
@@ -221,36 +220,24 @@ impl Chunker for SymbolChunker {
     }
 }
 
-/// The built-in secret scanner: the `secrets` pattern set compiled with Hyperscan.
+/// The built-in secret scanner: the shared [`Redactor`](crate::patterns::Redactor)
+/// every way into the store uses.
 pub struct HyperscanSecretScanner {
-    compiled: CompiledSet,
-    ids: Vec<String>,
-    /// Hyperscan scratch space is per scanner; one at a time.
-    lock: Mutex<()>,
+    redactor: &'static crate::patterns::Redactor,
 }
 
 impl HyperscanSecretScanner {
     pub fn new() -> Result<HyperscanSecretScanner, ManagerError> {
-        let set = builtin::secrets();
-        let ids = set.patterns.iter().map(|p| p.id.clone()).collect();
         Ok(HyperscanSecretScanner {
-            compiled: compile(&set)?,
-            ids,
-            lock: Mutex::new(()),
+            redactor: crate::patterns::Redactor::builtin()?,
         })
     }
 }
 
 impl SecretScanner for HyperscanSecretScanner {
     fn redact(&self, text: &str) -> Result<(String, u64), ManagerError> {
-        let _one = self
-            .lock
-            .lock()
-            .map_err(|_| ManagerError::Invalid("scanner poisoned".into()))?;
-        let mut scanner = self.compiled.scanner()?;
-        let mut counts = std::collections::BTreeMap::new();
-        let red = index::redact_text(text, &mut scanner, &self.ids, &mut counts)?;
-        Ok((red, counts.values().sum()))
+        let red = self.redactor.redact(text)?;
+        Ok((red.text, red.counts.values().sum()))
     }
 }
 

@@ -139,6 +139,34 @@ impl CompiledSet {
     pub fn scan(&self, data: &[u8]) -> Result<Vec<(usize, usize, usize)>, PatternError> {
         self.scanner()?.scan(data)
     }
+
+    /// Scratch space for [`CompiledSet::scan_with`], for callers that keep their own
+    /// (a pool shared by threads, where a borrowing [`Scanner`] cannot live).
+    pub(crate) fn alloc_scratch(&self) -> Result<Scratch, PatternError> {
+        self.db
+            .alloc_scratch()
+            .map_err(|e| PatternError::Invalid(format!("Hyperscan scratch: {e}")))
+    }
+
+    /// [`Scanner::scan`] with scratch space the caller owns.
+    pub(crate) fn scan_with(
+        &self,
+        data: &[u8],
+        scratch: &Scratch,
+    ) -> Result<Vec<(usize, usize, usize)>, PatternError> {
+        let mut hits: Vec<(usize, usize, usize)> = Vec::new();
+        self.db
+            .scan(data, scratch, |id, from, to, _| {
+                hits.push((id as usize, from as usize, to as usize));
+                Matching::Continue
+            })
+            .map_err(|e| PatternError::Invalid(format!("Hyperscan scan: {e}")))?;
+        // Hyperscan reports each end a pattern matches at; keep one match per start.
+        hits.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
+        hits.dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
+        hits.sort_unstable_by_key(|h| (h.1, h.0));
+        Ok(hits)
+    }
 }
 
 /// Scans buffers with one compiled set, reusing its scratch space.
@@ -151,18 +179,6 @@ impl Scanner<'_> {
     /// Report every match in `data` as (pattern index, start, end), the longest match
     /// for each start, in order of start. Never fails on arbitrary bytes.
     pub fn scan(&mut self, data: &[u8]) -> Result<Vec<(usize, usize, usize)>, PatternError> {
-        let mut hits: Vec<(usize, usize, usize)> = Vec::new();
-        self.set
-            .db
-            .scan(data, &self.scratch, |id, from, to, _| {
-                hits.push((id as usize, from as usize, to as usize));
-                Matching::Continue
-            })
-            .map_err(|e| PatternError::Invalid(format!("Hyperscan scan: {e}")))?;
-        // Hyperscan reports each end a pattern matches at; keep one match per start.
-        hits.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
-        hits.dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
-        hits.sort_unstable_by_key(|h| (h.1, h.0));
-        Ok(hits)
+        self.set.scan_with(data, &self.scratch)
     }
 }

@@ -10,8 +10,12 @@
 
 pub mod builtin;
 mod compile;
+pub mod redact;
 mod scan;
+pub mod secret_rules;
+mod secret_rules_extra;
 pub mod secret_text;
+pub mod secret_value;
 mod set;
 pub mod stored;
 
@@ -20,6 +24,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
+pub use redact::{Redacted, Redactor};
 pub use scan::{mask, Match, ScanTarget};
 pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};

@@ -1,15 +1,14 @@
 //! Secrets out of text before it is written: the one scanner every way in calls
 //! (memories, notes, coding records, imports, tool arguments, audit events).
 //!
-//! Uses the built-in `secrets` set, compiled once per process. Each secret is
-//! replaced by `[REDACTED:<rule>]` followed by as many line breaks as it spanned, so
-//! line numbers stay right. It reports how many it replaced, never what.
-
-use std::sync::OnceLock;
+//! The span work is [`Redactor`]'s (the built-in secret rules, compiled once per
+//! process): each secret is replaced by `[REDACTED:<rule>]` followed by as many line
+//! breaks as it spanned, so line numbers stay right. This module applies it to text
+//! and to every string of a JSON value, and reports how many it replaced, never what.
 
 use serde_json::Value;
 
-use super::{builtin, compile, CompiledSet, PatternError};
+use super::{PatternError, Redactor};
 
 /// Text with its secrets replaced, and how many there were.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,60 +17,12 @@ pub struct RedactedText {
     pub secrets: u64,
 }
 
-fn compiled() -> Result<&'static CompiledSet, PatternError> {
-    static SET: OnceLock<Result<CompiledSet, String>> = OnceLock::new();
-    SET.get_or_init(|| compile(&builtin::secrets()).map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|e| PatternError::Invalid(e.clone()))
-}
-
-/// `text` with every secret of the built-in set replaced.
+/// `text` with every secret of the built-in rules replaced ([`Redactor::builtin`]).
 pub fn redact_secrets(text: &str) -> Result<RedactedText, PatternError> {
-    let set = compiled()?;
-    let hits = set.scan(text.as_bytes())?;
-    if hits.is_empty() {
-        return Ok(RedactedText {
-            text: text.to_string(),
-            secrets: 0,
-        });
-    }
-    let ids: Vec<&str> = set.set.patterns.iter().map(|p| p.id.as_str()).collect();
-    let mut spans = hits;
-    spans.sort_by_key(|&(_, start, end)| (start, std::cmp::Reverse(end)));
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0usize;
-    let mut found = 0u64;
-    let mut i = 0;
-    while i < spans.len() {
-        let (rule, start, mut end) = spans[i];
-        i += 1;
-        while i < spans.len() && spans[i].1 < end {
-            end = end.max(spans[i].2);
-            i += 1;
-        }
-        let (start, end) = (
-            floor_boundary(text, start.max(at)),
-            ceil_boundary(text, end),
-        );
-        if start < at || end <= start {
-            continue;
-        }
-        found += 1;
-        out.push_str(&text[at..start]);
-        out.push_str(&format!(
-            "[REDACTED:{}]",
-            ids.get(rule).unwrap_or(&"secret")
-        ));
-        out.extend(std::iter::repeat_n(
-            '\n',
-            text[start..end].matches('\n').count(),
-        ));
-        at = end;
-    }
-    out.push_str(&text[at..]);
+    let r = Redactor::builtin()?.redact(text)?;
     Ok(RedactedText {
-        text: out,
-        secrets: found,
+        secrets: r.counts.values().sum(),
+        text: r.text,
     })
 }
 
@@ -105,22 +56,6 @@ pub fn redact_string(s: &mut String) -> Result<u64, PatternError> {
         *s = r.text;
     }
     Ok(r.secrets)
-}
-
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

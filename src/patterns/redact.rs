@@ -1,0 +1,417 @@
+//! The redaction engine: every secret in a text replaced by `[REDACTED:<id>]`
+//! followed by as many line breaks as the secret spanned, so line numbers stay.
+//!
+//! It owns turning Hyperscan matches of the secret rules into whole secret spans:
+//! keyword matches are judged by `secret_value` (entropy, placeholders, known
+//! shapes), a private key header is extended to its END line (or over its base64
+//! body when END is missing, `\n`-escaped or not), a token cut short by a bounded
+//! regex is extended to the end of its run, multi-line `.netrc` entries are found,
+//! and overlapping spans are merged. Where framing hides a boundary it redacts more
+//! rather than less. It must never panic on any input, never return text holding a
+//! span it judged secret, and never change the number of lines. The index and the
+//! gate both call it before anything is written.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+
+use hyperscan::Scratch;
+
+use super::compile::{compile, CompiledSet};
+use super::secret_rules::{self, Check, SecretRule};
+use super::secret_value::{is_placeholder, looks_secret};
+use super::{builtin, PatternError};
+
+/// How far a private key's END line is looked for (a 16384-bit RSA key in PEM is
+/// about 12 KiB; 64 KiB leaves room for PGP blocks and escaping).
+const KEY_SEARCH: usize = 64 << 10;
+
+/// Longest run a token is extended over past its regex match.
+const TOKEN_EXTEND: usize = 4 << 10;
+
+/// A text with its secrets replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redacted {
+    pub text: String,
+    /// 1-based inclusive line ranges that held a secret.
+    pub secret_lines: Vec<(u64, u64)>,
+    /// Secrets found, by rule id.
+    pub counts: BTreeMap<String, u64>,
+}
+
+impl Redacted {
+    /// True when lines `start..=end` hold any secret.
+    pub fn touches(&self, start: u64, end: u64) -> bool {
+        self.secret_lines
+            .iter()
+            .any(|&(a, b)| a <= end && start <= b)
+    }
+}
+
+/// One secret span in a text: rule index, byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The secret rules compiled once, with a pool of Hyperscan scratch spaces so that
+/// threads redact concurrently without allocating one per call.
+pub struct Redactor {
+    compiled: CompiledSet,
+    rules: Vec<&'static SecretRule>,
+    scratch: Mutex<Vec<Scratch>>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("rules", &self.rules.len())
+            .finish()
+    }
+}
+
+impl Redactor {
+    /// The built-in secret rules, compiled once per process.
+    pub fn builtin() -> Result<&'static Redactor, PatternError> {
+        static BUILTIN: OnceLock<Result<Redactor, String>> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| Redactor::new().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| PatternError::Invalid(e.clone()))
+    }
+
+    /// Compile the built-in secret rules (prefer [`Redactor::builtin`]).
+    pub fn new() -> Result<Redactor, PatternError> {
+        Ok(Redactor {
+            compiled: compile(&builtin::secrets())?,
+            rules: secret_rules::all().collect(),
+            scratch: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The rule behind a finding.
+    pub fn rule(&self, index: usize) -> Option<&'static SecretRule> {
+        self.rules.get(index).copied()
+    }
+
+    fn scan(&self, data: &[u8]) -> Result<Vec<(usize, usize, usize)>, PatternError> {
+        let pooled = self
+            .scratch
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop();
+        let scratch = match pooled {
+            Some(s) => s,
+            None => self.compiled.alloc_scratch()?,
+        };
+        let hits = self.compiled.scan_with(data, &scratch);
+        let mut pool = self
+            .scratch
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if pool.len() < 64 {
+            pool.push(scratch);
+        }
+        hits
+    }
+
+    /// Every secret span of `text`, after the rules' checks and extensions, in order
+    /// of start (spans may overlap).
+    pub fn find(&self, text: &str) -> Result<Vec<Finding>, PatternError> {
+        let bytes = text.as_bytes();
+        let mut out = Vec::new();
+        for (rule, start, end) in self.scan(bytes)? {
+            let Some(r) = self.rules.get(rule) else {
+                continue;
+            };
+            let end = end.min(bytes.len());
+            if start >= end {
+                continue;
+            }
+            let span = match r.check {
+                Check::None => Some((start, extend_token(bytes, end))),
+                Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
+                Check::ConnString => conn_string(bytes, start, end),
+                Check::PrivateKey => Some((start, private_key_end(bytes, start, end))),
+            };
+            if let Some((start, end)) = span {
+                out.push(Finding { rule, start, end });
+            }
+        }
+        if let Some(rule) = self.rules.iter().position(|r| r.id == "netrc_password") {
+            for (start, end) in netrc_lines(text) {
+                out.push(Finding { rule, start, end });
+            }
+        }
+        out.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end)));
+        Ok(out)
+    }
+
+    /// `text` with every secret replaced by `[REDACTED:<id>]` and as many `\n` as
+    /// it spanned. Overlapping secrets become one, named by the most specific rule
+    /// (a provider's over a keyword assignment's) and counted once.
+    pub fn redact(&self, text: &str) -> Result<Redacted, PatternError> {
+        let found = self.find(text)?;
+        let mut out = String::with_capacity(text.len());
+        let mut secret_lines = Vec::new();
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        let (mut at, mut line, mut i) = (0usize, 1u64, 0usize);
+        while i < found.len() {
+            let first = found[i];
+            let (start, mut end, mut label) = (first.start, first.end, first.rule);
+            i += 1;
+            while i < found.len() && found[i].start < end {
+                end = end.max(found[i].end);
+                if self.weight(found[i].rule) > self.weight(label) {
+                    label = found[i].rule;
+                }
+                i += 1;
+            }
+            let start = floor_boundary(text, start.max(at));
+            let end = ceil_boundary(text, end);
+            if end <= start || start < at {
+                continue;
+            }
+            let before = &text[at..start];
+            line += newlines(before);
+            out.push_str(before);
+            let id = self.rules.get(label).map_or("secret", |r| r.id);
+            out.push_str("[REDACTED:");
+            out.push_str(id);
+            out.push(']');
+            let breaks = newlines(&text[start..end]);
+            secret_lines.push((line, line + breaks));
+            out.extend(std::iter::repeat_n('\n', breaks as usize));
+            line += breaks;
+            at = end;
+            *counts.entry(id.to_string()).or_default() += 1;
+        }
+        out.push_str(&text[at..]);
+        Ok(Redacted {
+            text: out,
+            secret_lines,
+            counts,
+        })
+    }
+
+    /// Which label wins when spans overlap: private keys, then provider rules, then
+    /// the generic framings judged by entropy.
+    fn weight(&self, rule: usize) -> u8 {
+        match self.rules.get(rule).map(|r| r.check) {
+            Some(Check::PrivateKey) => 3,
+            Some(Check::None) => 2,
+            Some(Check::ConnString) => 1,
+            _ => 0,
+        }
+    }
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-' | b'%')
+}
+
+/// Extend a match that ends inside a token (a bounded regex took only its first
+/// characters) to the end of the token.
+fn extend_token(bytes: &[u8], end: usize) -> usize {
+    if end == 0 || !is_token_byte(bytes[end - 1]) {
+        return end;
+    }
+    let limit = bytes.len().min(end + TOKEN_EXTEND);
+    let mut e = end;
+    while e < limit && is_token_byte(bytes[e]) {
+        e += 1;
+    }
+    e
+}
+
+/// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
+/// identifier and value, and judge the value.
+fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        // A match ending inside a UTF-8 character: the value holds non-ASCII text;
+        // judge what is there rather than guess.
+        return keyword_secret_lossy(text, start, end);
+    };
+    let b = m.as_bytes();
+    let mut i = 0;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'.' | b'-')) {
+        i += 1;
+    }
+    let ident = &m[..i];
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"') {
+        i += 1;
+    }
+    for op in [":=", "=>", "?=", "=", ":", ","] {
+        if m[i..].starts_with(op) {
+            i += op.len();
+            break;
+        }
+    }
+    let mut quoted = false;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"' | b'`') {
+        quoted |= b[i] != b' ' && b[i] != b'\t';
+        i += 1;
+    }
+    let value = m[i..].trim_end_matches(['\'', '"', '`']);
+    let next = text[end..].chars().next();
+    looks_secret(ident, value, quoted, next)
+}
+
+fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {
+    let s = floor_boundary(text, start);
+    let e = ceil_boundary(text, end);
+    text.get(s..e)
+        .is_some_and(|m| keyword_secret(m, 0, m.len()))
+}
+
+/// `Password=…;` counts only after a connection string's separator (`;`, a quote,
+/// the start of a line); the span leaves the closing `;` in place.
+fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
+    let mut p = start;
+    while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+        p -= 1;
+    }
+    if p > 0 && !matches!(bytes[p - 1], b';' | b'"' | b'\'' | b'\n') {
+        return None;
+    }
+    let m = std::str::from_utf8(&bytes[start..end]).ok()?;
+    let value = m
+        .split_once('=')
+        .map_or("", |(_, v)| v)
+        .trim()
+        .trim_end_matches([';', '"', '\''])
+        .trim();
+    if is_placeholder(value) {
+        return None;
+    }
+    let end = if bytes[end - 1] == b';' { end - 1 } else { end };
+    Some((start, end))
+}
+
+/// Where a private key that starts at `start` (header ends at `header_end`) ends: the
+/// end of its `-----END …-----` line (or PuTTY's `Private-MAC:` line); without one,
+/// the end of the base64 run after the header, escaped newlines and line breaks
+/// included.
+fn private_key_end(bytes: &[u8], start: usize, header_end: usize) -> usize {
+    let limit = bytes.len().min(header_end + KEY_SEARCH);
+    let window = &bytes[header_end..limit];
+    let putty = bytes[start..header_end].starts_with(b"PuTTY");
+    let marker: &[u8] = if putty { b"Private-MAC:" } else { b"-----END" };
+    if let Some(at) = find(window, marker) {
+        let after = header_end + at + marker.len();
+        if putty {
+            return line_end(bytes, after);
+        }
+        // The END line's closing dashes, or the end of its line.
+        let tail = &bytes[after..bytes.len().min(after + 80)];
+        return match find(tail, b"-----") {
+            Some(d) => after + d + 5,
+            None => line_end(bytes, after),
+        };
+    }
+    let mut e = header_end;
+    while e < limit {
+        let b = bytes[e];
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'+' | b'/' | b'=' | b'\\' | b' ' | b'\t' | b'\r' | b'\n')
+        {
+            e += 1;
+        } else if b == b':' || b == b'-' || b == b',' {
+            // Header lines of an encrypted PEM or a PGP block (`Proc-Type: 4,ENCRYPTED`).
+            e += 1;
+        } else {
+            break;
+        }
+    }
+    // Leave the line break that ends the run outside the span.
+    while e > header_end && matches!(bytes[e - 1], b'\n' | b'\r' | b' ' | b'\t') {
+        e -= 1;
+    }
+    e
+}
+
+fn line_end(bytes: &[u8], from: usize) -> usize {
+    bytes[from..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map_or(bytes.len(), |p| from + p)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Password lines of multi-line `.netrc` entries: `password <token>` on a line whose
+/// entry began, within three lines above, with `machine`, `default` or `login`.
+fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    if !text.contains("password") {
+        return out;
+    }
+    let mut since_entry = usize::MAX;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let first = trimmed.split_whitespace().next().unwrap_or("");
+        if matches!(first, "machine" | "default" | "login") {
+            since_entry = 0;
+        }
+        if since_entry <= 3 {
+            if let Some(span) = password_word(line) {
+                out.push((offset + span.0, offset + span.1));
+            }
+        }
+        since_entry = since_entry.saturating_add(1);
+        offset += line.len();
+    }
+    out
+}
+
+/// The span of `password <value>` in a line, `password` standing as a word.
+fn password_word(line: &str) -> Option<(usize, usize)> {
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(p) = line[from..].find("password").map(|p| p + from) {
+        let word_before = p == 0 || b[p - 1].is_ascii_whitespace();
+        let mut v = p + "password".len();
+        let gap = v;
+        while v < b.len() && matches!(b[v], b' ' | b'\t') {
+            v += 1;
+        }
+        if word_before && v > gap {
+            let mut e = v;
+            while e < b.len() && !b[e].is_ascii_whitespace() {
+                e += 1;
+            }
+            if e > v {
+                return Some((p, e));
+            }
+        }
+        from = p + 1;
+    }
+    None
+}
+
+fn newlines(s: &str) -> u64 {
+    s.bytes().filter(|&b| b == b'\n').count() as u64
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i.min(s.len())
+}
+
+#[cfg(test)]
+#[path = "redact_tests.rs"]
+mod tests;

@@ -1,0 +1,714 @@
+//! The secret rules: one table row per kind of credential, each with its Hyperscan
+//! regex, a positive and a negative example. `builtin::secrets()` is built from this
+//! table (the widespread kinds here, the rest in `secret_rules_extra`), and the
+//! `Redactor` reads each row's [`Check`] to decide what to do after a match.
+//!
+//! Every regex is written for Hyperscan compiled with `HS_FLAG_SOM_LEFTMOST`: no
+//! look-around, no back-references, bounded repeats kept small. Every regex also
+//! matches within one line only (no `\s`, no negated class without `\n`), because
+//! scans report matches per line and `tests/patterns.rs` checks them line by line
+//! against the `regex` crate. Every rule is anchored on a literal of three or more
+//! characters (a provider prefix or a keyword) so that the whole set scans at
+//! gigabytes per second. This module never decides what a match means; that is the
+//! redactor's job.
+
+/// What the redactor does after Hyperscan reports a match of a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The match is the secret: redact it as it is.
+    None,
+    /// A keyword assignment (`password = …`): redact only when the value is not a
+    /// placeholder, not a known hash/UUID shape and random enough (see
+    /// `secret_value::looks_secret`).
+    Entropy,
+    /// `Password=…;` of a connection string: a secret whatever its entropy unless a
+    /// placeholder (`${VAR}`, `%s`, `<password>`), but only where the text before it
+    /// is a connection string's separator (`;`, a quote), which the regex cannot
+    /// require without slowing the whole set tenfold (a leading class defeats
+    /// Hyperscan's literal prefilter).
+    ConnString,
+    /// The header of a private key: the span is extended to the END line, or over
+    /// the base64 body when END is missing.
+    PrivateKey,
+}
+
+/// One kind of secret.
+#[derive(Debug, Clone, Copy)]
+pub struct SecretRule {
+    /// Stable id, shown in `[REDACTED:<id>]` and in counts.
+    pub id: &'static str,
+    pub description: &'static str,
+    /// Hyperscan syntax; see the module comment for the constraints.
+    pub regex: &'static str,
+    pub caseless: bool,
+    pub check: Check,
+    /// One line that this rule matches (after its check).
+    pub positive: &'static str,
+    /// One line that no rule of the set matches.
+    pub negative: &'static str,
+}
+
+/// A rule whose match is the secret.
+pub(super) const fn rule(
+    id: &'static str,
+    description: &'static str,
+    regex: &'static str,
+    positive: &'static str,
+    negative: &'static str,
+) -> SecretRule {
+    SecretRule {
+        id,
+        description,
+        regex,
+        caseless: false,
+        check: Check::None,
+        positive,
+        negative,
+    }
+}
+
+impl SecretRule {
+    /// Matched regardless of case (keywords).
+    pub(super) const fn caseless(mut self) -> SecretRule {
+        self.caseless = true;
+        self
+    }
+
+    pub(super) const fn check(mut self, check: Check) -> SecretRule {
+        self.check = check;
+        self
+    }
+}
+
+/// `KEYWORD…` assigned `VALUE`: the keyword, up to 20 identifier characters (so
+/// `DATADOG_API_KEY` and `twilio.authToken` count), closing quotes, one assignment
+/// operator of the common languages and formats (`=`, `:`, `:=`, `=>`, `?=`, and `,`
+/// for `("key", "value")` pairs), opening quotes or backticks, then the value.
+macro_rules! assign {
+    ($kw:literal, $val:literal) => {
+        concat!(
+            "(?:",
+            $kw,
+            r#")[\w.\-]{0,20}[ \t'"]{0,3}(?:=|:=|:|=>|\?=|,)[ \t'"`]{0,5}(?:"#,
+            $val,
+            ")"
+        )
+    };
+}
+pub(super) use assign;
+
+/// Every secret rule, in set order: the widespread kinds first, then the rest.
+pub fn all() -> impl Iterator<Item = &'static SecretRule> {
+    CORE.iter().chain(super::secret_rules_extra::EXTRA.iter())
+}
+
+/// The kinds met most often: cloud providers, code hosts, chat, payments, AI APIs,
+/// package registries, generic framings (URLs, connection strings, assignments).
+pub const CORE: &[SecretRule] = &[
+    rule(
+        "aws_access_key",
+        "AWS access key id (long-term AKIA, temporary ASIA, ABIA/ACCA; not the non-secret user/role ids)",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+        "key = AKIAIOSFODNN7EXAMPLE",
+        "AKIAshort and AKIA_not_a_key",
+    ),
+    rule(
+        "aws_secret_key",
+        "AWS secret access key in an assignment",
+        r#"aws[\w.\-]{0,10}secret[\w.\-]{0,20}['"]?[ \t]*(?:=|:=|:|=>)[ \t]*['"]?[0-9a-zA-Z/+]{40}"#,
+        "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'",
+        "aws region = 'us-east-1'",
+    )
+    .caseless(),
+    rule(
+        "aws_session_token",
+        "AWS session token in an assignment",
+        r#"aws[\w.\-]{0,10}session[\w.\-]{0,10}token['"]?[ \t]*(?:=|:=|:|=>)[ \t]*['"]?[A-Za-z0-9/+=]{24,}"#,
+        "AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQDkRzYwOTk1MzI2NjcxNTc0OTg0NzY2MDQ2MTIxMjA1NTY2NTcy",
+        "aws_session_token = None",
+    )
+    .caseless(),
+    rule(
+        "gcp_api_key",
+        "Google API key (also Firebase web keys)",
+        r"AIza[0-9A-Za-z_\-]{35}",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "AIza too short",
+    ),
+    rule(
+        "gcp_service_account",
+        "Google service-account key file (its private_key is redacted as private_key)",
+        r#""type"[ \t]*:[ \t]*"service_account""#,
+        "{\"type\": \"service_account\", \"project_id\": \"p\"}",
+        "{\"type\": \"user\"}",
+    ),
+    rule(
+        "gcp_private_key_id",
+        "Google service-account private key id",
+        r#""private_key_id"[ \t]*:[ \t]*"[0-9a-f]{40}""#,
+        r#""private_key_id": "3f2a9c0d81e4b5a6c7d8e9f00112233445566778","#,
+        r#""private_key_id": "","#,
+    ),
+    rule(
+        "google_oauth",
+        "Google OAuth client secret, refresh or access token",
+        r"GOCSPX-[A-Za-z0-9_\-]{28}|1//0[A-Za-z0-9_\-]{40,}|ya29\.[0-9A-Za-z_\-]{30,}",
+        "client_secret: GOCSPX-abcdefghijklmnopqrstuvwxyz12",
+        "GOCSPX-short and ya29.short",
+    ),
+    rule(
+        "azure_storage_key",
+        "Azure storage or Service Bus key (AccountKey=, SharedAccessKey=)",
+        r"(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{40,100}={0,2}",
+        "AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+        "AccountKey=short",
+    ),
+    rule(
+        "azure_sas_token",
+        "Azure shared access signature (sig= of a SAS URL or connection string)",
+        r"[?&;]sig=[A-Za-z0-9%+/]{40,100}(?:%3[Dd]|=){0,2}",
+        "https://a.blob.core.windows.net/c?sv=2022-11-02&sig=Xq8bVf2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox%2Bq%3D",
+        "https://a.blob.core.windows.net/c?sv=2022-11-02&comp=list",
+    ),
+    rule(
+        "azure_ad_client_secret",
+        "Azure AD (Entra) application client secret",
+        r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}",
+        "AZURE_CLIENT_SECRET=abc8Q~Xk2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue4T",
+        "Q~ alone and 8Q~short",
+    ),
+    rule(
+        "github_token",
+        "GitHub token (personal, OAuth, user-to-server, server-to-server, refresh)",
+        r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}",
+        "token: ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "ghp_short",
+    ),
+    rule(
+        "github_pat",
+        "GitHub fine-grained personal access token",
+        r"github_pat_[A-Za-z0-9_]{82}",
+        "github_pat_11ABCDEFG0123456789abc_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456",
+        "github_pat_short",
+    ),
+    rule(
+        "gitlab_token",
+        "GitLab personal access token",
+        r"glpat-[A-Za-z0-9_\-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{9})?",
+        "glpat-abcdefghij0123456789",
+        "glpat-short",
+    ),
+    rule(
+        "gitlab_other_token",
+        "GitLab deploy, pipeline trigger, runner, CI build, feed, SCIM or OAuth token",
+        r"(?:gldt|glptt|glrt|glcbt|glft|glsoat|gloas)-[A-Za-z0-9_\-]{20,}",
+        "GITLAB_DEPLOY_TOKEN=gldt-Xk2Lm4Nn7Rt1Yw3Zk5Hc",
+        "gldt-short",
+    ),
+    rule(
+        "gitlab_runner_registration",
+        "GitLab runner registration token",
+        r"GR1348941[A-Za-z0-9_\-]{20,}",
+        "registration-token: GR1348941Xk2Lm4Nn7Rt1Yw3Zk5Hc",
+        "GR1348941short",
+    ),
+    rule(
+        "bitbucket_app_password",
+        "Bitbucket app password",
+        r"ATBB[A-Za-z0-9_=.\-]{32,}",
+        "BITBUCKET_APP_PASSWORD=ATBBXk2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue4",
+        "ATBB short",
+    ),
+    rule(
+        "bitbucket_client_secret",
+        "Bitbucket OAuth client secret",
+        assign!("bitbucket", r"[a-z0-9=_\-]{64}"),
+        "bitbucket_secret = \"xk2lm4nn7rt1yw3zk5hc9jd0pa6sg2ue4ti8ox1qb3vc5xk2lm4nn7rt1yw3zk5hc9\"",
+        "bitbucket_url = \"https://bitbucket.org\"",
+    )
+    .caseless(),
+    rule(
+        "slack_token",
+        "Slack bot, user, app, refresh or configuration token",
+        r"xox[abposre]-[A-Za-z0-9\-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9\-]{10,}",
+        "xoxb-1234567890-abcdefghij",
+        "xoxz-123",
+    ),
+    rule(
+        "slack_app_token",
+        "Slack app-level token",
+        r"xapp-[0-9]-[A-Za-z0-9\-]{20,}",
+        "SLACK_APP_TOKEN=xapp-1-A0123456789-1234567890123-abcdef0123456789",
+        "xapp-1-short",
+    ),
+    rule(
+        "slack_webhook",
+        "Slack incoming webhook or workflow trigger",
+        r"hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|(?:workflows|triggers)/T[A-Z0-9]{6,}/A[A-Z0-9]{6,}/[0-9]{6,}/[A-Za-z0-9]{20,})",
+        "https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/abcdefghijklmnopqrstuvwx",
+        "https://hooks.slack.com/apps",
+    ),
+    rule(
+        "stripe_key",
+        "Stripe secret or restricted key",
+        r"[rs]k_(?:live|test|prod)_[0-9a-zA-Z]{24,}",
+        "sk_live_abcdefghijklmnopqrstuvwx",
+        "sk_live_short",
+    ),
+    rule(
+        "stripe_webhook_secret",
+        "Stripe webhook signing secret",
+        r"whsec_[A-Za-z0-9]{32,}",
+        "STRIPE_WEBHOOK_SECRET=whsec_Xk2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue4",
+        "whsec_short",
+    ),
+    rule(
+        "twilio_api_key",
+        "Twilio API key SID",
+        r"\bSK[0-9a-fA-F]{32}\b",
+        "TWILIO_API_KEY=SK0123456789abcdef0123456789abcdef",
+        "SKU-0123",
+    ),
+    rule(
+        "twilio_account_sid",
+        "Twilio account SID (half of a credential pair)",
+        r"\bAC[0-9a-f]{32}\b",
+        "account_sid = 'AC0123456789abcdef0123456789abcdef'",
+        "ACCOUNT = 'AC_DC'",
+    ),
+    rule(
+        "twilio_auth_token",
+        "Twilio auth token in an assignment",
+        assign!("twilio", r"[0-9a-f]{32}"),
+        "TWILIO_AUTH_TOKEN=\"0f1e2d3c4b5a69788796a5b4c3d2e1f0\"",
+        "twilio_region = \"us1\"",
+    )
+    .caseless(),
+    rule(
+        "sendgrid_key",
+        "SendGrid API key",
+        r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
+        "SENDGRID_API_KEY=SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+        "SG.short.key",
+    ),
+    rule(
+        "mailgun_key",
+        "Mailgun private or public validation key",
+        r"\b(?:pub)?key-[0-9a-f]{32}\b",
+        "MAILGUN_KEY = 'key-0123456789abcdef0123456789abcdef'",
+        "primary-key-column",
+    ),
+    rule(
+        "mailchimp_key",
+        "Mailchimp API key",
+        r"\b[0-9a-f]{32}-us[0-9]{1,2}\b",
+        "MAILCHIMP_KEY=0123456789abcdef0123456789abcdef-us21",
+        "region: us-east-1",
+    ),
+    rule(
+        "openai_key",
+        "OpenAI API key (legacy, project, service account, admin)",
+        r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}",
+        "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+        "sk-proj-short",
+    ),
+    rule(
+        "anthropic_key",
+        "Anthropic API or admin key (sk-ant-api03-, sk-ant-admin01-)",
+        r"sk-ant-[A-Za-z0-9_\-]{32,}",
+        "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+        "sk-ant-short",
+    ),
+    rule(
+        "huggingface_token",
+        "Hugging Face access or organisation token",
+        r"hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}",
+        "HF_TOKEN=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",
+        "self.hf_model_name",
+    ),
+    rule(
+        "npm_token",
+        "npm access token",
+        r"npm_[A-Za-z0-9]{36}",
+        "//registry.npmjs.org/:_authToken=npm_Xk2Lm4Nn7Rt1Yw3Zk5Hc9Jd0Pa6Sg2Ue4Ti8",
+        "npm_config_cache",
+    ),
+    rule(
+        "npmrc_auth",
+        "Registry credential in an .npmrc or .yarnrc (_authToken, _auth, _password)",
+        r#"(?:_a|npmA)uthToken[ \t]*[=:][ \t]*['"]?[A-Za-z0-9_\-+/=.:]{8,}|(?::_auth|:_password)[ \t]*[=:][ \t]*['"]?[A-Za-z0-9_\-+/=.:]{8,}"#,
+        "//npm.example.com/:_authToken=Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb",
+        "//registry.npmjs.org/:_authToken=${NPM_TOKEN}",
+    ),
+    rule(
+        "pypi_token",
+        "PyPI or TestPyPI upload token",
+        r"pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{50,}",
+        "password = pypi-AgEIcHlwaS5vcmcCJDk3ZjY0YzE4LTk3MzItNDU4Ny05YjQ1LTRlYjE2ZTVlMTU3MgACKlsz",
+        "pypi-project-name",
+    ),
+    rule(
+        "docker_config_auth",
+        "Registry credential in a Docker config.json (auth, identitytoken)",
+        r#""(?:auth|identitytoken)"[ \t]*:[ \t]*"[A-Za-z0-9+/_\-.]{12,}={0,2}""#,
+        r#""auths": {"ghcr.io": {"auth": "dXNlcjpnaHBfc2VjcmV0cGFzc3dvcmQ="}}"#,
+        r#""auth": "","#,
+    ),
+    rule(
+        "jwt",
+        "JSON Web Token (no word boundary needed, so found inside escaped literals too)",
+        r"eyJ[A-Za-z0-9_\-]{8,}\.ey[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-+/=]*",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "eyJ alone",
+    ),
+    rule(
+        "private_key",
+        "Private key block (PEM, OpenSSH, PGP; redacted to its END line)",
+        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----",
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "-----BEGIN PUBLIC KEY-----",
+    )
+    .check(Check::PrivateKey),
+    rule(
+        "putty_private_key",
+        "PuTTY private key file",
+        r"PuTTY-User-Key-File-[0-9]:[ \t]*[a-z0-9\-]{3,40}",
+        "PuTTY-User-Key-File-3: ssh-ed25519",
+        "PuTTY-Config: default",
+    )
+    .check(Check::PrivateKey),
+    rule(
+        "age_secret_key",
+        "age encryption secret key",
+        r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+        "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+        "AGE-SECRET-KEY-1short",
+    ),
+    rule(
+        "database_url_password",
+        "URL with a password, any scheme (scheme://user:password@host)",
+        r#"[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/?#@'"`]+:[^\s/?#@'"`]+@"#,
+        "postgres://app:s3cretpw@db.internal:5432/app",
+        "postgres://db.internal:5432/app",
+    ),
+    rule(
+        "connection_string_password",
+        "Password=…; or Pwd=…; in a connection string",
+        r#"(?:password|pwd)[ \t]*=[ \t]*[^;\r\n'"]+[;'"]"#,
+        r#"conn = "Server=db;Database=app;User Id=sa;Password=Tr0ub4dor&3;""#,
+        r#"conn = "Server=db;Database=app;Integrated Security=true;""#,
+    )
+    .caseless()
+    .check(Check::ConnString),
+    rule(
+        "netrc_password",
+        "A .netrc entry with a password on one line (multi-line entries are found by the redactor)",
+        r"\b(?:machine|login|default)[ \t]+[^\s]+[ \t]+(?:login[ \t]+[^\s]+[ \t]+)?password[ \t]+[^\s]+",
+        "machine api.example.com login deploy password Zk5Hc9Jd0Pa6",
+        "machine learning models need a login page",
+    ),
+    rule(
+        "basic_auth_header",
+        "HTTP Basic credentials in an Authorization header",
+        r#"authorization['"]?[ \t]*[:=,][ \t]*['"]?basic[ \t]+[A-Za-z0-9+/]{8,}={0,2}"#,
+        "Authorization: Basic dXNlcjpzM2NyZXRwYXNz",
+        "Authorization: Basic realm",
+    )
+    .caseless(),
+    rule(
+        "bearer_token",
+        "A bearer token (Authorization: Bearer …), when random enough",
+        r"bearer[ \t]+[A-Za-z0-9\-._~+/]{16,}=*",
+        "Authorization: Bearer Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc",
+        "use a Bearer token here",
+    )
+    .caseless()
+    .check(Check::Entropy),
+    rule(
+        "password_assignment",
+        "A password assigned a value, when the value is random enough",
+        assign!(
+            "passw|passphrase|pwd",
+            r#"['"][^'"\r\n]{6,}['"]|[^\s'"`;,()\[\]{}<>]{6,}"#
+        ),
+        "PASSWORD = \"hX9kL2mQ7vR4pW8z\"",
+        "password = None",
+    )
+    .caseless()
+    .check(Check::Entropy),
+    rule(
+        "generic_secret",
+        "A secret, token, key or credential assigned a value, when the value is random enough",
+        assign!(
+            "secret|token|auth|credential|api_key|apikey|api-key|access_key|private_key|signing_key|encryption_key",
+            r#"['"][^'"\r\n]{8,}['"]|[^\s'"`;,()\[\]{}<>]{8,}"#
+        ),
+        "client_secret: \"Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm\"",
+        "token = None",
+    )
+    .caseless()
+    .check(Check::Entropy),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patterns::{builtin, compile};
+
+    /// The whole table compiles as one database; every positive is matched by its own
+    /// rule, every negative by no rule at all; ids are unique.
+    #[test]
+    fn every_rule_compiles_and_its_examples_behave() {
+        let set = builtin::secrets();
+        set.check().expect("ids are valid and unique");
+        let compiled = compile(&set).expect("the secret rules compile together");
+        let rules: Vec<&SecretRule> = all().collect();
+        assert!(rules.len() >= 80, "{} rules", rules.len());
+        let mut wrong = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            assert!(!r.positive.contains('\n') && !r.negative.contains('\n'));
+            let hits = compiled.scan(r.positive.as_bytes()).expect("scan");
+            if !hits.iter().any(|h| h.0 == i) {
+                wrong.push(format!(
+                    "{} does not match its positive {:?}",
+                    r.id, r.positive
+                ));
+            }
+            let hits = compiled.scan(r.negative.as_bytes()).expect("scan");
+            let by: Vec<&str> = hits.iter().map(|h| rules[h.0].id).collect();
+            if !by.is_empty() {
+                wrong.push(format!(
+                    "negative of {} ({:?}) is matched by {by:?}",
+                    r.id, r.negative
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+}
+
+#[cfg(test)]
+mod probe {
+    #[test]
+    #[ignore]
+    fn each_rule_alone() {
+        for r in super::all() {
+            let set = crate::patterns::PatternSet {
+                name: "p".into(),
+                description: String::new(),
+                tags: vec![],
+                secret: true,
+                patterns: vec![crate::patterns::PatternDef {
+                    id: "x".into(),
+                    regex: r.regex.into(),
+                    description: String::new(),
+                    caseless: r.caseless,
+                }],
+            };
+            if let Err(e) = crate::patterns::compile(&set) {
+                println!("BAD {} {e}", r.id);
+            }
+        }
+    }
+
+    /// Throughput of the secret set over bench-like code text (the lines of
+    /// benches/memory.rs), next to the 17-rule set this table replaced.
+    #[test]
+    #[ignore]
+    fn throughput() {
+        const LINES: &[&str] = &[
+            "    let total = items.iter().map(|x| x.price * x.qty).sum::<u64>();",
+            "def handle_request(self, request, *args, **kwargs):",
+            "        return self.session.get(url, timeout=self.timeout)",
+            "    if (response.status !== 200) { throw new Error(`bad status ${response.status}`); }",
+            "import os, sys, json  # standard library only",
+            "    for (size_t i = 0; i < n; ++i) { acc += buf[i]; }",
+            "// Compute the checksum of the frame header before the payload.",
+            "    user = await db.users.find_one({\"email\": email})",
+        ];
+        let mut text = String::new();
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        while text.len() < 256 << 20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            text.push_str(LINES[(x % LINES.len() as u64) as usize]);
+            text.push('\n');
+        }
+        let old = crate::patterns::PatternSet {
+            patterns: OLD
+                .iter()
+                .map(|(id, re, c)| crate::patterns::PatternDef {
+                    id: (*id).into(),
+                    regex: (*re).into(),
+                    description: String::new(),
+                    caseless: *c,
+                })
+                .collect(),
+            ..crate::patterns::builtin::secrets()
+        };
+        let old_set = old.clone();
+        let mut sets = vec![
+            ("old".to_string(), old),
+            ("new".to_string(), crate::patterns::builtin::secrets()),
+        ];
+        if let Ok(file) = std::env::var("PROBE_FILE") {
+            text.truncate(32 << 20);
+            let body = std::fs::read_to_string(file).expect("probe file");
+            sets = body
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| {
+                    let (c, re) = l.split_at(1);
+                    let mut one = crate::patterns::builtin::secrets();
+                    one.patterns = vec![crate::patterns::PatternDef {
+                        id: "probe".into(),
+                        regex: re.into(),
+                        description: String::new(),
+                        caseless: c == "i",
+                    }];
+                    (l.to_string(), one)
+                })
+                .collect();
+        }
+        if let Ok(skip) = std::env::var("SKIP") {
+            text.truncate(64 << 20);
+            sets = skip
+                .split(';')
+                .map(|group| {
+                    if group == "OLD" {
+                        return ("old".to_string(), old_set.clone());
+                    }
+                    let drop: Vec<&str> = group.split(',').collect();
+                    let mut rest = crate::patterns::builtin::secrets();
+                    rest.patterns.retain(|p| !drop.contains(&p.id.as_str()));
+                    (format!("without {group}"), rest)
+                })
+                .collect();
+        }
+        if std::env::var_os("LOO").is_some() {
+            text.truncate(64 << 20);
+            sets = super::all()
+                .map(|r| {
+                    let mut rest = crate::patterns::builtin::secrets();
+                    rest.patterns.retain(|p| p.id != r.id);
+                    (format!("without {}", r.id), rest)
+                })
+                .collect();
+        }
+        if std::env::var_os("PER_RULE").is_some() {
+            text.truncate(32 << 20);
+            sets = super::all()
+                .map(|r| {
+                    let mut one = crate::patterns::builtin::secrets();
+                    one.patterns.retain(|p| p.id == r.id);
+                    (r.id.to_string(), one)
+                })
+                .collect();
+        }
+        let reps = if let Ok(mb) = std::env::var("SCAN_MB") {
+            text.truncate(mb.parse::<usize>().unwrap_or(0) << 20);
+            1
+        } else {
+            3
+        };
+        for (name, set) in sets {
+            let Ok(compiled) = crate::patterns::compile(&set) else {
+                println!("{name}: does not compile");
+                continue;
+            };
+            let mut scanner = compiled.scanner().expect("scanner");
+            // On-CPU time of this thread, so that other builds on the machine do not
+            // blur the comparison.
+            let cpu = || -> f64 {
+                let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+                s.split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0)
+                    / 1e9
+            };
+            let mut best = f64::MAX;
+            for _ in 0..reps {
+                let t = cpu();
+                for chunk in text.as_bytes().chunks(16 << 10) {
+                    let _ = scanner.scan(chunk).expect("scan");
+                }
+                best = best.min(cpu() - t);
+            }
+            println!(
+                "{name}: {} rules, {:.2} GB/s",
+                set.patterns.len(),
+                text.len() as f64 / best / 1e9
+            );
+        }
+    }
+
+    const OLD: &[(&str, &str, bool)] = &[
+        (
+            "aws_access_key",
+            r"\b(AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b",
+            false,
+        ),
+        (
+            "aws_secret_key",
+            r#"\baws_?(secret_?access_?key|secret_?key|private_?key)['"]?\s*[=:]\s*['"]?[0-9a-zA-Z/+]{40}\b"#,
+            true,
+        ),
+        ("gcp_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", false),
+        (
+            "gcp_service_account",
+            r#""type"\s*:\s*"service_account""#,
+            false,
+        ),
+        (
+            "azure_storage_key",
+            r"AccountKey=[A-Za-z0-9+/]{86}==",
+            false,
+        ),
+        (
+            "github_token",
+            r"\b(ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36}\b",
+            false,
+        ),
+        ("github_pat", r"\bgithub_pat_[A-Za-z0-9_]{82}\b", false),
+        ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20}\b", false),
+        ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,72}", false),
+        (
+            "slack_webhook",
+            r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}",
+            false,
+        ),
+        (
+            "stripe_key",
+            r"\b(sk|rk)_(live|test)_[0-9a-zA-Z]{24,99}\b",
+            false,
+        ),
+        ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{32,}", false),
+        (
+            "openai_key",
+            r"\bsk-(proj-)?[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|\bsk-proj-[A-Za-z0-9_\-]{40,}",
+            false,
+        ),
+        (
+            "jwt",
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+            false,
+        ),
+        (
+            "private_key",
+            r"-----BEGIN (RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY( BLOCK)?-----",
+            false,
+        ),
+        (
+            "database_url_password",
+            r"\b(postgres|postgresql|mysql|mariadb|mongodb|mongodb\+srv|redis|rediss|amqp|amqps|mssql)://[^\s:/@]+:[^\s@/]{3,}@",
+            false,
+        ),
+        (
+            "password_assignment",
+            r#"\b(password|passwd|pwd|secret|api_key|apikey|access_token|auth_token)\s*[:=]\s*['"][^'"\s]{8,}['"]"#,
+            true,
+        ),
+    ];
+}
