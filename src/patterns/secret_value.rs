@@ -159,7 +159,7 @@ fn is_uuid(v: &str) -> bool {
 /// (a test vector), not key material, which decodes to arbitrary bytes.
 fn is_base64_of_text(v: &str) -> bool {
     let body = v.trim_end_matches('=');
-    if body.len() < 12 || v.len() % 4 != 0 {
+    if body.len() < 12 || !v.len().is_multiple_of(4) {
         return false;
     }
     let mut bits = 0u32;
