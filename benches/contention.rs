@@ -152,6 +152,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn report(name: &str, mut samples: Vec<Duration>) {
+    if samples.is_empty() {
+        println!("{name:<28} no call completed (each waited for the whole run)");
+        return;
+    }
     samples.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
