@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engram::patterns::{builtin, compile, mask, CompiledSet, Scanner};
+use engram::patterns::{mask, Redactor};
 
 /// Larger files are generated or bundled (minified builds, data); they are not what the
 /// scanner meets in a code base's own sources, and the indexer skips them too.
@@ -51,40 +51,40 @@ struct Finding {
 /// placeholders), by changing only this and `find`. Raw matches of those rules would
 /// overstate their false positives, so the switch matters for a fair number.
 struct Finder {
-    compiled: CompiledSet,
+    redactor: &'static Redactor,
 }
 
 impl Finder {
     fn builtin() -> Finder {
-        let compiled = compile(&builtin::secrets()).expect("the built-in secrets set compiles");
-        Finder { compiled }
+        Finder {
+            redactor: Redactor::builtin().expect("the built-in secret rules compile"),
+        }
     }
 
     /// Every rule id, so that rules without a hit still show in the table.
     fn rules(&self) -> Vec<String> {
-        self.compiled
-            .set
+        engram::patterns::builtin::secrets()
             .patterns
             .iter()
             .map(|p| p.id.clone())
             .collect()
     }
 
-    fn scanner(&self) -> Scanner<'_> {
-        self.compiled.scanner().expect("Hyperscan scratch space")
-    }
-
-    /// The secrets in one file's bytes.
-    fn find(&self, scanner: &mut Scanner<'_>, data: &[u8]) -> Vec<Finding> {
-        let patterns = &self.compiled.set.patterns;
-        scanner
-            .scan(data)
-            .expect("scanning never fails on arbitrary bytes")
+    /// The secrets in one file, as the redactor decides them (whole spans, entropy and
+    /// placeholder checks applied): what every way into the store would replace.
+    fn find(&self, data: &[u8]) -> Vec<Finding> {
+        let text = String::from_utf8_lossy(data);
+        self.redactor
+            .find(&text)
+            .expect("finding never fails on text")
             .into_iter()
-            .map(|(index, start, end)| Finding {
-                rule: patterns[index].id.clone(),
-                start,
-                end,
+            .map(|f| Finding {
+                rule: self
+                    .redactor
+                    .rule(f.rule)
+                    .map_or_else(|| "?".to_string(), |r| r.id.to_string()),
+                start: f.start,
+                end: f.end,
             })
             .collect()
     }
@@ -190,7 +190,6 @@ fn main() {
     let known = known_true_positives();
     let mut known_seen = BTreeSet::new();
     let finder = Finder::builtin();
-    let mut scanner = finder.scanner();
 
     let mut files = Vec::new();
     walk(&src, &mut files);
@@ -232,7 +231,7 @@ fn main() {
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
-        for f in finder.find(&mut scanner, &data) {
+        for f in finder.find(&data) {
             let pair = (rel.clone(), f.rule.clone());
             let real = known.contains(&pair);
             let tally = by_rule.entry(f.rule.clone()).or_default();

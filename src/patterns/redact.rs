@@ -118,7 +118,23 @@ impl Redactor {
 
     /// Every secret span of `text`, after the rules' checks and extensions, in order
     /// of start (spans may overlap).
+    ///
+    /// Text with escaped line breaks, tabs or quotes (`\n`, `\r`, `\t`, `\"`, as in
+    /// JSON strings and code literals) is scanned twice: as it is, and with each such escape read as two
+    /// spaces. The second reading finds a token right after an escape (`…\nAKIA…`,
+    /// where the `n` would otherwise glue onto the token and hide its start); offsets
+    /// are the same in both, so the spans of both apply to the text.
     pub fn find(&self, text: &str) -> Result<Vec<Finding>, PatternError> {
+        let mut out = self.find_in(text)?;
+        if let Some(view) = escapes_as_spaces(text) {
+            out.extend(self.find_in(&view)?);
+            out.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), f.rule));
+            out.dedup();
+        }
+        Ok(out)
+    }
+
+    fn find_in(&self, text: &str) -> Result<Vec<Finding>, PatternError> {
         let bytes = text.as_bytes();
         let mut out = Vec::new();
         for (rule, start, end) in self.scan(bytes)? {
@@ -415,3 +431,32 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;
+
+/// `text` with every `\n`, `\r` and `\t` escape replaced by two spaces and every
+/// escaped quote by a space and the quote (same length, still UTF-8: the bytes are
+/// ASCII), or `None` when it has no such escape.
+fn escapes_as_spaces(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let escaped = |i: usize| {
+        bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't' | b'"' | b'\''))
+    };
+    if !(0..bytes.len()).any(escaped) {
+        return None;
+    }
+    let mut view = bytes.to_vec();
+    let mut i = 0;
+    while i < bytes.len() {
+        if escaped(i) {
+            // An escaped quote stays a quote (the value it closes is then seen as
+            // quoted); a line-break or tab escape becomes blank.
+            view[i] = b' ';
+            if !matches!(bytes[i + 1], b'"' | b'\'') {
+                view[i + 1] = b' ';
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8(view).ok()
+}
