@@ -13,31 +13,15 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn registry_sources() -> Vec<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .expect("CARGO_HOME or HOME");
-    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(home.join("registry/src"))
-        .standard_filters(false)
-        .build()
-        .filter_map(Result::ok)
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort();
-    files
-}
-
 /// `n` files of real code, 40 lines each at most.
 fn make_repo(dest: &Path, n: usize) -> u64 {
-    let sources = registry_sources();
+    let sources = common::registry_sources();
     assert!(!sources.is_empty(), "no .rs files in the cargo registry");
     let mut lines = 0u64;
     let mut made = 0usize;

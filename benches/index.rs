@@ -21,28 +21,10 @@ use engram::index::{self, IndexOptions, IndexReport};
 use engram::search::{search, SearchOptions};
 use engram::store::{Store, StoreOptions};
 
-/// Rust sources of the cargo registry, in a stable order.
-fn registry_sources() -> Vec<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .expect("CARGO_HOME or HOME");
-    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(home.join("registry/src"))
-        .standard_filters(false)
-        .build()
-        .filter_map(Result::ok)
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 1 << 20))
-        .collect();
-    files.sort();
-    files
-}
-
 /// Copy registry sources into `dest` until `lines` lines; returns (files, bytes, lines).
 fn make_repo(dest: &Path, lines: u64) -> (u64, u64, u64) {
     let (mut n, mut bytes, mut total) = (0u64, 0u64, 0u64);
-    let sources = registry_sources();
+    let sources = common::registry_sources();
     assert!(!sources.is_empty(), "no .rs files in the cargo registry");
     // Cycle through the sources (under new names) when they hold fewer lines.
     for (i, src) in sources.iter().cycle().enumerate() {

@@ -32,3 +32,22 @@ pub fn bench_dir(name: &str) -> tempfile::TempDir {
         .tempdir_in(base)
         .expect("temp dir")
 }
+
+/// Rust sources of the cargo registry, in a stable order.
+#[cfg(feature = "index")]
+pub fn registry_sources() -> Vec<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(home.join("registry/src"))
+        .standard_filters(false)
+        .build()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 1 << 20))
+        .collect();
+    files.sort();
+    files
+}

@@ -39,6 +39,7 @@ fn notes(memories: &Memories, out: &Output, command: &NoteCommand) -> Result<Exi
             provenance,
         } => {
             let m = memories.note_set(name, value, provenance.as_deref())?;
+            report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{name} = {} (version {})", m.text, m.version)
             })?;
@@ -131,10 +132,12 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
     match &cli.command {
         Command::Remember { text, fields } => {
             let m = memories.write(memory_from(text, fields)?)?;
+            report_redactions(m.redacted);
             out.value(&m, || m.id.clone())?;
         }
         Command::Update { id, text, fields } => {
             let m = memories.update(id, memory_from(text, fields)?)?;
+            report_redactions(m.redacted);
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
         Command::Note { command } => return notes(&memories, out, command),
@@ -249,6 +252,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 session: session.clone(),
                 resolved_by: resolved_by.clone(),
             })?;
+            report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])
             })?;
@@ -374,6 +378,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             let report = memories.import_file(file);
             pb.finish_and_clear();
             let report = report?;
+            report_redactions(report.redacted);
             out.value(&report, || {
                 format!(
                     "imported {} memories ({} replaced) from {}",
@@ -411,4 +416,11 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         _ => unreachable!("dispatched in cli::run"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say on stderr how many secrets were replaced before writing (never which).
+pub(super) fn report_redactions(n: u64) {
+    if n > 0 {
+        eprintln!("engram: {n} secret(s) replaced by [REDACTED:<rule>] before writing");
+    }
 }

@@ -249,16 +249,9 @@ impl Memories {
 
     /// The most recently updated live entry carrying `label`.
     pub(crate) fn find_by_label(&self, label: &str) -> Result<Option<Memory>> {
-        let id: Option<String> = self.store().with_tracker(|db| {
-            use rusqlite::OptionalExtension;
-            Ok(db
-                .prepare_cached(
-                    "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
-                     WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
-                )?
-                .query_row([label], |r| r.get(0))
-                .optional()?)
-        })?;
+        let id = self
+            .store()
+            .with_tracker(|db| super::locked::id_by_label(db, label))?;
         match id {
             Some(id) => self.get(&id),
             None => Ok(None),

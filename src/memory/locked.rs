@@ -49,15 +49,7 @@ impl Locked<'_> {
 
     /// The most recently updated memory carrying `label` (`errsig:…`, `note:…`).
     pub fn find_by_label(&self, label: &str) -> Result<Option<Memory>> {
-        let id: Option<String> = self.writer.with_tracker(|db| {
-            Ok(db
-                .prepare_cached(
-                    "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
-                     WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
-                )?
-                .query_row([label], |r| r.get(0))
-                .optional()?)
-        })?;
+        let id = self.writer.with_tracker(|db| id_by_label(db, label))?;
         match id {
             Some(id) => self.get(&id),
             None => Ok(None),
@@ -72,6 +64,20 @@ impl Locked<'_> {
         self.writer.extend(batch)?;
         Ok(())
     }
+}
+
+/// The id of the most recently updated memory carrying `label`.
+pub(super) fn id_by_label(
+    db: &rusqlite::Connection,
+    label: &str,
+) -> crate::store::Result<Option<String>> {
+    Ok(db
+        .prepare_cached(
+            "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
+             WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
+        )?
+        .query_row([label], |r| r.get(0))
+        .optional()?)
 }
 
 thread_local! {

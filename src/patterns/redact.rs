@@ -146,6 +146,9 @@ impl Redactor {
                 continue;
             }
             let span = match r.check {
+                Check::None if r.id == "database_url_password" => {
+                    url_password_is_secret(text, start, end).then_some((start, end))
+                }
                 Check::None => Some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
                 Check::ConnString => conn_string(bytes, start, end),
@@ -258,9 +261,15 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"') {
         i += 1;
     }
+    // `token::Brace`, `crate::token::Custom`: a path, not an assignment.
+    if m[i..].starts_with("::") {
+        return false;
+    }
+    let mut comma = false;
     for op in [":=", "=>", "?=", "=", ":", ","] {
         if m[i..].starts_with(op) {
             i += op.len();
+            comma = op == ",";
             break;
         }
     }
@@ -268,6 +277,11 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"' | b'`') {
         quoted |= b[i] != b' ' && b[i] != b'\t';
         i += 1;
+    }
+    // `("TOKEN", "value")` pairs a name with a literal; `parser, token, func=…` is an
+    // argument list.
+    if comma && !quoted {
+        return false;
     }
     let value = m[i..].trim_end_matches(['\'', '"', '`']);
     let next = text[end..].chars().next();
@@ -459,4 +473,21 @@ fn escapes_as_spaces(text: &str) -> Option<String> {
         }
     }
     String::from_utf8(view).ok()
+}
+
+/// The password of `scheme://user:password@` (the match ends at `@`) is a secret unless
+/// it is a placeholder or a plain word (`password`, `pass`, `secret`, `xxx`), as in
+/// documentation's examples.
+fn url_password_is_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        return true;
+    };
+    let Some(userinfo) = m.trim_end_matches('@').rsplit("://").next() else {
+        return true;
+    };
+    let password = userinfo.split_once(':').map_or("", |(_, p)| p);
+    let plain_word = password.chars().all(|c| c.is_ascii_alphabetic()) && password.len() <= 12;
+    !(super::secret_value::is_placeholder(password)
+        || plain_word
+        || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
 }

@@ -26,7 +26,7 @@
 pub const MIN_ENTROPY: f64 = 3.0;
 
 /// Shortest value that can count as a secret.
-pub const MIN_LEN: usize = 8;
+pub const MIN_LEN: usize = 12;
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
@@ -202,6 +202,15 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     if !quoted && matches!(next, Some('(' | '[' | '.')) {
         return false;
     }
+    // Words joined by `_` or `-` (`0002_alter_user_email`, `new_password1`,
+    // `Invalid-Token`): names, migrations and labels, not random values.
+    if is_wordy(value) {
+        return false;
+    }
+    // An unquoted value holding `=` is code (`cacheable=True`), not a literal.
+    if !quoted && value.contains('=') {
+        return false;
+    }
     if value.len() < MIN_LEN
         || value.chars().any(char::is_whitespace)
         || is_placeholder(value)
@@ -233,6 +242,22 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
         return false;
     }
     entropy(value) >= MIN_ENTROPY
+}
+
+/// Whether `value` is words joined by `_`, `-` or `.`: each part lowercase letters
+/// (or one capital and lowercase) optionally ending in digits, or digits alone.
+fn is_wordy(value: &str) -> bool {
+    let parts: Vec<&str> = value.split(['_', '-', '.']).collect();
+    parts.len() >= 2
+        && parts.iter().all(|p| {
+            let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
+            let mut chars = letters.chars();
+            let word = match chars.next() {
+                None => !p.is_empty(),
+                Some(first) => first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_lowercase()),
+            };
+            word && !p.is_empty()
+        })
 }
 
 #[cfg(test)]

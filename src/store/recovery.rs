@@ -104,16 +104,7 @@ pub(super) fn open(
     let refs: Vec<&dyn Projection> = projections.iter().map(|p| p.as_ref()).collect();
     let db = tracker::open(&dir.join(TRACKER_FILE), &refs)?;
     drop(refs);
-    let store = Store {
-        dir: dir.to_path_buf(),
-        options,
-        blob: RwLock::new(Arc::new(blob)),
-        db: Mutex::new(db),
-        projections,
-        write_mutex: Mutex::new(()),
-        lock_file: std::sync::OnceLock::new(),
-        open_report: OpenReport::default(),
-    };
+    let store = Store::assemble(dir, options, blob, db, projections);
     let mut db = store.db()?;
     let need = store.need(&db, true)?;
     // Bytes past the tracker while another process holds the writer lock are that
@@ -158,16 +149,7 @@ fn open_read_only(
     blob: BlobLog,
 ) -> Result<Store> {
     let db = tracker::open_read_only(&dir.join(TRACKER_FILE))?;
-    let store = Store {
-        dir: dir.to_path_buf(),
-        options,
-        blob: RwLock::new(Arc::new(blob)),
-        db: Mutex::new(db),
-        projections,
-        write_mutex: Mutex::new(()),
-        lock_file: std::sync::OnceLock::new(),
-        open_report: OpenReport::default(),
-    };
+    let store = Store::assemble(dir, options, blob, db, projections);
     let need = {
         let db = store.db()?;
         store.need(&db, false)?
@@ -213,6 +195,26 @@ fn refuse_foreign_directory(dir: &Path) -> Result<()> {
 }
 
 impl Store {
+    /// A store handle over an opened log and tracker, not yet brought level.
+    fn assemble(
+        dir: &Path,
+        options: StoreOptions,
+        blob: BlobLog,
+        db: Connection,
+        projections: Vec<Box<dyn Projection>>,
+    ) -> Store {
+        Store {
+            dir: dir.to_path_buf(),
+            options,
+            blob: RwLock::new(Arc::new(blob)),
+            db: Mutex::new(db),
+            projections,
+            write_mutex: Mutex::new(()),
+            lock_file: std::sync::OnceLock::new(),
+            open_report: OpenReport::default(),
+        }
+    }
+
     /// Decide, without the lock, whether the tracker reflects the log exactly.
     /// `thorough` (at open) checks that everything past the tracker's end is zero, so
     /// a torn write behind a hole of zeros (a power loss) is found; otherwise (under
