@@ -206,7 +206,7 @@ fn urls_connection_strings_netrc_pypirc_npmrc_and_docker_configs() {
 
 #[test]
 fn overlapping_secrets_merge_into_one_named_by_the_specific_rule() {
-    let text = "GITHUB_TOKEN = \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"\nok\n";
+    let text = "GITHUB_TOKEN = \"ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\"\nok\n";
     let out = red(text);
     // The keyword assignment (`TOKEN = "…"`) and the token overlap: one span, the
     // token's name.
