@@ -494,9 +494,9 @@ fn pack(w: &[u8]) -> u128 {
 /// What leaked: instance index → (files, windows found).
 type Leaks = BTreeMap<usize, (BTreeSet<String>, usize)>;
 
-/// Kinds whose detection rests on a keyword assignment or a JSON field (`password =
-/// "…"`, `"auth": "…"`, a service account's `private_key_id`) rather than a token's own
-/// shape.
+/// Kinds whose detection rests on a keyword assignment, a JSON field or a header
+/// keyword (`password = "…"`, `"auth": "…"`, a service account's `private_key_id`,
+/// `Bearer …`) judged by the entropy threshold, rather than a token's own shape.
 const KEYWORD_KINDS: &[&str] = &[
     "generic_api_key",
     "password_assignment",
@@ -504,6 +504,8 @@ const KEYWORD_KINDS: &[&str] = &[
     "pypirc_password",
     "docker_config_auth",
     "gcp_service_account",
+    "http_bearer_token",
+    "http_basic_auth_header",
 ];
 
 /// Contexts that wrap the assignment in a string literal, escaping its quotes.
