@@ -64,11 +64,9 @@ pub fn find_stored_secrets(store: &Store) -> Result<Vec<StoredSecret>, PatternEr
         if !matches!(rec.kind, RecordKind::Put | RecordKind::Event) {
             continue;
         }
-        let Some((meta, body)) = redacted(&rec)? else {
+        let Some((_, _, found)) = redacted(&rec)? else {
             continue;
         };
-        drop((meta, body));
-        let found = count_secrets(&rec)?;
         let name = record_name(&rec);
         out.push(StoredSecret {
             offset,
@@ -90,7 +88,7 @@ pub fn redact_stored_secrets(store: &Store) -> Result<RedactReport, PatternError
             return None;
         }
         match redacted(rec) {
-            Ok(r) => r,
+            Ok(r) => r.map(|(meta, body, _)| (meta, body)),
             Err(e) => {
                 failure = Some(e);
                 None
@@ -112,10 +110,12 @@ pub fn redact_stored_secrets(store: &Store) -> Result<RedactReport, PatternError
     })
 }
 
-/// The record's metadata and body with secrets replaced, or `None` when it holds none.
-/// The `key` field is left as it is: it names the record.
-fn redacted(rec: &RecordView<'_>) -> Result<Option<(Vec<u8>, Vec<u8>)>, PatternError> {
-    let mut changed = false;
+/// The record's metadata and body with secrets replaced, and how many there were, or
+/// `None` when it holds none. The `key` field is left as it is: it names the record.
+type Rewritten = (Vec<u8>, Vec<u8>, u64);
+
+fn redacted(rec: &RecordView<'_>) -> Result<Option<Rewritten>, PatternError> {
+    let mut found = 0u64;
     let meta = if rec.meta.is_empty() {
         rec.meta.to_vec()
     } else {
@@ -128,7 +128,7 @@ fn redacted(rec: &RecordView<'_>) -> Result<Option<(Vec<u8>, Vec<u8>)>, PatternE
                     }
                 }
                 if n > 0 {
-                    changed = true;
+                    found += n;
                     serde_json::to_vec(&m).map_err(|e| PatternError::Invalid(e.to_string()))?
                 } else {
                     rec.meta.to_vec()
@@ -141,7 +141,7 @@ fn redacted(rec: &RecordView<'_>) -> Result<Option<(Vec<u8>, Vec<u8>)>, PatternE
         Ok(text) => {
             let r = redact_secrets(text)?;
             if r.secrets > 0 {
-                changed = true;
+                found += r.secrets;
                 r.text.into_bytes()
             } else {
                 rec.body.to_vec()
@@ -149,19 +149,7 @@ fn redacted(rec: &RecordView<'_>) -> Result<Option<(Vec<u8>, Vec<u8>)>, PatternE
         }
         Err(_) => rec.body.to_vec(),
     };
-    Ok(changed.then_some((meta, body)))
-}
-
-fn count_secrets(rec: &RecordView<'_>) -> Result<u64, PatternError> {
-    let mut n = 0;
-    if let Ok(mut m) = serde_json::from_slice::<Map<String, Value>>(rec.meta) {
-        m.remove("key");
-        n += redact_json(&mut Value::Object(m))?;
-    }
-    if let Ok(text) = std::str::from_utf8(rec.body) {
-        n += redact_secrets(text)?.secrets;
-    }
-    Ok(n)
+    Ok((found > 0).then_some((meta, body, found)))
 }
 
 fn record_name(rec: &RecordView<'_>) -> String {
