@@ -212,3 +212,99 @@ fn vectors_are_searchable_and_follow_puts_deletes_compaction_and_rebuild() {
     let r = verify(dir.path()).unwrap();
     assert!(r.is_sound() && r.warnings.is_empty(), "{r:?}");
 }
+
+/// A search that finds the vector cache a few batches behind (a writer is applying its
+/// batch right now, or died before it could) answers from the log at once, exactly as an
+/// up-to-date cache would, while another handle holds the writer lock.
+#[test]
+fn a_search_beside_a_busy_writer_reads_a_stale_cache_up_to_date_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = open(dir.path());
+    let dim = 32;
+    let key = |i: u64| format!("chunk:src/f{i}.rs:0");
+    let mut b = WriteBatch::new();
+    for i in 0..200u64 {
+        b.put(&key(i), Map::new(), format!("body {i}")).unwrap();
+        b.put_vector(&key(i), "test-embedder", &unit(i, dim)).unwrap();
+    }
+    a.commit(&b).unwrap();
+    let cache_files = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "vec"))
+            .collect()
+    };
+    let saved: Vec<(std::path::PathBuf, Vec<u8>)> = cache_files()
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    assert_eq!(saved.len(), 1, "one embedder, one cache");
+
+    // Two more batches: a changed vector, a value without a vector, a delete, new keys.
+    let mut b = WriteBatch::new();
+    b.put(&key(7), Map::new(), "changed").unwrap();
+    b.put_vector(&key(7), "test-embedder", &unit(1007, dim)).unwrap();
+    b.put(&key(8), Map::new(), "no vector any more").unwrap();
+    b.delete(&key(9)).unwrap();
+    b.put(&key(300), Map::new(), "new").unwrap();
+    b.put_vector(&key(300), "test-embedder", &unit(300, dim)).unwrap();
+    a.commit(&b).unwrap();
+    let mut b = WriteBatch::new();
+    b.put(&key(301), Map::new(), "newer").unwrap();
+    b.put_vector(&key(301), "test-embedder", &unit(301, dim)).unwrap();
+    a.commit(&b).unwrap();
+
+    let queries = [1007u64, 7, 8, 9, 10, 300, 301];
+    let answer = move |s: &Store| -> Vec<Vec<(String, f32)>> {
+        queries
+            .iter()
+            .map(|&q| {
+                s.vector_search("test-embedder", &unit(q, dim), 5)
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.key, h.score))
+                    .collect()
+            })
+            .collect()
+    };
+    let expected = answer(&a);
+    assert_eq!(expected[0][0].0, key(7));
+    assert_eq!(expected[5][0].0, key(300));
+    assert_eq!(expected[6][0].0, key(301));
+
+    // Put the cache back as it was after the first batch: two batches behind.
+    for (p, bytes) in &saved {
+        std::fs::write(p, bytes).unwrap();
+    }
+    let busy = a.begin_batch().unwrap();
+    let b_dir = dir.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let b = open(&b_dir);
+        let _ = tx.send(answer(&b));
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the search waited for the writer lock");
+    assert_eq!(got.len(), expected.len());
+    for (q, (g, e)) in got.iter().zip(&expected).enumerate() {
+        let gk: Vec<&String> = g.iter().map(|(k, _)| k).collect();
+        let ek: Vec<&String> = e.iter().map(|(k, _)| k).collect();
+        assert_eq!(gk, ek, "query {}", queries[q]);
+        for ((_, gs), (_, es)) in g.iter().zip(e) {
+            assert!((gs - es).abs() < 1e-5, "query {}: {gs} vs {es}", queries[q]);
+        }
+    }
+    for hits in &got {
+        assert!(hits.iter().all(|(k, _)| k != &key(9) && k != &key(8)));
+    }
+    // Nobody repaired the cache: the answer came from the log.
+    for (p, bytes) in &saved {
+        assert_eq!(&std::fs::read(p).unwrap(), bytes);
+    }
+    drop(busy);
+}

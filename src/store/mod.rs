@@ -19,6 +19,7 @@ mod small_file;
 mod tracker;
 pub mod vector_cache;
 pub mod vector_scan;
+mod vector_delta;
 mod vectors;
 mod verify;
 mod writer;

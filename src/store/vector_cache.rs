@@ -334,6 +334,11 @@ impl VectorCache {
         }
     }
 
+    /// Whether `key_hash` has a live row.
+    pub fn contains(&self, key_hash: u64) -> bool {
+        self.index.contains_key(&key_hash)
+    }
+
     /// The stored f32 vector for `key_hash`, if live.
     pub fn get(&self, key_hash: u64) -> Option<Vec<f32>> {
         let slot = *self.index.get(&key_hash)?;

@@ -19,6 +19,8 @@ use super::tracker;
 use super::vector_cache::{
     embedder_id, Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions,
 };
+use super::vector_delta::VectorDelta;
+use super::vector_scan::{score_f32, VectorHit};
 use super::verify::{Problem, VerifyReport};
 use super::Store;
 use crate::format::{vector_file, RecordKind};
@@ -196,8 +198,8 @@ pub(super) fn search(
     query: &[f32],
     k: usize,
 ) -> Result<Vec<VectorMatch>> {
-    let (dim, applied) = {
-        let db = store.db()?;
+    // The tracker's state and the log it describes, read together (one generation).
+    let ((dim, meta), view) = store.read_with(|db| {
         let dim: Option<i64> = db
             .query_row(
                 "SELECT dim FROM embedders WHERE name = ?1",
@@ -206,11 +208,10 @@ pub(super) fn search(
             )
             .optional()?
             .flatten();
-        (
-            dim,
-            tracker::read_meta(&db)?.map(|m| m.applied_seq).unwrap_or(0),
-        )
-    };
+        let meta = tracker::read_meta(db)?
+            .ok_or_else(|| StoreError::Invalid("tracker.db is not initialised".into()))?;
+        Ok((dim, meta))
+    })?;
     let Some(dim) = dim else {
         return Ok(Vec::new());
     };
@@ -222,29 +223,34 @@ pub(super) fn search(
     }
     let path = cache_path(&store.dir, embedder);
     let opts = options(dim as u32, embedder);
-    let cache = match VectorCache::open_read_only(&path, &opts) {
-        Ok(c) if c.seq() == applied => c,
-        _ if !store.blob()?.is_writable() => {
-            tracing::warn!(cache = %path.display(), "read-only store: vector cache missing or stale, searching without vectors");
-            return Ok(Vec::new());
-        }
-        _ => {
-            // Missing or stale: rebuild under the writer lock, then read it.
-            let _writer = store.exclusive()?;
-            let mut db = store.db()?;
-            store.refresh_locked(&mut db)?;
-            let fresh = VectorCache::open(&path, &opts);
-            match fresh {
-                Ok(c) if Some(c.seq()) == tracker::read_meta(&db)?.map(|m| m.applied_seq) => c,
-                _ => {
-                    rebuild_one(store, &db, embedder, dim as u32)?;
-                    VectorCache::open(&path, &opts)?
-                }
-            }
-        }
+    // A cache stamped at or after the state read above is current (the writer stamps
+    // only after the tracker commits). One a few batches behind — a writer is applying
+    // its last batch right now — is brought up to date in memory from the log; only a
+    // missing or long-stale cache waits for the writer lock to be rebuilt.
+    let (cache, delta) = match VectorCache::open_read_only(&path, &opts) {
+        Ok(c) if c.seq() >= meta.applied_seq => (c, None),
+        Ok(c) => match VectorDelta::since(
+            view.snapshot(),
+            meta.last_commit,
+            c.seq(),
+            embedder,
+            dim as usize,
+        )? {
+            Some(delta) => (c, Some(delta)),
+            None => match rebuilt_cache(store, embedder, dim as u32)? {
+                Some(c) => (c, None),
+                None => return Ok(Vec::new()),
+            },
+        },
+        Err(_) => match rebuilt_cache(store, embedder, dim as u32)? {
+            Some(c) => (c, None),
+            None => return Ok(Vec::new()),
+        },
     };
-    let candidates = (k * 10).max(100);
-    let hits = cache.search(query, k, Metric::Cosine, ScanMode::I8Rerank { candidates })?;
+    let hits = match &delta {
+        None => scan(&cache, query, k)?,
+        Some(delta) => scan_with_delta(&cache, delta, query, k)?,
+    };
     let db = store.db()?;
     let mut out = Vec::with_capacity(hits.len());
     let mut stmt = db.prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?;
@@ -261,6 +267,61 @@ pub(super) fn search(
         }
     }
     Ok(out)
+}
+
+/// The cache of `embedder`, rebuilt under the writer lock unless it is current by
+/// then; `None` in a read-only store, which cannot rebuild (search goes on without
+/// vectors).
+fn rebuilt_cache(store: &Store, embedder: &str, dim: u32) -> Result<Option<VectorCache>> {
+    let path = cache_path(&store.dir, embedder);
+    let opts = options(dim, embedder);
+    if !store.blob()?.is_writable() {
+        tracing::warn!(cache = %path.display(), "read-only store: vector cache missing or stale, searching without vectors");
+        return Ok(None);
+    }
+    let _writer = store.exclusive()?;
+    let mut db = store.db()?;
+    store.refresh_locked(&mut db)?;
+    match VectorCache::open(&path, &opts) {
+        Ok(c) if Some(c.seq()) == tracker::read_meta(&db)?.map(|m| m.applied_seq) => Ok(Some(c)),
+        _ => {
+            rebuild_one(store, &db, embedder, dim)?;
+            Ok(Some(VectorCache::open(&path, &opts)?))
+        }
+    }
+}
+
+fn scan(cache: &VectorCache, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+    let candidates = (k * 10).max(100);
+    Ok(cache.search(query, k, Metric::Cosine, ScanMode::I8Rerank { candidates })?)
+}
+
+/// Top `k` of the cache with `delta` applied: the cache's rows for changed keys are
+/// dropped (asking the cache for enough extra rows to make up for them), and the
+/// changed keys' new vectors are scored exactly.
+fn scan_with_delta(
+    cache: &VectorCache,
+    delta: &VectorDelta,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<VectorHit>> {
+    let shadowed = delta.changes.keys().filter(|h| cache.contains(**h)).count();
+    let mut hits: Vec<VectorHit> = scan(cache, query, k + shadowed)?
+        .into_iter()
+        .filter(|h| !delta.changes.contains_key(&h.key_hash))
+        .collect();
+    let query_norm = vector_file::l2_norm(query);
+    for (&key_hash, vector) in &delta.changes {
+        if let Some(v) = vector {
+            let score = score_f32(query, query_norm, v, vector_file::l2_norm(v), Metric::Cosine);
+            if score.is_finite() {
+                hits.push(VectorHit { key_hash, score });
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key_hash.cmp(&b.key_hash)));
+    hits.truncate(k);
+    Ok(hits)
 }
 
 /// Check each cache against the tracker (for `verify`). Reads the files as bytes and
