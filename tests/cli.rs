@@ -283,3 +283,62 @@ fn config_show_names_each_value_and_its_source_and_bad_config_fails_clearly() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("max_file_bytes"), "{}", stderr(&out));
 }
+
+/// The compiled secret rules are cached under the data directory so a CLI write does
+/// not pay for compiling them; a cache that is damaged, or written by something else,
+/// must never weaken redaction.
+#[test]
+fn the_cached_secret_rules_redact_like_fresh_ones_and_a_damaged_cache_is_recompiled() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token = "ghp_Zq8xV2mN4bR7tY1wK9pL3sD6fG0hJ5cE2aXu";
+    let remember = |n: u32| {
+        let out = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--store")
+            .arg(dir.path())
+            .args(["remember", &format!("deploy note {n}: token {token}")])
+            .env("ENGRAM_HOME", home.path())
+            .env_remove("ENGRAM_STORE")
+            .output()
+            .expect("run engram");
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    let leaked = || {
+        let blob = std::fs::read(dir.path().join("blob.dat")).unwrap();
+        blob.windows(12)
+            .any(|w| token.as_bytes().windows(12).any(|t| t == w))
+    };
+    remember(1);
+    let cached: Vec<_> = std::fs::read_dir(home.path().join("cache"))
+        .expect("a cache directory under ENGRAM_HOME")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "hsdb"))
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    remember(2); // from the cache
+    assert!(!leaked(), "a token reached blob.dat");
+    // Damage the cache: the next write compiles the rules again and still redacts.
+    let mut bytes = std::fs::read(&cached[0]).unwrap();
+    let mid = bytes.len() / 2;
+    bytes.truncate(mid);
+    std::fs::write(&cached[0], &bytes).unwrap();
+    remember(3);
+    assert!(
+        !leaked(),
+        "a token reached blob.dat after the cache was damaged"
+    );
+    let listed = ok_json(dir.path(), &["list"]);
+    let texts: Vec<&str> = listed["memories"]
+        .as_array()
+        .expect("memories")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(texts.len(), 3, "{listed}");
+    assert!(
+        texts
+            .iter()
+            .all(|t| t.ends_with("token [REDACTED:github_token]")),
+        "{texts:?}"
+    );
+}

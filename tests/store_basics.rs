@@ -225,7 +225,8 @@ fn a_search_beside_a_busy_writer_reads_a_stale_cache_up_to_date_without_waiting(
     let mut b = WriteBatch::new();
     for i in 0..200u64 {
         b.put(&key(i), Map::new(), format!("body {i}")).unwrap();
-        b.put_vector(&key(i), "test-embedder", &unit(i, dim)).unwrap();
+        b.put_vector(&key(i), "test-embedder", &unit(i, dim))
+            .unwrap();
     }
     a.commit(&b).unwrap();
     let cache_files = || -> Vec<std::path::PathBuf> {
@@ -247,15 +248,18 @@ fn a_search_beside_a_busy_writer_reads_a_stale_cache_up_to_date_without_waiting(
     // Two more batches: a changed vector, a value without a vector, a delete, new keys.
     let mut b = WriteBatch::new();
     b.put(&key(7), Map::new(), "changed").unwrap();
-    b.put_vector(&key(7), "test-embedder", &unit(1007, dim)).unwrap();
+    b.put_vector(&key(7), "test-embedder", &unit(1007, dim))
+        .unwrap();
     b.put(&key(8), Map::new(), "no vector any more").unwrap();
     b.delete(&key(9)).unwrap();
     b.put(&key(300), Map::new(), "new").unwrap();
-    b.put_vector(&key(300), "test-embedder", &unit(300, dim)).unwrap();
+    b.put_vector(&key(300), "test-embedder", &unit(300, dim))
+        .unwrap();
     a.commit(&b).unwrap();
     let mut b = WriteBatch::new();
     b.put(&key(301), Map::new(), "newer").unwrap();
-    b.put_vector(&key(301), "test-embedder", &unit(301, dim)).unwrap();
+    b.put_vector(&key(301), "test-embedder", &unit(301, dim))
+        .unwrap();
     a.commit(&b).unwrap();
 
     let queries = [1007u64, 7, 8, 9, 10, 300, 301];

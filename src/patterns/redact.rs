@@ -16,7 +16,7 @@ use std::sync::{Mutex, OnceLock};
 
 use hyperscan::Scratch;
 
-use super::compile::{compile, CompiledSet};
+use super::compile::{compile_cached, CompiledSet};
 use super::secret_rules::{self, Check, SecretRule};
 use super::secret_value::{is_placeholder, looks_secret};
 use super::{builtin, PatternError};
@@ -81,10 +81,14 @@ impl Redactor {
             .map_err(|e| PatternError::Invalid(e.clone()))
     }
 
-    /// Compile the built-in secret rules (prefer [`Redactor::builtin`]).
+    /// Compile the built-in secret rules (prefer [`Redactor::builtin`]). Compiling
+    /// them takes seconds, which every `engram remember` would pay, so the compiled
+    /// database is cached under the data directory (`cache/`), keyed by the rules and
+    /// the Hyperscan version; an unreadable or foreign cache is simply recompiled.
     pub fn new() -> Result<Redactor, PatternError> {
+        let cache = crate::location::data_home().map(|home| home.join("cache"));
         Ok(Redactor {
-            compiled: compile(&builtin::secrets())?,
+            compiled: compile_cached(&builtin::secrets(), cache.as_deref())?,
             rules: secret_rules::all().collect(),
             scratch: Mutex::new(Vec::new()),
         })

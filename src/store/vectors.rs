@@ -313,13 +313,23 @@ fn scan_with_delta(
     let query_norm = vector_file::l2_norm(query);
     for (&key_hash, vector) in &delta.changes {
         if let Some(v) = vector {
-            let score = score_f32(query, query_norm, v, vector_file::l2_norm(v), Metric::Cosine);
+            let score = score_f32(
+                query,
+                query_norm,
+                v,
+                vector_file::l2_norm(v),
+                Metric::Cosine,
+            );
             if score.is_finite() {
                 hits.push(VectorHit { key_hash, score });
             }
         }
     }
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key_hash.cmp(&b.key_hash)));
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.key_hash.cmp(&b.key_hash))
+    });
     hits.truncate(k);
     Ok(hits)
 }
