@@ -4,9 +4,9 @@
 //! Each batch holds whole files. What a file had before (its chunk count and symbol
 //! keys) is read under the writer lock, in the batch that replaces it, so a
 //! concurrent indexer, watcher or `jit_index_file` can never leave orphan records. A
-//! batch is committed once it holds about [`BATCH_BYTES`] of records or its files took
-//! [`BATCH_MILLIS`] to prepare; the lock is held only while a batch is appended and
-//! applied. A pass killed midway leaves every committed batch in place, and the next
+//! batch is committed once its files took [`BATCH_MILLIS`] to prepare or it holds as
+//! many bytes as the last batches suggest can be applied in about 60 ms (never more
+//! than [`BATCH_BYTES`]); the lock is held only while a batch is appended and applied. A pass killed midway leaves every committed batch in place, and the next
 //! pass skips those files as unchanged.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -21,10 +21,47 @@ use super::{walk, IndexError, IndexOptions, IndexReport, FILE_TYPE};
 use crate::key::hash64;
 use crate::store::{BatchWriter, Store};
 
-/// Records a batch gathers before it is committed.
+/// Records a batch gathers before it is committed, at most.
 pub const BATCH_BYTES: usize = 8 << 20;
 /// Preparation time a batch gathers before it is committed.
 pub const BATCH_MILLIS: u64 = 100;
+/// How long a batch should hold the writer lock. Applying a batch (the tracker's
+/// B-trees and full-text index, the vector caches) costs far more per byte than
+/// preparing it, and that cost grows with the store, so batch size follows the
+/// measured cost of the previous batches instead of being fixed.
+const TARGET_HOLD: Duration = Duration::from_millis(60);
+/// The smallest batch budget, so one slow commit cannot make batches tiny.
+const MIN_BATCH_BYTES: usize = 16 << 10;
+
+/// The byte budget of the next batch, from what the last ones cost under the lock.
+struct BatchBudget {
+    /// Smoothed lock time per byte of batch, in nanoseconds.
+    nanos_per_byte: Option<f64>,
+}
+
+impl BatchBudget {
+    fn bytes(&self) -> usize {
+        match self.nanos_per_byte {
+            None => 1 << 20,
+            Some(ns) => ((TARGET_HOLD.as_nanos() as f64 / ns.max(1e-3)) as usize)
+                .clamp(MIN_BATCH_BYTES, BATCH_BYTES),
+        }
+    }
+
+    fn observe(&mut self, bytes: usize, held: Duration) {
+        if bytes == 0 {
+            return;
+        }
+        let ns = held.as_nanos() as f64 / bytes as f64;
+        self.nanos_per_byte = Some(match self.nanos_per_byte {
+            None => ns,
+            // Lean towards the slower estimate: overshooting the hold time is what
+            // other processes feel.
+            Some(old) if ns > old => 0.3 * old + 0.7 * ns,
+            Some(old) => 0.7 * old + 0.3 * ns,
+        });
+    }
+}
 
 /// What the tracker says of a file.
 struct Known {
@@ -80,6 +117,9 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_bytes = 0usize;
     let mut batch_started = Instant::now();
+    let mut budget = BatchBudget {
+        nanos_per_byte: None,
+    };
     let total = files.len() as u64;
     for (done, f) in files.iter().enumerate() {
         if let Some(progress) = &opts.progress {
@@ -127,10 +167,11 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             hash,
             content,
         });
-        if batch_bytes >= BATCH_BYTES
+        if batch_bytes >= budget.bytes()
             || batch_started.elapsed() >= Duration::from_millis(BATCH_MILLIS)
         {
-            commit_files(store, &mut batch, &embedder_name, &mut report)?;
+            let held = commit_files(store, &mut batch, &embedder_name, &mut report)?;
+            budget.observe(batch_bytes, held);
             batch_bytes = 0;
             batch_started = Instant::now();
         }
@@ -147,17 +188,18 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
 }
 
 /// Commit `files` as one batch (emptying it), reading what each replaces under the
-/// writer lock.
+/// writer lock. Returns how long the lock was held.
 fn commit_files(
     store: &Store,
     files: &mut Vec<Pending>,
     embedder: &str,
     report: &mut IndexReport,
-) -> Result<(), IndexError> {
+) -> Result<Duration, IndexError> {
     if files.is_empty() {
-        return Ok(());
+        return Ok(Duration::ZERO);
     }
     let mut writer = store.begin_batch()?;
+    let locked = Instant::now();
     for p in files.drain(..) {
         let now = writer.with_tracker(|db| known_file(db, &p.rel))?;
         let (chunks, symbols, imports) = match (&p.content, &now) {
@@ -190,7 +232,7 @@ fn commit_files(
     if !writer.is_empty() {
         writer.finish()?;
     }
-    Ok(())
+    Ok(locked.elapsed())
 }
 
 fn put_file_record(

@@ -80,21 +80,33 @@ impl Projection for CodeProjection {
                 match meta.get("type").and_then(Value::as_str) {
                     Some(FILE_TYPE) => {
                         db.prepare_cached(
-                            "INSERT OR REPLACE INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks, embedder, symbols, imports)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                            "INSERT INTO code_files (key_hash, path, lang, size, mtime_ms, hash, chunks, embedder, symbols, imports)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                             ON CONFLICT (key_hash) DO UPDATE SET path = excluded.path, lang = excluded.lang,
+                               size = excluded.size, mtime_ms = excluded.mtime_ms, hash = excluded.hash,
+                               chunks = excluded.chunks, embedder = excluded.embedder,
+                               symbols = excluded.symbols, imports = excluded.imports",
                         )?
                         .execute(params![h, s("path"), s("lang"), n("size"), n("mtime_ms"), s("hash"), n("chunks"), s("embedder"), n("symbols"),
                             meta.get("imports").map(Value::to_string).unwrap_or_else(|| "[]".into())])?;
                     }
                     Some(CHUNK_TYPE) => {
+                        let existed =
+                            has_row(db, "SELECT 1 FROM code_chunks WHERE key_hash = ?1", h)?;
                         db.prepare_cached(
-                            "INSERT OR REPLACE INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line, symbol)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                            "INSERT INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line, symbol)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                             ON CONFLICT (key_hash) DO UPDATE SET path = excluded.path,
+                               chunk_id = excluded.chunk_id, lang = excluded.lang,
+                               start_line = excluded.start_line, end_line = excluded.end_line,
+                               symbol = excluded.symbol",
                         )?
                         .execute(params![h, s("path"), n("chunk_id"), s("lang"), n("start_line"), n("end_line"),
                             meta.get("symbol").and_then(Value::as_str)])?;
-                        db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
-                            .execute([h])?;
+                        if existed {
+                            db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
+                                .execute([h])?;
+                        }
                         let text = String::from_utf8_lossy(body);
                         db.prepare_cached(
                             "INSERT INTO code_fts (rowid, path, text) VALUES (?1, ?2, ?3)",
@@ -106,14 +118,22 @@ impl Projection for CodeProjection {
                         ])?;
                     }
                     Some(SYMBOL_TYPE) => {
+                        let existed =
+                            has_row(db, "SELECT 1 FROM code_symbols WHERE key_hash = ?1", h)?;
                         db.prepare_cached(
-                            "INSERT OR REPLACE INTO code_symbols (key_hash, path, lang, name, qualified_name, kind, start_line, end_line, signature)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            "INSERT INTO code_symbols (key_hash, path, lang, name, qualified_name, kind, start_line, end_line, signature)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                             ON CONFLICT (key_hash) DO UPDATE SET path = excluded.path, lang = excluded.lang,
+                               name = excluded.name, qualified_name = excluded.qualified_name,
+                               kind = excluded.kind, start_line = excluded.start_line,
+                               end_line = excluded.end_line, signature = excluded.signature",
                         )?
                         .execute(params![h, s("path"), s("lang"), s("name"), s("qualified_name"), s("kind"),
                             n("start_line"), n("end_line"), s("signature")])?;
-                        db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
-                            .execute([h])?;
+                        if existed {
+                            db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
+                                .execute([h])?;
+                        }
                         // Names are matched by their words too (`parse_request` by
                         // `parse request`); signature and doc say what it is.
                         let detail = format!("{}\n{}", s("signature"), s("doc"));
@@ -132,16 +152,29 @@ impl Projection for CodeProjection {
     }
 }
 
+/// Remove whatever row `h` has here. Each full-text delete is issued only when the
+/// key has a row: most keys passing through are not code at all (memories), and a
+/// write to an FTS5 table is far dearer than a lookup.
 fn delete(db: &Connection, h: i64) -> Result<()> {
-    db.prepare_cached("DELETE FROM code_files WHERE key_hash = ?1")?
-        .execute([h])?;
-    db.prepare_cached("DELETE FROM code_chunks WHERE key_hash = ?1")?
-        .execute([h])?;
-    db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
-        .execute([h])?;
-    db.prepare_cached("DELETE FROM code_symbols WHERE key_hash = ?1")?
-        .execute([h])?;
-    db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
-        .execute([h])?;
+    if has_row(db, "SELECT 1 FROM code_files WHERE key_hash = ?1", h)? {
+        db.prepare_cached("DELETE FROM code_files WHERE key_hash = ?1")?
+            .execute([h])?;
+    }
+    if has_row(db, "SELECT 1 FROM code_chunks WHERE key_hash = ?1", h)? {
+        db.prepare_cached("DELETE FROM code_chunks WHERE key_hash = ?1")?
+            .execute([h])?;
+        db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
+            .execute([h])?;
+    }
+    if has_row(db, "SELECT 1 FROM code_symbols WHERE key_hash = ?1", h)? {
+        db.prepare_cached("DELETE FROM code_symbols WHERE key_hash = ?1")?
+            .execute([h])?;
+        db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
+            .execute([h])?;
+    }
     Ok(())
+}
+
+fn has_row(db: &Connection, sql: &str, h: i64) -> Result<bool> {
+    Ok(db.prepare_cached(sql)?.exists([h])?)
 }

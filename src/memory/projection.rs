@@ -82,9 +82,14 @@ impl Projection for MemoryProjection {
                     .cloned()
                     .unwrap_or(Value::Object(Default::default()));
                 let num = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
+                let existed = has_memory(db, h)?;
                 db.prepare_cached(
-                    "INSERT OR REPLACE INTO memories (key_hash, id, text, tags, metadata, created_ms, updated_ms, seq)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    "INSERT INTO memories (key_hash, id, text, tags, metadata, created_ms, updated_ms, seq)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT (key_hash) DO UPDATE SET id = excluded.id, text = excluded.text,
+                       tags = excluded.tags, metadata = excluded.metadata,
+                       created_ms = excluded.created_ms, updated_ms = excluded.updated_ms,
+                       seq = excluded.seq",
                 )?
                 .execute(params![
                     h,
@@ -97,13 +102,16 @@ impl Projection for MemoryProjection {
                     *seq as i64
                 ])?;
                 db.prepare_cached(
-                    "INSERT OR REPLACE INTO memory_versions (key_hash, seq, offset) VALUES (?1, ?2, ?3)",
+                    "INSERT INTO memory_versions (key_hash, seq, offset) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (key_hash, seq) DO UPDATE SET offset = excluded.offset",
                 )?
                 .execute(params![h, *seq as i64, *offset as i64])?;
                 write_labels(db, h, meta)?;
                 write_edges(db, h, key, meta)?;
-                db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
-                    .execute([h])?;
+                if existed {
+                    db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
+                        .execute([h])?;
+                }
                 db.prepare_cached(
                     "INSERT INTO memories_fts (rowid, text, tags) VALUES (?1, ?2, ?3)",
                 )?
@@ -214,7 +222,13 @@ fn write_edges(
     Ok(())
 }
 
+/// Remove the memory `h`, if it is one. Most keys passing through are not memories
+/// (code chunks, symbols), so one lookup saves them five deletes, one of them in a
+/// full-text index. A memory's labels, edges and versions exist only while its row does.
 fn delete(db: &Connection, h: i64) -> Result<()> {
+    if !has_memory(db, h)? {
+        return Ok(());
+    }
     db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memories WHERE key_hash = ?1")?
@@ -226,4 +240,10 @@ fn delete(db: &Connection, h: i64) -> Result<()> {
     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
         .execute([h])?;
     Ok(())
+}
+
+fn has_memory(db: &Connection, h: i64) -> Result<bool> {
+    Ok(db
+        .prepare_cached("SELECT 1 FROM memories WHERE key_hash = ?1")?
+        .exists([h])?)
 }

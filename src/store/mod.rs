@@ -343,6 +343,26 @@ impl Store {
         Ok(())
     }
 
+    /// Checkpoint `tracker.db`'s WAL once it has grown past
+    /// [`tracker::CHECKPOINT_WAL_BYTES`] (writers call this after releasing the
+    /// writer lock). Passive: it never waits for readers or writers, and a failure
+    /// only leaves the WAL for the next writer.
+    fn checkpoint_if_due(&self) {
+        let wal = self.dir.join(format!("{TRACKER_FILE}-wal"));
+        let due = std::fs::metadata(&wal)
+            .map(|m| m.len() >= tracker::CHECKPOINT_WAL_BYTES)
+            .unwrap_or(false);
+        if !due {
+            return;
+        }
+        let done = self
+            .db()
+            .and_then(|db| Ok(db.execute_batch("PRAGMA wal_checkpoint(PASSIVE)")?));
+        if let Err(e) = done {
+            tracing::debug!("tracker checkpoint left for later: {e}");
+        }
+    }
+
     /// Top-k nearest keys to `query` among `embedder`'s vectors (cosine similarity).
     pub fn vector_search(
         &self,

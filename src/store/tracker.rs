@@ -102,6 +102,14 @@ pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
     s
 }
 
+/// Size of `tracker.db-wal` past which a writer checkpoints it: fewer, larger
+/// checkpoints write the hot pages (bookkeeping, recent keys) back once per
+/// checkpoint rather than once per few commits.
+pub const CHECKPOINT_WAL_BYTES: u64 = 32 << 20;
+
+/// The tracker connection's page cache, in KiB.
+const CACHE_KIB: i64 = 64 << 10;
+
 /// How long a connection waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -114,9 +122,16 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // not the tracker, is what must survive a crash: lost tracker commits are replayed.
     set_wal_mode(&db)?;
     db.pragma_update(None, "synchronous", "NORMAL")?;
-    // Fewer, larger checkpoints: the hot pages (bookkeeping, recent keys) are then
-    // written back once per checkpoint rather than once per few commits.
-    db.pragma_update(None, "wal_autocheckpoint", 8192)?;
+    // Writers checkpoint themselves, after releasing the writer lock (see
+    // `Store::checkpoint_if_due`), rather than inside a commit.
+    db.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // After a complete checkpoint SQLite cuts the WAL back to this size, so the
+    // file's length tells how much is waiting to be checkpointed.
+    db.pragma_update(None, "journal_size_limit", 4 << 20)?;
+    // A batch touches pages all over the B-trees and full-text indexes; SQLite's
+    // default 2 MiB cache spills them mid-transaction (pagerStress) and reads them
+    // back. Pages are only allocated as used, so small stores pay nothing.
+    db.pragma_update(None, "cache_size", -CACHE_KIB)?;
     // One IMMEDIATE transaction, so processes opening a new store at once queue on
     // the busy handler instead of failing on a read-to-write upgrade.
     let mut db = db;
@@ -219,7 +234,7 @@ pub fn read_meta(db: &Connection) -> Result<Option<TrackerMeta>> {
 
 /// Write how far the tracker has applied the log (inside the batch's transaction).
 pub fn write_meta(db: &Connection, m: &TrackerMeta) -> Result<()> {
-    db.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES ('applied', ?1)")?
+    db.prepare_cached("INSERT INTO meta (name, value) VALUES ('applied', ?1) ON CONFLICT (name) DO UPDATE SET value = excluded.value")?
         .execute([format!(
             "{}:{}:{}",
             m.applied_seq, m.applied_end, m.last_commit
@@ -396,7 +411,9 @@ fn apply_record(
                 return Err(corrupt("vector body is not a whole number of f32".into()));
             }
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (key_hash, embedder) DO UPDATE SET offset = excluded.offset,
+                   dim = excluded.dim, seq = excluded.seq",
             )?
             .execute(params![
                 key_hash as i64,
@@ -406,7 +423,7 @@ fn apply_record(
                 rec.seq() as i64
             ])?;
             // The embedder's latest dimension is the one its cache holds.
-            tx.prepare_cached("INSERT OR REPLACE INTO embedders (name, dim) VALUES (?1, ?2)")?
+            tx.prepare_cached("INSERT INTO embedders (name, dim) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET dim = excluded.dim")?
                 .execute(params![embedder, (rec.body.len() / 4) as i64])?;
         }
         RecordKind::Event => {

@@ -23,7 +23,8 @@ const FLUSH_AT: usize = 4 << 20;
 /// A batch being written; see the module doc. Holds the writer lock while alive.
 pub struct BatchWriter<'s> {
     store: &'s Store,
-    _writer: WriteGuard<'s>,
+    /// Taken (released) at the end of `finish`, before the checkpoint.
+    writer: Option<WriteGuard<'s>>,
     blob: std::sync::Arc<BlobLog>,
     meta: TrackerMeta,
     buf: Vec<u8>,
@@ -34,6 +35,8 @@ pub struct BatchWriter<'s> {
     crc: BatchCrc,
     now_ms: u64,
     finished: bool,
+    /// When the writer lock was taken, for the hold time logged at commit.
+    locked_at: std::time::Instant,
 }
 
 impl<'s> BatchWriter<'s> {
@@ -50,7 +53,7 @@ impl<'s> BatchWriter<'s> {
         }
         Ok(BatchWriter {
             store,
-            _writer: writer,
+            writer: Some(writer),
             blob,
             written_to: meta.applied_end,
             next_seq: meta.applied_seq + 1,
@@ -60,6 +63,7 @@ impl<'s> BatchWriter<'s> {
             crc: BatchCrc::new(),
             now_ms: super::now_ms(),
             finished: false,
+            locked_at: std::time::Instant::now(),
         })
     }
 
@@ -215,10 +219,12 @@ impl<'s> BatchWriter<'s> {
         );
         self.push_record(RecordKind::Commit, 0, 0, b"", commit.as_bytes())?;
         let commit_seq = self.next_seq - 1;
+        let finishing = std::time::Instant::now();
         self.flush_buf()?;
         if self.store.options.durability == Durability::Always {
             self.blob.sync()?;
         }
+        let synced = finishing.elapsed();
         // Apply what is now in the log through the same scan replay uses, so the
         // tracker only ever reflects bytes that decode as a committed batch.
         let snap = self.blob.snapshot(self.written_to)?;
@@ -254,6 +260,7 @@ impl<'s> BatchWriter<'s> {
         }
         tracker::write_meta(&tx, &meta)?;
         tx.commit()?;
+        let applied_at = finishing.elapsed();
         // From here the batch is durable and visible: it is acknowledged whatever
         // happens to the derived vector caches. A cache that fails to follow is left
         // with its old stamp, which makes it stale, and is rebuilt from the log by
@@ -263,6 +270,22 @@ impl<'s> BatchWriter<'s> {
         if let Err(e) = vectors::after_commit(self.store, &db, &snap, start, touches_vectors) {
             tracing::warn!(store = %self.store.dir.display(), "vector cache left stale after commit: {e}");
         }
+        // Other processes wait this long for the lock: `RUST_LOG=engram=debug` shows it.
+        tracing::debug!(
+            records = self.records,
+            bytes = self.written_to - start,
+            held_ms = self.locked_at.elapsed().as_millis() as u64,
+            sync_ms = synced.as_millis() as u64,
+            tracker_ms = (applied_at - synced).as_millis() as u64,
+            caches_ms = (finishing.elapsed() - applied_at).as_millis() as u64,
+            "batch committed"
+        );
+        // Write the WAL back into tracker.db after letting go of the lock, so other
+        // writers never wait for a checkpoint (SQLite's own locks keep it safe beside
+        // them, and readers never wait for it in WAL mode).
+        drop(db);
+        drop(self.writer.take());
+        self.store.checkpoint_if_due();
         Ok(CommitInfo {
             first_seq,
             commit_seq,
