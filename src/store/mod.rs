@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 pub use batch::WriteBatch;
@@ -299,6 +299,18 @@ impl Store {
     pub fn with_tracker<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let db = self.db()?;
         f(&db)
+    }
+
+    /// The live key whose 64-bit hash is `hash` (as [`crate::key::hash64`] computes
+    /// it), if any: for callers that hold only the hash, as the seeds' interfaces do.
+    /// SQLite shows the same hash as a signed integer; pass `hash as u64`.
+    pub fn key_for_hash(&self, hash: u64) -> Result<Option<String>> {
+        self.with_tracker(|db| {
+            Ok(db
+                .prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?
+                .query_row([hash as i64], |r| r.get::<_, String>(0))
+                .optional()?)
+        })
     }
 
     /// Number of live keys.
