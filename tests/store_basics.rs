@@ -321,7 +321,10 @@ fn a_key_is_found_by_its_hash_and_an_unknown_hash_finds_nothing() {
     b.put("file:src/lib.rs", Map::new(), "x").unwrap();
     s.commit(&b).unwrap();
     let h = engram::key::hash64("file:src/lib.rs");
-    assert_eq!(s.key_for_hash(h).unwrap().as_deref(), Some("file:src/lib.rs"));
+    assert_eq!(
+        s.key_for_hash(h).unwrap().as_deref(),
+        Some("file:src/lib.rs")
+    );
     // SQLite's signed view of the same hash names the same key.
     assert_eq!(
         s.key_for_hash((h as i64) as u64).unwrap().as_deref(),

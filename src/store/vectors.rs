@@ -21,7 +21,6 @@ use super::vector_cache::{
 };
 use super::vector_delta::VectorDelta;
 use super::vector_scan::{score_f32, VectorHit};
-use super::verify::{Problem, VerifyReport};
 use super::Store;
 use crate::format::{vector_file, RecordKind};
 
@@ -69,7 +68,7 @@ pub(super) fn batch_touches_vectors(batch: &Batch<'_>) -> bool {
 }
 
 /// Embedders the tracker knows, with their dimension.
-fn embedders(db: &Connection) -> Result<Vec<(String, u32)>> {
+pub(super) fn embedders(db: &Connection) -> Result<Vec<(String, u32)>> {
     let mut stmt = db.prepare_cached("SELECT name, dim FROM embedders ORDER BY name")?;
     let rows = stmt.query_map([], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u32))
@@ -332,83 +331,4 @@ fn scan_with_delta(
     });
     hits.truncate(k);
     Ok(hits)
-}
-
-/// Check each cache against the tracker (for `verify`). Reads the files as bytes and
-/// checks them with the format layer, never opening them for writing.
-pub(super) fn verify_caches(
-    dir: &Path,
-    db: &Connection,
-    applied: u64,
-    moved_on: &dyn Fn() -> bool,
-    report: &mut VerifyReport,
-) -> Result<()> {
-    for (embedder, dim) in embedders(db)? {
-        let path = cache_path(dir, &embedder);
-        let problem = |what: String| Problem {
-            file: "vector cache",
-            offset: None,
-            what: format!("{}: {what}", path.display()),
-        };
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                report.warnings.push(format!(
-                    "no vector cache for {embedder}; it is rebuilt on first search"
-                ));
-                continue;
-            }
-            Err(e) => return Err(StoreError::io("read", &path)(e)),
-        };
-        let (header, layout) = match vector_file::check_file_bytes(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                report.problems.push(problem(format!(
-                    "{e}; delete it, it is rebuilt from the log"
-                )));
-                continue;
-            }
-        };
-        if header.embedder_id.get() != embedder_id(&embedder) || header.dim.get() != dim {
-            report.problems.push(problem(format!(
-                "is not {embedder}'s cache of dimension {dim}"
-            )));
-            continue;
-        }
-        if header.seq.get() != applied {
-            report.warnings.push(format!(
-                "vector cache for {embedder} is stale; it is rebuilt on first search"
-            ));
-            continue;
-        }
-        let mut cached = std::collections::HashSet::new();
-        for slot in 0..header.count.get() {
-            let live = bytes[(layout.live + slot) as usize];
-            if live == vector_file::SLOT_LIVE {
-                let at = (layout.key_hashes + slot * 8) as usize;
-                let mut h = [0u8; 8];
-                h.copy_from_slice(&bytes[at..at + 8]);
-                cached.insert(u64::from_le_bytes(h));
-            }
-        }
-        let mut stmt = db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1")?;
-        let rows = stmt.query_map([&embedder], |r| r.get::<_, i64>(0))?;
-        let mut tracked = std::collections::HashSet::new();
-        for row in rows {
-            tracked.insert(row? as u64);
-        }
-        if cached != tracked && moved_on() {
-            report.warnings.push(format!(
-                "vector cache for {embedder} changed while it was verified (a writer at work); not compared"
-            ));
-        } else if cached != tracked {
-            report.problems.push(problem(format!(
-                "holds {} live rows, the tracker {}; {} differ",
-                cached.len(),
-                tracked.len(),
-                cached.symmetric_difference(&tracked).count()
-            )));
-        }
-    }
-    Ok(())
 }

@@ -17,8 +17,12 @@ use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{classify_tail, scan_batches, ScanStart, Tail};
 use super::tracker::{self, record_meta};
-use super::{vectors, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
-use crate::format::{decode_record, FormatError, RecordKind, FILE_HEADER_LEN, RECORD_ALIGN};
+use super::vector_cache::embedder_id;
+use super::vectors::{cache_path, embedders};
+use super::{BLOB_FILE, LOCK_FILE, TRACKER_FILE};
+use crate::format::{
+    decode_record, vector_file, FormatError, RecordKind, FILE_HEADER_LEN, RECORD_ALIGN,
+};
 
 /// One thing wrong, at an offset of `blob.dat` when it has one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -269,7 +273,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     // A cache a live writer is updating can disagree with our snapshot for a moment;
     // only a disagreement while the tracker stands still is a problem.
     let moved_on = || tracker_moved_on(&tracker_path, Some(&meta));
-    vectors::verify_caches(dir, &db, meta.applied_seq, &moved_on, &mut report)?;
+    verify_caches(dir, &db, meta.applied_seq, &moved_on, &mut report)?;
     db.execute_batch("COMMIT")?;
     Ok(report)
 }
@@ -361,4 +365,83 @@ fn resync(bytes: &[u8], from: usize) -> usize {
         off += RECORD_ALIGN;
     }
     bytes.len()
+}
+
+/// Check each cache against the tracker (for `verify`). Reads the files as bytes and
+/// checks them with the format layer, never opening them for writing.
+fn verify_caches(
+    dir: &Path,
+    db: &Connection,
+    applied: u64,
+    moved_on: &dyn Fn() -> bool,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    for (embedder, dim) in embedders(db)? {
+        let path = cache_path(dir, &embedder);
+        let problem = |what: String| Problem {
+            file: "vector cache",
+            offset: None,
+            what: format!("{}: {what}", path.display()),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                report.warnings.push(format!(
+                    "no vector cache for {embedder}; it is rebuilt on first search"
+                ));
+                continue;
+            }
+            Err(e) => return Err(StoreError::io("read", &path)(e)),
+        };
+        let (header, layout) = match vector_file::check_file_bytes(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                report.problems.push(problem(format!(
+                    "{e}; delete it, it is rebuilt from the log"
+                )));
+                continue;
+            }
+        };
+        if header.embedder_id.get() != embedder_id(&embedder) || header.dim.get() != dim {
+            report.problems.push(problem(format!(
+                "is not {embedder}'s cache of dimension {dim}"
+            )));
+            continue;
+        }
+        if header.seq.get() != applied {
+            report.warnings.push(format!(
+                "vector cache for {embedder} is stale; it is rebuilt on first search"
+            ));
+            continue;
+        }
+        let mut cached = std::collections::HashSet::new();
+        for slot in 0..header.count.get() {
+            let live = bytes[(layout.live + slot) as usize];
+            if live == vector_file::SLOT_LIVE {
+                let at = (layout.key_hashes + slot * 8) as usize;
+                let mut h = [0u8; 8];
+                h.copy_from_slice(&bytes[at..at + 8]);
+                cached.insert(u64::from_le_bytes(h));
+            }
+        }
+        let mut stmt = db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1")?;
+        let rows = stmt.query_map([&embedder], |r| r.get::<_, i64>(0))?;
+        let mut tracked = std::collections::HashSet::new();
+        for row in rows {
+            tracked.insert(row? as u64);
+        }
+        if cached != tracked && moved_on() {
+            report.warnings.push(format!(
+                "vector cache for {embedder} changed while it was verified (a writer at work); not compared"
+            ));
+        } else if cached != tracked {
+            report.problems.push(problem(format!(
+                "holds {} live rows, the tracker {}; {} differ",
+                cached.len(),
+                tracked.len(),
+                cached.symmetric_difference(&tracked).count()
+            )));
+        }
+    }
+    Ok(())
 }
