@@ -116,7 +116,7 @@ fn bench_index() {
 
 /// The baseline: one any-word FTS5 BM25 query for the 40 best chunks, as plain SQL.
 fn any_word_fts(store: &Store, q: &str) -> Vec<i64> {
-    let fts = engram::memory::query::fts_query(q).expect("words");
+    let fts = engram::fts::fts_query(q).expect("words");
     store
         .with_tracker(|db| {
             let mut stmt = db.prepare_cached(

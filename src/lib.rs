@@ -8,8 +8,9 @@
 //!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
 //! - [`memory`]: memories, the first user of the store.
 //! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place.
-//! - [`text`] and [`embed`]: code-aware words, and the embedders that turn text into
-//!   vectors (pure, no I/O).
+//! - [`text`], [`fts`] and [`embed`]: code-aware words, the full-text index's tokens
+//!   and safe FTS5 queries built from them, and the embedders that turn text into
+//!   vectors (pure, no I/O), shared by memory and code search.
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
@@ -29,6 +30,7 @@
 pub mod config;
 pub mod embed;
 pub mod format;
+pub mod fts;
 #[cfg(feature = "index")]
 pub mod gate;
 #[cfg(feature = "index")]

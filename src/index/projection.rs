@@ -7,7 +7,7 @@
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
-use crate::memory::query::index_text;
+use crate::fts::index_text;
 use crate::store::{Change, Projection, Result};
 
 /// Record type tags of indexed files and chunks.

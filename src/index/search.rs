@@ -6,7 +6,7 @@
 use rusqlite::OptionalExtension;
 
 use super::IndexError;
-use crate::memory::query::{fts_all_query, fts_query};
+use crate::fts::{fts_all_query, fts_query};
 use crate::store::Store;
 
 /// Where an indexed chunk is. Lines are 1-based and inclusive.

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::IndexError;
-use crate::memory::query::{fts_all_query, fts_query};
+use crate::fts::{fts_all_query, fts_query};
 use crate::store::Store;
 
 /// A symbol as stored. Lines are 1-based and inclusive.

@@ -13,7 +13,6 @@ mod locked;
 mod model;
 mod notes;
 mod projection;
-pub mod query;
 mod sessions;
 pub mod taxonomy;
 
@@ -467,7 +466,7 @@ pub fn keyword_ranked(
     filter: &MemoryFilter,
     top_k: usize,
 ) -> Result<Vec<(String, f64)>> {
-    let Some(fts) = query::fts_query(query) else {
+    let Some(fts) = crate::fts::fts_query(query) else {
         return Ok(Vec::new());
     };
     let (cond, filter_args) = filter.sql();

@@ -2,14 +2,14 @@
 //!
 //! `memories` holds one row per live memory for listing and filtering;
 //! `memories_fts` is the FTS5 keyword index over text and tags, with code-aware
-//! tokens (see [`super::query::index_text`]). Both are rebuilt from the log whenever
+//! tokens (see [`crate::fts::index_text`]). Both are rebuilt from the log whenever
 //! the version below changes; nothing is stored here that is not in the log.
 
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
 use super::model::MEMORY_TYPE;
-use super::query::index_text;
+use crate::fts::index_text;
 use crate::store::{Change, Projection, Result};
 
 /// Projection of memory records into `memories` and `memories_fts`.

@@ -3,7 +3,7 @@
 //! User text never reaches FTS5 as query syntax: it is cut into word tokens and each is
 //! quoted, so `"`, `*`, `NEAR`, `-` or `OR` in a query are plain words.
 
-pub use crate::text::split_identifier;
+use crate::text::split_identifier;
 
 /// The text as indexed: the original, then the sub-words of every compound
 /// identifier, so `parseHttpRequest` is found by `parse http request` and by itself.
