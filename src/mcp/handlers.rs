@@ -58,15 +58,15 @@ impl Engine {
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
-pub(super) fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+pub(crate) fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     a.get(k).and_then(Value::as_str)
 }
 
-fn req<'a>(a: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
+pub(super) fn req<'a>(a: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
     s(a, k).ok_or_else(|| format!("missing {k}"))
 }
 
-fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
+pub(super) fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
     a.get(k)
         .and_then(Value::as_array)
         .map(|v| {
@@ -181,6 +181,9 @@ impl Engine {
     }
 
     pub(super) fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+        if let Some(done) = self.dispatch_extra(name, a) {
+            return done;
+        }
         let m = &self.memories;
         match name {
             "code_search" => {
