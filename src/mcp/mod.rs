@@ -14,6 +14,7 @@ mod extra;
 pub mod handlers;
 pub mod http;
 pub mod normalise;
+mod seeded;
 mod shape;
 pub mod tools;
 
