@@ -34,6 +34,9 @@ pub struct AuditEvent {
     pub repo: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Who the caller said they were (a seed's `user_id`); not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
     /// The query or the written key, truncated to 200 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,

@@ -24,6 +24,7 @@ const WRITES: &[&str] = &[
     "coding_track_file_change",
     "coding_record_error",
     "coding_record_decision",
+    "memory_update",
 ];
 
 /// Tools that change the store some other way (indexing, pattern sets, ending a
@@ -34,18 +35,36 @@ const OTHER_WRITES: &[&str] = &[
     "jit_index_directory",
     "register_file",
     "pattern_load",
+    "memory_delete",
+    "delete_note",
 ];
 
-/// Arguments kept as given: a pattern set's regexes may look like secrets.
-const NOT_REDACTED: &[&str] = &["toml"];
+/// Arguments of `pattern_load` kept as given: a pattern set's regexes may look like
+/// secrets.
+const NOT_REDACTED: &[&str] = &["toml", "definition", "patterns"];
 
 impl Engine {
     /// Run tool `name`, auditing it.
     pub fn call(&self, name: &str, args: &Map<String, Value>) -> ToolResult {
+        self.call_as(name, args, None)
+    }
+
+    /// Run tool `name` for the caller who said they were `user_id`, auditing it.
+    pub fn call_as(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        user_id: Option<&str>,
+    ) -> ToolResult {
         // An event left attached by a call that panicked must not ride on this one.
         take_unattached_event();
         let mut args = args.clone();
-        let (redactions, mut result) = match redact_args(&mut args, NOT_REDACTED) {
+        let keep: &[&str] = if name == "pattern_load" {
+            NOT_REDACTED
+        } else {
+            &[]
+        };
+        let (redactions, mut result) = match redact_args(&mut args, keep) {
             Ok(n) => (n, Ok(Value::Null)),
             Err(e) => (
                 0,
@@ -66,6 +85,7 @@ impl Engine {
                 op: name.to_string(),
                 repo: self.gate.repo.clone(),
                 session: s(&args, "session").map(String::from),
+                user_id: user_id.map(String::from),
                 query: query.clone(),
                 results: 1,
                 redactions,
@@ -109,6 +129,7 @@ impl Engine {
             op: name.to_string(),
             repo: self.gate.repo.clone(),
             session: s(&args, "session").map(String::from),
+            user_id: user_id.map(String::from),
             query,
             results,
             redactions: redactions + index_redactions,

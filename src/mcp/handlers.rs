@@ -18,7 +18,7 @@ use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, ErrorReport, FileChange, Memories, Memory, MemoryFilter,
 };
-use crate::patterns::{PatternSet, Patterns, ScanTarget};
+use crate::patterns::{Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
 
 /// Everything a tool call may use: one repository's store and its gate.
@@ -58,15 +58,15 @@ impl Engine {
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
-pub(super) fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+pub(crate) fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     a.get(k).and_then(Value::as_str)
 }
 
-fn req<'a>(a: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
+pub(super) fn req<'a>(a: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
     s(a, k).ok_or_else(|| format!("missing {k}"))
 }
 
-fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
+pub(super) fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
     a.get(k)
         .and_then(Value::as_array)
         .map(|v| {
@@ -77,7 +77,7 @@ fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn int(a: &Map<String, Value>, k: &str, default: u64, max: u64) -> u64 {
+pub(super) fn int(a: &Map<String, Value>, k: &str, default: u64, max: u64) -> u64 {
     a.get(k)
         .and_then(Value::as_u64)
         .unwrap_or(default)
@@ -89,7 +89,7 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 impl Engine {
-    fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
+    pub(super) fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
         let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
         let mut budget = self.gate.budget();
         let hits = shape::hits(&r.hits, &mut budget);
@@ -140,7 +140,7 @@ impl Engine {
         })
     }
 
-    fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, String> {
+    pub(super) fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, String> {
         MemoryFilter {
             kind: s(a, "kind").map(String::from),
             task: s(a, "task").map(String::from),
@@ -181,6 +181,9 @@ impl Engine {
     }
 
     pub(super) fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+        if let Some(done) = self.dispatch_extra(name, a) {
+            return done;
+        }
         let m = &self.memories;
         match name {
             "code_search" => {
@@ -211,8 +214,9 @@ impl Engine {
                 self.search(req(a, "query")?, opts)
             }
             "memory_write" => {
+                let metadata = a.get("metadata").and_then(Value::as_object).cloned();
                 let written = m
-                    .remember(req(a, "text")?, &list(a, "tags"), None)
+                    .remember(req(a, "text")?, &list(a, "tags"), metadata)
                     .map_err(err)?;
                 Ok(json!({"id": written.id}))
             }
@@ -227,20 +231,14 @@ impl Engine {
                     mem.provenance = p.to_string();
                 }
                 mem.session = s(a, "session").map(String::from);
+                if let Some(meta) = a.get("metadata").and_then(Value::as_object) {
+                    mem.metadata = meta.clone();
+                }
                 let written = m.write(mem).map_err(err)?;
                 let shown = shape::memory(&written, &mut self.gate.budget());
                 Ok(json!({"id": written.id, "memory": shown}))
             }
-            "memory_search" | "memory_search_structured" => {
-                let opts = SearchOptions {
-                    top_k: int(a, "top_k", 10, 100) as usize,
-                    kind: Some(HitKind::Memory),
-                    memory_filter: self.memory_filter(a)?,
-                    embedder: self.embedder.clone(),
-                    ..SearchOptions::default()
-                };
-                self.search(req(a, "query")?, opts)
-            }
+            "memory_search" | "memory_search_structured" => self.search_memories(a),
             "memory_get" => match m.get(req(a, "id")?).map_err(err)? {
                 Some(mem) => {
                     let mut budget = self.gate.budget();
@@ -269,19 +267,8 @@ impl Engine {
                     .map_err(err)?;
                 Ok(self.memory_list("threads", &found))
             }
-            "pattern_load" => {
-                let set = PatternSet::parse(req(a, "toml")?, true).map_err(err)?;
-                let loaded = Patterns::new(m.store()).load(set).map_err(err)?;
-                Ok(json!({"loaded": loaded.name, "patterns": loaded.patterns.len()}))
-            }
-            "pattern_list" => {
-                let sets = Patterns::new(m.store()).list().map_err(err)?;
-                let out: Vec<Value> = sets
-                    .iter()
-                    .map(|(set, builtin)| json!({"name": set.name, "description": set.description, "patterns": set.patterns.len(), "builtin": builtin}))
-                    .collect();
-                Ok(json!({"sets": out}))
-            }
+            "pattern_load" => self.pattern_load(a),
+            "pattern_list" => self.pattern_list(),
             "pattern_scan" => {
                 let target = match s(a, "key") {
                     Some(k) => ScanTarget::Key(k.to_string()),
@@ -292,16 +279,7 @@ impl Engine {
                     .map_err(err)?;
                 Ok(json!({"matches": found}))
             }
-            "pattern_scan_memories" => {
-                let target = ScanTarget::Memories {
-                    task: s(a, "task").map(String::from),
-                    context: s(a, "context").map(String::from),
-                };
-                let found = Patterns::new(m.store())
-                    .scan(req(a, "set")?, &target)
-                    .map_err(err)?;
-                Ok(json!({"matches": found}))
-            }
+            "pattern_scan_memories" => self.pattern_scan_memories(a),
             "get_notes" => match s(a, "name") {
                 Some(n) => {
                     let note = m
@@ -327,12 +305,7 @@ impl Engine {
                     .map_err(err)?;
                 Ok(json!({"id": sess.id}))
             }
-            "coding_end_session" => {
-                let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
-                let sess = m.end_session(req(a, "id")?, success).map_err(err)?;
-                let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
-                Ok(json!({"id": sess.id, "summary": summary.text, "flags": summary.flags}))
-            }
+            "coding_end_session" => self.end_session(a),
             "coding_track_file_change" => {
                 let c: FileChange =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
@@ -341,7 +314,7 @@ impl Engine {
             "coding_record_error" => {
                 let e: ErrorReport =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                let mem = m.record_error(&e).map_err(err)?;
+                let mem = m.record_error_tagged(&e, &list(a, "tags")).map_err(err)?;
                 Ok(json!({"id": mem.id, "frequency": mem.metadata.get("frequency")}))
             }
             "coding_record_decision" => {
@@ -349,26 +322,8 @@ impl Engine {
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
                 Ok(json!({"id": m.record_decision(&d).map_err(err)?.id}))
             }
-            "coding_search_errors" => {
-                let hits = m
-                    .search_errors(req(a, "query")?, int(a, "top_k", 10, 100) as usize)
-                    .map_err(err)?;
-                let mut budget = self.gate.budget();
-                let mut out = Vec::new();
-                for h in &hits {
-                    let Some(mem) = shape::memory(&h.memory, &mut budget) else {
-                        break;
-                    };
-                    out.push(json!({"score": h.score, "memory": mem}));
-                }
-                Ok(shape::listed("errors", out, &budget))
-            }
-            "coding_get_project_context" => {
-                let budget = int(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
-                let text = m.project_context(budget).map_err(err)?;
-                let clean = self.gate.budget().take(&text).unwrap_or_default();
-                Ok(json!({"context": clean.text, "flags": clean.flags}))
-            }
+            "coding_search_errors" => self.search_errors(a),
+            "coding_get_project_context" => self.project_context(a),
             "coding_analyze_patterns" => {
                 Ok(serde_json::to_value(m.analyze_patterns().map_err(err)?).map_err(err)?)
             }

@@ -185,23 +185,7 @@ async fn stats(State(st): State<AppState>, UrlPath(repo): UrlPath<String>) -> Re
     if engine.gate.check_repo(&repo).is_err() {
         return error(StatusCode::NOT_FOUND, "no such repository on this server");
     }
-    let r = tokio::task::spawn_blocking(move || -> Result<Value, String> {
-        let store = engine.memories.store();
-        let count = |sql: &str| -> Result<i64, String> {
-            store
-                .with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))
-                .map_err(|e| e.to_string())
-        };
-        Ok(json!({
-            "repo": engine.gate.repo,
-            "memories": engine.memories.count().map_err(|e| e.to_string())?,
-            "live_records": store.live_records().map_err(|e| e.to_string())?,
-            "files": count("SELECT count(*) FROM code_files")?,
-            "chunks": count("SELECT count(*) FROM code_chunks")?,
-            "symbols": count("SELECT count(*) FROM code_symbols")?,
-        }))
-    })
-    .await;
+    let r = tokio::task::spawn_blocking(move || engine.stats()).await;
     match r {
         Ok(Ok(v)) => Json(v).into_response(),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e),

@@ -9,8 +9,12 @@
 //! [`handlers`], behind the [`crate::gate`].
 
 mod call;
+mod compat;
+mod extra;
 pub mod handlers;
 pub mod http;
+pub mod normalise;
+mod seeded;
 mod shape;
 pub mod tools;
 
@@ -92,30 +96,28 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let checked = match tools::TOOLS.iter().find(|t| t.name == name) {
-            Some(spec) if self.names.contains(&spec.name) => tools::validate(spec, &args),
-            _ => Err(format!(
-                "no tool {name:?} in this server's profile; tools: {}",
-                self.names.join(", ")
-            )),
-        };
-        if let Err(e) = checked {
-            // A refused call is audited too (off the async threads: it writes).
-            let message = shape::error_text(&e);
-            let (engine, op, said) = (self.engine.clone(), name.clone(), message.clone());
-            let _ = tokio::task::spawn_blocking(move || engine.audit_refused(&op, &said)).await;
-            return Err(ErrorData::invalid_params(message, None));
-        }
-        let engine = self.engine.clone();
+        let (engine, names) = (self.engine.clone(), self.names.clone());
+        // Normalising may look key hashes up in the store, so it runs off the async
+        // threads with the call; a refused call is audited too.
         let outcome = tokio::task::spawn_blocking(move || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.call(&name, &args)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                match normalise::prepare(&engine, &name, &names, args) {
+                    Ok(p) => Ok(engine.call_as(p.spec.name, &p.args, p.user_id.as_deref())),
+                    Err(e) => {
+                        let message = shape::error_text(&e);
+                        engine.audit_refused(&name, &message);
+                        Err(message)
+                    }
+                }
+            }))
         })
         .await;
         let result = match outcome {
-            Ok(Ok(Ok(value))) => CallToolResult::success(vec![ContentBlock::text(
+            Ok(Ok(Err(refused))) => return Err(ErrorData::invalid_params(refused, None)),
+            Ok(Ok(Ok(Ok(value)))) => CallToolResult::success(vec![ContentBlock::text(
                 serde_json::to_string(&value).unwrap_or_else(|_| "{}".into()),
             )]),
-            Ok(Ok(Err(message))) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            Ok(Ok(Ok(Err(message)))) => CallToolResult::error(vec![ContentBlock::text(message)]),
             Ok(Err(_)) | Err(_) => {
                 tracing::error!("a tool panicked; the server goes on");
                 CallToolResult::error(vec![ContentBlock::text(

@@ -74,6 +74,8 @@ pub fn memory(m: &Memory, budget: &mut Budget) -> Option<Value> {
     }
     v["text"] = json!(clean.text);
     v["source"] = json!(source);
+    // The seeds address entries by the 64-bit hash of their key.
+    v["key_hash"] = json!(crate::key::hash64(&m.id));
     Some(v)
 }
 

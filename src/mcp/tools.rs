@@ -14,6 +14,8 @@ pub enum Ty {
     Num,
     Bool,
     StrList,
+    /// A JSON object (free-form metadata).
+    Object,
 }
 
 /// One parameter of a tool.
@@ -23,51 +25,81 @@ pub struct Param {
     pub ty: Ty,
     pub required: bool,
     pub help: &'static str,
+    /// Other names the seeds use for it: accepted by [`super::normalise`], never
+    /// shown in the schema (the help mentions them).
+    pub aliases: &'static [&'static str],
 }
 
-const fn req(name: &'static str, ty: Ty, help: &'static str) -> Param {
+impl Param {
+    /// The same parameter, also accepted under `aliases`.
+    pub(super) const fn aka(self, aliases: &'static [&'static str]) -> Param {
+        Param { aliases, ..self }
+    }
+}
+
+pub(super) const fn req(name: &'static str, ty: Ty, help: &'static str) -> Param {
     Param {
         name,
         ty,
         required: true,
         help,
+        aliases: &[],
     }
 }
 
-const fn opt(name: &'static str, ty: Ty, help: &'static str) -> Param {
+pub(super) const fn opt(name: &'static str, ty: Ty, help: &'static str) -> Param {
     Param {
         name,
         ty,
         required: false,
         help,
+        aliases: &[],
     }
 }
 
-/// Tool profiles: `--tools core|code|memory|coding|all`.
+/// Tool profiles: `--tools core|code|memory|coding|all|compat`, or several joined by
+/// commas (`all,compat`). A set of bits: `all` lists every tool but the compat names,
+/// `compat` adds the TeleCoder tool names (callable whatever the profile).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    Core,
-    Code,
-    Memory,
-    Coding,
-    All,
+pub struct Profile(u8);
+
+#[allow(non_upper_case_globals)]
+impl Profile {
+    pub const Core: Profile = Profile(1);
+    pub const Code: Profile = Profile(2);
+    pub const Memory: Profile = Profile(4);
+    pub const Coding: Profile = Profile(8);
+    pub const All: Profile = Profile(16);
+    pub const Compat: Profile = Profile(32);
+
+    /// Whether this profile lists a tool that `profiles` name.
+    fn lists(self, profiles: &[Profile]) -> bool {
+        let compat_only = profiles.contains(&Profile::Compat);
+        (self.0 & Profile::All.0 != 0 && !compat_only) || profiles.iter().any(|p| self.0 & p.0 != 0)
+    }
 }
 
 impl std::str::FromStr for Profile {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "core" => Profile::Core,
-            "code" => Profile::Code,
-            "memory" => Profile::Memory,
-            "coding" => Profile::Coding,
-            "all" => Profile::All,
-            _ => {
-                return Err(format!(
-                    "tool profile {s:?} is not one of core, code, memory, coding, all"
-                ))
+        let mut bits = 0;
+        for part in s.split(',').map(str::trim) {
+            bits |= match part {
+                "core" => Profile::Core,
+                "code" => Profile::Code,
+                "memory" => Profile::Memory,
+                "coding" => Profile::Coding,
+                "all" => Profile::All,
+                "compat" => Profile::Compat,
+                _ => {
+                    return Err(format!(
+                        "tool profile {part:?} is not one of core, code, memory, coding, all, compat (join several with commas)"
+                    ))
+                }
             }
-        })
+            .0;
+        }
+        Ok(Profile(bits))
     }
 }
 
@@ -80,10 +112,25 @@ pub struct ToolSpec {
     pub profiles: &'static [Profile],
 }
 
-use Profile::{Code, Coding, Core, Memory};
+#[allow(non_upper_case_globals)]
+const Core: Profile = Profile::Core;
+#[allow(non_upper_case_globals)]
+const Code: Profile = Profile::Code;
+#[allow(non_upper_case_globals)]
+const Memory: Profile = Profile::Memory;
+#[allow(non_upper_case_globals)]
+const Coding: Profile = Profile::Coding;
 use Ty::*;
 
-const TOP_K: Param = opt("top_k", Int, "How many results (1-100, default 10).");
+const TOP_K: Param = opt(
+    "top_k",
+    Int,
+    "How many results (1-100, default 10); also k, topK.",
+)
+.aka(&["k", "topK"]);
+/// The session a record belongs to.
+const SESSION: Param =
+    opt("session", Str, "The session id (also session_id).").aka(&["session_id"]);
 const MEM_FILTERS: [Param; 7] = [
     opt(
         "task",
@@ -98,8 +145,9 @@ const MEM_FILTERS: [Param; 7] = [
     opt(
         "contexts",
         StrList,
-        "Only entries with all these context types (backend, auth, ...).",
-    ),
+        "Only entries with all these context types (backend, auth, ...); also context.",
+    )
+    .aka(&["context"]),
     opt("tags", StrList, "Only entries with all these tags."),
     opt(
         "kind",
@@ -111,7 +159,7 @@ const MEM_FILTERS: [Param; 7] = [
         Str,
         "Only entries updated since: Unix ms or an age like 7d, 12h.",
     ),
-    opt("session", Str, "Only entries of this coding session id."),
+    opt("session", Str, "Only entries of this coding session id.").aka(&["session_id"]),
 ];
 
 /// Every tool engram serves.
@@ -127,7 +175,8 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "symbol_search",
         description: "Find a function, method, class or other symbol by name: exact (Session.request), prefix (request) or fuzzy (sesreq). Call it when you know or half-know a name.",
-        params: &[req("name", Str, "The symbol's name or part of it."), opt("limit", Int, "Most results (default 20).")],
+        params: &[req("name", Str, "The symbol's name or part of it (also symbol).").aka(&["symbol"]),
+            opt("limit", Int, "Most results (default 20); also top_k, topK, k.").aka(&["top_k", "topK", "k"])],
         profiles: &[Core, Code],
     },
     ToolSpec {
@@ -157,7 +206,8 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "memory_write",
         description: "Remember something for later sessions: a fact, a finding, a preference. Write one whenever you learn something about this repository that you would want to know next time.",
-        params: &[req("text", Str, "What to remember, self-contained."), opt("tags", StrList, "Tags.")],
+        params: &[req("text", Str, "What to remember, self-contained."), opt("tags", StrList, "Tags."),
+            opt("metadata", Object, "Free-form metadata (an object) kept with it.")],
         profiles: &[Core, Memory],
     },
     ToolSpec {
@@ -178,23 +228,24 @@ pub static TOOLS: &[ToolSpec] = &[
         params: &[req("text", Str, "The memory, self-contained."),
             opt("task", Str, "Task type: debug, bugfix, implement_feature, refactor, ..."),
             opt("insights", StrList, "Insight types: decision, constraint, assumption, pitfall, tradeoff, invariant, todo, context."),
-            opt("contexts", StrList, "Context types: frontend, backend, auth, billing, ui, infra, devops, data, testing, api."),
-            opt("tags", StrList, "Tags."), opt("symbols", StrList, "sym: keys of code it is about."),
+            opt("contexts", StrList, "Context types: frontend, backend, auth, billing, ui, infra, devops, data, testing, api (also context).").aka(&["context"]),
+            opt("tags", StrList, "Tags."),
+            opt("symbols", StrList, "sym: keys of code it is about (also symbol_keys; 64-bit key hashes are resolved).").aka(&["symbol_keys"]),
             opt("provenance", Str, "user_stated, agent_observed, llm_extracted or inferred."),
-            opt("session", Str, "The coding session id.")],
+            SESSION, opt("metadata", Object, "Free-form metadata (an object).")],
         profiles: &[Memory],
     },
     ToolSpec {
         name: "memory_search_structured",
-        description: "Search memories with filters (task, insight and context types, tags, kind, time, session). Call it to find e.g. all pitfalls about auth before touching auth code.",
-        params: &[req("query", Str, "What you look for."), TOP_K, MEM_FILTERS[0], MEM_FILTERS[1], MEM_FILTERS[2],
+        description: "Search memories with filters (task, insight and context types, tags, kind, time, session). Call it to find e.g. all pitfalls about auth before touching auth code. Without a query it returns the filtered entries newest first.",
+        params: &[opt("query", Str, "What you look for (default: none, filters only)."), TOP_K, MEM_FILTERS[0], MEM_FILTERS[1], MEM_FILTERS[2],
             MEM_FILTERS[3], MEM_FILTERS[4], MEM_FILTERS[5], MEM_FILTERS[6]],
         profiles: &[Memory],
     },
     ToolSpec {
         name: "memory_get",
         description: "Read one memory by id (mem:xxxxxxxx), e.g. one cited in a search result or a context block.",
-        params: &[req("id", Str, "The memory id.")],
+        params: &[req("id", Str, "The memory id (also memory_id).").aka(&["memory_id"])],
         profiles: &[Core, Memory],
     },
     ToolSpec {
@@ -206,21 +257,28 @@ pub static TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pattern_load",
-        description: "Load (or replace) a named pattern set from TOML text, to scan stored code or memories for it later.",
-        params: &[req("toml", Str, "The pattern set as TOML (name, description, [[patterns]] with id, regex).")],
+        description: "Load (or replace) a named pattern set, to scan stored code or memories for it later: as TOML text, as JSON or TOML text (detected), or as arguments (id, patterns, description, tags).",
+        params: &[opt("toml", Str, "The pattern set as TOML (name, description, [[patterns]] with id, regex)."),
+            opt("definition", Str, "The pattern set as JSON or TOML text (detected by content; id or name, patterns as regex strings or objects)."),
+            opt("id", Str, "The set's name, pat:slug or slug (also pattern_set_id, name).").aka(&["pattern_set_id", "name"]),
+            opt("patterns", StrList, "The regexes (with id)."),
+            opt("description", Str, "What the set finds (with id)."), opt("tags", StrList, "Tags (with id)."),
+            opt("replace", Bool, "Replace a built-in set of the same name (default false).")],
         profiles: &[],
     },
     ToolSpec {
         name: "pattern_scan",
         description: "Scan stored code (or one key) with a pattern set: secrets, security-smells, debug-leftovers or a loaded one. Call it before a release or a review.",
-        params: &[req("set", Str, "The pattern set name."), opt("key", Str, "Only this key (default: all indexed code).")],
+        params: &[req("set", Str, "The pattern set name (also pattern_set_id).").aka(&["pattern_set_id"]),
+            opt("key", Str, "Only this key, or its 64-bit key hash (also target_key; default: all indexed code).").aka(&["target_key"])],
         profiles: &[],
     },
     ToolSpec {
         name: "pattern_scan_memories",
         description: "Scan stored memories with a pattern set, e.g. to check no secret was written into a memory.",
-        params: &[req("set", Str, "The pattern set name."), opt("task", Str, "Only memories of this task type."),
-            opt("context", Str, "Only memories of this context type.")],
+        params: &[req("set", Str, "The pattern set name (also pattern_set_id).").aka(&["pattern_set_id"]),
+            opt("task", Str, "Only memories of this task type."),
+            opt("context", StrList, "Only memories with all these context types (one or a list).")],
         profiles: &[],
     },
     ToolSpec {
@@ -232,13 +290,13 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "get_notes",
         description: "Read the repository's notes (key/value, human-editable): conventions, commands, contacts. Call it at the start of a session.",
-        params: &[opt("name", Str, "One note's name (default: all notes).")],
+        params: &[opt("name", Str, "One note's name (also key; default: all notes).").aka(&["key"])],
         profiles: &[Core, Memory],
     },
     ToolSpec {
         name: "set_note",
         description: "Set a repository note (key/value), e.g. the test command or a convention the user stated.",
-        params: &[req("name", Str, "The note's name."), req("value", Str, "Its value.")],
+        params: &[req("name", Str, "The note's name (also key).").aka(&["key"]), req("value", Str, "Its value.")],
         profiles: &[Core, Memory],
     },
     ToolSpec {
@@ -249,27 +307,35 @@ pub static TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "coding_end_session",
-        description: "End a coding session; returns a summary of what it recorded (files, errors fixed, decisions).",
-        params: &[req("id", Str, "The session id."), opt("success", Bool, "Whether the goal was reached (default true).")],
+        description: "End a coding session; returns a summary of what it recorded (files, errors fixed, decisions) and its statistics. Without an id it ends the one active session.",
+        params: &[opt("id", Str, "The session id (also session_id; default: the one active session).").aka(&["session_id"]),
+            opt("success", Bool, "Whether the goal was reached (default true)."),
+            opt("summary", Str, "Your own summary, stored beside the generated one.")],
         profiles: &[Coding],
     },
     ToolSpec {
         name: "coding_track_file_change",
         description: "Record a file change and, above all, why it was made. Call it after each meaningful edit.",
-        params: &[req("path", Str, "The file."), req("action", Str, "create, edit, delete, rename, refactor or test."),
-            req("reason", Str, "Why the change was made."), opt("diff_summary", Str, "What changed, briefly."),
-            opt("related_files", StrList, "Files changed with it."), opt("start_line", Int, "First line changed."),
-            opt("end_line", Int, "Last line changed."), opt("session", Str, "The session id.")],
+        params: &[req("path", Str, "The file (also file_path).").aka(&["file_path"]),
+            req("action", Str, "create, edit, delete, rename, refactor or test."),
+            req("reason", Str, "Why the change was made."),
+            opt("diff_summary", Str, "What changed, briefly (also diff).").aka(&["diff"]),
+            opt("related_files", StrList, "Files changed with it."),
+            opt("start_line", Int, "First line changed (line_range [a, b] or \"a,b\" sets both)."),
+            opt("end_line", Int, "Last line changed."), SESSION],
         profiles: &[Coding],
     },
     ToolSpec {
         name: "coding_record_error",
         description: "Record an error met while coding, with its solution once known. A recurring error increases its frequency instead of duplicating. Call it whenever a build, test or runtime error costs you time.",
         params: &[req("error_type", Str, "The error's type or class."), req("message", Str, "The message."),
-            opt("stack_trace", Str, "The stack trace."), opt("file", Str, "Where it happened."), opt("line", Int, "Line."),
+            opt("stack_trace", Str, "The stack trace."),
+            opt("file", Str, "Where it happened (also file_path).").aka(&["file_path"]),
+            opt("line", Int, "Line (also line_number).").aka(&["line_number"]),
             opt("solution", Str, "How it was fixed."), opt("resolved", Bool, "Whether it is fixed."),
-            opt("screenshot", Str, "A screenshot path."), opt("session", Str, "The session id."),
-            opt("resolved_by", Str, "The change (mem: id) that fixed it.")],
+            opt("screenshot", Str, "A screenshot path (also screenshot_path; screenshot_base64 is kept as its size and hash only).").aka(&["screenshot_path"]),
+            SESSION, opt("resolved_by", Str, "The change (mem: id) that fixed it."),
+            opt("tags", StrList, "Tags.")],
         profiles: &[Coding],
     },
     ToolSpec {
@@ -279,7 +345,7 @@ pub static TOOLS: &[ToolSpec] = &[
             opt("alternatives", StrList, "Alternatives considered."), opt("impact", Str, "What it affects."),
             opt("tags", StrList, "Tags."), opt("related_files", StrList, "Files it concerns."),
             opt("confidence", Num, "0 to 1."), opt("reviewed", Bool, "Whether someone reviewed it."),
-            opt("session", Str, "The session id.")],
+            SESSION],
         profiles: &[Coding],
     },
     ToolSpec {
@@ -291,7 +357,8 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "coding_get_project_context",
         description: "A compact overview for a new session: recent sessions, open pitfalls, constraints and todos, most-changed files, unresolved errors, key decisions. Call it first in a new session.",
-        params: &[opt("budget", Int, "Most bytes (default 4000).")],
+        params: &[opt("budget", Int, "Most bytes (default 4000)."),
+            opt("focus", Str, "What the session is about: memories matching it are put first.")],
         profiles: &[Core, Coding],
     },
     ToolSpec {
@@ -308,12 +375,23 @@ pub static TOOLS: &[ToolSpec] = &[
     },
 ];
 
-/// The tools a profile lists.
-pub fn tools_for(profile: Profile) -> Vec<&'static ToolSpec> {
+/// Every tool: the main table, the small tools added for the seeds
+/// ([`super::extra`]) and the TeleCoder names ([`super::compat`]).
+pub fn all_specs() -> impl Iterator<Item = &'static ToolSpec> {
     TOOLS
         .iter()
-        .filter(|t| profile == Profile::All || t.profiles.contains(&profile))
-        .collect()
+        .chain(super::extra::EXTRA_TOOLS)
+        .chain(super::compat::COMPAT_TOOLS)
+}
+
+/// A tool by name.
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    all_specs().find(|t| t.name == name)
+}
+
+/// The tools a profile lists.
+pub fn tools_for(profile: Profile) -> Vec<&'static ToolSpec> {
+    all_specs().filter(|t| profile.lists(t.profiles)).collect()
 }
 
 /// The JSON schema of a tool's arguments.
@@ -328,6 +406,7 @@ pub fn schema(spec: &ToolSpec) -> Map<String, Value> {
             Ty::StrList => {
                 json!({"type": "array", "items": {"type": "string"}, "description": p.help})
             }
+            Ty::Object => json!({"type": "object", "description": p.help}),
         };
         props.insert(p.name.into(), ty);
     }
@@ -378,6 +457,7 @@ pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String
                     Ty::Num => v.is_number(),
                     Ty::Bool => v.is_boolean(),
                     Ty::StrList => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+                    Ty::Object => v.is_object(),
                 };
                 if !ok {
                     let want = match p.ty {
@@ -386,6 +466,7 @@ pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String
                         Ty::Num => "a number",
                         Ty::Bool => "true or false",
                         Ty::StrList => "an array of strings",
+                        Ty::Object => "an object",
                     };
                     return Err(format!(
                         "{}: argument {:?} must be {want}, got {v}",
@@ -406,6 +487,8 @@ mod tests {
     fn every_tool_has_a_schema_and_profiles_are_subsets() {
         assert_eq!(TOOLS.len(), 28);
         let all = tools_for(Profile::All).len();
+        let with_compat = tools_for("all,compat".parse().unwrap()).len();
+        assert_eq!(with_compat, all + super::super::compat::COMPAT_TOOLS.len());
         for p in [
             Profile::Core,
             Profile::Code,

@@ -114,6 +114,11 @@ impl Memories {
     /// Record an error. A recurrence of a known one increments its `frequency` (and
     /// takes a new solution or resolved flag if given) instead of adding an entry.
     pub fn record_error(&self, e: &ErrorReport) -> Result<Memory> {
+        self.record_error_tagged(e, &[])
+    }
+
+    /// [`Memories::record_error`] with tags (a recurrence adds them to the entry's).
+    pub fn record_error_tagged(&self, e: &ErrorReport, tags: &[String]) -> Result<Memory> {
         if e.error_type.trim().is_empty() || e.message.trim().is_empty() {
             return Err(MemoryError::Invalid(
                 "an error needs a type and a message".into(),
@@ -176,6 +181,11 @@ impl Memories {
                     meta.insert("frequency".into(), json!(frequency));
                     m.metadata = meta;
                     m.tags = old.tags;
+                    for t in tags {
+                        if !m.tags.contains(t) {
+                            m.tags.push(t.clone());
+                        }
+                    }
                     self.update_locked(l, &old.id, m)
                 }
                 None => {
@@ -185,6 +195,7 @@ impl Memories {
                     meta.insert("resolved".into(), json!(e.resolved));
                     meta.insert("frequency".into(), json!(1));
                     m.metadata = meta;
+                    m.tags = tags.to_vec();
                     self.write_locked(l, m)
                 }
             }

@@ -47,7 +47,18 @@ impl Memories {
 
     /// End a session: mark it and write the summary of what it recorded.
     pub fn end_session(&self, id: &str, success: bool) -> Result<Memory> {
-        self.locked(|l| self.end_session_locked(l, id, success))
+        self.end_session_with(id, success, None)
+    }
+
+    /// [`Memories::end_session`], keeping the caller's own summary beside the
+    /// generated one (in the text and as `metadata.user_summary`).
+    pub fn end_session_with(
+        &self,
+        id: &str,
+        success: bool,
+        user_summary: Option<&str>,
+    ) -> Result<Memory> {
+        self.locked(|l| self.end_session_locked(l, id, success, user_summary))
     }
 
     fn end_session_locked(
@@ -55,6 +66,7 @@ impl Memories {
         l: &mut super::Locked<'_>,
         id: &str,
         success: bool,
+        user_summary: Option<&str>,
     ) -> Result<Memory> {
         let id = super::normalise_id(id)?;
         let Some(session) = l.get(&id)? else {
@@ -75,6 +87,10 @@ impl Memories {
         let summary = summarise(&session, &entries, success);
         let mut m = session.clone();
         m.text = summary.clone();
+        if let Some(given) = user_summary.map(str::trim).filter(|t| !t.is_empty()) {
+            m.text.push_str(&format!("\nsummary given: {given}\n"));
+            m.metadata.insert("user_summary".into(), json!(given));
+        }
         m.metadata.insert("status".into(), json!("ended"));
         m.metadata.insert("success".into(), json!(success));
         m.metadata.insert("summary".into(), json!(summary));

@@ -36,6 +36,9 @@ pub struct Match {
     pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// Byte offsets of the match in the record's body (end exclusive).
+    pub start: u64,
+    pub end: u64,
     /// The matched text; masked for secret sets.
     pub text: String,
 }
@@ -108,6 +111,8 @@ pub(super) fn scan(
                 pattern: compiled.set.patterns[pattern].id.clone(),
                 path: path.clone(),
                 line: Some(line),
+                start: start as u64,
+                end: end as u64,
                 text: if compiled.set.secret { mask(&raw) } else { raw },
             });
         }

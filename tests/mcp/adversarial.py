@@ -105,6 +105,11 @@ def base_args(mid, sid):
         "coding_get_project_context": {},
         "coding_analyze_patterns": {},
         "enrich_prompt": {"prompt": "parse request"},
+        "memory_update": {"id": sid, "tags": ["t"]},
+        "memory_delete": {"id": "mem:ffffffff"},
+        "delete_note": {"name": "no-such-note"},
+        "search_notes": {"query": "build"},
+        "memory_stats": {},
     }
 
 

@@ -192,7 +192,7 @@ async def scenario(session, bench):
         ("code_search", {"query": 5}, "must be a string"),
         ("memory_write", {"text": "x", "colour": "red"}, "unknown argument"),
         ("memory_search", {"query": "x", "top_k": -1}, "non-negative integer"),
-        ("coding_record_decision", {"decision": "x", "alternatives": "one"}, "array of strings"),
+        ("coding_record_decision", {"decision": "x", "alternatives": 5}, "array of strings"),
         ("no_such_tool", {}, "no tool"),
     ]:
         msg = await call_error(session, name, args)

@@ -1,0 +1,162 @@
+//! Small tools the seeds have and engram lacked, each mapped onto an existing library
+//! call: `memory_update` (`Memories::update`), `memory_delete` (`Memories::forget`),
+//! `delete_note` and `search_notes` (notes), `memory_stats` (what
+//! `GET /api/memory/{repo}/stats` reports). Listed in the `memory` profile, not `core`.
+
+use serde_json::{json, Map, Value};
+
+use super::handlers::{list, req, s, Engine, ToolResult};
+use super::tools::{opt, req as required, Profile, ToolSpec, Ty};
+
+const MEMORY: &[Profile] = &[Profile::Memory];
+
+/// The specs of the tools this module handles.
+pub static EXTRA_TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "memory_update",
+        description: "Change a memory (a new version; earlier ones stay in its history). Only the fields given change.",
+        params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"]),
+            opt("text", Ty::Str, "The new text."), opt("task", Ty::Str, "Task type."),
+            opt("insights", Ty::StrList, "Insight types."),
+            opt("contexts", Ty::StrList, "Context types (also context).").aka(&["context"]),
+            opt("tags", Ty::StrList, "Tags."),
+            opt("metadata", Ty::Object, "Metadata fields to set (merged into what is there).")],
+        profiles: MEMORY,
+    },
+    ToolSpec {
+        name: "memory_delete",
+        description: "Delete a memory by id. Returns whether there was one.",
+        params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"])],
+        profiles: MEMORY,
+    },
+    ToolSpec {
+        name: "delete_note",
+        description: "Delete a repository note by name. Returns whether there was one.",
+        params: &[required("name", Ty::Str, "The note's name (also key).").aka(&["key"])],
+        profiles: MEMORY,
+    },
+    ToolSpec {
+        name: "search_notes",
+        description: "Find repository notes whose name or value contains every word of the query (case-insensitive).",
+        params: &[required("query", Ty::Str, "Words to find."),
+            opt("limit", Ty::Int, "Most notes (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
+        profiles: MEMORY,
+    },
+    ToolSpec {
+        name: "memory_stats",
+        description: "How much this repository's store holds: memories, records, indexed files, chunks and symbols.",
+        params: &[],
+        profiles: MEMORY,
+    },
+];
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+impl Engine {
+    /// Run one of [`EXTRA_TOOLS`]; `None` for any other name.
+    pub(super) fn dispatch_extra(&self, name: &str, a: &Map<String, Value>) -> Option<ToolResult> {
+        Some(match name {
+            "memory_update" => self.memory_update(a),
+            "memory_delete" => {
+                let id = match req(a, "id") {
+                    Ok(id) => id,
+                    Err(e) => return Some(Err(e)),
+                };
+                self.memories
+                    .forget(id)
+                    .map(|deleted| json!({"id": id, "deleted": deleted}))
+                    .map_err(err)
+            }
+            "delete_note" => {
+                let name = match req(a, "name") {
+                    Ok(n) => n,
+                    Err(e) => return Some(Err(e)),
+                };
+                self.memories
+                    .note_delete(name)
+                    .map(|deleted| json!({"name": name, "deleted": deleted}))
+                    .map_err(err)
+            }
+            "search_notes" => self.search_notes(a),
+            "memory_stats" => self.stats(),
+            _ => return None,
+        })
+    }
+
+    fn memory_update(&self, a: &Map<String, Value>) -> ToolResult {
+        let id = req(a, "id")?;
+        let m = &self.memories;
+        let mut change = m
+            .get(id)
+            .map_err(err)?
+            .ok_or_else(|| format!("no memory {id}"))?;
+        if let Some(t) = s(a, "text") {
+            change.text = t.to_string();
+        }
+        if let Some(t) = s(a, "task") {
+            change.task = Some(t.to_string());
+        }
+        for (k, field) in [
+            ("insights", &mut change.insights),
+            ("contexts", &mut change.contexts),
+            ("tags", &mut change.tags),
+        ] {
+            if a.contains_key(k) {
+                *field = list(a, k);
+            }
+        }
+        if let Some(meta) = a.get("metadata").and_then(Value::as_object) {
+            change.metadata.extend(meta.clone());
+        }
+        let updated = m.update(id, change).map_err(err)?;
+        let shown = super::shape::memory(&updated, &mut self.gate.budget());
+        Ok(json!({"id": updated.id, "updated": true, "version": updated.version, "memory": shown}))
+    }
+
+    fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {
+        let words: Vec<String> = req(a, "query")?
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        let limit = a
+            .get("limit")
+            .and_then(Value::as_u64)
+            .unwrap_or(20)
+            .clamp(1, 500) as usize;
+        let notes = self.memories.note_list().map_err(err)?;
+        let found: Vec<_> = notes
+            .into_iter()
+            .filter(|n| {
+                let name = crate::memory::note_name(n).unwrap_or("");
+                let hay = format!("{name}\n{}", n.text).to_lowercase();
+                words.iter().all(|w| hay.contains(w.as_str()))
+            })
+            .take(limit)
+            .collect();
+        let mut budget = self.gate.budget();
+        let items = super::shape::memories(&found, &mut budget);
+        Ok(super::shape::listed("notes", items, &budget))
+    }
+
+    /// What the store holds (also served as `GET /api/memory/{repo}/stats`).
+    pub fn stats(&self) -> ToolResult {
+        let store = self.memories.store();
+        let count = |sql: &str| -> Result<i64, String> {
+            store
+                .with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))
+                .map_err(err)
+        };
+        let memories = self.memories.count().map_err(err)?;
+        Ok(json!({
+            "repo": self.gate.repo,
+            "memories": memories,
+            "total_memories": memories,
+            "live_records": store.live_records().map_err(err)?,
+            "files": count("SELECT count(*) FROM code_files")?,
+            "chunks": count("SELECT count(*) FROM code_chunks")?,
+            "symbols": count("SELECT count(*) FROM code_symbols")?,
+        }))
+    }
+}

@@ -1,0 +1,341 @@
+//! One normalisation step before a call's arguments are checked, shared by stdio and
+//! HTTP (both reach tools through [`super::Server`]): it lets calls written for the
+//! seed systems in unchanged, without changing what engram's own names mean.
+//!
+//! In order:
+//! 1. the tool: a TeleCoder name ([`super::compat`]) is routed to engram's tool; a
+//!    tool outside the server's profile is refused (TeleCoder names never are);
+//! 2. scope arguments, accepted on every tool: `repo` and `project_id` must name this
+//!    server's repository (or one the gate allows), `user_id` goes to the audit event;
+//! 3. a few seed-shaped arguments rewritten (`line_range`, `screenshot_base64`);
+//! 4. argument aliases ([`super::tools::Param::aliases`]) renamed to the canonical
+//!    name; an alias and its canonical name given different values are refused;
+//! 5. 64-bit key hashes (ints, or digit strings for `key`/`symbols`) resolved to keys;
+//! 6. lenient types where the intent is unambiguous: numeric strings, `"true"`/
+//!    `"false"`, JSON-array strings, one string for a list;
+//!
+//! then [`super::tools::validate`] checks the result as before. Nothing here writes.
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::handlers::Engine;
+use super::tools::{self, Param, ToolSpec, Ty};
+
+/// Arguments every tool accepts that name the caller's scope.
+const SCOPE: &[&str] = &["repo", "project_id", "user_id"];
+
+/// Parameters that hold keys: a 64-bit key hash given there is resolved to its key.
+const KEY_PARAMS: &[&str] = &["key", "id", "symbols", "resolved_by"];
+
+/// A call ready to run: the tool, its arguments in engram's names and types, and who
+/// the caller said they were.
+pub struct Prepared {
+    pub spec: &'static ToolSpec,
+    pub args: Map<String, Value>,
+    pub user_id: Option<String>,
+}
+
+/// Route, normalise and validate a call. `listed` are the tools of the server's
+/// profile. The error is the message for the caller (an `invalid_params`).
+pub fn prepare(
+    engine: &Engine,
+    name: &str,
+    listed: &[&str],
+    args: Map<String, Value>,
+) -> Result<Prepared, String> {
+    let target = super::compat::target(name);
+    let spec = match tools::find(target.unwrap_or(name)) {
+        Some(spec) if target.is_some() || listed.contains(&spec.name) => spec,
+        _ => {
+            return Err(format!(
+                "no tool {name:?} in this server's profile; tools: {}",
+                listed.join(", ")
+            ))
+        }
+    };
+    let mut args = args;
+    let user_id = scope(engine, spec, &mut args)?;
+    seed_shapes(spec, &mut args)?;
+    for p in spec.params {
+        rename_aliases(spec, p, &mut args)?;
+        if KEY_PARAMS.contains(&p.name) {
+            if let Some(v) = args.get_mut(p.name) {
+                resolve_hashes(engine, spec, p, v)?;
+            }
+        }
+        if let Some(v) = args.get_mut(p.name) {
+            coerce(p.ty, v);
+        }
+    }
+    tools::validate(spec, &args)?;
+    Ok(Prepared {
+        spec,
+        args,
+        user_id,
+    })
+}
+
+/// Check and remove the scope arguments; returns the `user_id`.
+fn scope(
+    engine: &Engine,
+    spec: &ToolSpec,
+    args: &mut Map<String, Value>,
+) -> Result<Option<String>, String> {
+    let mut user = None;
+    for &k in SCOPE {
+        let Some(v) = args.remove(k) else { continue };
+        let text = match &v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Null => continue,
+            other => return Err(format!("{}: {k} must be a string, got {other}", spec.name)),
+        };
+        if k == "user_id" {
+            user = Some(text.chars().take(128).collect());
+        } else if engine.gate.check_repo(&text).is_err() {
+            return Err(format!(
+                "{}: {k} {text:?} is not a repository this server may reach (it serves {:?})",
+                spec.name, engine.gate.repo
+            ));
+        }
+    }
+    Ok(user)
+}
+
+/// Seed arguments that are not a plain rename.
+fn seed_shapes(spec: &ToolSpec, args: &mut Map<String, Value>) -> Result<(), String> {
+    if spec.name == "coding_track_file_change" {
+        if let Some(range) = args.remove("line_range") {
+            let (a, b) = line_range(&range).ok_or_else(|| {
+                format!(
+                    "{}: line_range must be [start, end] or \"start,end\", got {range}",
+                    spec.name
+                )
+            })?;
+            for (k, v) in [("start_line", a), ("end_line", b)] {
+                put_checked(spec, args, "line_range", k, json!(v))?;
+            }
+        }
+    }
+    if spec.name == "coding_record_error" {
+        if let Some(image) = args.remove("screenshot_base64") {
+            // Only what identifies the image goes in: never the image itself.
+            let Value::String(data) = image else {
+                return Err(format!("{}: screenshot_base64 must be a string", spec.name));
+            };
+            let digest = Sha256::digest(data.trim().as_bytes());
+            let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            let shown = format!(
+                "base64 image, {} characters, sha256 {hex}… (not stored)",
+                data.trim().len()
+            );
+            put_checked(spec, args, "screenshot_base64", "screenshot", json!(shown))?;
+        }
+    }
+    Ok(())
+}
+
+fn line_range(v: &Value) -> Option<(u64, u64)> {
+    let parts: Vec<Value> = match v {
+        Value::Array(a) => a.clone(),
+        Value::String(s) => {
+            let t = s
+                .trim()
+                .trim_start_matches(['[', '('])
+                .trim_end_matches([']', ')']);
+            t.split([',', '-', ':']).map(|p| json!(p.trim())).collect()
+        }
+        _ => return None,
+    };
+    let num = |v: &Value| match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    };
+    match parts.as_slice() {
+        [a, b] => Some((num(a)?, num(b)?)),
+        _ => None,
+    }
+}
+
+/// Set `key` from what the seed argument `from` said, refusing a different value
+/// already given under `key`.
+fn put_checked(
+    spec: &ToolSpec,
+    args: &mut Map<String, Value>,
+    from: &str,
+    key: &str,
+    value: Value,
+) -> Result<(), String> {
+    match args.get(key) {
+        Some(given) if !same(given, &value) => Err(conflict(spec, from, key, &value, given)),
+        _ => {
+            args.insert(key.into(), value);
+            Ok(())
+        }
+    }
+}
+
+fn conflict(spec: &ToolSpec, alias: &str, name: &str, a: &Value, b: &Value) -> String {
+    format!(
+        "{}: {alias:?} and {name:?} are the same argument and were given different values ({a} and {b}); pass only one",
+        spec.name
+    )
+}
+
+/// Equal values, counting `"5"` and `5`, or `"a"` and `["a"]`, as equal.
+fn same(a: &Value, b: &Value) -> bool {
+    if a == b {
+        return true;
+    }
+    for ty in [Ty::Int, Ty::Num, Ty::Bool, Ty::StrList] {
+        let (mut x, mut y) = (a.clone(), b.clone());
+        coerce(ty, &mut x);
+        coerce(ty, &mut y);
+        if x == y && (x != *a || y != *b) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Rename `p`'s aliases to its name.
+fn rename_aliases(spec: &ToolSpec, p: &Param, args: &mut Map<String, Value>) -> Result<(), String> {
+    for &alias in p.aliases {
+        let Some(mut v) = args.remove(alias) else {
+            continue;
+        };
+        if v.is_null() {
+            continue;
+        }
+        coerce(p.ty, &mut v);
+        match args.get_mut(p.name) {
+            Some(given) if !given.is_null() => {
+                coerce(p.ty, given);
+                if !same(given, &v) {
+                    return Err(conflict(spec, alias, p.name, &v, given));
+                }
+            }
+            _ => {
+                args.insert(p.name.into(), v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A key hash as an integer: a JSON number (u64, or the signed i64 SQLite shows), or
+/// for `key`/`symbols` a string of digits (keys always have a namespace, so digits
+/// alone cannot be one).
+fn hash_of(p: &Param, v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_i64().map(|i| i as u64)),
+        Value::String(s) if p.name != "id" && p.name != "resolved_by" => {
+            let t = s.trim();
+            let digits = t.strip_prefix('-').unwrap_or(t);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            t.parse::<u64>()
+                .ok()
+                .or_else(|| t.parse::<i64>().ok().map(|i| i as u64))
+        }
+        _ => None,
+    }
+}
+
+fn resolve_hashes(
+    engine: &Engine,
+    spec: &ToolSpec,
+    p: &Param,
+    v: &mut Value,
+) -> Result<(), String> {
+    let resolve = |h: u64| -> Result<Value, String> {
+        match engine.memories.store().key_for_hash(h) {
+            Ok(Some(key)) => Ok(json!(key)),
+            Ok(None) => Err(format!(
+                "{}: {}: no record has key hash {h} (signed {}); pass a key or the hash of a stored one",
+                spec.name, p.name, h as i64
+            )),
+            Err(e) => Err(format!("{}: looking up key hash {h}: {e}", spec.name)),
+        }
+    };
+    if p.ty == Ty::StrList {
+        if let Value::Array(items) = v {
+            for item in items.iter_mut() {
+                if let Some(h) = hash_of(p, item) {
+                    *item = resolve(h)?;
+                }
+            }
+            return Ok(());
+        }
+    }
+    if let Some(h) = hash_of(p, v) {
+        *v = resolve(h)?;
+    }
+    Ok(())
+}
+
+/// Bring a value to type `ty` where the intent is unambiguous; anything else is left
+/// for validation to refuse.
+pub(super) fn coerce(ty: Ty, v: &mut Value) {
+    let Value::String(s) = v else {
+        if ty == Ty::Int {
+            if let Some(f) = v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0) {
+                *v = json!(f as u64);
+            }
+        }
+        return;
+    };
+    let t = s.trim();
+    let new = match ty {
+        Ty::Int => t.parse::<u64>().ok().map(|n| json!(n)),
+        Ty::Num => t
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(|n| json!(n)),
+        Ty::Bool => match t.to_ascii_lowercase().as_str() {
+            "true" => Some(json!(true)),
+            "false" => Some(json!(false)),
+            _ => None,
+        },
+        Ty::StrList if t.starts_with('[') => serde_json::from_str::<Vec<Value>>(t)
+            .ok()
+            .filter(|a| a.iter().all(Value::is_string))
+            .map(Value::Array),
+        Ty::StrList => Some(json!([s.clone()])),
+        Ty::Object if t.starts_with('{') => serde_json::from_str::<Map<String, Value>>(t)
+            .ok()
+            .map(Value::Object),
+        Ty::Str | Ty::Object => None,
+    };
+    if let Some(n) = new {
+        *v = n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lenient_types() {
+        let c = |ty, v: Value| {
+            let mut v = v;
+            coerce(ty, &mut v);
+            v
+        };
+        assert_eq!(c(Ty::Int, json!("5")), json!(5));
+        assert_eq!(c(Ty::Bool, json!("true")), json!(true));
+        assert_eq!(c(Ty::Num, json!("0.8")), json!(0.8));
+        assert_eq!(c(Ty::StrList, json!("[\"a\",\"b\"]")), json!(["a", "b"]));
+        assert_eq!(c(Ty::StrList, json!("auth")), json!(["auth"]));
+        assert_eq!(c(Ty::Bool, json!("maybe")), json!("maybe"));
+        assert!(same(&json!("auth"), &json!(["auth"])));
+        assert!(!same(&json!(["auth"]), &json!(["ui"])));
+        assert_eq!(line_range(&json!("42,57")), Some((42, 57)));
+        assert_eq!(line_range(&json!([3, 9])), Some((3, 9)));
+    }
+}

@@ -1,0 +1,395 @@
+//! The tools whose behaviour the seeds shaped, beyond argument names: a filter-only
+//! `memory_search_structured` and memory hits carrying the entry's fields;
+//! `coding_end_session` without an id, with the seed's statistics; `coding_search_errors`
+//! with the error's fields at the top of each item; `coding_get_project_context` with a
+//! focus; `pattern_load` from the seed's arguments or JSON/TOML text; `pattern_scan_memories`
+//! normalising taxonomy values (a list of contexts must all match); `pattern_list`
+//! with `id: "pat:slug"`. Every current output field is kept; fields are only added.
+
+use serde_json::{json, Map, Value};
+
+use super::handlers::{int, list, req, s, Engine, ToolResult};
+use super::shape;
+use crate::memory::taxonomy::{self, Axis};
+use crate::memory::{Memory, MemoryFilter};
+use crate::patterns::{PatternDef, PatternSet, Patterns, ScanTarget};
+use crate::search::{HitKind, SearchHit, SearchOptions};
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+impl Engine {
+    /// `memory_search` and `memory_search_structured`.
+    pub(super) fn search_memories(&self, a: &Map<String, Value>) -> ToolResult {
+        let filter = self.memory_filter(a)?;
+        let top_k = int(a, "top_k", 10, 100) as usize;
+        let mut v = match s(a, "query").filter(|q| !q.trim().is_empty()) {
+            Some(q) => {
+                let opts = SearchOptions {
+                    top_k,
+                    kind: Some(HitKind::Memory),
+                    memory_filter: filter,
+                    embedder: self.embedder.clone(),
+                    ..SearchOptions::default()
+                };
+                self.search(q, opts)?
+            }
+            None => {
+                // Filters only: the entries newest first, as hits.
+                let found = self
+                    .memories
+                    .list_filtered(&filter, top_k, 0)
+                    .map_err(err)?;
+                let hits: Vec<SearchHit> = found
+                    .iter()
+                    .map(|m| SearchHit {
+                        key: m.id.clone(),
+                        kind: HitKind::Memory,
+                        path: None,
+                        start_line: None,
+                        end_line: None,
+                        symbol: None,
+                        score: 0.0,
+                        snippet: m
+                            .text
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                            .chars()
+                            .take(200)
+                            .collect(),
+                        text: Some(m.text.clone()),
+                    })
+                    .collect();
+                let mut budget = self.gate.budget();
+                let shown = shape::hits(&hits, &mut budget);
+                let mut v = shape::listed("hits", shown, &budget);
+                v["degraded"] = Value::Null;
+                v
+            }
+        };
+        self.add_memory_fields(&mut v);
+        Ok(v)
+    }
+
+    /// Memory hits carry the entry's id, task, insights, contexts and tags.
+    fn add_memory_fields(&self, v: &mut Value) {
+        let Some(hits) = v.get_mut("hits").and_then(Value::as_array_mut) else {
+            return;
+        };
+        for h in hits {
+            let Some(key) = h.get("key").and_then(Value::as_str).map(String::from) else {
+                continue;
+            };
+            if !key.starts_with("mem:") {
+                continue;
+            }
+            if let Ok(Some(m)) = self.memories.get(&key) {
+                h["id"] = json!(m.id);
+                h["key_hash"] = json!(crate::key::hash64(&m.id));
+                h["task"] = json!(m.task);
+                h["insights"] = json!(m.insights);
+                h["contexts"] = json!(m.contexts);
+                h["tags"] = json!(m.tags);
+                h["memory_kind"] = json!(m.kind);
+            }
+        }
+    }
+
+    /// `coding_end_session`: the given session, or the one active session.
+    pub(super) fn end_session(&self, a: &Map<String, Value>) -> ToolResult {
+        let m = &self.memories;
+        let id = match s(a, "id") {
+            Some(id) => id.to_string(),
+            None => self.active_session()?,
+        };
+        let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
+        let sess = m
+            .end_session_with(&id, success, s(a, "summary"))
+            .map_err(err)?;
+        let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
+        let mut v = json!({"id": sess.id, "summary": summary.text, "flags": summary.flags});
+        let filter = MemoryFilter {
+            session: Some(sess.id.clone()),
+            ..MemoryFilter::default()
+        };
+        let entries = m.list_filtered(&filter, usize::MAX >> 1, 0).map_err(err)?;
+        let field = |e: &Memory, k: &str| e.metadata.get(k).cloned().unwrap_or(Value::Null);
+        let mut files: Vec<String> = Vec::new();
+        for e in entries.iter().filter(|e| e.kind == "file_change") {
+            if let Some(p) = field(e, "path").as_str() {
+                if !files.iter().any(|f| f == p) {
+                    files.push(p.to_string());
+                }
+            }
+        }
+        let errors: Vec<&Memory> = entries.iter().filter(|e| e.kind == "error").collect();
+        let fixed = errors
+            .iter()
+            .filter(|e| field(e, "resolved").as_bool() == Some(true))
+            .count();
+        let ended = field(&sess, "ended_ms").as_u64().unwrap_or(sess.updated_ms);
+        let minutes = ended.saturating_sub(sess.created_ms) as f64 / 60_000.0;
+        v["files_touched"] = json!(files);
+        v["errors_encountered"] = json!(errors.len());
+        v["errors_fixed"] = json!(fixed);
+        v["decisions_made"] = json!(entries.iter().filter(|e| e.kind == "decision").count());
+        v["duration_minutes"] = json!((minutes * 10.0).round() / 10.0);
+        v["success"] = json!(success);
+        Ok(v)
+    }
+
+    /// The id of the one active session; an error listing them when there are none
+    /// or several.
+    fn active_session(&self) -> Result<String, String> {
+        let filter = MemoryFilter {
+            kind: Some("session".into()),
+            ..MemoryFilter::default()
+        };
+        let active: Vec<Memory> = self
+            .memories
+            .list_filtered(&filter, 1000, 0)
+            .map_err(err)?
+            .into_iter()
+            .filter(|m| m.metadata.get("status").and_then(Value::as_str) == Some("active"))
+            .collect();
+        match active.as_slice() {
+            [one] => Ok(one.id.clone()),
+            [] => Err("no active coding session to end; pass its id, or start one with coding_start_session".into()),
+            several => Err(format!(
+                "{} coding sessions are active; pass the id of the one to end: {}",
+                several.len(),
+                several
+                    .iter()
+                    .take(20)
+                    .map(|m| format!(
+                        "{} ({})",
+                        m.id,
+                        m.metadata.get("description").and_then(Value::as_str).unwrap_or("")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// `coding_search_errors`: each item keeps `score` and `memory` and gets the
+    /// error's fields at its top (in engram's and the seed's names).
+    pub(super) fn search_errors(&self, a: &Map<String, Value>) -> ToolResult {
+        let hits = self
+            .memories
+            .search_errors(req(a, "query")?, int(a, "top_k", 10, 100) as usize)
+            .map_err(err)?;
+        let mut budget = self.gate.budget();
+        let mut out = Vec::new();
+        for h in &hits {
+            let Some(mem) = shape::memory(&h.memory, &mut budget) else {
+                break;
+            };
+            let mut item = json!({"score": h.score, "id": h.memory.id});
+            if let Some(meta) = mem.get("metadata").and_then(Value::as_object) {
+                for k in [
+                    "error_type",
+                    "message",
+                    "file",
+                    "line",
+                    "solution",
+                    "resolved",
+                    "frequency",
+                    "stack_trace",
+                ] {
+                    if let Some(v) = meta.get(k) {
+                        item[k] = v.clone();
+                    }
+                }
+                item["file_path"] = meta.get("file").cloned().unwrap_or(Value::Null);
+                item["line_number"] = meta.get("line").cloned().unwrap_or(Value::Null);
+            }
+            item["tags"] = json!(h.memory.tags);
+            item["memory"] = mem;
+            out.push(item);
+        }
+        Ok(shape::listed("errors", out, &budget))
+    }
+
+    /// `coding_get_project_context`; with a focus, the memories matching it come first.
+    pub(super) fn project_context(&self, a: &Map<String, Value>) -> ToolResult {
+        let budget = int(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
+        let mut text = String::new();
+        if let Some(focus) = s(a, "focus").filter(|f| !f.trim().is_empty()) {
+            let hits = self.memories.recall(focus, 5).map_err(err)?;
+            if !hits.is_empty() {
+                text.push_str(&format!("## Focus: {focus}\n"));
+                for h in hits {
+                    let first = h.memory.text.lines().next().unwrap_or("");
+                    text.push_str(&format!("- [{}] {first}\n", h.memory.id));
+                }
+                text.push('\n');
+            }
+        }
+        let rest = budget.saturating_sub(text.len());
+        text.push_str(&self.memories.project_context(rest).map_err(err)?);
+        let clean = self.gate.budget().take(&text).unwrap_or_default();
+        Ok(json!({"context": clean.text, "flags": clean.flags}))
+    }
+
+    /// `pattern_load`: TOML text, JSON or TOML text, or the seed's arguments.
+    pub(super) fn pattern_load(&self, a: &Map<String, Value>) -> ToolResult {
+        let set = if let Some(t) = s(a, "toml") {
+            PatternSet::parse(t, true).map_err(err)?
+        } else if let Some(t) = s(a, "definition") {
+            parse_detect(t)?
+        } else if let Some(id) = s(a, "id") {
+            let mut obj = Map::new();
+            obj.insert("id".into(), json!(id));
+            obj.insert("patterns".into(), json!(list(a, "patterns")));
+            obj.insert(
+                "description".into(),
+                json!(s(a, "description").unwrap_or("")),
+            );
+            obj.insert("tags".into(), json!(list(a, "tags")));
+            seed_set(&Value::Object(obj))?
+        } else {
+            return Err(
+                "pattern_load: pass toml, definition (JSON or TOML text), or id with patterns"
+                    .into(),
+            );
+        };
+        let replace = a.get("replace").and_then(Value::as_bool).unwrap_or(false);
+        let patterns = Patterns::new(self.memories.store());
+        let loaded = load_replacing(&patterns, set, replace)?;
+        Ok(
+            json!({"loaded": loaded.slug(), "id": loaded.key(), "patterns": loaded.patterns.len(),
+            "description": loaded.description, "tags": loaded.tags}),
+        )
+    }
+
+    /// `pattern_list`, with each set's `id` (`pat:slug`) and tags.
+    pub(super) fn pattern_list(&self) -> ToolResult {
+        let sets = Patterns::new(self.memories.store()).list().map_err(err)?;
+        let out: Vec<Value> = sets
+            .iter()
+            .map(|(set, builtin)| {
+                json!({"name": set.name, "id": set.key(), "description": set.description,
+                "patterns": set.patterns.len(), "builtin": builtin, "tags": set.tags})
+            })
+            .collect();
+        Ok(json!({"sets": out}))
+    }
+
+    /// `pattern_scan_memories`: task and contexts normalised like everywhere else
+    /// (unknown values refused); every given context must match.
+    pub(super) fn pattern_scan_memories(&self, a: &Map<String, Value>) -> ToolResult {
+        let task = s(a, "task")
+            .map(|t| taxonomy::normalise(Axis::Task, t))
+            .transpose()
+            .map_err(err)?;
+        let contexts = list(a, "context")
+            .iter()
+            .map(|c| taxonomy::normalise(Axis::Context, c))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        let target = ScanTarget::Memories {
+            task,
+            context: contexts.first().cloned(),
+        };
+        let mut found = Patterns::new(self.memories.store())
+            .scan(req(a, "set")?, &target)
+            .map_err(err)?;
+        if contexts.len() > 1 {
+            let mut keep = std::collections::HashMap::new();
+            found.retain(|m| {
+                *keep.entry(m.key.clone()).or_insert_with(|| {
+                    self.memories
+                        .get(&m.key)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|mem| contexts.iter().all(|c| mem.contexts.contains(c)))
+                })
+            });
+        }
+        Ok(json!({"matches": found}))
+    }
+}
+
+/// A pattern set from JSON or TOML text, detected by content.
+// Stand-in until `PatternSet::parse_detect` lands from the file-format work.
+fn parse_detect(text: &str) -> Result<PatternSet, String> {
+    let t = text.trim_start();
+    let value: Value = if t.starts_with('{') {
+        serde_json::from_str(t).map_err(|e| format!("not a valid JSON pattern set: {e}"))?
+    } else {
+        let v: toml::Value =
+            toml::from_str(t).map_err(|e| format!("not a valid TOML pattern set: {e}"))?;
+        serde_json::to_value(v).map_err(err)?
+    };
+    seed_set(&value)
+}
+
+/// A set from the seed's shape (`id` or `name`; patterns as regex strings or
+/// `{id, regex, ...}` objects) or engram's.
+// Stand-in until `serde_json::from_value::<PatternSet>` accepts the seed's shape.
+fn seed_set(v: &Value) -> Result<PatternSet, String> {
+    let o = v.as_object().ok_or("a pattern set must be an object")?;
+    let name = o
+        .get("name")
+        .or_else(|| o.get("id"))
+        .and_then(Value::as_str)
+        .ok_or("a pattern set needs an id or a name")?;
+    let slug = name.strip_prefix("pat:").unwrap_or(name).to_string();
+    let mut patterns = Vec::new();
+    for (i, p) in o
+        .get("patterns")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        patterns.push(match p {
+            Value::String(regex) => PatternDef {
+                id: format!("p{}", i + 1),
+                regex: regex.clone(),
+                description: String::new(),
+                caseless: false,
+            },
+            other => {
+                serde_json::from_value(other.clone()).map_err(|e| format!("pattern {i}: {e}"))?
+            }
+        });
+    }
+    let str_list = |k: &str| -> Vec<String> {
+        o.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let set = PatternSet {
+        name: slug,
+        description: o
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        tags: str_list("tags"),
+        secret: o.get("secret").and_then(Value::as_bool).unwrap_or(false),
+        patterns,
+    };
+    set.check().map_err(err)?;
+    Ok(set)
+}
+
+/// Load `set`; a built-in of the same name is replaced only when asked.
+// Stand-in until `Patterns::load_replacing` lands from the file-format work.
+fn load_replacing(p: &Patterns<'_>, set: PatternSet, replace: bool) -> Result<PatternSet, String> {
+    match p.load(set) {
+        Err(e) if replace && e.to_string().contains("built-in") => Err(format!(
+            "{e} (replacing a built-in set needs the file-format change not merged yet)"
+        )),
+        r => r.map_err(err),
+    }
+}
