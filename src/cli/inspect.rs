@@ -319,11 +319,17 @@ pub fn key_lookup(cli: &Cli, out: &Output, hash: &str) -> Result<ExitCode> {
     let key = memories.store().key_for_hash(h)?;
     match key {
         Some(k) => {
-            out.value(&json!({"hash64": h, "hash64_i64": h as i64, "key": k}), || k.clone())?;
+            out.value(
+                &json!({"hash64": h, "hash64_i64": h as i64, "key": k}),
+                || k.clone(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         None if out.is_json() => {
-            out.value(&json!({"hash64": h, "hash64_i64": h as i64, "key": null}), String::new)?;
+            out.value(
+                &json!({"hash64": h, "hash64_i64": h as i64, "key": null}),
+                String::new,
+            )?;
             Ok(ExitCode::from(1))
         }
         None => bail!(

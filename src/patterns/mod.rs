@@ -79,7 +79,11 @@ impl<'s> Patterns<'s> {
     /// [`Patterns::get`], [`Patterns::list`] and [`Patterns::scan`]. `pat:secrets` is
     /// never replaced: redaction always uses the built-in rules, and a scan by that name
     /// must report what redaction would remove.
-    pub fn load_replacing(&self, set: PatternSet, replace: bool) -> Result<PatternSet, PatternError> {
+    pub fn load_replacing(
+        &self,
+        set: PatternSet,
+        replace: bool,
+    ) -> Result<PatternSet, PatternError> {
         set.check()?;
         if builtin::all().iter().any(|b| b.slug() == set.slug()) {
             if set.slug() == "secrets" {
@@ -117,7 +121,10 @@ impl<'s> Patterns<'s> {
         })?;
         for key in keys {
             if let Some(set) = self.stored(&key)? {
-                match out.iter_mut().find(|(b, builtin)| *builtin && b.slug() == set.slug()) {
+                match out
+                    .iter_mut()
+                    .find(|(b, builtin)| *builtin && b.slug() == set.slug())
+                {
                     Some(slot) if set.slug() != "secrets" => *slot = (set, false),
                     Some(_) => {}
                     None => out.push((set, false)),

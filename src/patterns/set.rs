@@ -120,7 +120,10 @@ impl PatternSet {
     /// Parse a definition, JSON or TOML by its content: JSON when the first non-blank
     /// character is `{`, TOML otherwise. The file name plays no part.
     pub fn parse_detect(text: &str) -> Result<PatternSet, PatternError> {
-        let json = text.trim_start_matches('\u{feff}').trim_start().starts_with('{');
+        let json = text
+            .trim_start_matches('\u{feff}')
+            .trim_start()
+            .starts_with('{');
         PatternSet::parse(text, !json)
     }
 
