@@ -297,3 +297,44 @@ pub fn compact(cli: &Cli, out: &Output) -> Result<ExitCode> {
     )?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// Parse a hash64 as the seeds write it: unsigned decimal, or the signed 64-bit integer
+/// SQLite shows for the same bits.
+pub(crate) fn parse_hash64(s: &str) -> Result<u64> {
+    let t = s.trim();
+    t.parse::<u64>()
+        .or_else(|_| t.parse::<i64>().map(|v| v as u64))
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{s:?} is not a hash64: expected a decimal integer, unsigned (0 to 2^64-1) or signed (-2^63 to 2^63-1)"
+            )
+        })
+}
+
+/// `engram key lookup HASH`: the live key with that hash64; exit code 1 if none.
+pub fn key_lookup(cli: &Cli, out: &Output, hash: &str) -> Result<ExitCode> {
+    let h = parse_hash64(hash)?;
+    let dir = existing_store(cli)?;
+    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let key = memories.store().key_for_hash(h)?;
+    match key {
+        Some(k) => {
+            out.value(
+                &json!({"hash64": h, "hash64_i64": h as i64, "key": k}),
+                || k.clone(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None if out.is_json() => {
+            out.value(
+                &json!({"hash64": h, "hash64_i64": h as i64, "key": null}),
+                String::new,
+            )?;
+            Ok(ExitCode::from(1))
+        }
+        None => bail!(
+            "no live key has hash64 {h} (signed {}); `engram key hash KEY` shows a key's hash",
+            h as i64
+        ),
+    }
+}

@@ -443,8 +443,15 @@ pub enum NoteCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum PatternCommand {
-    /// Check, compile and store a pattern set from a JSON or TOML file.
-    Load { file: PathBuf },
+    /// Check, compile and store a pattern set from a JSON or TOML file (told apart by
+    /// content: JSON starts with `{`). Engram's form (`name`, patterns as objects) or the
+    /// Galaxybrain seed's (`id`, patterns as regex strings).
+    Load {
+        file: PathBuf,
+        /// Let a set named like a built-in one (e.g. pat:security-smells) replace it.
+        #[arg(long)]
+        replace: bool,
+    },
     /// List the built-in and loaded sets.
     List,
 }
@@ -453,6 +460,12 @@ pub enum PatternCommand {
 pub enum KeyCommand {
     /// Print hash64(KEY) in decimal.
     Hash { key: String },
+    /// Print the live key whose hash64 is HASH (unsigned, or signed as SQLite shows it);
+    /// exit code 1 when no live key has it.
+    Lookup {
+        #[arg(allow_hyphen_values = true)]
+        hash: String,
+    },
 }
 
 /// Logs to stderr; `RUST_LOG` overrides `-v`.
@@ -585,6 +598,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats => inspect::stats(&cli, &out),
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
+        Command::Key {
+            command: KeyCommand::Lookup { hash },
+        } => inspect::key_lookup(&cli, &out, hash),
         Command::Pattern { .. } | Command::Scan { .. } | Command::Redact => {
             patterns::run(&cli, &out)
         }

@@ -19,12 +19,13 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let patterns = Patterns::new(memories.store());
     match &cli.command {
         Command::Pattern {
-            command: PatternCommand::Load { file },
+            command: PatternCommand::Load { file, replace },
         } => {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let toml = file.extension().is_some_and(|e| e == "toml");
-            let set = patterns.load(PatternSet::parse(&text, toml)?)?;
+            let set = PatternSet::parse_detect(&text)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let set = patterns.load_replacing(set, *replace)?;
             out.value(
                 &json!({"name": set.key(), "patterns": set.patterns.len()}),
                 || format!("loaded {} ({} patterns)", set.key(), set.patterns.len()),

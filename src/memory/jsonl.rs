@@ -3,7 +3,10 @@
 //! One memory per line: a JSON object with the fields of [`Memory`] (`text` required;
 //! `id`, `task`, `insights`, `contexts`, `tags`, `symbols`, `provenance`, `trust`,
 //! `session`, `version`, `metadata`, `created_ms`, `updated_ms` optional). An unknown
-//! field is refused, so a misspelt one is not silently dropped.
+//! field is refused, so a misspelt one is not silently dropped. The seeds' spellings
+//! (Galaxybrain's `context`, `symbol_keys`, `created_at`, `key_hash`; memory_lib's
+//! UUID ids, `timestamp` and non-code entries) are read too: see `jsonl_compat`.
+//! Export writes engram's spelling.
 //! Import reads the file twice: first to validate every line (reporting each bad one by
 //! number), then to prepare each memory (secrets redacted, embedded) without holding
 //! any lock. Only then does it take the writer lock, check ids, and write everything
@@ -15,6 +18,10 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
+use std::collections::HashMap;
+
+use super::jsonl_compat;
+use super::locked::Locked;
 use super::model::Memory;
 use super::{Memories, MemoryError, Result};
 use crate::store::WriteBatch;
@@ -39,8 +46,10 @@ impl Memories {
     pub fn import_file(&self, path: &Path) -> Result<ImportReport> {
         let shown = path.display().to_string();
         let mut bad: Vec<String> = Vec::new();
+        let store = self.store();
+        let resolve = |h: u64| store.key_for_hash(h).map_err(|e| e.to_string());
         for_each_line(path, |line_no, line| {
-            if let Err(reason) = parse_line(line) {
+            if let Err(reason) = parse_line(line, &resolve) {
                 bad.push(format!("line {line_no}: {reason}"));
             }
             Ok(bad.len() < MAX_REPORTED)
@@ -53,10 +62,13 @@ impl Memories {
             )));
         }
         let mut report = ImportReport::default();
-        let mut prepared: Vec<(Memory, Option<Vec<f32>>)> = Vec::new();
+        let mut prepared: Vec<(Memory, Option<String>, Option<Vec<f32>>)> = Vec::new();
         let now = crate::store::now_ms();
         for_each_line(path, |line_no, line| {
-            let Some(mut m) = parse_line(line).map_err(|reason| MemoryError::BadLine {
+            let Some(jsonl_compat::Parsed {
+                memory: mut m,
+                legacy,
+            }) = parse_line(line, &resolve).map_err(|reason| MemoryError::BadLine {
                 path: shown.clone(),
                 line: line_no,
                 reason: format!("{reason} (the file changed during import)"),
@@ -73,16 +85,24 @@ impl Memories {
                 m.updated_ms = m.created_ms;
             }
             let vector = self.embedding(&m)?;
-            prepared.push((m, vector));
+            prepared.push((m, legacy, vector));
             Ok(true)
         })?;
         if prepared.is_empty() {
             return Ok(report);
         }
         self.locked(|l| {
-            for (mut m, vector) in prepared {
+            // Legacy id -> the id this import gave it, for a legacy id seen twice.
+            let mut legacy: HashMap<String, String> = HashMap::new();
+            for (mut m, legacy_of, vector) in prepared {
                 if m.id.is_empty() {
                     m.id = self.new_id_locked(l)?;
+                } else if let Some(old) = legacy_of {
+                    m.id = self.legacy_slot(l, &legacy, &old)?;
+                    if l.exists(&m.id)? {
+                        report.replaced += 1;
+                    }
+                    legacy.insert(old, m.id.clone());
                 } else if l.exists(&m.id)? {
                     report.replaced += 1;
                 }
@@ -97,6 +117,34 @@ impl Memories {
             Ok(())
         })?;
         Ok(report)
+    }
+
+    /// The id for a memory imported under the legacy id `old`: the one this import or
+    /// an earlier one gave it, else the derived id, re-rolled while another memory
+    /// holds it.
+    fn legacy_slot(
+        &self,
+        l: &Locked<'_>,
+        seen: &HashMap<String, String>,
+        old: &str,
+    ) -> Result<String> {
+        if let Some(id) = seen.get(old) {
+            return Ok(id.clone());
+        }
+        for round in 0..64 {
+            let id = jsonl_compat::derived_id(old, round);
+            if l.taken(&id) {
+                continue;
+            }
+            match l.get(&id)? {
+                None if !l.exists(&id)? => return Ok(id),
+                Some(m) if jsonl_compat::legacy_id(&m) == Some(old) => return Ok(id),
+                _ => {}
+            }
+        }
+        Err(MemoryError::Invalid(format!(
+            "no free memory id for legacy id {old:?} in 64 tries"
+        )))
     }
 
     /// Write every memory as one JSON line, oldest first. Returns how many.
@@ -171,7 +219,10 @@ fn for_each_line(path: &Path, mut f: impl FnMut(u64, &str) -> Result<bool>) -> R
 }
 
 /// Parse one line: `Ok(None)` for a blank line, `Err(reason)` for a bad one.
-fn parse_line(line: &str) -> std::result::Result<Option<Memory>, String> {
+fn parse_line(
+    line: &str,
+    resolve: &jsonl_compat::Resolve<'_>,
+) -> std::result::Result<Option<jsonl_compat::Parsed>, String> {
     if let Some(msg) = line.strip_prefix('\u{0}') {
         return Err(msg.to_string());
     }
@@ -179,7 +230,5 @@ fn parse_line(line: &str) -> std::result::Result<Option<Memory>, String> {
     if line.is_empty() {
         return Ok(None);
     }
-    let mut m: Memory = serde_json::from_str(line).map_err(|e| format!("{e}"))?;
-    m.validate()?;
-    Ok(Some(m))
+    jsonl_compat::parse_line(line, resolve).map(Some)
 }

@@ -9,6 +9,7 @@ mod context;
 mod edges;
 mod filter;
 mod jsonl;
+mod jsonl_compat;
 mod locked;
 mod model;
 mod notes;

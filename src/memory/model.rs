@@ -34,7 +34,9 @@ pub struct Memory {
     pub task: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub insights: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Context types (taxonomy), without prefix; `context` (the Galaxybrain seed's
+    /// name) is read as well.
+    #[serde(default, alias = "context", skip_serializing_if = "Vec::is_empty")]
     pub contexts: Vec<String>,
     #[serde(default)]
     pub tags: Vec<String>,

@@ -68,14 +68,35 @@ impl<'s> Patterns<'s> {
         self.store.dir().join("patterns")
     }
 
-    /// Check, compile and store a set. A built-in name cannot be replaced.
+    /// Check, compile and store a set. A built-in name is refused; see
+    /// [`Patterns::load_replacing`].
     pub fn load(&self, set: PatternSet) -> Result<PatternSet, PatternError> {
+        self.load_replacing(set, false)
+    }
+
+    /// [`Patterns::load`], and with `replace` a set named like a built-in one
+    /// (`pat:security-smells`, say) is stored too and shadows the built-in in
+    /// [`Patterns::get`], [`Patterns::list`] and [`Patterns::scan`]. `pat:secrets` is
+    /// never replaced: redaction always uses the built-in rules, and a scan by that name
+    /// must report what redaction would remove.
+    pub fn load_replacing(
+        &self,
+        set: PatternSet,
+        replace: bool,
+    ) -> Result<PatternSet, PatternError> {
         set.check()?;
         if builtin::all().iter().any(|b| b.slug() == set.slug()) {
-            return Err(PatternError::Invalid(format!(
-                "{} is a built-in set; choose another name",
-                set.key()
-            )));
+            if set.slug() == "secrets" {
+                return Err(PatternError::Invalid(
+                    "pat:secrets is the built-in redaction set and cannot be replaced; choose another name".into(),
+                ));
+            }
+            if !replace {
+                return Err(PatternError::Invalid(format!(
+                    "{} is a built-in set; choose another name, or pass --replace (replace: true) to shadow the built-in with this one",
+                    set.key()
+                )));
+            }
         }
         compile_cached(&set, Some(&self.cache_dir()))?;
         let mut meta = Map::new();
@@ -87,7 +108,8 @@ impl<'s> Patterns<'s> {
         Ok(set)
     }
 
-    /// Built-in sets first, then stored ones by name.
+    /// Every set with whether it is built-in: the built-ins first (a stored set that
+    /// replaced one takes its place, not built-in), then the other stored ones by name.
     pub fn list(&self) -> Result<Vec<(PatternSet, bool)>, PatternError> {
         let mut out: Vec<(PatternSet, bool)> =
             builtin::all().into_iter().map(|s| (s, true)).collect();
@@ -99,7 +121,14 @@ impl<'s> Patterns<'s> {
         })?;
         for key in keys {
             if let Some(set) = self.stored(&key)? {
-                out.push((set, false));
+                match out
+                    .iter_mut()
+                    .find(|(b, builtin)| *builtin && b.slug() == set.slug())
+                {
+                    Some(slot) if set.slug() != "secrets" => *slot = (set, false),
+                    Some(_) => {}
+                    None => out.push((set, false)),
+                }
             }
         }
         Ok(out)
@@ -117,14 +146,17 @@ impl<'s> Patterns<'s> {
             .map_err(|e| PatternError::Invalid(format!("stored set {key} is unreadable: {e}")))
     }
 
-    /// A set by name (`secrets` or `pat:secrets`), compiled.
+    /// A set by name (`secrets` or `pat:secrets`), compiled: a stored set, else the
+    /// built-in of that name (the built-in `secrets` always).
     pub fn get(&self, name: &str) -> Result<CompiledSet, PatternError> {
         let slug = name.strip_prefix("pat:").unwrap_or(name);
-        let set = match builtin::all().into_iter().find(|s| s.slug() == slug) {
-            Some(s) => s,
-            None => self
-                .stored(&format!("pat:{slug}"))?
-                .ok_or_else(|| PatternError::UnknownSet(format!("pat:{slug}")))?,
+        let builtin = builtin::all().into_iter().find(|s| s.slug() == slug);
+        let set = match builtin {
+            Some(s) if slug == "secrets" => s,
+            b => match self.stored(&format!("pat:{slug}"))? {
+                Some(s) => s,
+                None => b.ok_or_else(|| PatternError::UnknownSet(format!("pat:{slug}")))?,
+            },
         };
         compile_cached(&set, Some(&self.cache_dir()))
     }
