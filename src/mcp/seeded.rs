@@ -12,7 +12,7 @@ use super::handlers::{int, list, req, s, Engine, ToolResult};
 use super::shape;
 use crate::memory::taxonomy::{self, Axis};
 use crate::memory::{Memory, MemoryFilter};
-use crate::patterns::{PatternDef, PatternSet, Patterns, ScanTarget};
+use crate::patterns::{PatternSet, Patterns, ScanTarget};
 use crate::search::{HitKind, SearchHit, SearchOptions};
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -239,17 +239,24 @@ impl Engine {
         let set = if let Some(t) = s(a, "toml") {
             PatternSet::parse(t, true).map_err(err)?
         } else if let Some(t) = s(a, "definition") {
-            parse_detect(t)?
+            PatternSet::parse_detect(t).map_err(err)?
         } else if let Some(id) = s(a, "id") {
             let mut obj = Map::new();
             obj.insert("id".into(), json!(id));
-            obj.insert("patterns".into(), json!(list(a, "patterns")));
+            // Regex strings or `{id, regex, …}` objects, as given.
+            obj.insert(
+                "patterns".into(),
+                a.get("patterns").cloned().unwrap_or_else(|| json!([])),
+            );
             obj.insert(
                 "description".into(),
                 json!(s(a, "description").unwrap_or("")),
             );
             obj.insert("tags".into(), json!(list(a, "tags")));
-            seed_set(&Value::Object(obj))?
+            let set: PatternSet = serde_json::from_value(Value::Object(obj))
+                .map_err(|e| format!("pattern_load: not a pattern set: {e}"))?;
+            set.check().map_err(err)?;
+            set
         } else {
             return Err(
                 "pattern_load: pass toml, definition (JSON or TOML text), or id with patterns"
@@ -258,7 +265,7 @@ impl Engine {
         };
         let replace = a.get("replace").and_then(Value::as_bool).unwrap_or(false);
         let patterns = Patterns::new(self.memories.store());
-        let loaded = load_replacing(&patterns, set, replace)?;
+        let loaded = patterns.load_replacing(set, replace).map_err(err)?;
         Ok(
             json!({"loaded": loaded.slug(), "id": loaded.key(), "patterns": loaded.patterns.len(),
             "description": loaded.description, "tags": loaded.tags}),
@@ -310,86 +317,5 @@ impl Engine {
             });
         }
         Ok(json!({"matches": found}))
-    }
-}
-
-/// A pattern set from JSON or TOML text, detected by content.
-// Stand-in until `PatternSet::parse_detect` lands from the file-format work.
-fn parse_detect(text: &str) -> Result<PatternSet, String> {
-    let t = text.trim_start();
-    let value: Value = if t.starts_with('{') {
-        serde_json::from_str(t).map_err(|e| format!("not a valid JSON pattern set: {e}"))?
-    } else {
-        let v: toml::Value =
-            toml::from_str(t).map_err(|e| format!("not a valid TOML pattern set: {e}"))?;
-        serde_json::to_value(v).map_err(err)?
-    };
-    seed_set(&value)
-}
-
-/// A set from the seed's shape (`id` or `name`; patterns as regex strings or
-/// `{id, regex, ...}` objects) or engram's.
-// Stand-in until `serde_json::from_value::<PatternSet>` accepts the seed's shape.
-fn seed_set(v: &Value) -> Result<PatternSet, String> {
-    let o = v.as_object().ok_or("a pattern set must be an object")?;
-    let name = o
-        .get("name")
-        .or_else(|| o.get("id"))
-        .and_then(Value::as_str)
-        .ok_or("a pattern set needs an id or a name")?;
-    let slug = name.strip_prefix("pat:").unwrap_or(name).to_string();
-    let mut patterns = Vec::new();
-    for (i, p) in o
-        .get("patterns")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        patterns.push(match p {
-            Value::String(regex) => PatternDef {
-                id: format!("p{}", i + 1),
-                regex: regex.clone(),
-                description: String::new(),
-                caseless: false,
-            },
-            other => {
-                serde_json::from_value(other.clone()).map_err(|e| format!("pattern {i}: {e}"))?
-            }
-        });
-    }
-    let str_list = |k: &str| -> Vec<String> {
-        o.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let set = PatternSet {
-        name: slug,
-        description: o
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        tags: str_list("tags"),
-        secret: o.get("secret").and_then(Value::as_bool).unwrap_or(false),
-        patterns,
-    };
-    set.check().map_err(err)?;
-    Ok(set)
-}
-
-/// Load `set`; a built-in of the same name is replaced only when asked.
-// Stand-in until `Patterns::load_replacing` lands from the file-format work.
-fn load_replacing(p: &Patterns<'_>, set: PatternSet, replace: bool) -> Result<PatternSet, String> {
-    match p.load(set) {
-        Err(e) if replace && e.to_string().contains("built-in") => Err(format!(
-            "{e} (replacing a built-in set needs the file-format change not merged yet)"
-        )),
-        r => r.map_err(err),
     }
 }

@@ -165,6 +165,16 @@ async def galaxybrain(s):
                                        "description": "Detect common security anti-patterns",
                                        "tags": ["security", "code-smell"]})
     check(r["id"] == "pat:security" and r["patterns"] == 4, f"pattern_load: {r}")
+    # The seed's own example set is named like a built-in: refused unless replacing.
+    smells = {"pattern_set_id": "pat:security-smells", "patterns": regexes[:2],
+              "description": "The seed's security smells"}
+    msg = await refused(s, "pattern_load", smells)
+    check("replace" in msg, f"built-in name without replace: {msg}")
+    r = await call(s, "pattern_load", dict(smells, replace="true"))
+    check(r["id"] == "pat:security-smells" and r["patterns"] == 2, f"replace built-in: {r}")
+    r = await call(s, "pattern_list", {})
+    smell_sets = [x for x in r["sets"] if x["id"] == "pat:security-smells"]
+    check(len(smell_sets) == 1 and smell_sets[0]["builtin"] is False, f"replaced set listed: {smell_sets}")
     r = await call(s, "pattern_list", {})
     check(any(x["id"] == "pat:security" and x["tags"] == ["security", "code-smell"] for x in r["sets"]), f"list: {r}")
     chunk = (await call(s, "code_search", {"query": "eval user_input", "path": "src/danger.py"}))["hits"][0]["key"]
