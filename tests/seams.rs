@@ -155,7 +155,7 @@ fn commit_records_inside_a_torn_batch_do_not_fool_recovery() {
         let body = engram::format::CommitBody::decode(rec.body).unwrap();
         let put = snap.record_at(body.batch_start.get()).unwrap();
         let body_at = body.batch_start.get() as usize + 48 + put.meta.len();
-        if body_at % 8 == 0 {
+        if body_at.is_multiple_of(8) {
             break body.batch_start.get();
         }
         let mut d = WriteBatch::new();

@@ -90,7 +90,7 @@ fn collect(children: Vec<Child>) -> Vec<String> {
 fn write_repo_file(repo: &Path, i: usize, generation: usize) {
     let body = format!(
         "/// Version {generation} of module {i}.\npub fn handler_{i}_{generation}(x: u32) -> u32 {{\n    x + {generation}\n}}\n\npub struct State{i} {{ pub n: u{w} }}\n",
-        w = if generation % 2 == 0 { 32 } else { 64 }
+        w = if generation.is_multiple_of(2) { 32 } else { 64 }
     );
     std::fs::write(repo.join(format!("m{i}.rs")), body).unwrap();
 }
@@ -340,7 +340,7 @@ fn mixed(id: usize, store: &Path, repo: &Path, deadline: Instant, rng: &mut Rng)
                 println!("ACK note {name} {} {value}", m.version);
             }
             80..=87 => {
-                if id % 2 == 0 {
+                if id.is_multiple_of(2) {
                     // Change the repository under the indexers.
                     write_repo_file(repo, rng.below(12), n);
                     if rng.below(4) == 0 {

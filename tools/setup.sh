@@ -28,6 +28,19 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The suite checks formatting and lints.
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+      echo "setup: installing the $component component" >&2
+      rustup component add "$component"
+    else
+      echo "setup: cargo $component is missing and there is no rustup to add it" >&2
+      exit 1
+    fi
+  fi
+done
+
 # The MCP end-to-end tests drive `engram serve` with the official Python MCP SDK.
 if command -v python3 >/dev/null 2>&1; then
   if ! python3 -c "import mcp" >/dev/null 2>&1; then

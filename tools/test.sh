@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 
+# Formatting and lints are part of the suite: a warning fails it.
+cargo fmt --check
+cargo clippy --quiet --release --all-features --all-targets -- -D warnings
+
 # The format layer must build alone, without the store's or the CLI's dependencies.
 cargo build --quiet --no-default-features --lib
 # Benchmarks and tools must keep compiling even though CI does not time them.

@@ -23,16 +23,16 @@ pub(super) struct Previous<'a> {
     pub symbol_keys: &'a [String],
 }
 
+/// A chunk's record metadata and text.
+type ChunkRecord = (serde_json::Map<String, serde_json::Value>, String);
+
 /// A changed file made ready to write without holding any lock: redacted, parsed,
 /// chunked and embedded.
 pub(super) struct Prepared {
     pub path: String,
     /// Each chunk's key with its metadata and text, or `None` for a chunk left out
     /// because it held a secret.
-    chunks: Vec<(
-        String,
-        Option<(serde_json::Map<String, serde_json::Value>, String)>,
-    )>,
+    chunks: Vec<(String, Option<ChunkRecord>)>,
     symbols: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
     vectors: Vec<(String, Vec<f32>)>,
     embedder: String,

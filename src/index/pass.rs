@@ -97,7 +97,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
 
     // A hint only, read without the lock: it decides which files to read and prepare.
     // What is replaced is read again under the lock when the file is written.
-    let hint = store.with_tracker(|db| known_files(db))?;
+    let hint = store.with_tracker(known_files)?;
 
     let (files, skipped) = walk::walk(root, opts.max_file_bytes);
     let mut report = IndexReport {
@@ -266,7 +266,7 @@ fn delete_vanished(
     report: &mut IndexReport,
 ) -> Result<(), IndexError> {
     let mut writer = store.begin_batch()?;
-    let known = writer.with_tracker(|db| known_files(db))?;
+    let known = writer.with_tracker(known_files)?;
     for (path, k) in &known {
         if seen.contains(path) {
             continue;

@@ -245,12 +245,9 @@ impl<'s> BatchWriter<'s> {
                 tracker::apply_batch(&tx, &b, &projections, &mut meta)
             },
         );
-        let end = match applied {
-            Ok(end) => end,
-            // Nothing has seen this batch: the tracker transaction rolls back, the
-            // bytes are discarded (by Drop), and the caller gets the reason.
-            Err(e) => return Err(e),
-        };
+        // On error nothing has seen this batch: the tracker transaction rolls back, the
+        // bytes are discarded (by Drop), and the caller gets the reason.
+        let end = applied?;
         if let Some((offset, why)) = end.stopped {
             return Err(StoreError::Corrupt {
                 path: self.blob.path().to_path_buf(),
