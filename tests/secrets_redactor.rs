@@ -60,6 +60,9 @@ fn the_redactor_leaves_no_window_of_any_secret_in_any_context() {
                 let text = (ctx.render)(&s, "canary");
                 let out = r.redact(&text).expect("redact").text;
                 if let Some(m) = leaked(&out, &s) {
+                    if std::env::var_os("ENGRAM_SECRETS_SHOW").is_some() {
+                        eprintln!("---- {} | {}\n{out}", kind.name, ctx.name);
+                    }
                     leaks.push(format!("seed {seed} | {} | {} | {m}", kind.name, ctx.name));
                 }
                 group.push((s, text));

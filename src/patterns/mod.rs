@@ -16,6 +16,8 @@ pub mod secret_rules;
 mod secret_rules_extra;
 pub mod secret_text;
 pub mod secret_value;
+mod secret_views;
+pub mod secret_words;
 mod set;
 pub mod stored;
 

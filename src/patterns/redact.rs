@@ -19,6 +19,7 @@ use hyperscan::Scratch;
 use super::compile::{compile, CompiledSet};
 use super::secret_rules::{self, Check, SecretRule};
 use super::secret_value::{is_placeholder, looks_secret};
+use super::secret_views::views;
 use super::{builtin, PatternError};
 
 /// How far a private key's END line is looked for (a 16384-bit RSA key in PEM is
@@ -119,15 +120,21 @@ impl Redactor {
     /// Every secret span of `text`, after the rules' checks and extensions, in order
     /// of start (spans may overlap).
     ///
-    /// Text with escaped line breaks, tabs or quotes (`\n`, `\r`, `\t`, `\"`, as in
-    /// JSON strings and code literals) is scanned twice: as it is, and with each such escape read as two
-    /// spaces. The second reading finds a token right after an escape (`…\nAKIA…`,
-    /// where the `n` would otherwise glue onto the token and hide its start); offsets
-    /// are the same in both, so the spans of both apply to the text.
+    /// Text holding backslash escapes (`\n`, `\"`, as in JSON strings and code
+    /// literals) or percent-encoding (URL queries) is also scanned as it reads decoded
+    /// (`secret_views`): a `\"password\": \"…\"` inside a string, a key with escaped
+    /// line breaks, a `%3A_authToken%3D…` in a URL. A span found in a decoded reading
+    /// covers every source byte its characters came from.
     pub fn find(&self, text: &str) -> Result<Vec<Finding>, PatternError> {
         let mut out = self.find_in(text)?;
-        if let Some(view) = escapes_as_spaces(text) {
-            out.extend(self.find_in(&view)?);
+        let views = views(text);
+        if !views.is_empty() {
+            for view in &views {
+                for f in self.find_in(&view.text)? {
+                    let (start, end) = view.source_span(f.start, f.end);
+                    out.push(Finding { start, end, ..f });
+                }
+            }
             out.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), f.rule));
             out.dedup();
         }
@@ -445,35 +452,6 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;
-
-/// `text` with every `\n`, `\r` and `\t` escape replaced by two spaces and every
-/// escaped quote by a space and the quote (same length, still UTF-8: the bytes are
-/// ASCII), or `None` when it has no such escape.
-fn escapes_as_spaces(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let escaped = |i: usize| {
-        bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't' | b'"' | b'\''))
-    };
-    if !(0..bytes.len()).any(escaped) {
-        return None;
-    }
-    let mut view = bytes.to_vec();
-    let mut i = 0;
-    while i < bytes.len() {
-        if escaped(i) {
-            // An escaped quote stays a quote (the value it closes is then seen as
-            // quoted); a line-break or tab escape becomes blank.
-            view[i] = b' ';
-            if !matches!(bytes[i + 1], b'"' | b'\'') {
-                view[i + 1] = b' ';
-            }
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    String::from_utf8(view).ok()
-}
 
 /// The password of `scheme://user:password@` (the match ends at `@`) is a secret unless
 /// it is a placeholder or a plain word (`password`, `pass`, `secret`, `xxx`), as in

@@ -9,24 +9,30 @@
 //!
 //! ## The threshold
 //!
-//! A value is a secret when it is at least 8 characters long, holds no whitespace,
-//! contains a digit (or a symbol) as well as letters, is none of the shapes below,
-//! and its Shannon entropy is at least [`MIN_ENTROPY`] = 3.0 bits per character.
-//! Why 3.0: an 8-character value reaches 3.0 only when all 8 characters differ, so
-//! short dictionary-like defaults stay out (`changeme` has 2.75, `password` 2.75,
-//! `hunter22` 2.75), while a random 32-character value is far above it whatever its
-//! alphabet (base62 ≈ 4.6, lowercase hex ≈ 3.8; the chance of a random 32-character
-//! hex string falling under 3.0 is negligible). gitleaks' generic rule uses 3.5 with
-//! a minimum of 10 characters; 3.0 with a minimum of 8 redacts more short passwords,
-//! which is the side to err on when the alternative is writing a credential to disk.
-//! What it misses: passphrases with spaces, all-letter passwords and weak ones such as
-//! `Passw0rd1` (2.95) — the specific rules and the reviewer are there for those.
+//! A value is a secret when it is at least [`MIN_LEN`] = 12 characters long, holds no
+//! whitespace, is no placeholder, none of the shapes below, does not read as code
+//! (`secret_words::is_code_like`: identifiers, paths, words) and has no made-up
+//! ascending run (`bcdefghij`), and its Shannon entropy reaches [`min_entropy`]:
+//! 3.0 bits per character from 20 characters, 0.7 × log2(length) below (2.5 at 12),
+//! since a short value cannot hold many distinct characters. Defaults such as
+//! `changeme` (8 characters) or `password123` are under the length or read as words;
+//! a random value of 14 characters or more is caught all but about once in 50,000
+//! (it reads as words or repeats itself too much), and one of 20 or more always. All-letter
+//! random values count too: a random 14-character value of letters has no digit one
+//! time in twelve. gitleaks' generic rule uses an entropy of 3.5 with a minimum of 10
+//! characters; the shape test here lets the entropy bar sit lower, which is the side
+//! to err on when the alternative is writing a credential to disk. What it misses:
+//! passphrases with spaces, short or word-like passwords (`Passw0rd1`) — the
+//! specific rules and the reviewer are there for those.
 
-/// Bits per character a value needs to count as random; see the module comment.
+/// Bits per character a value of 20 characters or more needs to count as random; see
+/// the module comment.
 pub const MIN_ENTROPY: f64 = 3.0;
 
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
+
+use super::secret_words::is_code_like;
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
@@ -80,6 +86,10 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "policy",
     "required",
     "enabled",
+    "model",
+    "backend",
+    "class",
+    "handler",
 ];
 
 /// Substrings of placeholders and references rather than values.
@@ -143,6 +153,27 @@ pub fn is_known_shape(value: &str) -> bool {
     if digest_prefixes.iter().any(|p| lower.starts_with(p)) {
         return true;
     }
+    // Password hashes (Django's `pbkdf2_sha256$…`, crypt's `$2b$…`, `$argon2id$…`):
+    // stored verifiers, not credentials.
+    let hash_prefixes = [
+        "pbkdf2_",
+        "argon2$",
+        "bcrypt$",
+        "bcrypt_sha256$",
+        "scrypt$",
+        "$2a$",
+        "$2b$",
+        "$2y$",
+        "$argon2",
+        "$1$",
+        "$5$",
+        "$6$",
+        "$pbkdf2",
+        "$scrypt$",
+    ];
+    if hash_prefixes.iter().any(|p| lower.starts_with(p)) {
+        return true;
+    }
     is_uuid(value) || is_base64_of_text(value)
 }
 
@@ -193,6 +224,7 @@ fn is_base64_of_text(v: &str) -> bool {
 /// keyword (`DB_PASSWORD`, `client_secret`), `value` the assigned value without its
 /// quotes, `quoted` whether it was quoted, `next` the character after the match.
 pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) -> bool {
+    let value = value.trim();
     let ident = ident.to_ascii_lowercase();
     if NOT_SECRET_NAMES.iter().any(|w| ident.contains(w)) {
         return false;
@@ -220,28 +252,40 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     {
         return false;
     }
-    // Words and identifiers (`access_token`, `Bearer-Token`, `refreshToken`): a random
-    // value of 8+ characters without a digit or symbol is rare, a name without one is
-    // the rule.
-    let has_other = value
-        .bytes()
-        .any(|b| !b.is_ascii_alphabetic() && !matches!(b, b'_' | b'-' | b'.'));
-    if !has_other {
+    // Identifiers, paths and words (`token::Brace`, `MASKED_TEST_SECRET2`,
+    // `auth_tests.CustomUser`, `refreshTokenValue`): code, whatever their characters.
+    if value.contains("::") || is_code_like(value) || has_sequential_run(value) {
         return false;
     }
-    // `base64.b64decode`, `settings.SECRET_KEY2`: a dotted path of identifiers.
-    if !quoted
-        && value.contains('.')
-        && value.split('.').all(|seg| {
-            seg.chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
-    {
-        return false;
+    entropy(value) >= min_entropy(value.len())
+}
+
+/// The entropy a value of `len` characters needs: [`MIN_ENTROPY`], or less for short
+/// values, whose entropy is bounded by their length (a random 12-character value
+/// rarely has 12 distinct characters): 0.7 × log2(len), 2.5 bits at 12 characters,
+/// 3.0 from 20. Under it are repetitions (`aaaaaaaaaaaa`, `abcabcabcabc`,
+/// `0000-0000-0000`), not random values: a random 14-character value from the base62
+/// or password alphabets falls under it about once in 100,000 tries.
+pub fn min_entropy(len: usize) -> f64 {
+    MIN_ENTROPY.min(0.7 * (len.max(2) as f64).log2())
+}
+
+/// A run of 6 or more consecutive ascending characters (`bcdefghij`, `123456`,
+/// `abcdef`): a made-up test value, which a random one holds about once in 10^8.
+pub fn has_sequential_run(value: &str) -> bool {
+    let b = value.as_bytes();
+    let mut run = 1;
+    for w in b.windows(2) {
+        if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) {
+            run += 1;
+            if run >= 6 {
+                return true;
+            }
+        } else {
+            run = 1;
+        }
     }
-    entropy(value) >= MIN_ENTROPY
+    false
 }
 
 /// Whether `value` is words joined by `_`, `-` or `.`: each part lowercase letters
