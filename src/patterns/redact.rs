@@ -156,6 +156,10 @@ impl Redactor {
                 Check::None if r.id == "database_url_password" => {
                     url_password_is_secret(text, start, end).then_some((start, end))
                 }
+                Check::None if r.id == "basic_auth_header" => {
+                    basic_auth_is_secret(text, start, end)
+                        .then_some((start, extend_token(bytes, end)))
+                }
                 Check::None => Some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
                 Check::ConnString => conn_string(bytes, start, end),
@@ -290,7 +294,13 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     if comma && !quoted {
         return false;
     }
-    let value = m[i..].trim_end_matches(['\'', '"', '`']);
+    let mut value = &m[i..];
+    // `None\r\nAccess-…` in a literal: the escape ends the value here (the decoded
+    // reading of the text judges what follows it on its own line).
+    if let Some(at) = find(value.as_bytes(), b"\\") {
+        value = &value[..at];
+    }
+    let value = value.trim_end_matches(['\'', '"', '`']);
     let next = text[end..].chars().next();
     looks_secret(ident, value, quoted, next)
 }
@@ -312,6 +322,7 @@ fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
     if p > 0 && !matches!(bytes[p - 1], b';' | b'"' | b'\'' | b'\n') {
         return None;
     }
+    let line_start = p == 0 || bytes[p - 1] == b'\n';
     let m = std::str::from_utf8(&bytes[start..end]).ok()?;
     let value = m
         .split_once('=')
@@ -320,6 +331,14 @@ fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
         .trim_end_matches([';', '"', '\''])
         .trim();
     if is_placeholder(value) {
+        return None;
+    }
+    // At the start of a line, `password = request.form["password"]` is code; a
+    // connection string's `Password=…;` there is a value without spaces, calls or
+    // subscripts.
+    if line_start
+        && (value.contains(['(', '[', ' ', '\t']) || super::secret_words::is_code_like(value))
+    {
         return None;
     }
     let end = if bytes[end - 1] == b';' { end - 1 } else { end };
@@ -379,8 +398,10 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Password lines of multi-line `.netrc` entries: `password <token>` on a line whose
-/// entry began, within three lines above, with `machine`, `default` or `login`.
+/// Password lines of multi-line `.netrc` entries: `password <token>` on a line of
+/// `.netrc` pairs whose entry began, within three lines above, with `machine`,
+/// `default` or `login` on a line of `.netrc` pairs too (so prose that says "the
+/// default … with a password encoded …" is not an entry).
 fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     if !text.contains("password") {
@@ -391,10 +412,11 @@ fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
         let first = trimmed.split_whitespace().next().unwrap_or("");
-        if matches!(first, "machine" | "default" | "login") {
+        let pairs = is_netrc_pairs(trimmed);
+        if matches!(first, "machine" | "default" | "login") && pairs {
             since_entry = 0;
         }
-        if since_entry <= 3 {
+        if since_entry <= 3 && pairs {
             if let Some(span) = password_word(line) {
                 out.push((offset + span.0, offset + span.1));
             }
@@ -403,6 +425,26 @@ fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
         offset += line.len();
     }
     out
+}
+
+/// Whether a line is nothing but `.netrc` tokens: `machine|login|password|account|port
+/// <value>` pairs and a bare `default`.
+fn is_netrc_pairs(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    let mut any = false;
+    while let Some(w) = words.next() {
+        any = true;
+        match w {
+            "default" => {}
+            "machine" | "login" | "password" | "account" | "port" => {
+                if words.next().is_none() {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    any
 }
 
 /// The span of `password <value>` in a line, `password` standing as a word.
@@ -464,8 +506,40 @@ fn url_password_is_secret(text: &str, start: usize, end: usize) -> bool {
         return true;
     };
     let password = userinfo.split_once(':').map_or("", |(_, p)| p);
-    let plain_word = password.chars().all(|c| c.is_ascii_alphabetic()) && password.len() <= 12;
+    let decoded = super::secret_views::percent_decode(password);
+    let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
     !(super::secret_value::is_placeholder(password)
-        || plain_word
+        || is_plain_words(password)
         || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
+}
+
+/// A documentation example's password: at most 12 letters, one word (`pass`,
+/// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
+/// `bar:baz`).
+fn is_plain_words(password: &str) -> bool {
+    let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
+    letters <= 12
+        && (password.bytes().all(|b| b.is_ascii_alphabetic())
+            || password
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')))
+}
+
+/// `Authorization: Basic <base64>` is a secret unless its `user:password` decodes to
+/// a plain-word password (`dXNlcjpwYXNz`, `user:pass`).
+fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        return true;
+    };
+    let encoded = m.rsplit([' ', '\t']).next().unwrap_or("");
+    let Some(decoded) = super::secret_value::decode_base64(encoded) else {
+        return true;
+    };
+    let Ok(decoded) = String::from_utf8(decoded) else {
+        return true;
+    };
+    match decoded.split_once(':') {
+        Some((_, pw)) => !is_plain_words(pw),
+        None => true,
+    }
 }

@@ -86,18 +86,22 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "policy",
     "required",
     "enabled",
+    "header",
     "model",
     "backend",
     "class",
     "handler",
 ];
 
-/// Substrings of placeholders and references rather than values.
+/// Substrings of placeholders and references rather than values: symbols no random
+/// value of the common alphabets holds, and words of 5 letters or more, which one
+/// holds about once in 10^7 (so `fake`, 4 letters, is not among them).
 const PLACEHOLDERS: &[&str] = &[
     "${",
     "{{",
     "}}",
     "%s",
+    "%d",
     "%(",
     "{0}",
     "{}",
@@ -111,14 +115,10 @@ const PLACEHOLDERS: &[&str] = &[
     "redacted",
     "dummy",
     "sample",
-    "xxxx",
-    "****",
-    "....",
     "your_",
     "your-",
     "yourp",
     "yours",
-    "fake",
     "insert",
     "replace",
     "process.env",
@@ -128,6 +128,12 @@ const PLACEHOLDERS: &[&str] = &[
     "env.",
     "secrets.",
     "vault:",
+    // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
+    // a word chosen by a person, which a random value holds about once in 10^8.
+    "password",
+    "passwd",
+    "secret",
+    "token",
 ];
 
 /// Whether `value` is a placeholder or reference (`${TOKEN}`, `%s`, `<password>`,
@@ -135,6 +141,15 @@ const PLACEHOLDERS: &[&str] = &[
 pub fn is_placeholder(value: &str) -> bool {
     let v = value.trim();
     if v.is_empty() || v.starts_with(['$', '%', '{', '#', '@', '&', '*']) {
+        return true;
+    }
+    // Masks (`xxxxxxxx`, `****`, `sk-xxxx…xxxx`): mostly x, * or dots. A substring
+    // test would also take random values that happen to hold `xXxX`.
+    let masked = v
+        .bytes()
+        .filter(|b| matches!(b, b'x' | b'X' | b'*' | b'.'))
+        .count();
+    if masked * 2 >= v.len() {
         return true;
     }
     let lower = v.to_ascii_lowercase();
@@ -189,10 +204,23 @@ fn is_uuid(v: &str) -> bool {
 /// Base64 whose decoding is mostly printable text with a space: an encoded sentence
 /// (a test vector), not key material, which decodes to arbitrary bytes.
 fn is_base64_of_text(v: &str) -> bool {
-    let body = v.trim_end_matches('=');
-    if body.len() < 12 || !v.len().is_multiple_of(4) {
+    if v.trim_end_matches('=').len() < 12 || !v.len().is_multiple_of(4) {
         return false;
     }
+    let Some(out) = decode_base64(v) else {
+        return false;
+    };
+    let printable = out
+        .iter()
+        .filter(|&&c| c == b' ' || c.is_ascii_graphic())
+        .count();
+    out.contains(&b' ') && !out.contains(&b':') && printable * 10 >= out.len() * 9
+}
+
+/// The bytes of standard or URL-safe base64 (padding optional), or `None` when `v`
+/// holds another character.
+pub fn decode_base64(v: &str) -> Option<Vec<u8>> {
+    let body = v.trim_end_matches('=');
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut out = Vec::with_capacity(body.len() * 3 / 4);
@@ -203,7 +231,7 @@ fn is_base64_of_text(v: &str) -> bool {
             b'0'..=b'9' => c - b'0' + 52,
             b'+' | b'-' => 62,
             b'/' | b'_' => 63,
-            _ => return false,
+            _ => return None,
         };
         bits = (bits << 6) | d as u32;
         nbits += 6;
@@ -213,11 +241,7 @@ fn is_base64_of_text(v: &str) -> bool {
             bits &= (1 << nbits) - 1;
         }
     }
-    let printable = out
-        .iter()
-        .filter(|&&c| c == b' ' || c.is_ascii_graphic())
-        .count();
-    out.contains(&b' ') && !out.contains(&b':') && printable * 10 >= out.len() * 9
+    Some(out)
 }
 
 /// Whether a keyword rule's match is a secret. `ident` is the identifier holding the
