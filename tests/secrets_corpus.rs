@@ -15,16 +15,19 @@
 
 #[path = "support/contexts.rs"]
 mod contexts;
+#[path = "support/leaks.rs"]
+mod leaks;
 #[path = "support/secrets.rs"]
 mod secrets;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use contexts::CONTEXTS;
-use secrets::{generate, mask, window_len, Rng, Secret, KINDS};
+use leaks::{files_under, Leaks};
+use secrets::{generate, mask, Rng, Secret, KINDS};
 use serde_json::{json, Value};
 
 const WAYS: &[&str] = &[
@@ -315,70 +318,9 @@ fn feed_mcp(sb: &Sandbox, items: &[&Instance]) -> Refusals {
     refused
 }
 
-/// Every file under `root`, with its path relative to `base`.
-fn files_under(root: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return;
-    };
-    for e in rd {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files_under(&p, base, out);
-        } else if let Ok(bytes) = std::fs::read(&p) {
-            let rel = p.strip_prefix(base).unwrap().display().to_string();
-            out.push((rel, bytes));
-        }
-    }
-}
-
-fn pack(w: &[u8]) -> u128 {
-    w.iter()
-        .fold(0u128, |v, b| v << 8 | b.to_ascii_lowercase() as u128)
-}
-
-/// What leaked: instance index → (files, windows found).
-type Leaks = BTreeMap<usize, (BTreeSet<String>, usize)>;
-
 fn find_leaks(all: &[Instance], files: &[(String, Vec<u8>)]) -> Leaks {
-    // Window length → packed lowercased window → instances holding it.
-    let mut windows: BTreeMap<usize, HashMap<u128, Vec<u32>>> = BTreeMap::new();
-    for (n, inst) in all.iter().enumerate() {
-        for frag in &inst.secret.sensitive {
-            let len = window_len(frag);
-            let map = windows.entry(len).or_default();
-            for w in frag.as_bytes().windows(len) {
-                let v = map.entry(pack(w)).or_default();
-                if v.last() != Some(&(n as u32)) {
-                    v.push(n as u32);
-                }
-            }
-        }
-    }
-    let mut leaks = Leaks::new();
-    for (name, bytes) in files {
-        for (&len, map) in &windows {
-            if bytes.len() < len {
-                continue;
-            }
-            let mask: u128 = if len == 16 {
-                u128::MAX
-            } else {
-                (1u128 << (8 * len)) - 1
-            };
-            let mut v = pack(&bytes[..len - 1]);
-            for &b in &bytes[len - 1..] {
-                v = (v << 8 | b.to_ascii_lowercase() as u128) & mask;
-                if let Some(hits) = map.get(&v) {
-                    for &h in hits {
-                        let e = leaks.entry(h as usize).or_default();
-                        e.0.insert(name.clone());
-                        e.1 += 1;
-                    }
-                }
-            }
-        }
-    }
-    leaks
+    let sensitive: Vec<&[String]> = all.iter().map(|i| i.secret.sensitive.as_slice()).collect();
+    leaks::find_leaks(&sensitive, files)
 }
 
 fn report(seed: u64, all: &[Instance], leaks: &Leaks, refused: &[String], missing: &str) -> String {

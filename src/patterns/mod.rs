@@ -12,6 +12,7 @@ pub mod builtin;
 mod compile;
 pub mod redact;
 mod scan;
+mod secret_framing;
 pub mod secret_rules;
 mod secret_rules_extra;
 pub mod secret_text;
