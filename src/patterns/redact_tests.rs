@@ -277,6 +277,20 @@ fn random_values_without_digits_or_with_dots_are_flagged() {
             "rediss://default:yiK-Zla_k.-LVZo@cache.internal:6380/0",
             "yiK-Zla_k",
         ),
+        // `REnV.` inside a random value is no `env.` reference.
+        (
+            "password = \"gxnQt~rufPomH4yREnV.0j~.glYG\"",
+            "gxnQt~rufPomH4y",
+        ),
+        // Base64 padding unquoted, a leading `/` (one random base64 value in 64).
+        (
+            "JWT_SECRET=q7Xv2Lm9Rt4Kp8Wz1Nc6Hb3Jd5Fg0Sa+A=",
+            "q7Xv2Lm9Rt4Kp8Wz",
+        ),
+        (
+            "secret = \"/q7Xv2Lm9Rt4Kp8Wz1Nc6Hb3Jd5Fg0Sa\"",
+            "q7Xv2Lm9Rt4Kp8Wz",
+        ),
     ] {
         let out = red(text);
         assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
@@ -306,6 +320,8 @@ fn code_names_paths_hashes_and_examples_are_not_flagged() {
         "            Credentials: None\\r\\nAccess-Control-Allow-Origin: None\\r\\n\\",
         "the default hasher's algorithm, you may be vulnerable\nwith a password encoded in a non-default algorithm\n",
         "setattr(JsTokensTest, \"test_case_%d\" % i, f)",
+        "credential: ~/.config/app/credentials.json",
+        "{'OLDPWD': '/home/giampaolo/svn/curio_giampaolo/tests', 'XAUTHORITY': '/home/giampaolo/.Xauthority'}",
     ] {
         let out = red(text);
         assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);

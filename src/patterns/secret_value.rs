@@ -32,7 +32,7 @@ pub const MIN_ENTROPY: f64 = 3.0;
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
 
-use super::secret_words::is_code_like;
+use super::secret_words::{is_code_like, is_path};
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
@@ -121,6 +121,18 @@ const PLACEHOLDERS: &[&str] = &[
     "yours",
     "insert",
     "replace",
+    // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
+    // a word chosen by a person, which a random value holds about once in 10^8.
+    "password",
+    "passwd",
+    "secret",
+    "token",
+];
+
+/// References to where a value comes from (`process.env.TOKEN`, `os.environ[…]`,
+/// `vault:…`): counted only at the start of a word, since a random value holds
+/// `env.` or `REnV.` about once in 100,000.
+const REFERENCES: &[&str] = &[
     "process.env",
     "environ",
     "getenv",
@@ -128,12 +140,6 @@ const PLACEHOLDERS: &[&str] = &[
     "env.",
     "secrets.",
     "vault:",
-    // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
-    // a word chosen by a person, which a random value holds about once in 10^8.
-    "password",
-    "passwd",
-    "secret",
-    "token",
 ];
 
 /// Whether `value` is a placeholder or reference (`${TOKEN}`, `%s`, `<password>`,
@@ -153,7 +159,12 @@ pub fn is_placeholder(value: &str) -> bool {
         return true;
     }
     let lower = v.to_ascii_lowercase();
-    PLACEHOLDERS.iter().any(|p| lower.contains(p))
+    let at_word_start = |r: &str| {
+        lower
+            .match_indices(r)
+            .any(|(i, _)| i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphanumeric())
+    };
+    PLACEHOLDERS.iter().any(|p| lower.contains(p)) || REFERENCES.iter().any(|r| at_word_start(r))
 }
 
 /// Shapes that look random but are identifiers or digests: UUIDs, lockfile
@@ -263,22 +274,24 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     if is_wordy(value) {
         return false;
     }
-    // An unquoted value holding `=` is code (`cacheable=True`), not a literal.
-    if !quoted && value.contains('=') {
+    // An unquoted value holding `=` is code (`cacheable=True`), not a literal; base64
+    // padding at its end is not.
+    if !quoted && value.trim_end_matches('=').contains('=') {
         return false;
     }
     if value.len() < MIN_LEN
         || value.chars().any(char::is_whitespace)
         || is_placeholder(value)
         || value.contains("://")
-        || value.starts_with(['/', '.', '~', '\\'])
         || is_known_shape(value)
     {
         return false;
     }
     // Identifiers, paths and words (`token::Brace`, `MASKED_TEST_SECRET2`,
-    // `auth_tests.CustomUser`, `refreshTokenValue`): code, whatever their characters.
-    if value.contains("::") || is_code_like(value) || has_sequential_run(value) {
+    // `auth_tests.CustomUser`, `refreshTokenValue`, `~/.config/app/tokens.json`,
+    // `/home/me/svn/curio`): code, whatever their characters. (A leading `/` alone says nothing: one random base64
+    // value in 64 starts with it.)
+    if value.contains("::") || is_code_like(value) || is_path(value) || has_sequential_run(value) {
         return false;
     }
     entropy(value) >= min_entropy(value.len())

@@ -5,7 +5,8 @@
 //! `custom_admin/password_change_form.html`. This module owns telling such values from
 //! credentials by their shape alone, and nothing else: no keyword, no context.
 //!
-//! A value is code-like when it splits (at `::`, `.`, `/`, `:`, `|`, `@`, then at `_`
+//! A value is code-like when, leading operators and path characters (`+`, `!`, `/`,
+//! `./`, `~/`) set aside, it splits (at `::`, `.`, `/`, `\`, `:`, `|`, `@`, then at `_`
 //! and `-`) into segments that are each letters with at most three trailing digits,
 //! whose letters form words the way identifiers do — all lower case, all upper case,
 //! or camel humps (`getElementById`, at most one acronym such as `HTTPServer`, no
@@ -161,11 +162,11 @@ fn humps(s: &[u8]) -> Option<Vec<&[u8]>> {
 /// Whether `value` reads as identifiers and words (a path, a name, a type) rather than
 /// random characters; see the module comment.
 pub fn is_code_like(value: &str) -> bool {
-    let v = value.trim_start_matches(['+', '!', '&', '*']);
+    let v = value.trim_start_matches(['+', '!', '&', '*', '/', '.', '~', '\\']);
     let mut tally = Tally::default();
     let parts = v
         .split("::")
-        .flat_map(|p| p.split(['.', '/', ':', '|', '@']));
+        .flat_map(|p| p.split(['.', '/', '\\', ':', '|', '@']));
     for part in parts {
         for seg in part.split(['_', '-']).filter(|s| !s.is_empty()) {
             if !tally.segment(seg.as_bytes()) {
@@ -177,6 +178,24 @@ pub fn is_code_like(value: &str) -> bool {
         && tally.single_letters <= 1
         && tally.pairs >= 3
         && tally.common as f64 >= MIN_COMMON_SHARE * tally.pairs as f64
+}
+
+/// Whether `value` is a file path: starting at `/`, `~/`, `./` or `../`, three or
+/// more `/` in all, only path characters (letters, digits, `.`, `_`, `-`, `~`) between
+/// them, and at least one part that reads as a word
+/// (`/home/giampaolo/svn/curio_giampaolo`). A random base64 value meets all of that
+/// about once in a million: it starts with `/` one time in 64, holds two more only one
+/// time in twelve, and its parts do not read as words.
+pub fn is_path(value: &str) -> bool {
+    let starts = ["/", "~/", "./", "../"]
+        .iter()
+        .any(|p| value.starts_with(p));
+    starts
+        && value.matches('/').count() >= 3
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~'))
+        && value.split('/').any(is_code_like)
 }
 
 #[cfg(test)]
@@ -201,6 +220,8 @@ mod tests {
             "refreshTokenValue",
             "variable|default:",
             "some:password",
+            "~/.config/app/tokens.json",
+            "/usr/local/share/credentials",
         ] {
             assert!(is_code_like(v), "{v}");
         }
@@ -217,8 +238,18 @@ mod tests {
             "LH~eSq3aSGN.v4viswk~pxdibOx",
             "192b9bdd22ab9ed4d12e236c78afcb9a",
             "Passw0rd1",
+            "/q7Xv2Lm9Rt4Kp8Wz1Nc6Hb3Jd5Fg0Sa",
         ] {
             assert!(!is_code_like(v), "{v}");
         }
+    }
+
+    #[test]
+    fn paths_are_paths_and_base64_with_slashes_is_not() {
+        assert!(is_path("/home/giampaolo/svn/curio_giampaolo"));
+        assert!(is_path("~/.config/app/credentials.json"));
+        assert!(!is_path("/q7Xv2Lm9/Rt4Kp8Wz1N/c6Hb3Jd5Fg0Sa"));
+        assert!(!is_path("/q7Xv2Lm9/Rt4Kp8+Wz1N/c6Hb3Jd5Fg0Sa"));
+        assert!(!is_path("/home/user"));
     }
 }
