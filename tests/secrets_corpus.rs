@@ -13,174 +13,22 @@
 //! Seed: random per run, printed on failure; set `ENGRAM_SECRETS_SEED` to replay.
 //! Run: `cargo test --release --test secrets_corpus`.
 
+#[path = "support/contexts.rs"]
+mod contexts;
+#[path = "support/leaks.rs"]
+mod leaks;
 #[path = "support/secrets.rs"]
 mod secrets;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use secrets::{generate, mask, window_len, Rng, Secret, KINDS};
+use contexts::CONTEXTS;
+use leaks::{files_under, Leaks};
+use secrets::{generate, mask, Rng, Secret, KINDS};
 use serde_json::{json, Value};
-
-/// A context: how a secret sits in a file or a text.
-struct Context {
-    name: &'static str,
-    /// File extension for the `index` way.
-    ext: &'static str,
-    render: fn(&Secret, &str) -> String,
-}
-
-fn indent(text: &str, prefix: &str) -> String {
-    text.lines()
-        .map(|l| format!("{prefix}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Percent-encode everything but RFC 3986 unreserved characters.
-fn percent(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-const CONTEXTS: &[Context] = &[
-    Context {
-        name: "python_literal",
-        ext: "py",
-        render: |s, c| {
-            let lit = if s.multiline() {
-                format!("'''\n{}\n'''", s.text)
-            } else if s.text.contains('"') {
-                format!("'{}'", s.text)
-            } else {
-                format!("\"{}\"", s.text)
-            };
-            format!("\"\"\"Settings for the {c} service.\"\"\"\n\nimport os\n\nCREDENTIAL = {lit}\n\n\ndef connect():\n    return os.environ.get(\"HOST\", \"localhost\"), CREDENTIAL\n")
-        },
-    },
-    Context {
-        name: "go_literal",
-        ext: "go",
-        render: |s, c| {
-            format!("package config\n\n// {c} holds the deploy credential.\nconst credential = `{}`\n\nfunc Credential() string {{ return credential }}\n", s.text)
-        },
-    },
-    Context {
-        name: "js_literal",
-        ext: "js",
-        render: |s, c| {
-            let lit = if s.multiline() {
-                format!("`{}`", s.text)
-            } else {
-                format!("'{}'", s.text)
-            };
-            format!("// {c}\nconst credential = {lit};\n\nmodule.exports = {{ credential }};\n")
-        },
-    },
-    Context {
-        name: "comment",
-        ext: "rs",
-        render: |s, c| {
-            format!(
-                "// {c}: the staging credential, until the vault is wired up:\n{}\npub fn connect() -> bool {{\n    true\n}}\n",
-                indent(&s.text, "// ")
-            )
-        },
-    },
-    Context {
-        name: "yaml",
-        ext: "yaml",
-        render: |s, c| {
-            let value = if s.multiline() {
-                format!("|\n{}", indent(&s.text, "    "))
-            } else {
-                format!("'{}'", s.text)
-            };
-            format!("service: {c}\nreplicas: 2\ncredentials:\n  value: {value}\n")
-        },
-    },
-    Context {
-        name: "json",
-        ext: "json",
-        render: |s, c| {
-            let v = json!({"service": c, "replicas": 2, "credential": s.text});
-            serde_json::to_string_pretty(&v).unwrap() + "\n"
-        },
-    },
-    Context {
-        name: "toml",
-        ext: "toml",
-        render: |s, c| {
-            let value = if s.multiline() {
-                format!("'''\n{}\n'''", s.text)
-            } else {
-                format!("'{}'", s.text)
-            };
-            format!("[service]\nname = \"{c}\"\nreplicas = 2\ncredential = {value}\n")
-        },
-    },
-    Context {
-        name: "env_line",
-        ext: "conf",
-        render: |s, c| {
-            let plain = !s.text.contains(|ch: char| ch.is_whitespace() || ch == '"');
-            let value = if plain {
-                s.text.clone()
-            } else {
-                format!("'{}'", s.text)
-            };
-            format!("# {c} deploy settings\nAPP_ENV=production\nAPP_CREDENTIAL={value}\nAPP_WORKERS=4\n")
-        },
-    },
-    Context {
-        name: "text_block",
-        ext: "txt",
-        render: |s, c| {
-            format!("Notes for {c}.\n\nThe credential the ops team sent, paste it into the vault:\n\n{}\n\nThen restart the service and delete this file.\n", s.text)
-        },
-    },
-    Context {
-        name: "escaped_newlines",
-        ext: "json",
-        render: |s, c| {
-            let msg = format!("loaded config for {c}:\n{}\nend of config", s.text);
-            let v = json!({"level": "error", "ts": "2024-05-01T12:00:00Z", "msg": msg});
-            serde_json::to_string(&v).unwrap() + "\n"
-        },
-    },
-    Context {
-        name: "url",
-        ext: "sh",
-        render: |s, c| {
-            let is_url = s.text.contains("://") && !s.multiline() && !s.text.contains(' ');
-            let url = if is_url {
-                s.text.clone()
-            } else {
-                format!(
-                    "https://api.example.com/v1/hooks?svc={c}&credential={}",
-                    percent(&s.text)
-                )
-            };
-            format!("#!/bin/sh\n# {c}\ncurl -fsS '{url}' -o /dev/null\n")
-        },
-    },
-    Context {
-        name: "markdown_fence",
-        ext: "md",
-        render: |s, c| {
-            format!("# Setup of {c}\n\nPut this in your config:\n\n```\n{}\n```\n\nand run `make deploy`.\n", s.text)
-        },
-    },
-];
 
 const WAYS: &[&str] = &[
     "index",
@@ -470,125 +318,9 @@ fn feed_mcp(sb: &Sandbox, items: &[&Instance]) -> Refusals {
     refused
 }
 
-/// Every file under `root`, with its path relative to `base`.
-fn files_under(root: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return;
-    };
-    for e in rd {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files_under(&p, base, out);
-        } else if let Ok(bytes) = std::fs::read(&p) {
-            let rel = p.strip_prefix(base).unwrap().display().to_string();
-            out.push((rel, bytes));
-        }
-    }
-}
-
-fn pack(w: &[u8]) -> u128 {
-    w.iter()
-        .fold(0u128, |v, b| v << 8 | b.to_ascii_lowercase() as u128)
-}
-
-/// What leaked: instance index → (files, windows found).
-type Leaks = BTreeMap<usize, (BTreeSet<String>, usize)>;
-
-/// Kinds whose detection rests on a keyword assignment, a JSON field or a header
-/// keyword (`password = "…"`, `"auth": "…"`, a service account's `private_key_id`,
-/// `Bearer …`) judged by the entropy threshold, rather than a token's own shape.
-const KEYWORD_KINDS: &[&str] = &[
-    "generic_api_key",
-    "password_assignment",
-    "client_secret",
-    "pypirc_password",
-    "docker_config_auth",
-    "gcp_service_account",
-    "http_bearer_token",
-    "http_basic_auth_header",
-];
-
-/// Contexts that wrap the assignment in a string literal, escaping its quotes.
-const QUOTE_ESCAPING_CONTEXTS: &[&str] = &[
-    "json",
-    "escaped_newlines",
-    "python_literal",
-    "go_literal",
-    "js_literal",
-];
-
-/// Known gaps of the scanner, reported on every run (with how many of the kind's
-/// instances they are) but not failing it; the closing note of issue 9 lists them:
-/// - keyword-framed secrets (`password = "…"`, `"auth": "…"`, `_authToken=…`) are
-///   judged by an entropy and shape threshold, so a generated value can fall under
-///   it, and escaped quotes or percent-encoding can hide the assignment altogether;
-/// - any secret percent-encoded into a URL query, when encoding changed some of its
-///   characters (`+`, `/`, `=`, `:`, …): the pieces between `%2B`s are not decoded.
-///
-/// Every token with a shape of its own (the other kinds) must never leak, in any
-/// other context, by any way in.
-fn known_gap(inst: &Instance) -> Option<&'static str> {
-    let kind = KINDS[inst.kind].name;
-    let context = CONTEXTS[inst.context].name;
-    if KEYWORD_KINDS.contains(&kind) || kind == "npmrc_auth_token" {
-        return Some(
-            if QUOTE_ESCAPING_CONTEXTS.contains(&context) || context == "url" {
-                "keyword assignment behind escaped quotes or percent-encoding"
-            } else {
-                "keyword assignment judged not secret"
-            },
-        );
-    }
-    let encoded = |f: &String| {
-        !f.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
-    };
-    if context == "url" && inst.secret.sensitive.iter().any(encoded) {
-        return Some("percent-encoded into a URL");
-    }
-    None
-}
-
 fn find_leaks(all: &[Instance], files: &[(String, Vec<u8>)]) -> Leaks {
-    // Window length → packed lowercased window → instances holding it.
-    let mut windows: BTreeMap<usize, HashMap<u128, Vec<u32>>> = BTreeMap::new();
-    for (n, inst) in all.iter().enumerate() {
-        for frag in &inst.secret.sensitive {
-            let len = window_len(frag);
-            let map = windows.entry(len).or_default();
-            for w in frag.as_bytes().windows(len) {
-                let v = map.entry(pack(w)).or_default();
-                if v.last() != Some(&(n as u32)) {
-                    v.push(n as u32);
-                }
-            }
-        }
-    }
-    let mut leaks = Leaks::new();
-    for (name, bytes) in files {
-        for (&len, map) in &windows {
-            if bytes.len() < len {
-                continue;
-            }
-            let mask: u128 = if len == 16 {
-                u128::MAX
-            } else {
-                (1u128 << (8 * len)) - 1
-            };
-            let mut v = pack(&bytes[..len - 1]);
-            for &b in &bytes[len - 1..] {
-                v = (v << 8 | b.to_ascii_lowercase() as u128) & mask;
-                if let Some(hits) = map.get(&v) {
-                    for &h in hits {
-                        let e = leaks.entry(h as usize).or_default();
-                        e.0.insert(name.clone());
-                        e.1 += 1;
-                    }
-                }
-            }
-        }
-    }
-    leaks
+    let sensitive: Vec<&[String]> = all.iter().map(|i| i.secret.sensitive.as_slice()).collect();
+    leaks::find_leaks(&sensitive, files)
 }
 
 fn report(seed: u64, all: &[Instance], leaks: &Leaks, refused: &[String], missing: &str) -> String {
@@ -739,28 +471,7 @@ fn no_secret_reaches_the_disk_through_any_way_in() {
         }
     }
 
-    let mut leaks = find_leaks(&all, &files);
-    let mut gaps: BTreeMap<&str, usize> = BTreeMap::new();
-    leaks.retain(|&n, _| match known_gap(&all[n]) {
-        Some(why) => {
-            *gaps.entry(why).or_default() += 1;
-            false
-        }
-        None => true,
-    });
-    if !gaps.is_empty() {
-        let keyword_instances = all
-            .iter()
-            .filter(|i| {
-                let k = KINDS[i.kind].name;
-                KEYWORD_KINDS.contains(&k) || k == "npmrc_auth_token"
-            })
-            .count();
-        eprintln!(
-            "secrets corpus: known gaps (not failures) {gaps:?}, of {keyword_instances} keyword-framed and {} instances in all",
-            all.len()
-        );
-    }
+    let leaks = find_leaks(&all, &files);
     let text = report(seed, &all, &leaks, &refused, &missing);
     if std::env::var_os("ENGRAM_SECRETS_REPORT").is_some() {
         eprintln!("{text}");

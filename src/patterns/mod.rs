@@ -12,10 +12,13 @@ pub mod builtin;
 mod compile;
 pub mod redact;
 mod scan;
+mod secret_framing;
 pub mod secret_rules;
 mod secret_rules_extra;
 pub mod secret_text;
 pub mod secret_value;
+mod secret_views;
+pub mod secret_words;
 mod set;
 pub mod stored;
 

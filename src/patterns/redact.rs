@@ -3,10 +3,12 @@
 //!
 //! It owns turning Hyperscan matches of the secret rules into whole secret spans:
 //! keyword matches are judged by `secret_value` (entropy, placeholders, known
-//! shapes), a private key header is extended to its END line (or over its base64
-//! body when END is missing, `\n`-escaped or not), a token cut short by a bounded
-//! regex is extended to the end of its run, multi-line `.netrc` entries are found,
-//! and overlapping spans are merged. Where framing hides a boundary it redacts more
+//! shapes, code), framed ones by `secret_framing` (connection strings, URLs, Basic
+//! headers, multi-line `.netrc` entries), a private key header is extended to its END
+//! line (or over its base64 body when END is missing, `\n`-escaped or not), a token
+//! cut short by a bounded regex is extended to the end of its run, text is scanned
+//! also as it reads decoded (`secret_views`: escapes, percent-encoding), and
+//! overlapping spans are merged. Where framing hides a boundary it redacts more
 //! rather than less. It must never panic on any input, never return text holding a
 //! span it judged secret, and never change the number of lines. The index and the
 //! gate both call it before anything is written.
@@ -17,8 +19,12 @@ use std::sync::{Mutex, OnceLock};
 use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
+use super::secret_framing::{
+    basic_auth_is_secret, conn_string, netrc_lines, url_password_is_secret,
+};
 use super::secret_rules::{self, Check, SecretRule};
-use super::secret_value::{is_placeholder, looks_secret};
+use super::secret_value::looks_secret;
+use super::secret_views::views;
 use super::{builtin, PatternError};
 
 /// How far a private key's END line is looked for (a 16384-bit RSA key in PEM is
@@ -123,15 +129,21 @@ impl Redactor {
     /// Every secret span of `text`, after the rules' checks and extensions, in order
     /// of start (spans may overlap).
     ///
-    /// Text with escaped line breaks, tabs or quotes (`\n`, `\r`, `\t`, `\"`, as in
-    /// JSON strings and code literals) is scanned twice: as it is, and with each such escape read as two
-    /// spaces. The second reading finds a token right after an escape (`…\nAKIA…`,
-    /// where the `n` would otherwise glue onto the token and hide its start); offsets
-    /// are the same in both, so the spans of both apply to the text.
+    /// Text holding backslash escapes (`\n`, `\"`, as in JSON strings and code
+    /// literals) or percent-encoding (URL queries) is also scanned as it reads decoded
+    /// (`secret_views`): a `\"password\": \"…\"` inside a string, a key with escaped
+    /// line breaks, a `%3A_authToken%3D…` in a URL. A span found in a decoded reading
+    /// covers every source byte its characters came from.
     pub fn find(&self, text: &str) -> Result<Vec<Finding>, PatternError> {
         let mut out = self.find_in(text)?;
-        if let Some(view) = escapes_as_spaces(text) {
-            out.extend(self.find_in(&view)?);
+        let views = views(text);
+        if !views.is_empty() {
+            for view in &views {
+                for f in self.find_in(&view.text)? {
+                    let (start, end) = view.source_span(f.start, f.end);
+                    out.push(Finding { start, end, ..f });
+                }
+            }
             out.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), f.rule));
             out.dedup();
         }
@@ -152,6 +164,10 @@ impl Redactor {
             let span = match r.check {
                 Check::None if r.id == "database_url_password" => {
                     url_password_is_secret(text, start, end).then_some((start, end))
+                }
+                Check::None if r.id == "basic_auth_header" => {
+                    basic_auth_is_secret(text, start, end)
+                        .then_some((start, extend_token(bytes, end)))
                 }
                 Check::None => Some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
@@ -287,7 +303,13 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     if comma && !quoted {
         return false;
     }
-    let value = m[i..].trim_end_matches(['\'', '"', '`']);
+    let mut value = &m[i..];
+    // `None\r\nAccess-…` in a literal: the escape ends the value here (the decoded
+    // reading of the text judges what follows it on its own line).
+    if let Some(at) = find(value.as_bytes(), b"\\") {
+        value = &value[..at];
+    }
+    let value = value.trim_end_matches(['\'', '"', '`']);
     let next = text[end..].chars().next();
     looks_secret(ident, value, quoted, next)
 }
@@ -297,30 +319,6 @@ fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {
     let e = ceil_boundary(text, end);
     text.get(s..e)
         .is_some_and(|m| keyword_secret(m, 0, m.len()))
-}
-
-/// `Password=…;` counts only after a connection string's separator (`;`, a quote,
-/// the start of a line); the span leaves the closing `;` in place.
-fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
-    let mut p = start;
-    while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
-        p -= 1;
-    }
-    if p > 0 && !matches!(bytes[p - 1], b';' | b'"' | b'\'' | b'\n') {
-        return None;
-    }
-    let m = std::str::from_utf8(&bytes[start..end]).ok()?;
-    let value = m
-        .split_once('=')
-        .map_or("", |(_, v)| v)
-        .trim()
-        .trim_end_matches([';', '"', '\''])
-        .trim();
-    if is_placeholder(value) {
-        return None;
-    }
-    let end = if bytes[end - 1] == b';' { end - 1 } else { end };
-    Some((start, end))
 }
 
 /// Where a private key that starts at `start` (header ends at `header_end`) ends: the
@@ -376,57 +374,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Password lines of multi-line `.netrc` entries: `password <token>` on a line whose
-/// entry began, within three lines above, with `machine`, `default` or `login`.
-fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    if !text.contains("password") {
-        return out;
-    }
-    let mut since_entry = usize::MAX;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        let first = trimmed.split_whitespace().next().unwrap_or("");
-        if matches!(first, "machine" | "default" | "login") {
-            since_entry = 0;
-        }
-        if since_entry <= 3 {
-            if let Some(span) = password_word(line) {
-                out.push((offset + span.0, offset + span.1));
-            }
-        }
-        since_entry = since_entry.saturating_add(1);
-        offset += line.len();
-    }
-    out
-}
-
-/// The span of `password <value>` in a line, `password` standing as a word.
-fn password_word(line: &str) -> Option<(usize, usize)> {
-    let b = line.as_bytes();
-    let mut from = 0;
-    while let Some(p) = line[from..].find("password").map(|p| p + from) {
-        let word_before = p == 0 || b[p - 1].is_ascii_whitespace();
-        let mut v = p + "password".len();
-        let gap = v;
-        while v < b.len() && matches!(b[v], b' ' | b'\t') {
-            v += 1;
-        }
-        if word_before && v > gap {
-            let mut e = v;
-            while e < b.len() && !b[e].is_ascii_whitespace() {
-                e += 1;
-            }
-            if e > v {
-                return Some((p, e));
-            }
-        }
-        from = p + 1;
-    }
-    None
-}
-
 fn newlines(s: &str) -> u64 {
     s.bytes().filter(|&b| b == b'\n').count() as u64
 }
@@ -449,49 +396,3 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;
-
-/// `text` with every `\n`, `\r` and `\t` escape replaced by two spaces and every
-/// escaped quote by a space and the quote (same length, still UTF-8: the bytes are
-/// ASCII), or `None` when it has no such escape.
-fn escapes_as_spaces(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let escaped = |i: usize| {
-        bytes[i] == b'\\' && matches!(bytes.get(i + 1), Some(b'n' | b'r' | b't' | b'"' | b'\''))
-    };
-    if !(0..bytes.len()).any(escaped) {
-        return None;
-    }
-    let mut view = bytes.to_vec();
-    let mut i = 0;
-    while i < bytes.len() {
-        if escaped(i) {
-            // An escaped quote stays a quote (the value it closes is then seen as
-            // quoted); a line-break or tab escape becomes blank.
-            view[i] = b' ';
-            if !matches!(bytes[i + 1], b'"' | b'\'') {
-                view[i + 1] = b' ';
-            }
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    String::from_utf8(view).ok()
-}
-
-/// The password of `scheme://user:password@` (the match ends at `@`) is a secret unless
-/// it is a placeholder or a plain word (`password`, `pass`, `secret`, `xxx`), as in
-/// documentation's examples.
-fn url_password_is_secret(text: &str, start: usize, end: usize) -> bool {
-    let Some(m) = text.get(start..end) else {
-        return true;
-    };
-    let Some(userinfo) = m.trim_end_matches('@').rsplit("://").next() else {
-        return true;
-    };
-    let password = userinfo.split_once(':').map_or("", |(_, p)| p);
-    let plain_word = password.chars().all(|c| c.is_ascii_alphabetic()) && password.len() <= 12;
-    !(super::secret_value::is_placeholder(password)
-        || plain_word
-        || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
-}

@@ -215,6 +215,122 @@ fn overlapping_secrets_merge_into_one_named_by_the_specific_rule() {
     assert!(out.touches(1, 1) && !out.touches(2, 3));
 }
 
+#[test]
+fn assignments_behind_escaped_quotes_are_found() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"msg": "config: {\"password\": \"q7Xv2Lm9Rt4Kp8Wz\"}"}"#,
+            "q7Xv2Lm9Rt4Kp8Wz",
+        ),
+        (
+            r#"cfg = "api_key = \"Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm\"""#,
+            "Zk5Hc9Jd0Pa6Sg2U",
+        ),
+        (
+            r#"var c = "{\"auths\": {\"r.io\": {\"auth\": \"ZGVwbG95OlprNUhjOUpkMFBhNg==\"}}}""#,
+            "ZGVwbG95OlprNUhj",
+        ),
+        // A JSON string inside a JSON string: escaped twice.
+        (
+            r#"{"v": "{\\\"private_key_id\\\": \\\"3f2a9c0d81e4b5a6c7d8e9f00112233445566778\\\"}"}"#,
+            "3f2a9c0d81e4",
+        ),
+        (
+            r#"log("loaded:\npassword = \"LH~eSq3aSGN.v4viswk~px\"\nend")"#,
+            "LH~eSq3aSGN",
+        ),
+    ];
+    for (text, secret) in cases {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+        assert_eq!(lines(&out.text), lines(text));
+    }
+}
+
+#[test]
+fn percent_encoded_secrets_in_urls_are_found_whole() {
+    let cases: &[(&str, &str)] = &[
+        ("curl 'https://h/x?c=%2F%2Fnpm.pkg.github.com%2F%3A_authToken%3DFRCLLwphf03oN2nDZChp'", "FRCLLwphf03oN2nD"),
+        ("https://h/x?c=%5Bpypi%5D%0Ausername%20%3D%20bot%0Apassword%20%3D%20LDyVcV-_E_YiWMt-ImW~bA", "LDyVcV-_E_YiWMt"),
+        ("https://h/x?c=%22auth%22%3A%20%22ZGVwbG95%2BOlprNUhj%2FOUpkMFBhNg%3D%3D%22", "OlprNUhj"),
+    ];
+    for (text, secret) in cases {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+    }
+}
+
+#[test]
+fn random_values_without_digits_or_with_dots_are_flagged() {
+    for (text, secret) in [
+        ("password = \"hbAqmVcOdrfoqyPw\"", "hbAqmVcOdrfoqy"),
+        (
+            "client_secret: ohuwxlVJ9r_8vmFl62ay1zHtao2.Jl5tZ2Ik4c0e",
+            "ohuwxlVJ9r_8",
+        ),
+        ("    password = ZHPD1t9arV5lueZ.K", "ZHPD1t9arV5lueZ"),
+        (
+            "Authorization: Basic a3BjOXoyYjI6Yk5NanB0VTl2IVdGS25UeFhYWA==",
+            "a3BjOXoyYjI6Yk5N",
+        ),
+        (
+            "rediss://default:yiK-Zla_k.-LVZo@cache.internal:6380/0",
+            "yiK-Zla_k",
+        ),
+        // `REnV.` inside a random value is no `env.` reference.
+        (
+            "password = \"gxnQt~rufPomH4yREnV.0j~.glYG\"",
+            "gxnQt~rufPomH4y",
+        ),
+        // Base64 padding unquoted, a leading `/` (one random base64 value in 64).
+        (
+            "JWT_SECRET=q7Xv2Lm9Rt4Kp8Wz1Nc6Hb3Jd5Fg0Sa+A=",
+            "q7Xv2Lm9Rt4Kp8Wz",
+        ),
+        (
+            "secret = \"/q7Xv2Lm9Rt4Kp8Wz1Nc6Hb3Jd5Fg0Sa\"",
+            "q7Xv2Lm9Rt4Kp8Wz",
+        ),
+    ] {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+    }
+}
+
+#[test]
+fn code_names_paths_hashes_and_examples_are_not_flagged() {
+    for text in [
+        "        pub brace_token: token::Brace,",
+        "    let struct_token = input.parse::<Token![struct]>()?;",
+        "pub fn parse2<T: parse::Parse>(tokens: proc_macro2::TokenStream) -> Result<T> {",
+        "    _csrf_id_token = MASKED_TEST_SECRET2",
+        "@override_settings(AUTH_USER_MODEL=\"auth_tests.CustomUserWithM2m\")",
+        "    token_header = \"HTTP_X_CSRFTOKEN\"",
+        "    dollarToken = +dollarToken;",
+        "  {\"new_password1\": \"anewpassword\", \"new_password2\": \"anewpassword\"}",
+        "    password_change_template = \"custom_admin/password_change_form.html\"",
+        "ADMIN_PASSWORD = 'pbkdf2_sha256$30000$Vo0VlMnkR4Bk$qEvtdyZRWTcOsCnI/oQ7fVOu1XAURIZYoOZ3iq8Dr4M='",
+        "CSRF_TOKEN = \"1bcdefghij2bcdefghij3bcdefghij4bcdefghij5bcdefghij6bcdefghijABCD\"",
+        "        password = request.form[\"password\"]",
+        "    password = models.CharField(_(\"password\"), max_length=128)",
+        "            password=self.settings_dict[\"PASSWORD\"],",
+        "  \"http://user:pass%20pass@complex.url.com/path?query=yes\",",
+        "  \"http://foo:bar:baz@example.com\",",
+        "  assert headers == {\"Proxy-Authorization\": \"Basic dXNlcjpwYXNz\"}",
+        "            Credentials: None\\r\\nAccess-Control-Allow-Origin: None\\r\\n\\",
+        "the default hasher's algorithm, you may be vulnerable\nwith a password encoded in a non-default algorithm\n",
+        "setattr(JsTokensTest, \"test_case_%d\" % i, f)",
+        "credential: ~/.config/app/credentials.json",
+        "{'OLDPWD': '/home/giampaolo/svn/curio_giampaolo/tests', 'XAUTHORITY': '/home/giampaolo/.Xauthority'}",
+    ] {
+        let out = red(text);
+        assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);
+    }
+    // A connection string's password after `;` goes whatever it looks like.
+    let out = red("conn = \"Server=db;Password=request.form;\"");
+    assert!(!out.text.contains("request.form"), "{}", out.text);
+}
+
 fn secret_strategy() -> impl Strategy<Value = String> {
     let positives: Vec<String> = secret_rules::all()
         .map(|r| r.positive.to_string())

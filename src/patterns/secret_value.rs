@@ -9,24 +9,30 @@
 //!
 //! ## The threshold
 //!
-//! A value is a secret when it is at least 8 characters long, holds no whitespace,
-//! contains a digit (or a symbol) as well as letters, is none of the shapes below,
-//! and its Shannon entropy is at least [`MIN_ENTROPY`] = 3.0 bits per character.
-//! Why 3.0: an 8-character value reaches 3.0 only when all 8 characters differ, so
-//! short dictionary-like defaults stay out (`changeme` has 2.75, `password` 2.75,
-//! `hunter22` 2.75), while a random 32-character value is far above it whatever its
-//! alphabet (base62 ≈ 4.6, lowercase hex ≈ 3.8; the chance of a random 32-character
-//! hex string falling under 3.0 is negligible). gitleaks' generic rule uses 3.5 with
-//! a minimum of 10 characters; 3.0 with a minimum of 8 redacts more short passwords,
-//! which is the side to err on when the alternative is writing a credential to disk.
-//! What it misses: passphrases with spaces, all-letter passwords and weak ones such as
-//! `Passw0rd1` (2.95) — the specific rules and the reviewer are there for those.
+//! A value is a secret when it is at least [`MIN_LEN`] = 12 characters long, holds no
+//! whitespace, is no placeholder, none of the shapes below, does not read as code
+//! (`secret_words::is_code_like`: identifiers, paths, words) and has no made-up
+//! ascending run (`bcdefghij`), and its Shannon entropy reaches [`min_entropy`]:
+//! 3.0 bits per character from 20 characters, 0.7 × log2(length) below (2.5 at 12),
+//! since a short value cannot hold many distinct characters. Defaults such as
+//! `changeme` (8 characters) or `password123` are under the length or read as words;
+//! a random value of 14 characters or more is caught all but about once in 50,000
+//! (it reads as words or repeats itself too much), and one of 20 or more always. All-letter
+//! random values count too: a random 14-character value of letters has no digit one
+//! time in twelve. gitleaks' generic rule uses an entropy of 3.5 with a minimum of 10
+//! characters; the shape test here lets the entropy bar sit lower, which is the side
+//! to err on when the alternative is writing a credential to disk. What it misses:
+//! passphrases with spaces, short or word-like passwords (`Passw0rd1`) — the
+//! specific rules and the reviewer are there for those.
 
-/// Bits per character a value needs to count as random; see the module comment.
+/// Bits per character a value of 20 characters or more needs to count as random; see
+/// the module comment.
 pub const MIN_ENTROPY: f64 = 3.0;
 
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
+
+use super::secret_words::{is_code_like, is_path};
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
@@ -80,14 +86,22 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "policy",
     "required",
     "enabled",
+    "header",
+    "model",
+    "backend",
+    "class",
+    "handler",
 ];
 
-/// Substrings of placeholders and references rather than values.
+/// Substrings of placeholders and references rather than values: symbols no random
+/// value of the common alphabets holds, and words of 5 letters or more, which one
+/// holds about once in 10^7 (so `fake`, 4 letters, is not among them).
 const PLACEHOLDERS: &[&str] = &[
     "${",
     "{{",
     "}}",
     "%s",
+    "%d",
     "%(",
     "{0}",
     "{}",
@@ -101,16 +115,24 @@ const PLACEHOLDERS: &[&str] = &[
     "redacted",
     "dummy",
     "sample",
-    "xxxx",
-    "****",
-    "....",
     "your_",
     "your-",
     "yourp",
     "yours",
-    "fake",
     "insert",
     "replace",
+    // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
+    // a word chosen by a person, which a random value holds about once in 10^8.
+    "password",
+    "passwd",
+    "secret",
+    "token",
+];
+
+/// References to where a value comes from (`process.env.TOKEN`, `os.environ[…]`,
+/// `vault:…`): counted only at the start of a word, since a random value holds
+/// `env.` or `REnV.` about once in 100,000.
+const REFERENCES: &[&str] = &[
     "process.env",
     "environ",
     "getenv",
@@ -127,8 +149,22 @@ pub fn is_placeholder(value: &str) -> bool {
     if v.is_empty() || v.starts_with(['$', '%', '{', '#', '@', '&', '*']) {
         return true;
     }
+    // Masks (`xxxxxxxx`, `****`, `sk-xxxx…xxxx`): mostly x, * or dots. A substring
+    // test would also take random values that happen to hold `xXxX`.
+    let masked = v
+        .bytes()
+        .filter(|b| matches!(b, b'x' | b'X' | b'*' | b'.'))
+        .count();
+    if masked * 2 >= v.len() {
+        return true;
+    }
     let lower = v.to_ascii_lowercase();
-    PLACEHOLDERS.iter().any(|p| lower.contains(p))
+    let at_word_start = |r: &str| {
+        lower
+            .match_indices(r)
+            .any(|(i, _)| i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphanumeric())
+    };
+    PLACEHOLDERS.iter().any(|p| lower.contains(p)) || REFERENCES.iter().any(|r| at_word_start(r))
 }
 
 /// Shapes that look random but are identifiers or digests: UUIDs, lockfile
@@ -141,6 +177,27 @@ pub fn is_known_shape(value: &str) -> bool {
         "sha512:", "md5:", "blake2b-", "blake3:",
     ];
     if digest_prefixes.iter().any(|p| lower.starts_with(p)) {
+        return true;
+    }
+    // Password hashes (Django's `pbkdf2_sha256$…`, crypt's `$2b$…`, `$argon2id$…`):
+    // stored verifiers, not credentials.
+    let hash_prefixes = [
+        "pbkdf2_",
+        "argon2$",
+        "bcrypt$",
+        "bcrypt_sha256$",
+        "scrypt$",
+        "$2a$",
+        "$2b$",
+        "$2y$",
+        "$argon2",
+        "$1$",
+        "$5$",
+        "$6$",
+        "$pbkdf2",
+        "$scrypt$",
+    ];
+    if hash_prefixes.iter().any(|p| lower.starts_with(p)) {
         return true;
     }
     is_uuid(value) || is_base64_of_text(value)
@@ -158,10 +215,23 @@ fn is_uuid(v: &str) -> bool {
 /// Base64 whose decoding is mostly printable text with a space: an encoded sentence
 /// (a test vector), not key material, which decodes to arbitrary bytes.
 fn is_base64_of_text(v: &str) -> bool {
-    let body = v.trim_end_matches('=');
-    if body.len() < 12 || !v.len().is_multiple_of(4) {
+    if v.trim_end_matches('=').len() < 12 || !v.len().is_multiple_of(4) {
         return false;
     }
+    let Some(out) = decode_base64(v) else {
+        return false;
+    };
+    let printable = out
+        .iter()
+        .filter(|&&c| c == b' ' || c.is_ascii_graphic())
+        .count();
+    out.contains(&b' ') && !out.contains(&b':') && printable * 10 >= out.len() * 9
+}
+
+/// The bytes of standard or URL-safe base64 (padding optional), or `None` when `v`
+/// holds another character.
+pub fn decode_base64(v: &str) -> Option<Vec<u8>> {
+    let body = v.trim_end_matches('=');
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut out = Vec::with_capacity(body.len() * 3 / 4);
@@ -172,7 +242,7 @@ fn is_base64_of_text(v: &str) -> bool {
             b'0'..=b'9' => c - b'0' + 52,
             b'+' | b'-' => 62,
             b'/' | b'_' => 63,
-            _ => return false,
+            _ => return None,
         };
         bits = (bits << 6) | d as u32;
         nbits += 6;
@@ -182,17 +252,14 @@ fn is_base64_of_text(v: &str) -> bool {
             bits &= (1 << nbits) - 1;
         }
     }
-    let printable = out
-        .iter()
-        .filter(|&&c| c == b' ' || c.is_ascii_graphic())
-        .count();
-    out.contains(&b' ') && !out.contains(&b':') && printable * 10 >= out.len() * 9
+    Some(out)
 }
 
 /// Whether a keyword rule's match is a secret. `ident` is the identifier holding the
 /// keyword (`DB_PASSWORD`, `client_secret`), `value` the assigned value without its
 /// quotes, `quoted` whether it was quoted, `next` the character after the match.
 pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) -> bool {
+    let value = value.trim();
     let ident = ident.to_ascii_lowercase();
     if NOT_SECRET_NAMES.iter().any(|w| ident.contains(w)) {
         return false;
@@ -207,41 +274,55 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     if is_wordy(value) {
         return false;
     }
-    // An unquoted value holding `=` is code (`cacheable=True`), not a literal.
-    if !quoted && value.contains('=') {
+    // An unquoted value holding `=` is code (`cacheable=True`), not a literal; base64
+    // padding at its end is not.
+    if !quoted && value.trim_end_matches('=').contains('=') {
         return false;
     }
     if value.len() < MIN_LEN
         || value.chars().any(char::is_whitespace)
         || is_placeholder(value)
         || value.contains("://")
-        || value.starts_with(['/', '.', '~', '\\'])
         || is_known_shape(value)
     {
         return false;
     }
-    // Words and identifiers (`access_token`, `Bearer-Token`, `refreshToken`): a random
-    // value of 8+ characters without a digit or symbol is rare, a name without one is
-    // the rule.
-    let has_other = value
-        .bytes()
-        .any(|b| !b.is_ascii_alphabetic() && !matches!(b, b'_' | b'-' | b'.'));
-    if !has_other {
+    // Identifiers, paths and words (`token::Brace`, `MASKED_TEST_SECRET2`,
+    // `auth_tests.CustomUser`, `refreshTokenValue`, `~/.config/app/tokens.json`,
+    // `/home/me/svn/curio`): code, whatever their characters. (A leading `/` alone says nothing: one random base64
+    // value in 64 starts with it.)
+    if value.contains("::") || is_code_like(value) || is_path(value) || has_sequential_run(value) {
         return false;
     }
-    // `base64.b64decode`, `settings.SECRET_KEY2`: a dotted path of identifiers.
-    if !quoted
-        && value.contains('.')
-        && value.split('.').all(|seg| {
-            seg.chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
-    {
-        return false;
+    entropy(value) >= min_entropy(value.len())
+}
+
+/// The entropy a value of `len` characters needs: [`MIN_ENTROPY`], or less for short
+/// values, whose entropy is bounded by their length (a random 12-character value
+/// rarely has 12 distinct characters): 0.7 × log2(len), 2.5 bits at 12 characters,
+/// 3.0 from 20. Under it are repetitions (`aaaaaaaaaaaa`, `abcabcabcabc`,
+/// `0000-0000-0000`), not random values: a random 14-character value from the base62
+/// or password alphabets falls under it about once in 100,000 tries.
+pub fn min_entropy(len: usize) -> f64 {
+    MIN_ENTROPY.min(0.7 * (len.max(2) as f64).log2())
+}
+
+/// A run of 6 or more consecutive ascending characters (`bcdefghij`, `123456`,
+/// `abcdef`): a made-up test value, which a random one holds about once in 10^8.
+pub fn has_sequential_run(value: &str) -> bool {
+    let b = value.as_bytes();
+    let mut run = 1;
+    for w in b.windows(2) {
+        if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) {
+            run += 1;
+            if run >= 6 {
+                return true;
+            }
+        } else {
+            run = 1;
+        }
     }
-    entropy(value) >= MIN_ENTROPY
+    false
 }
 
 /// Whether `value` is words joined by `_`, `-` or `.`: each part lowercase letters

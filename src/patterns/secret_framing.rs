@@ -1,0 +1,167 @@
+//! Checks of secrets whose framing, not their characters, says what they are: a
+//! connection string's `Password=…;`, a URL's `user:password@`, an HTTP Basic
+//! header's base64 `user:password`, and `.netrc` entries that span lines.
+//!
+//! Each check gets a rule's match and says whether (and over which span) it is a
+//! secret; the redactor calls them. They reject what documentation and code put in
+//! those frames (placeholders, plain-word example passwords, `password =
+//! request.form[…]` at the start of a line, prose that mentions a login) and nothing
+//! that could be a real credential.
+
+use super::secret_value::{decode_base64, is_placeholder};
+use super::secret_views::percent_decode;
+use super::secret_words::is_code_like;
+
+/// `Password=…;` counts only after a connection string's separator (`;`, a quote,
+/// the start of a line); the span leaves the closing `;` in place.
+pub(super) fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
+    let mut p = start;
+    while p > 0 && matches!(bytes[p - 1], b' ' | b'\t') {
+        p -= 1;
+    }
+    if p > 0 && !matches!(bytes[p - 1], b';' | b'"' | b'\'' | b'\n') {
+        return None;
+    }
+    let line_start = p == 0 || bytes[p - 1] == b'\n';
+    let m = std::str::from_utf8(&bytes[start..end]).ok()?;
+    let value = m
+        .split_once('=')
+        .map_or("", |(_, v)| v)
+        .trim()
+        .trim_end_matches([';', '"', '\''])
+        .trim();
+    if is_placeholder(value) {
+        return None;
+    }
+    // At the start of a line, `password = request.form["password"]` is code; a
+    // connection string's `Password=…;` there is a value without spaces, calls or
+    // subscripts.
+    if line_start && (value.contains(['(', '[', ' ', '\t']) || is_code_like(value)) {
+        return None;
+    }
+    let end = if bytes[end - 1] == b';' { end - 1 } else { end };
+    Some((start, end))
+}
+
+/// Password lines of multi-line `.netrc` entries: `password <token>` on a line of
+/// `.netrc` pairs whose entry began, within three lines above, with `machine`,
+/// `default` or `login` on a line of `.netrc` pairs too (so prose that says "the
+/// default … with a password encoded …" is not an entry).
+pub(super) fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    if !text.contains("password") {
+        return out;
+    }
+    let mut since_entry = usize::MAX;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let first = trimmed.split_whitespace().next().unwrap_or("");
+        let pairs = is_netrc_pairs(trimmed);
+        if matches!(first, "machine" | "default" | "login") && pairs {
+            since_entry = 0;
+        }
+        if since_entry <= 3 && pairs {
+            if let Some(span) = password_word(line) {
+                out.push((offset + span.0, offset + span.1));
+            }
+        }
+        since_entry = since_entry.saturating_add(1);
+        offset += line.len();
+    }
+    out
+}
+
+/// Whether a line is nothing but `.netrc` tokens: `machine|login|password|account|port
+/// <value>` pairs and a bare `default`.
+fn is_netrc_pairs(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    let mut any = false;
+    while let Some(w) = words.next() {
+        any = true;
+        match w {
+            "default" => {}
+            "machine" | "login" | "password" | "account" | "port" => {
+                if words.next().is_none() {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    any
+}
+
+/// The span of `password <value>` in a line, `password` standing as a word.
+fn password_word(line: &str) -> Option<(usize, usize)> {
+    let b = line.as_bytes();
+    let mut from = 0;
+    while let Some(p) = line[from..].find("password").map(|p| p + from) {
+        let word_before = p == 0 || b[p - 1].is_ascii_whitespace();
+        let mut v = p + "password".len();
+        let gap = v;
+        while v < b.len() && matches!(b[v], b' ' | b'\t') {
+            v += 1;
+        }
+        if word_before && v > gap {
+            let mut e = v;
+            while e < b.len() && !b[e].is_ascii_whitespace() {
+                e += 1;
+            }
+            if e > v {
+                return Some((p, e));
+            }
+        }
+        from = p + 1;
+    }
+    None
+}
+
+/// The password of `scheme://user:password@` (the match ends at `@`) is a secret unless
+/// it is a placeholder or a plain word (`password`, `pass`, `secret`, `xxx`), as in
+/// documentation's examples.
+pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        return true;
+    };
+    let Some(userinfo) = m.trim_end_matches('@').rsplit("://").next() else {
+        return true;
+    };
+    let password = userinfo.split_once(':').map_or("", |(_, p)| p);
+    let decoded = percent_decode(password);
+    let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
+    !(is_placeholder(password)
+        || is_plain_words(password)
+        || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
+}
+
+/// A documentation example's password: at most 12 letters, one word (`pass`,
+/// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
+/// `bar:baz`).
+fn is_plain_words(password: &str) -> bool {
+    let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
+    letters <= 12
+        && (password.bytes().all(|b| b.is_ascii_alphabetic())
+            || password
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')))
+}
+
+/// `Authorization: Basic <base64>` is a secret unless its `user:password` decodes to
+/// a plain-word password (`dXNlcjpwYXNz`, `user:pass`).
+pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        return true;
+    };
+    let encoded = m.rsplit([' ', '\t']).next().unwrap_or("");
+    let Some(decoded) = decode_base64(encoded) else {
+        return true;
+    };
+    let Ok(decoded) = String::from_utf8(decoded) else {
+        return true;
+    };
+    match decoded.split_once(':') {
+        Some((_, pw)) => !is_plain_words(pw),
+        None => true,
+    }
+}
