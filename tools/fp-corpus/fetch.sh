@@ -6,6 +6,8 @@
 #
 #   tools/fp-corpus/fetch.sh                       # into target/fp-corpus
 #   ENGRAM_FP_CORPUS=/some/dir tools/fp-corpus/fetch.sh
+#   ENGRAM_FP_MANIFEST=tools/fp-corpus/held-out.tsv ENGRAM_FP_CORPUS=target/fp-held-out \
+#       tools/fp-corpus/fetch.sh                   # the held-out corpus (see held-out.tsv)
 #   cargo bench --no-default-features --features patterns --bench secrets_fp
 #
 # Re-running is cheap: archives already present with the right digest are not downloaded
@@ -14,7 +16,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-manifest="$here/manifest.tsv"
+manifest="${ENGRAM_FP_MANIFEST:-$here/manifest.tsv}"
 cache="${ENGRAM_FP_CORPUS:-$root/target/fp-corpus}"
 
 for tool in curl sha256sum tar; do
