@@ -7,11 +7,9 @@
 use std::path::Path;
 use std::process::Command;
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+#[path = "support/python_mcp.rs"]
+mod python_mcp;
+use python_mcp::{run_client, write};
 
 /// Every file under `dir`, read whole.
 fn all_bytes(dir: &Path) -> Vec<u8> {
@@ -46,22 +44,9 @@ fn hostile_arguments_reach_nothing_they_should_not() {
     std::os::unix::fs::symlink(repo_b.path(), repo_a.path().join("escape")).unwrap();
     let store_a = tempfile::tempdir().unwrap();
     let store_b = tempfile::tempdir().unwrap();
-    let bin = env!("CARGO_BIN_EXE_engram");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/adversarial.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(bin)
-        .arg(store_a.path())
-        .arg(repo_a.path())
-        .arg(store_b.path())
-        .arg(repo_b.path())
-        .output()
-        .expect("python3 runs (tools/setup.sh installs the MCP SDK)");
-    assert!(
-        out.status.success(),
-        "adversarial MCP client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    run_client(
+        "adversarial.py",
+        &[store_a.path(), repo_a.path(), store_b.path(), repo_b.path()],
     );
 
     // The secret sent in an argument is nowhere in store A: not in the log, the
@@ -71,7 +56,7 @@ fn hostile_arguments_reach_nothing_they_should_not() {
     // Store A holds nothing of repository B.
     assert!(!bytes.windows(13).any(|w| w == b"b-secret-body"));
     for store in [store_a.path(), store_b.path()] {
-        let verify = Command::new(bin)
+        let verify = Command::new(env!("CARGO_BIN_EXE_engram"))
             .arg("--store")
             .arg(store)
             .arg("verify")
