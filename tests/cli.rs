@@ -1,40 +1,12 @@
 //! The `engram` binary end to end: every command, `--json` output, and bad input.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn engram(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_engram"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("ENGRAM_STORE")
-        .output()
-        .expect("run engram")
-}
-
-fn ok_json(store: &Path, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.push("--json");
-    let out = engram(store, &all);
-    assert!(
-        out.status.success(),
-        "engram {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "engram {args:?}: not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+#[path = "support/engram_cli.rs"]
+mod engram_cli;
+use engram_cli::{engram, ok_json, stderr};
 
 #[test]
 fn memory_commands_round_trip_with_json() {

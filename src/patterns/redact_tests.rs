@@ -321,7 +321,7 @@ fn code_names_paths_hashes_and_examples_are_not_flagged() {
         "the default hasher's algorithm, you may be vulnerable\nwith a password encoded in a non-default algorithm\n",
         "setattr(JsTokensTest, \"test_case_%d\" % i, f)",
         "credential: ~/.config/app/credentials.json",
-        "{'OLDPWD': '/home/giampaolo/svn/curio_giampaolo/tests', 'XAUTHORITY': '/home/giampaolo/.Xauthority'}",
+        "{'OLDPWD': '/srv/build/svn/curio_project/tests', 'XAUTHORITY': '/srv/build/.Xauthority'}",
     ] {
         let out = red(text);
         assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);

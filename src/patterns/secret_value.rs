@@ -289,7 +289,7 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     }
     // Identifiers, paths and words (`token::Brace`, `MASKED_TEST_SECRET2`,
     // `auth_tests.CustomUser`, `refreshTokenValue`, `~/.config/app/tokens.json`,
-    // `/home/me/svn/curio`): code, whatever their characters. (A leading `/` alone says nothing: one random base64
+    // `/srv/build/svn/curio`): code, whatever their characters. (A leading `/` alone says nothing: one random base64
     // value in 64 starts with it.)
     if value.contains("::") || is_code_like(value) || is_path(value) || has_sequential_run(value) {
         return false;

@@ -183,7 +183,7 @@ pub fn is_code_like(value: &str) -> bool {
 /// Whether `value` is a file path: starting at `/`, `~/`, `./` or `../`, three or
 /// more `/` in all, only path characters (letters, digits, `.`, `_`, `-`, `~`) between
 /// them, and at least one part that reads as a word
-/// (`/home/giampaolo/svn/curio_giampaolo`). A random base64 value meets all of that
+/// (`/srv/build/svn/curio_project`). A random base64 value meets all of that
 /// about once in a million: it starts with `/` one time in 64, holds two more only one
 /// time in twelve, and its parts do not read as words.
 pub fn is_path(value: &str) -> bool {
@@ -246,10 +246,10 @@ mod tests {
 
     #[test]
     fn paths_are_paths_and_base64_with_slashes_is_not() {
-        assert!(is_path("/home/giampaolo/svn/curio_giampaolo"));
+        assert!(is_path("/srv/build/svn/curio_project"));
         assert!(is_path("~/.config/app/credentials.json"));
         assert!(!is_path("/q7Xv2Lm9/Rt4Kp8Wz1N/c6Hb3Jd5Fg0Sa"));
         assert!(!is_path("/q7Xv2Lm9/Rt4Kp8+Wz1N/c6Hb3Jd5Fg0Sa"));
-        assert!(!is_path("/home/user"));
+        assert!(!is_path("/srv/build"));
     }
 }
