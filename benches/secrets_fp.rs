@@ -12,6 +12,9 @@
 //! tools/fp-corpus/fetch.sh
 //! cargo bench --no-default-features --features patterns --bench secrets_fp
 //! ENGRAM_FP_SHOW=1 cargo bench ... --bench secrets_fp    # every hit, file:line, masked
+//! ENGRAM_FP_SHOW=raw cargo bench ... --bench secrets_fp  # the same, the matched text unmasked
+//!                                                         # (for whoever tunes the checks: the
+//!                                                         # corpus holds no live credentials)
 //! ENGRAM_FP_STRICT=1 cargo bench ... --bench secrets_fp  # exit 1 when a rule is over target
 //!                                                         # or a true-positive entry is stale
 //! ```
@@ -185,6 +188,7 @@ fn main() {
         std::process::exit(2);
     }
     let show = std::env::var_os("ENGRAM_FP_SHOW").is_some();
+    let raw = std::env::var_os("ENGRAM_FP_SHOW").is_some_and(|v| v == "raw");
     let strict = std::env::var_os("ENGRAM_FP_STRICT").is_some();
 
     let known = known_true_positives();
@@ -246,7 +250,12 @@ fn main() {
                 let line = 1 + data[..f.start].iter().filter(|&&b| b == b'\n').count();
                 let text = String::from_utf8_lossy(&data[f.start..f.end]);
                 let verdict = if real { "true" } else { "false" };
-                println!("{rel}:{line}\t{}\t{verdict}\t{}", f.rule, mask(&text));
+                let shown = if raw {
+                    text.escape_debug().to_string()
+                } else {
+                    mask(&text)
+                };
+                println!("{rel}:{line}\t{}\t{verdict}\t{shown}", f.rule);
             }
         }
     }

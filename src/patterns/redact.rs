@@ -20,10 +20,11 @@ use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_framing::{
-    basic_auth_is_secret, conn_string, netrc_lines, url_password_is_secret,
+    basic_auth_is_secret, conn_string, near_private_key_field, netrc_lines, pem_has_body,
+    url_password_is_secret,
 };
 use super::secret_rules::{self, Check, SecretRule};
-use super::secret_value::looks_secret;
+use super::secret_value::{looks_secret, qualifier_says_not_secret};
 use super::secret_views::views;
 use super::{builtin, PatternError};
 
@@ -165,6 +166,9 @@ impl Redactor {
                 Check::None if r.id == "database_url_password" => {
                     url_password_is_secret(text, start, end).then_some((start, end))
                 }
+                Check::None if r.id == "gcp_service_account" => {
+                    near_private_key_field(bytes, start).then_some((start, end))
+                }
                 Check::None if r.id == "basic_auth_header" => {
                     basic_auth_is_secret(text, start, end)
                         .then_some((start, extend_token(bytes, end)))
@@ -172,6 +176,7 @@ impl Redactor {
                 Check::None => Some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
                 Check::ConnString => conn_string(bytes, start, end),
+                Check::PrivateKey if r.id == "private_key" && !pem_has_body(bytes, end) => None,
                 Check::PrivateKey => Some((start, private_key_end(bytes, start, end))),
             };
             if let Some((start, end)) = span {
@@ -278,7 +283,14 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         i += 1;
     }
     let ident = &m[..i];
+    // `NextContinuationToken`, `page_token`: the word before the keyword says what
+    // kind of token it is.
+    if qualifier_says_not_secret(&text[..start]) {
+        return false;
+    }
+    let mut name_quoted = false;
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"') {
+        name_quoted |= b[i] != b' ' && b[i] != b'\t';
         i += 1;
     }
     // `token::Brace`, `crate::token::Custom`: a path, not an assignment.
@@ -299,8 +311,8 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         i += 1;
     }
     // `("TOKEN", "value")` pairs a name with a literal; `parser, token, func=…` is an
-    // argument list.
-    if comma && !quoted {
+    // argument list, and `[Events.AcquireToken, "label"]` an enum member with a label.
+    if comma && !(quoted && name_quoted) {
         return false;
     }
     let mut value = &m[i..];
@@ -310,7 +322,21 @@ fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         value = &value[..at];
     }
     let value = value.trim_end_matches(['\'', '"', '`']);
+    // `access_token=abc&expires_in=…`: in a query string, `&` ends the value.
+    let value = if quoted {
+        value
+    } else {
+        value.split('&').next().unwrap_or(value)
+    };
     let next = text[end..].chars().next();
+    // `cred: CcsCredential | undefined`: a TypeScript type, not a value.
+    if !quoted {
+        let after = text[end..].trim_start_matches([' ', '\t']);
+        let after = after.strip_prefix('|').unwrap_or("").trim_start();
+        if after.starts_with("undefined") || after.starts_with("null") {
+            return false;
+        }
+    }
     looks_secret(ident, value, quoted, next)
 }
 
@@ -349,6 +375,9 @@ fn private_key_end(bytes: &[u8], start: usize, header_end: usize) -> usize {
             || matches!(b, b'+' | b'/' | b'=' | b'\\' | b' ' | b'\t' | b'\r' | b'\n')
         {
             e += 1;
+        } else if let Some(next) = joined_literal(bytes, e, limit) {
+            // A body split into one string literal per line: `"…\n"` then `"MIIE…`.
+            e = next;
         } else if b == b':' || b == b'-' || b == b',' {
             // Header lines of an encrypted PEM or a PGP block (`Proc-Type: 4,ENCRYPTED`).
             e += 1;
@@ -356,11 +385,34 @@ fn private_key_end(bytes: &[u8], start: usize, header_end: usize) -> usize {
             break;
         }
     }
-    // Leave the line break that ends the run outside the span.
-    while e > header_end && matches!(bytes[e - 1], b'\n' | b'\r' | b' ' | b'\t') {
+    // Leave the line break that ends the run, and a closing quote, outside the span.
+    while e > header_end
+        && matches!(
+            bytes[e - 1],
+            b'\n' | b'\r' | b' ' | b'\t' | b'"' | b'\'' | b'`'
+        )
+    {
         e -= 1;
     }
     e
+}
+
+/// Where the next literal's text starts when the quote at `at` closes one string
+/// literal and another opens after nothing but white space, a `+` or `\` join, or a
+/// literal prefix (`"…"\n  b"…`); `None` for any other quote.
+fn joined_literal(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
+    let quote = bytes[at];
+    if !matches!(quote, b'"' | b'\'' | b'`') {
+        return None;
+    }
+    let mut j = at + 1;
+    while j < limit && matches!(bytes[j], b' ' | b'\t' | b'\r' | b'\n' | b'+' | b'\\') {
+        j += 1;
+    }
+    if j + 1 < limit && matches!(bytes[j], b'b' | b'r' | b'u') && bytes[j + 1] == quote {
+        j += 1;
+    }
+    (j > at + 1 && j < limit && bytes[j] == quote).then_some(j + 1)
 }
 
 fn line_end(bytes: &[u8], from: usize) -> usize {

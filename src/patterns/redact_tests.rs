@@ -331,6 +331,80 @@ fn code_names_paths_hashes_and_examples_are_not_flagged() {
     assert!(!out.text.contains("request.form"), "{}", out.text);
 }
 
+/// Shapes met in the tuning corpus of 2026-11-23 (SDK clients, OAuth libraries, type
+/// declarations): code, markers and samples, not credentials.
+#[test]
+fn sdk_code_key_markers_and_samples_are_not_flagged() {
+    for text in [
+        "    httpAuthSchemeProvider: config?.httpAuthSchemeProvider ?? defaultS3HttpAuthSchemeProvider,",
+        "    const authSchemes = endpoint.properties?.authSchemes;",
+        "    setHttpAuthSchemeProvider(httpAuthSchemeProvider: S3HttpAuthSchemeProvider): void;",
+        " *   NextContinuationToken: \"1w41l63U0xa8q7smH50vCxyTQqdxo69O3EmK28Bi5PcROI4wI/EyIJg==\",",
+        "    [PerformanceEvents.SilentCacheClientAcquireToken, \"SltCacheClientAT\"],",
+        "    readonly WWWAuthenticate: \"WWW-Authenticate\";",
+        "    let ccsCredential: CcsCredential | undefined = undefined;",
+        "BASIC_AUTH_ENCODING = \"dXNlcm5hbWU6cGFzc3dvcmQ=\"",
+        "    (\"gcloud\", \"auth\", \"print-access-token\", \"--account=account\"),",
+        "        credential_source=cls.CREDENTIAL_SOURCE,",
+        "EXECUTABLE_SAML_TOKEN = \"FAKE_SAML_RESPONSE\"",
+        "        'Authorization': 'OAuth oauth_token=234lsdkf....'",
+        "    correct = ('a=b&oauth_nonce=14205877133089081931378988215&'",
+        "    'oauth_signature=\"hH5BWYVqo7QI4EmPBUUe9owRUUQ%3D\"')",
+        "    uri = auth_base_uri.format('token', 'list+of+scopes', state)",
+        "    'http://back.to/me#access_token=abc&expires_in=' + str(self.expires_in)",
+        "    let token = \"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9\";",
+        " * // Prints https://abc:123@example.com/",
+        "    payload = 'password=bar&username=foo'",
+        "_PKCS1_MARKER = (\"-----BEGIN RSA PRIVATE KEY-----\", \"-----END RSA PRIVATE KEY-----\")",
+        "#     \"-----BEGIN PRIVATE KEY-----...\",",
+        "    _KEY_REGEX = re.compile(b\"-----BEGIN [A-Z ]*PRIVATE KEY-----.+-----END\")",
+        "    \"-----BEGIN EC PRIVATE KEY-----\\n<key bytes>\\n-----END EC PRIVATE KEY-----\"",
+        "    filename.write(json.dumps({\"type\": \"service_account\"}))",
+    ] {
+        let out = red(text);
+        assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);
+    }
+}
+
+/// The same frames with random values, and keys whose body follows the header across
+/// string-literal joins, still go.
+#[test]
+fn the_same_frames_with_random_values_and_joined_key_literals_are_flagged() {
+    for (text, secret) in [
+        (
+            "  \"access_token\":\"2YotnFZFEjr1zCsicMWpAA\",",
+            "2YotnFZFEjr1zCsicMWpAA",
+        ),
+        (
+            "    ('oauth_token', \"kkk9d7dh3k39sjv7\"),",
+            "kkk9d7dh3k39sjv7",
+        ),
+        (
+            "https://example.com/cb?access_token=Zk5Hc9Jd0Pa6Sg2U&state=xyz",
+            "Zk5Hc9Jd0Pa6Sg2U",
+        ),
+        (
+            "    apiToken: Zk5Hc9Jd0Pa6Sg2Ue4Ti | rest",
+            "Zk5Hc9Jd0Pa6Sg2Ue4Ti",
+        ),
+        (
+            "KEY = (\"-----BEGIN RSA PRIVATE KEY-----\\n\"\n       b\"MIICXgIBAAKBgQDk1bxyS8Q8jiheHeYYp4rEKJopeQRRKKpZI4s5iUPwVpupG\\n\")",
+            "MIICXgIBAAKBgQDk1bxyS8Q8jiheHeYYp4rEKJopeQRRKKpZI4s5iUPwVpupG",
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0F1E2D3C4B5A69788796A5B4C3D2E1F0\n\nMIICXgIBAAKBgQDk1bxyS8Q8jiheHeYYp4rEKJopeQ\n-----END RSA PRIVATE KEY-----",
+            "MIICXgIBAAKBgQDk1bxyS8Q8jiheHeYYp4rEKJopeQ",
+        ),
+        (
+            "{\"type\": \"service_account\", \"private_key_id\": \"x\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\\n-----END PRIVATE KEY-----\\n\"}",
+            "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+        ),
+    ] {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+    }
+}
+
 fn secret_strategy() -> impl Strategy<Value = String> {
     let positives: Vec<String> = secret_rules::all()
         .map(|r| r.positive.to_string())

@@ -1,6 +1,7 @@
 //! Checks of secrets whose framing, not their characters, says what they are: a
 //! connection string's `Password=…;`, a URL's `user:password@`, an HTTP Basic
-//! header's base64 `user:password`, and `.netrc` entries that span lines.
+//! header's base64 `user:password`, `.netrc` entries that span lines, a private key's
+//! header followed by its body, and a service-account file's `"type"` beside its key.
 //!
 //! Each check gets a rule's match and says whether (and over which span) it is a
 //! secret; the redactor calls them. They reject what documentation and code put in
@@ -8,7 +9,7 @@
 //! request.form[…]` at the start of a line, prose that mentions a login) and nothing
 //! that could be a real credential.
 
-use super::secret_value::{decode_base64, is_placeholder};
+use super::secret_value::{decode_base64, is_placeholder, is_plain_words};
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
 
@@ -32,6 +33,13 @@ pub(super) fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usi
         .trim();
     if is_placeholder(value) {
         return None;
+    }
+    // `password=bar&username=foo` is a form body; its password is the part before `&`,
+    // and a plain word there is a test's or a document's.
+    if let Some((password, _)) = value.split_once('&') {
+        if is_plain_words(password) {
+            return None;
+        }
     }
     // At the start of a line, `password = request.form["password"]` is code; a
     // connection string's `Password=…;` there is a value without spaces, calls or
@@ -130,21 +138,12 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
     let password = userinfo.split_once(':').map_or("", |(_, p)| p);
     let decoded = percent_decode(password);
     let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
+    // `https://abc:123@…`: a few digits are a document's sample, not a password.
+    let sample_digits = password.len() <= 4 && password.bytes().all(|b| b.is_ascii_digit());
     !(is_placeholder(password)
         || is_plain_words(password)
+        || sample_digits
         || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
-}
-
-/// A documentation example's password: at most 12 letters, one word (`pass`,
-/// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
-/// `bar:baz`).
-fn is_plain_words(password: &str) -> bool {
-    let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
-    letters <= 12
-        && (password.bytes().all(|b| b.is_ascii_alphabetic())
-            || password
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')))
 }
 
 /// `Authorization: Basic <base64>` is a secret unless its `user:password` decodes to
@@ -164,4 +163,64 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
         Some((_, pw)) => !is_plain_words(pw),
         None => true,
     }
+}
+
+/// Whether a PEM header (`-----BEGIN … PRIVATE KEY-----`, ending at `header_end`) is
+/// followed by a key's body: base64 after any armour headers (`Proc-Type: …`,
+/// `Version: …`), line breaks (real or escaped), string-literal joins (`"…\n" + "…`,
+/// `b"…"`) and comment leaders. A header with no body (`("-----BEGIN RSA PRIVATE
+/// KEY-----", "-----END …")`, `-----BEGIN PRIVATE KEY-----...`, a regex of headers) is
+/// a marker in code that parses keys, not a key.
+pub(super) fn pem_has_body(bytes: &[u8], header_end: usize) -> bool {
+    let limit = bytes.len().min(header_end + 1024);
+    let mut i = header_end;
+    let mut armour_lines = 0;
+    loop {
+        while i < limit {
+            match bytes[i] {
+                b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' | b'`' | b'+' | b'#' | b'*' | b',' => {
+                    i += 1
+                }
+                b';' | b'%' | b'!' => i += 1,
+                // Comment leaders: `// `, `-- ` (a body never starts with `//`).
+                b'/' if bytes[i..limit].starts_with(b"//") => i += 2,
+                b'-' if bytes[i..limit].starts_with(b"-- ") => i += 3,
+                b'\\' if i + 1 < limit && matches!(bytes[i + 1], b'n' | b'r') => i += 2,
+                b'\\' => i += 1,
+                // A literal's prefix (`b"…"`, `r"…"`) before its opening quote.
+                b'b' | b'r' | b'f' | b'u'
+                    if i + 1 < limit && matches!(bytes[i + 1], b'"' | b'\'') =>
+                {
+                    i += 1
+                }
+                _ => break,
+            }
+        }
+        let name = bytes[i..limit]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic() || **b == b'-')
+            .count();
+        if name >= 3 && bytes.get(i + name) == Some(&b':') && armour_lines < 8 {
+            armour_lines += 1;
+            while i < limit && bytes[i] != b'\n' && !bytes[i..].starts_with(b"\\n") {
+                i += 1;
+            }
+            continue;
+        }
+        break;
+    }
+    let body = bytes[i..limit]
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        .count();
+    body >= 16
+}
+
+/// Whether a service-account file's `"type": "service_account"` (at `start`) sits
+/// within 4 KiB of a `"private_key"` field: the file itself, not code or a test that
+/// names the type.
+pub(super) fn near_private_key_field(bytes: &[u8], start: usize) -> bool {
+    let from = start.saturating_sub(4096);
+    let to = bytes.len().min(start + 4096);
+    bytes[from..to].windows(11).any(|w| w == b"private_key")
 }

@@ -137,9 +137,9 @@ pub const CORE: &[SecretRule] = &[
     ),
     rule(
         "gcp_service_account",
-        "Google service-account key file (its private_key is redacted as private_key)",
+        "Google service-account key file: its type beside a private_key field (the key itself is redacted as private_key)",
         r#""type"[ \t]*:[ \t]*"service_account""#,
-        "{\"type\": \"service_account\", \"project_id\": \"p\"}",
+        "{\"type\": \"service_account\", \"project_id\": \"p\", \"private_key\": \"\"}",
         "{\"type\": \"user\"}",
     ),
     rule(
@@ -363,9 +363,9 @@ pub const CORE: &[SecretRule] = &[
     ),
     rule(
         "private_key",
-        "Private key block (PEM, OpenSSH, PGP; redacted to its END line)",
+        "Private key block (PEM, OpenSSH, PGP; redacted to its END line; a header with no body after it is a marker in code, not a key)",
         r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----",
-        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=",
         "-----BEGIN PUBLIC KEY-----",
     )
     .check(Check::PrivateKey),

@@ -91,7 +91,58 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "backend",
     "class",
     "handler",
+    // OAuth's per-request values (`oauth_nonce`, `oauth_signature`) and names of
+    // mechanisms (`authSchemes`): public on the wire or not values at all.
+    "nonce",
+    "signature",
+    "scheme",
 ];
+
+/// Words that, right before the keyword, say the `token` is not a credential: a
+/// pagination cursor (`NextContinuationToken`, `page_token`), a lexer's token
+/// (`peek_token`), a cancellation token, or an action's name (`AcquireToken`).
+const NOT_SECRET_QUALIFIERS: &[&str] = &[
+    "next",
+    "continuation",
+    "pagination",
+    "page",
+    "cursor",
+    "resume",
+    "cancellation",
+    "cancel",
+    "lexer",
+    "parser",
+    "peek",
+    "prev",
+    "previous",
+    "acquire",
+];
+
+/// Whether the identifier word right before a keyword (`Continuation` in
+/// `NextContinuationToken`, `page` in `page_token`) says the value is no credential.
+/// `before` is the text that precedes the keyword.
+pub fn qualifier_says_not_secret(before: &str) -> bool {
+    let b = before.as_bytes();
+    let mut end = b.len();
+    while end > 0 && matches!(b[end - 1], b'_' | b'-' | b'.') {
+        end -= 1;
+    }
+    let mut start = end;
+    while start > 0 && b[start - 1].is_ascii_lowercase() {
+        start -= 1;
+    }
+    // A camel hump's capital, or a run of capitals (`PAGE_TOKEN`).
+    if start > 0 && b[start - 1].is_ascii_uppercase() {
+        start -= 1;
+        if start == end - 1 {
+            while start > 0 && b[start - 1].is_ascii_uppercase() {
+                start -= 1;
+            }
+        }
+    }
+    let word = before[start..end].to_ascii_lowercase();
+    NOT_SECRET_QUALIFIERS.contains(&word.as_str())
+}
 
 /// Substrings of placeholders and references rather than values: symbols no random
 /// value of the common alphabets holds, and words of 5 letters or more, which one
@@ -121,6 +172,9 @@ const PLACEHOLDERS: &[&str] = &[
     "yours",
     "insert",
     "replace",
+    // An ellipsis elides a value (`oauth_token=234lsdkf....`); no base64 or hex value
+    // holds one.
+    "...",
     // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
     // a word chosen by a person, which a random value holds about once in 10^8.
     "password",
@@ -212,10 +266,12 @@ fn is_uuid(v: &str) -> bool {
         })
 }
 
-/// Base64 whose decoding is mostly printable text with a space: an encoded sentence
-/// (a test vector), not key material, which decodes to arbitrary bytes.
+/// Base64 whose decoding is mostly printable text: an encoded sentence (a test
+/// vector), a JSON object (a JWT's header alone), or `user:password` with an empty or
+/// plain-word password (`dXNlcm5hbWU6cGFzc3dvcmQ=`, `username:password`); not key
+/// material, which decodes to arbitrary bytes.
 fn is_base64_of_text(v: &str) -> bool {
-    if v.trim_end_matches('=').len() < 12 || !v.len().is_multiple_of(4) {
+    if v.trim_end_matches('=').len() < 12 {
         return false;
     }
     let Some(out) = decode_base64(v) else {
@@ -225,7 +281,29 @@ fn is_base64_of_text(v: &str) -> bool {
         .iter()
         .filter(|&&c| c == b' ' || c.is_ascii_graphic())
         .count();
-    out.contains(&b' ') && !out.contains(&b':') && printable * 10 >= out.len() * 9
+    if printable * 10 < out.len() * 9 {
+        return false;
+    }
+    let sentence = out.contains(&b' ') && !out.contains(&b':') && v.len().is_multiple_of(4);
+    let json = out.first() == Some(&b'{') && out.last() == Some(&b'}');
+    let plain_login = printable == out.len()
+        && std::str::from_utf8(&out)
+            .ok()
+            .and_then(|t| t.split_once(':'))
+            .is_some_and(|(_, pw)| pw.is_empty() || is_plain_words(pw) || is_placeholder(pw));
+    sentence || json || plain_login
+}
+
+/// A documentation example's password: at most 12 letters, one word (`pass`,
+/// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
+/// `bar:baz`).
+pub(super) fn is_plain_words(password: &str) -> bool {
+    let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
+    letters <= 12
+        && (password.bytes().all(|b| b.is_ascii_alphabetic())
+            || password
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')))
 }
 
 /// The bytes of standard or URL-safe base64 (padding optional), or `None` when `v`
@@ -271,12 +349,17 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     }
     // Words joined by `_` or `-` (`0002_alter_user_email`, `new_password1`,
     // `Invalid-Token`): names, migrations and labels, not random values.
-    if is_wordy(value) {
+    if is_wordy(value) || is_cli_flag(value) {
         return false;
     }
     // An unquoted value holding `=` is code (`cacheable=True`), not a literal; base64
-    // padding at its end is not.
-    if !quoted && value.trim_end_matches('=').contains('=') {
+    // padding at its end is not. Optional chaining (`config?.token`, `a ?? b`) is
+    // code too.
+    if !quoted
+        && (value.trim_end_matches('=').contains('=')
+            || value.contains("?.")
+            || value.contains("??"))
+    {
         return false;
     }
     if value.len() < MIN_LEN
@@ -325,17 +408,36 @@ pub fn has_sequential_run(value: &str) -> bool {
     false
 }
 
-/// Whether `value` is words joined by `_`, `-` or `.`: each part lowercase letters
-/// (or one capital and lowercase) optionally ending in digits, or digits alone.
+/// Whether `value` is a command-line flag (`--account=account`, `--no-verify`):
+/// lower-case words after `--`, and a lower-case word as its value if any.
+fn is_cli_flag(value: &str) -> bool {
+    let Some(flag) = value.strip_prefix("--") else {
+        return false;
+    };
+    let (name, arg) = flag.split_once('=').unwrap_or((flag, ""));
+    name.len() >= 3
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+        && arg.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// Whether `value` is words joined by `_`, `-`, `.` or `+` (a query string's space,
+/// `list+of+scopes`): each part lowercase letters
+/// (or one capital and lowercase, or all capitals as in `FAKE_SAML_RESPONSE`)
+/// optionally ending in digits, or digits alone.
 fn is_wordy(value: &str) -> bool {
-    let parts: Vec<&str> = value.split(['_', '-', '.']).collect();
+    let parts: Vec<&str> = value.split(['_', '-', '.', '+']).collect();
     parts.len() >= 2
         && parts.iter().all(|p| {
             let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
             let mut chars = letters.chars();
             let word = match chars.next() {
                 None => !p.is_empty(),
-                Some(first) => first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_lowercase()),
+                Some(first) => {
+                    first.is_ascii_alphabetic()
+                        && (chars.clone().all(|c| c.is_ascii_lowercase())
+                            || chars.all(|c| c.is_ascii_uppercase()))
+                }
             };
             word && !p.is_empty()
         })
