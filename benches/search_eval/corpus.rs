@@ -10,9 +10,9 @@
 //!
 //! - a doc query: the doc's first sentence, markup removed (at least 3 words, at most 30);
 //! - an identifier query: the name as written (`interleave_shortest`, `getQueryData`),
-//!   as an agent that knows the name types it; when the name is defined more than once
-//!   in the package, the qualified name (`BytesMut::reserve`, `Command.invoke`) if that
-//!   is unique, else no identifier query.
+//!   as an agent that knows the name types it; when the package defines that name more
+//!   than once (any symbol, documented or not), the qualified name (`BytesMut::reserve`,
+//!   `Command.invoke`) if that is unique, else no identifier query.
 //!
 //! Doc queries whose text is shared by two targets of a package (aliases, overloads) are
 //! dropped: they have no one right answer. Paraphrases come from `paraphrases.tsv`,
@@ -186,6 +186,11 @@ pub struct Prepared {
     /// Documented functions left out because their doc could not be stripped cleanly
     /// (engram still saw a doc on the stripped copy, or the doc is not a doc comment).
     pub dropped: usize,
+    /// How many symbols of any kind, documented or not, have each name and each
+    /// qualified name in the package's files of its language: an identifier query
+    /// needs a name defined once.
+    pub names: HashMap<String, usize>,
+    pub qualified_names: HashMap<String, usize>,
 }
 
 /// Strip the docs of a package's documented functions and list them as targets.
@@ -201,6 +206,12 @@ pub fn prepare(pkg: &Package, files: Vec<SourceFile>) -> Prepared {
             out.files.push(f);
             continue;
         };
+        for s in &syms.symbols {
+            *out.names.entry(s.name.clone()).or_default() += 1;
+            *out.qualified_names
+                .entry(s.qualified_name.clone())
+                .or_default() += 1;
+        }
         let lines = split_lines(&f.text);
         let mut edits: Vec<Edit> = Vec::new();
         let mut cands = Vec::new();
@@ -647,9 +658,11 @@ pub fn stable_hash(s: &str) -> u64 {
     h ^ (h >> 33)
 }
 
-/// Whether the target with this id is in the held-out half.
+/// Whether the target with this id is in the held-out half. The hash is salted: the
+/// unsalted one picks the sample (the lowest hashes), so it would put nearly every
+/// sampled target in one half.
 pub fn held_out(target_id: &str) -> bool {
-    stable_hash(target_id) >> 63 == 1
+    stable_hash(&format!("split:{target_id}")) >> 63 == 1
 }
 
 /// The targets a package's queries are made for: all of them, or when there are more
@@ -667,25 +680,18 @@ pub fn sample(targets: &[Target], max: usize) -> Vec<&Target> {
     keep.into_iter().map(|i| &targets[i]).collect()
 }
 
-/// Doc and identifier queries for a package's targets (at most `max` of them, see
-/// [`sample`]). Ambiguity is judged over all the package's targets.
-pub fn generated_queries(targets: &[Target], max: usize) -> Vec<Query> {
-    let mut names: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut qualified: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut docs: HashMap<(String, String), usize> = HashMap::new();
-    for t in targets {
-        *names.entry((&t.package, &t.name)).or_default() += 1;
-        *qualified
-            .entry((&t.package, &t.qualified_name))
-            .or_default() += 1;
+/// Doc and identifier queries for a prepared package's targets (at most `max` of them,
+/// see [`sample`]). Ambiguity is judged over the whole package: all its targets for
+/// docs, all its symbols for names.
+pub fn generated_queries(p: &Prepared, max: usize) -> Vec<Query> {
+    let mut docs: HashMap<String, usize> = HashMap::new();
+    for t in &p.targets {
         if let Some(s) = first_sentence(&t.doc) {
-            *docs
-                .entry((t.package.clone(), s.to_lowercase()))
-                .or_default() += 1;
+            *docs.entry(s.to_lowercase()).or_default() += 1;
         }
     }
     let mut out = Vec::new();
-    for t in sample(targets, max) {
+    for t in sample(&p.targets, max) {
         let q = |qtype, text: String| Query {
             qtype,
             package: t.package.clone(),
@@ -697,13 +703,13 @@ pub fn generated_queries(targets: &[Target], max: usize) -> Vec<Query> {
             held_out: held_out(&t.id()),
         };
         if let Some(s) = first_sentence(&t.doc) {
-            if docs[&(t.package.clone(), s.to_lowercase())] == 1 {
+            if docs[&s.to_lowercase()] == 1 {
                 out.push(q(QueryType::Doc, s));
             }
         }
-        if names[&(t.package.as_str(), t.name.as_str())] == 1 {
+        if p.names.get(&t.name) == Some(&1) {
             out.push(q(QueryType::Identifier, t.name.clone()));
-        } else if qualified[&(t.package.as_str(), t.qualified_name.as_str())] == 1 {
+        } else if p.qualified_names.get(&t.qualified_name) == Some(&1) {
             out.push(q(QueryType::Identifier, t.qualified_name.clone()));
         }
     }
