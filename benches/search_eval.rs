@@ -327,6 +327,33 @@ impl Score {
     }
 }
 
+/// The 2.5th and 97.5th percentiles of the mean of `diffs` over 2,000 resamples with
+/// replacement (a fixed seed, so every run reports the same interval for the same ranks).
+fn bootstrap_ci(diffs: &[f64]) -> (f64, f64) {
+    if diffs.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let n = diffs.len();
+    let mut means: Vec<f64> = (0..2000)
+        .map(|_| {
+            (0..n)
+                .map(|_| diffs[(next() % n as u64) as usize])
+                .sum::<f64>()
+                / n as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    (means[50], means[1949])
+}
+
 fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -592,53 +619,70 @@ fn report(
         );
     }
 
-    // The issue's hint: does the vector list pull good keyword hits down? Per query type,
-    // hybrid against plain BM25 and against its own keyword-only mode.
+    // The issue's hint: do the fused lists pull good keyword hits down? Per query type,
+    // pairs of configurations on the same queries: the hybrid against plain BM25 and
+    // against engram's own keyword list; adding the symbol list (keyword-only against
+    // the keyword list alone); adding the vector list (hybrid against keyword-only).
     let find = |name: &str| configs.iter().position(|c| c.name == name);
-    let hybrid = find(&configs[0].name).expect("hybrid");
+    let hybrid = configs[0].name.clone();
+    let pairs = [
+        (hybrid.as_str(), "bm25"),
+        (hybrid.as_str(), "engram-bm25"),
+        ("engram-keyword", "engram-bm25"),
+        (hybrid.as_str(), "engram-keyword"),
+    ];
     let mut versus = Vec::new();
     println!(
-        "\nHybrid ({}) against keyword rankings, per query type:",
-        configs[0].name
+        "\nPaired comparisons, A against B on the same queries (95% CI of the MRR difference by \
+         paired bootstrap; lost: B had it in the top 10, A not):"
     );
     println!(
-        "{:<16}{:<12}{:>8}{:>8}{:>8}{:>9}{:>9}{:>9}{:>12}",
-        "baseline", "type", "MRR b", "MRR h", "diff", "h better", "h worse", "same", "lost top10"
+        "{:<44}{:<12}{:>7}{:>7}{:>8}{:>18}{:>9}{:>9}{:>7}{:>6}",
+        "A vs B", "type", "MRR A", "MRR B", "A-B", "95% CI", "A better", "A worse", "same", "lost"
     );
-    for base in ["bm25", "engram-keyword"] {
-        let Some(b) = find(base) else { continue };
+    for (an, bn) in pairs {
+        let (Some(ai), Some(bi)) = (find(an), find(bn)) else {
+            continue;
+        };
         for t in types {
             let (mut better, mut worse, mut same, mut lost) = (0, 0, 0, 0);
-            let (mut sb, mut sh) = (Score::default(), Score::default());
+            let (mut sa, mut sb) = (Score::default(), Score::default());
+            let mut diffs = Vec::new();
             for (qi, q) in queries.iter().enumerate() {
                 if t != "all" && q.qtype.as_str() != t {
                     continue;
                 }
-                let (rb, rh) = (ranks[b][qi], ranks[hybrid][qi]);
+                let (ra, rb) = (ranks[ai][qi], ranks[bi][qi]);
+                sa.add(ra);
                 sb.add(rb);
-                sh.add(rh);
+                let rr = |r: Option<usize>| r.map_or(0.0, |r| 1.0 / r as f64);
+                diffs.push(rr(ra) - rr(rb));
                 let key = |r: Option<usize>| r.unwrap_or(usize::MAX);
-                match key(rh).cmp(&key(rb)) {
+                match key(ra).cmp(&key(rb)) {
                     std::cmp::Ordering::Less => better += 1,
                     std::cmp::Ordering::Greater => {
                         worse += 1;
-                        if rb.is_some() && rh.is_none() {
+                        if rb.is_some() && ra.is_none() {
                             lost += 1;
                         }
                     }
                     std::cmp::Ordering::Equal => same += 1,
                 }
             }
+            let (lo, hi) = bootstrap_ci(&diffs);
             println!(
-                "{base:<16}{t:<12}{:>8.3}{:>8.3}{:>+8.3}{better:>9}{worse:>9}{same:>9}{lost:>12}",
+                "{:<44}{t:<12}{:>7.3}{:>7.3}{:>+8.3}{:>18}{better:>9}{worse:>9}{same:>7}{lost:>6}",
+                format!("{an} vs {bn}"),
+                sa.mrr(),
                 sb.mrr(),
-                sh.mrr(),
-                sh.mrr() - sb.mrr()
+                sa.mrr() - sb.mrr(),
+                format!("[{lo:+.3}, {hi:+.3}]"),
             );
             versus.push(json!({
-                "baseline": base, "hybrid": configs[hybrid].name, "type": t,
-                "mrr_baseline": round(sb.mrr()), "mrr_hybrid": round(sh.mrr()),
-                "hybrid_better": better, "hybrid_worse": worse, "same": same,
+                "a": an, "b": bn, "type": t,
+                "mrr_a": round(sa.mrr()), "mrr_b": round(sb.mrr()),
+                "ci95_low": round(lo), "ci95_high": round(hi),
+                "a_better": better, "a_worse": worse, "same": same,
                 "lost_from_top10": lost,
             }));
         }
@@ -682,7 +726,7 @@ fn report(
             "chunks": cost.bm25_chunks,
         }))).collect::<Vec<_>>(),
         "results": results,
-        "hybrid_vs_keyword": versus,
+        "paired": versus,
     });
     std::fs::write(
         data.join("results.json"),
