@@ -624,13 +624,20 @@ fn report(
     // against engram's own keyword list; adding the symbol list (keyword-only against
     // the keyword list alone); adding the vector list (hybrid against keyword-only).
     let find = |name: &str| configs.iter().position(|c| c.name == name);
-    let hybrid = configs[0].name.clone();
-    let pairs = [
-        (hybrid.as_str(), "bm25"),
-        (hybrid.as_str(), "engram-bm25"),
-        ("engram-keyword", "engram-bm25"),
-        (hybrid.as_str(), "engram-keyword"),
-    ];
+    let hybrids: Vec<&str> = configs
+        .iter()
+        .filter(|c| c.mode == Mode::Hybrid)
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for h in &hybrids {
+        pairs.push((h, "bm25"));
+        pairs.push((h, "engram-bm25"));
+    }
+    pairs.push(("engram-keyword", "engram-bm25"));
+    for h in &hybrids {
+        pairs.push((h, "engram-keyword"));
+    }
     let mut versus = Vec::new();
     println!(
         "\nPaired comparisons, A against B on the same queries (95% CI of the MRR difference by \
