@@ -1,7 +1,13 @@
-//! Search quality: a small self-written corpus with queries whose right answers are
-//! known, scored by mean reciprocal rank and recall at 5. The floors are set a little
-//! under what the current search reaches, so a regression fails CI; raise them when
-//! search gets better.
+//! In-sample search regression test: a small self-written corpus with queries whose
+//! right answers are known, scored by mean reciprocal rank and recall at 5. The floors
+//! are set a little under what the current search reaches, so a regression fails CI.
+//!
+//! IN-SAMPLE: these figures say nothing about search quality. The corpus and queries
+//! were written alongside the search they test, and every paraphrase query's answer
+//! word sits in a synonym group of the built-in embedder's lexicon
+//! (`src/embed/lexicon.rs`: `remove a user` finds `delete_member` because `remove` and
+//! `delete` share a group). Quality is measured by `benches/search_eval.rs`, on pinned
+//! third-party packages nobody tuned for; no README claim rests on this file.
 //!
 //! Half the queries share words with their answer; the other half are paraphrases
 //! (`remove a user account` for `delete_member`), which keyword search alone misses.
@@ -115,7 +121,7 @@ fn write_corpus(root: &Path) {
 }
 
 #[test]
-fn hybrid_search_finds_exact_and_paraphrased_queries() {
+fn in_sample_hybrid_search_finds_exact_and_paraphrased_queries() {
     let repo = tempfile::tempdir().unwrap();
     write_corpus(repo.path());
     let dir = tempfile::tempdir().unwrap();
@@ -134,7 +140,8 @@ fn hybrid_search_finds_exact_and_paraphrased_queries() {
         exact.recall_at_5 >= 1.0,
         "an exact-word query lost its answer"
     );
-    // Measured when written: paraphrase MRR 0.875, R@5 0.929; keyword only 0.657, 0.714.
+    // Measured when written (in-sample): paraphrase MRR 0.875, R@5 0.929; keyword only
+    // 0.657, 0.714.
     assert!(para.mrr >= 0.8, "paraphrase MRR fell to {:.3}", para.mrr);
     assert!(
         para.recall_at_5 >= 0.85,
@@ -151,7 +158,7 @@ fn hybrid_search_finds_exact_and_paraphrased_queries() {
 }
 
 #[test]
-fn memories_are_recalled_by_meaning_and_filters_hold_for_vector_hits() {
+fn in_sample_memories_are_recalled_by_meaning_and_filters_hold_for_vector_hits() {
     use engram::memory::{Memories, Memory, MemoryFilter};
     use engram::search::HitKind;
     let dir = tempfile::tempdir().unwrap();

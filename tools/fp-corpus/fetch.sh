@@ -10,6 +10,10 @@
 #       tools/fp-corpus/fetch.sh                   # the held-out corpus (see held-out.tsv)
 #   cargo bench --no-default-features --features patterns --bench secrets_fp
 #
+# Any pinned-package manifest with these first five tab-separated columns works (name,
+# registry, version, url, sha256; further columns are ignored here):
+# tools/search-eval/fetch.sh runs this script on the search eval's manifest.
+#
 # Re-running is cheap: archives already present with the right digest are not downloaded
 # again, and packages already unpacked are left alone.
 set -euo pipefail
@@ -28,7 +32,7 @@ mkdir -p "$cache/archives" "$cache/src"
 digest() { sha256sum "$1" | cut -c1-64; }
 
 failed=0
-while IFS=$'\t' read -r name registry version url sha; do
+while IFS=$'\t' read -r name registry version url sha _rest; do
     [[ -z "$name" || "$name" == \#* ]] && continue
     archive="$cache/archives/${url##*/}"
     dest="$cache/src/$name-$version"

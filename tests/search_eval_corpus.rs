@@ -1,0 +1,185 @@
+//! A smoke test of the search eval's query generator (`benches/search_eval/corpus.rs`)
+//! on small made-up files, and of the eval's checked-in manifest and paraphrases. The
+//! eval itself needs the fetched corpus and runs as `cargo bench --bench search_eval`.
+#![cfg(feature = "index")]
+
+#[path = "../benches/search_eval/corpus.rs"]
+mod corpus;
+
+use std::collections::BTreeMap;
+
+use corpus::{first_sentence, Package, QueryType, SourceFile};
+
+fn package(lang: &str) -> Package {
+    Package {
+        name: "demo".into(),
+        registry: "crates.io".into(),
+        version: "1.0.0".into(),
+        lang: lang.into(),
+        include: vec!["demo-1.0.0".into()],
+        exclude: vec![],
+    }
+}
+
+fn file(rel: &str, text: &str) -> SourceFile {
+    SourceFile {
+        rel: rel.into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn rust_docs_are_stripped_keeping_line_numbers() {
+    let src = "/// Adds two numbers together.\n///\n/// More words.\n#[inline]\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n// A plain comment.\nfn plain() {}\n\nstruct S;\nimpl S {\n    /// Makes an empty S value here.\n    fn new() -> S { S }\n}\nstruct T;\nimpl T {\n    /// Makes an empty T value here.\n    fn new() -> T { T }\n}\n";
+    let p = corpus::prepare(&package("rust"), vec![file("demo-1.0.0/src/lib.rs", src)]);
+    let out = &p.files[0].text;
+    assert_eq!(out.lines().count(), src.lines().count());
+    assert!(!out.contains("Adds two"), "{out}");
+    assert!(out.contains("#[inline]") && out.contains("// A plain comment."));
+    let names: Vec<(&str, u64, u64)> = p
+        .targets
+        .iter()
+        .map(|t| (t.qualified_name.as_str(), t.start_line, t.end_line))
+        .collect();
+    assert_eq!(
+        names,
+        [("add", 5, 7), ("S::new", 15, 15), ("T::new", 20, 20)]
+    );
+
+    let q = corpus::generated_queries(&p, 100);
+    let texts: Vec<(QueryType, &str)> = q.iter().map(|q| (q.qtype, q.text.as_str())).collect();
+    assert_eq!(
+        texts,
+        [
+            (QueryType::Doc, "Adds two numbers together"),
+            (QueryType::Identifier, "add"),
+            (QueryType::Doc, "Makes an empty S value here"),
+            (QueryType::Identifier, "S::new"),
+            (QueryType::Doc, "Makes an empty T value here"),
+            (QueryType::Identifier, "T::new"),
+        ]
+    );
+    // A hit is the right file with overlapping lines.
+    assert!(q[0].is_hit("demo-1.0.0/src/lib.rs", 1, 5));
+    assert!(!q[0].is_hit("demo-1.0.0/src/lib.rs", 8, 12));
+    assert!(!q[0].is_hit("demo-1.0.0/src/other.rs", 5, 7));
+    // All queries of one target fall in the same half.
+    assert_eq!(q[0].held_out, q[1].held_out);
+}
+
+#[test]
+fn python_docstrings_become_pass() {
+    let src = "def greet(name):\n    \"\"\"Say hello to someone by name.\n\n    >>> greet('x')\n    \"\"\"\n    return 'hi ' + name\n\n\ndef only_doc():\n    '''Nothing else in here at all.'''\n\n\ndef one_line(): return 1\n";
+    let p = corpus::prepare(&package("python"), vec![file("demo-1.0.0/m.py", src)]);
+    let out = &p.files[0].text;
+    assert_eq!(out.lines().count(), src.lines().count());
+    assert!(
+        !out.contains("Say hello") && !out.contains("Nothing else"),
+        "{out}"
+    );
+    assert!(out.contains("    pass\n"), "{out}");
+    let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["greet", "only_doc"]);
+    assert_eq!(
+        first_sentence(&p.targets[0].doc).as_deref(),
+        Some("Say hello to someone by name")
+    );
+}
+
+#[test]
+fn jsdoc_blocks_are_stripped_and_plain_comments_are_not_docs() {
+    let src = "/**\n * Parses the header value into parts.\n * @param {string} v\n */\n/*#__PURE__*/\nexport function parseHeader(v) {\n  return v.split(',');\n}\n\n// Not a doc comment, kept.\nfunction helper() {}\n\nclass A {\n  /** Closes the thing for good. */\n  close() {}\n}\n";
+    for (lang, name) in [("javascript", "x.js"), ("typescript", "x.ts")] {
+        let p = corpus::prepare(&package(lang), vec![file(name, src)]);
+        let out = &p.files[0].text;
+        assert_eq!(out.lines().count(), src.lines().count());
+        assert!(
+            !out.contains("Parses") && !out.contains("__PURE__"),
+            "{out}"
+        );
+        assert!(out.contains("// Not a doc comment, kept."));
+        let names: Vec<&str> = p
+            .targets
+            .iter()
+            .map(|t| t.qualified_name.as_str())
+            .collect();
+        assert_eq!(names, ["parseHeader", "A.close"], "{lang}");
+        assert_eq!(
+            first_sentence(&p.targets[0].doc).as_deref(),
+            Some("Parses the header value into parts")
+        );
+    }
+}
+
+#[test]
+fn first_sentences_lose_their_markup() {
+    let cases = [
+        (
+            "Returns the [`Foo`] of a `Bar`. More.",
+            Some("Returns the Foo of a Bar"),
+        ),
+        (
+            "Like :func:`itertools.product`, but lazy.\nx",
+            Some("Like itertools.product, but lazy"),
+        ),
+        (
+            "The post-check version of [`whilst`]{@link module:ControlFlow.whilst}. Then",
+            Some("The post-check version of whilst"),
+        ),
+        (
+            "Checks a {@link QueryFilters} match, e.g. a key.",
+            Some("Checks a QueryFilters match, e.g. a key"),
+        ),
+        ("@internal\nUsed by the parser only.", None),
+        ("Two words", None),
+        ("Parse it\n:param x: a value", None),
+    ];
+    for (doc, want) in cases {
+        assert_eq!(first_sentence(doc).as_deref(), want, "{doc:?}");
+    }
+}
+
+#[test]
+fn the_manifest_and_paraphrases_are_well_formed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let packages = corpus::read_manifest(&read("tools/search-eval/manifest.tsv")).unwrap();
+    let langs: BTreeMap<String, String> = packages
+        .iter()
+        .map(|p| (p.name.clone(), p.lang.clone()))
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = langs.values().collect();
+    assert!(distinct.len() >= 4, "{distinct:?}");
+    for p in &packages {
+        assert!(
+            engram::index::symbols::has_grammar(&p.lang),
+            "{}: {}",
+            p.name,
+            p.lang
+        );
+        assert!(!p.include.is_empty(), "{}", p.name);
+    }
+    // The eval's packages are not the secret scanner's corpora.
+    for fp in [
+        "tools/fp-corpus/manifest.tsv",
+        "tools/fp-corpus/held-out.tsv",
+    ] {
+        for line in read(fp).lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split('\t').next().unwrap();
+            assert!(!langs.contains_key(name), "{name} is also in {fp}");
+        }
+    }
+    let paras = corpus::read_paraphrases(&read("tools/search-eval/paraphrases.tsv")).unwrap();
+    assert!(paras.len() >= 150, "{}", paras.len());
+    let queries = corpus::paraphrase_queries(&paras, &langs);
+    assert_eq!(
+        queries.len(),
+        paras.len(),
+        "a paraphrase names an unknown package"
+    );
+    let held = queries.iter().filter(|q| q.held_out).count();
+    assert!(
+        held > queries.len() / 4 && held < queries.len() * 3 / 4,
+        "{held}"
+    );
+}
