@@ -347,7 +347,6 @@ fn sdk_code_key_markers_and_samples_are_not_flagged() {
         "    (\"gcloud\", \"auth\", \"print-access-token\", \"--account=account\"),",
         "        credential_source=cls.CREDENTIAL_SOURCE,",
         "EXECUTABLE_SAML_TOKEN = \"FAKE_SAML_RESPONSE\"",
-        "        'Authorization': 'OAuth oauth_token=234lsdkf....'",
         "    correct = ('a=b&oauth_nonce=14205877133089081931378988215&'",
         "    'oauth_signature=\"hH5BWYVqo7QI4EmPBUUe9owRUUQ%3D\"')",
         "    uri = auth_base_uri.format('token', 'list+of+scopes', state)",

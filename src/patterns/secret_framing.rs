@@ -71,7 +71,11 @@ pub(super) fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
         }
         if since_entry <= 3 && pairs {
             if let Some(span) = password_word(line) {
-                out.push((offset + span.0, offset + span.1));
+                // `password example-password`: a document's or a test's placeholder.
+                let value = line[span.0..span.1].trim_start_matches("password").trim();
+                if !is_placeholder(value) {
+                    out.push((offset + span.0, offset + span.1));
+                }
             }
         }
         since_entry = since_entry.saturating_add(1);
@@ -135,6 +139,11 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
     let Some(userinfo) = m.trim_end_matches('@').rsplit("://").next() else {
         return true;
     };
+    // A userinfo RFC 3986 forbids (`&a:foo(b]c`, `😅:🙂`, a bare `%`) is a URL
+    // parser's test vector: a real URL's credentials are percent-encoded.
+    if !is_valid_userinfo(userinfo) {
+        return false;
+    }
     let password = userinfo.split_once(':').map_or("", |(_, p)| p);
     let decoded = percent_decode(password);
     let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
@@ -144,6 +153,32 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
         || is_plain_words(password)
         || sample_digits
         || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
+}
+
+/// Whether `userinfo` holds only what RFC 3986 allows there: unreserved characters,
+/// sub-delimiters, `:` and `%` followed by two hex digits.
+fn is_valid_userinfo(userinfo: &str) -> bool {
+    let b = userinfo.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                if i + 2 >= b.len()
+                    || !(b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
+                {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            c if c.is_ascii_alphanumeric() => {}
+            b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+'
+            | b',' | b';' | b'=' | b':' => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    true
 }
 
 /// `Authorization: Basic <base64>` is a secret unless its `user:password` decodes to

@@ -172,9 +172,6 @@ const PLACEHOLDERS: &[&str] = &[
     "yours",
     "insert",
     "replace",
-    // An ellipsis elides a value (`oauth_token=234lsdkf....`); no base64 or hex value
-    // holds one.
-    "...",
     // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
     // a word chosen by a person, which a random value holds about once in 10^8.
     "password",
@@ -421,12 +418,12 @@ fn is_cli_flag(value: &str) -> bool {
         && arg.bytes().all(|b| b.is_ascii_lowercase())
 }
 
-/// Whether `value` is words joined by `_`, `-`, `.` or `+` (a query string's space,
-/// `list+of+scopes`): each part lowercase letters
+/// Whether `value` is words joined by `_`, `-`, `.`, `,` or `+` (a query string's
+/// space, `list+of+scopes`, `auth,auth-int`): each part lowercase letters
 /// (or one capital and lowercase, or all capitals as in `FAKE_SAML_RESPONSE`)
 /// optionally ending in digits, or digits alone.
 fn is_wordy(value: &str) -> bool {
-    let parts: Vec<&str> = value.split(['_', '-', '.', '+']).collect();
+    let parts: Vec<&str> = value.split(['_', '-', '.', '+', ',']).collect();
     parts.len() >= 2
         && parts.iter().all(|p| {
             let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -434,9 +431,8 @@ fn is_wordy(value: &str) -> bool {
             let word = match chars.next() {
                 None => !p.is_empty(),
                 Some(first) => {
-                    first.is_ascii_alphabetic()
-                        && (chars.clone().all(|c| c.is_ascii_lowercase())
-                            || chars.all(|c| c.is_ascii_uppercase()))
+                    first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_lowercase())
+                        || letters.chars().all(|c| c.is_ascii_uppercase())
                 }
             };
             word && !p.is_empty()

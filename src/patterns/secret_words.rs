@@ -160,9 +160,81 @@ fn humps(s: &[u8]) -> Option<Vec<&[u8]>> {
     Some(out)
 }
 
+/// Words identifiers are made of, most frequent first, counted over the tuning corpus's
+/// sources (`tools/fp-corpus/identifier_words.py`).
+fn identifier_words() -> &'static std::collections::HashSet<&'static str> {
+    static WORDS: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    WORDS.get_or_init(|| {
+        include_str!("identifier_words.txt")
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect()
+    })
+}
+
+/// Most of a value's letters are in common identifier words of three letters or more
+/// (`SignInWithOAuthCredentials`, `Base64URLString`, `DjangoOAuth1App`),
+/// one of them of four or more: names made of acronyms and words, which the letter-pair
+/// test above turns down for their acronyms (`OAuth`, `URL`) or their rarer pairs.
+/// Random characters almost never spell a dictionary word at a hump's start; the test
+/// `random_values_rarely_read_as_code` measures how often.
+fn covered_by_identifier_words(value: &str) -> bool {
+    if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':' | b'$'))
+        || value.bytes().filter(u8::is_ascii_digit).count() > MAX_DIGITS
+    {
+        return false;
+    }
+    let words = identifier_words();
+    let (mut letters, mut covered, mut long_words) = (0usize, 0usize, 0usize);
+    for run in value.split(|c: char| !c.is_ascii_alphabetic()) {
+        let b = run.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let start = i;
+            if b[i].is_ascii_uppercase() {
+                let mut j = i;
+                while j < b.len() && b[j].is_ascii_uppercase() {
+                    j += 1;
+                }
+                if j - i == 1 {
+                    // A capital and its lower-case letters: `Auth`.
+                    i = j;
+                    while i < b.len() && b[i].is_ascii_lowercase() {
+                        i += 1;
+                    }
+                } else if j < b.len() {
+                    // `OAuth`, `URLString`: the last capital starts the next hump.
+                    i = j - 1;
+                } else {
+                    i = j;
+                }
+            } else {
+                while i < b.len() && b[i].is_ascii_lowercase() {
+                    i += 1;
+                }
+            }
+            let hump = &run[start..i];
+            letters += hump.len();
+            if hump.len() >= 3 && words.contains(hump.to_ascii_lowercase().as_str()) {
+                covered += hump.len();
+                long_words += usize::from(hump.len() >= 4);
+            }
+        }
+    }
+    letters >= 8 && long_words >= 1 && covered * 10 >= letters * 7
+}
+
 /// Whether `value` reads as identifiers and words (a path, a name, a type) rather than
 /// random characters; see the module comment.
 pub fn is_code_like(value: &str) -> bool {
+    pair_shaped(value) || covered_by_identifier_words(value)
+}
+
+/// The letter-pair test of the module comment.
+fn pair_shaped(value: &str) -> bool {
     let v = value.trim_start_matches(['+', '!', '&', '*', '/', '.', '~', '\\']);
     let mut tally = Tally::default();
     let parts = v
@@ -226,6 +298,9 @@ mod tests {
             "WWW-Authenticate",
             "cls.CREDENTIAL_SOURCE",
             "RequestParameterBuilder.addSshJwk",
+            "SignInWithOAuthCredentials",
+            "Base64URLString",
+            "AsyncOAuth2Mixin",
         ] {
             assert!(is_code_like(v), "{v}");
         }
