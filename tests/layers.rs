@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 /// - `location` says where engram's files live (paths only; creates nothing).
 /// - `memory` and `index` are peers: neither knows the other. `search` fuses them.
 /// - `gate` knows memory (its audit events share the memory writer) but not the index.
+/// - `open` is the one place that knows every tracker projection of the build.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("key", &[]),
     ("format", &["key"]),
@@ -61,6 +62,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("config", &["key", "embed", "location"]),
+    ("open", &["store", "memory", "index"]),
 ];
 
 /// The crate root (`src/lib.rs`) as an edge's source or target: it declares the

@@ -15,9 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::format::RecordKind;
 use crate::memory::Memories;
-use crate::store::{Store, StoreError, WriteBatch};
+use crate::store::{RecordKind, Store, StoreError, WriteBatch};
 
 /// Read events committed together at most.
 pub const GROUP_EVENTS: usize = 64;

@@ -76,12 +76,6 @@ pub struct RecallHit {
     pub score: f64,
 }
 
-/// Every projection of this build: the same as [`crate::projections`]. Every opener of
-/// a store must pass the same set, or each open would rebuild the tracker for its own.
-pub fn projections() -> Vec<Box<dyn Projection>> {
-    crate::projections()
-}
-
 /// The taxonomy extension file in a store directory.
 pub const TAXONOMY_FILE: &str = "taxonomy.toml";
 
@@ -92,26 +86,30 @@ pub struct Memories {
 }
 
 impl Memories {
-    /// Open (or create) the store in `dir` with default options.
-    pub fn open(dir: impl AsRef<Path>) -> Result<Memories> {
-        Memories::open_with(dir, StoreOptions::default())
-    }
-
-    /// Open with explicit store options.
+    /// Open (or create) the store in `dir` with `projections`, which must be every
+    /// tracker projection of the build (`engram::projections()`; this layer does not
+    /// know which those are, and a store opened with another set rebuilds its
+    /// tracker). `Memories::open` and `Memories::open_with` pass that set; they are
+    /// defined in `src/open.rs`, the module above memory and index that knows it.
     ///
     /// Taxonomy values listed in the store directory's `taxonomy.toml` are accepted
     /// from then on ([`taxonomy::load_extensions`]).
-    pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
+    pub fn open_with_projections(
+        dir: impl AsRef<Path>,
+        options: StoreOptions,
+        projections: Vec<Box<dyn Projection>>,
+    ) -> Result<Memories> {
         taxonomy::load_extensions(&dir.as_ref().join(TAXONOMY_FILE))
             .map_err(|e| MemoryError::Invalid(e.to_string()))?;
         Ok(Memories::from_store(Store::open(
             dir,
             options,
-            crate::projections(),
+            projections,
         )?))
     }
 
-    /// Wrap a store already opened with [`projections`].
+    /// Wrap a store already opened with every projection of the build
+    /// (`engram::projections()`).
     pub fn from_store(store: Store) -> Memories {
         Memories {
             store,

@@ -31,6 +31,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
+/// Records as the store hands them out; layers above name them here, not in `format`.
+pub use crate::format::{RecordKind, RecordView};
 pub use batch::WriteBatch;
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Rewrite};
