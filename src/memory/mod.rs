@@ -37,6 +37,7 @@ pub use projection::MemoryProjection;
 pub use sessions::{FileChange, CHANGE_ACTIONS};
 
 use crate::embed::{default_embedder, is_zero, Embedder};
+use crate::fts::{fts_query, Bm25};
 use crate::key::{hash64, Key};
 use crate::store::{Projection, Store, StoreError, StoreOptions, WriteBatch};
 
@@ -465,7 +466,7 @@ pub fn keyword_ranked(
     filter: &MemoryFilter,
     top_k: usize,
 ) -> Result<Vec<(String, f64)>> {
-    let Some(fts) = crate::fts::fts_query(query) else {
+    let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
     let (cond, filter_args) = filter.sql();
@@ -475,11 +476,16 @@ pub fn keyword_ranked(
         top_k.min(i64::MAX as usize) as i64,
     ));
     let found: Vec<(String, f64)> = store.with_tracker(|db| {
-        let mut stmt = db.prepare_cached(&format!(
-            "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts
-             JOIN memories m ON m.key_hash = memories_fts.rowid
-             WHERE memories_fts MATCH ?{cond} ORDER BY rank, m.updated_ms DESC LIMIT ?"
-        ))?;
+        let sql = Bm25 {
+            table: "memories_fts",
+            weights: &[1.0, 2.0],
+            id: "m.id",
+            join: "JOIN memories m ON m.key_hash = memories_fts.rowid",
+            filter: &cond,
+            then_by: ", m.updated_ms DESC",
+        }
+        .sql();
+        let mut stmt = db.prepare_cached(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
             Ok((r.get(0)?, -r.get::<_, f64>(1)?))
         })?;
