@@ -285,13 +285,7 @@ impl Memories {
         })?;
         let mut out = Vec::with_capacity(offsets.len());
         for off in offsets {
-            let rec = view.record(off as u64, &id)?;
-            let meta: Map<String, Value> =
-                serde_json::from_slice(rec.meta).map_err(|e| StoreError::Corrupt {
-                    path: "blob.dat".into(),
-                    offset: off as u64,
-                    reason: format!("metadata is not a JSON object: {e}"),
-                })?;
+            let (rec, meta) = view.record_with_meta(off as u64, &id)?;
             let m = Memory::from_parts(&id, &meta, rec.body).ok_or_else(|| {
                 MemoryError::Invalid(format!(
                     "version at offset {off} of {id} does not decode as a memory"

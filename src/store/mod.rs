@@ -37,7 +37,7 @@ pub use batch::WriteBatch;
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Rewrite};
 pub use error::{Result, StoreError};
-pub use read_view::ReadView;
+pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use small_file::update_small_file;
