@@ -80,7 +80,7 @@ fn bench_patterns() {
             create: true,
             ..StoreOptions::default()
         },
-        engram::memory::projections(),
+        engram::projections(),
     )
     .expect("open store");
     let mut rng = Rng(0x1234_5678_9abc_def1);

@@ -1,7 +1,9 @@
-//! Code-aware tokens for the keyword index, and safe FTS5 queries from user text.
+//! Code-aware tokens for the keyword index, safe FTS5 queries from user text, and the
+//! one BM25 statement every full-text table is ranked with.
 //!
 //! User text never reaches FTS5 as query syntax: it is cut into word tokens and each is
-//! quoted, so `"`, `*`, `NEAR`, `-` or `OR` in a query are plain words.
+//! quoted, so `"`, `*`, `NEAR`, `-` or `OR` in a query are plain words. Pure text: this
+//! module builds strings and never opens, reads or runs anything.
 
 use crate::text::split_identifier;
 
@@ -91,6 +93,46 @@ pub fn fts_all_query(user: &str) -> Option<String> {
     (!clauses.is_empty()).then(|| clauses.join(" AND "))
 }
 
+/// One BM25-ranked FTS5 query: the statement the code, symbol and memory indexes
+/// are all searched with, written once.
+///
+/// [`Bm25::sql`] selects `id` and SQLite's `bm25()` as `rank` (lower is better, so
+/// callers negate it into a score where higher is better), best first, at most a
+/// limit. Its parameters, in order: the MATCH expression (from [`fts_query`] or
+/// [`fts_all_query`]), those of `filter`, the limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Bm25<'a> {
+    /// The FTS5 table.
+    pub table: &'a str,
+    /// Column weights, in the table's column order.
+    pub weights: &'a [f64],
+    /// What a hit returns (`rowid`, `r.key` …).
+    pub id: &'a str,
+    /// Joins after the table (`JOIN records r ON …`), or empty.
+    pub join: &'a str,
+    /// More conditions, each starting with ` AND `, with `?` parameters; or empty.
+    pub filter: &'a str,
+    /// Tie-breaks after the rank (`, m.updated_ms DESC`), or empty.
+    pub then_by: &'a str,
+}
+
+impl Bm25<'_> {
+    /// The statement; see the type's doc.
+    pub fn sql(&self) -> String {
+        let weights: Vec<String> = self.weights.iter().map(|w| format!("{w:?}")).collect();
+        format!(
+            "SELECT {id}, bm25({table}, {weights}) AS rank FROM {table} {join} \
+             WHERE {table} MATCH ?{filter} ORDER BY rank{then_by} LIMIT ?",
+            id = self.id,
+            table = self.table,
+            weights = weights.join(", "),
+            join = self.join,
+            filter = self.filter,
+            then_by = self.then_by,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +172,24 @@ mod tests {
             ["kebab", "case", "name"]
         );
         assert_eq!(split_identifier("sha256sum"), ["sha256sum"]);
+    }
+
+    #[test]
+    fn one_bm25_statement_for_every_table() {
+        let q = Bm25 {
+            table: "memories_fts",
+            weights: &[1.0, 2.0],
+            id: "m.id",
+            join: "JOIN memories m ON m.key_hash = memories_fts.rowid",
+            filter: " AND m.updated_ms >= ?",
+            then_by: ", m.updated_ms DESC",
+        };
+        assert_eq!(
+            q.sql(),
+            "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts \
+             JOIN memories m ON m.key_hash = memories_fts.rowid WHERE memories_fts MATCH ? \
+             AND m.updated_ms >= ? ORDER BY rank, m.updated_ms DESC LIMIT ?"
+        );
     }
 
     #[test]

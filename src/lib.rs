@@ -52,14 +52,7 @@ pub mod search;
 pub mod store;
 pub mod text;
 
-/// Every tracker projection of this build. Open stores with exactly this set: the
-/// tracker's schema fingerprint is made from it, and a store opened with another set
-/// rebuilds its tracker.
 #[cfg(feature = "store")]
-pub fn projections() -> Vec<Box<dyn store::Projection>> {
-    #[allow(unused_mut)]
-    let mut all: Vec<Box<dyn store::Projection>> = vec![Box::new(memory::MemoryProjection)];
-    #[cfg(feature = "index")]
-    all.push(Box::new(index::CodeProjection));
-    all
-}
+mod open;
+#[cfg(feature = "store")]
+pub use open::projections;

@@ -17,7 +17,7 @@ use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
 fn open(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 /// engram-writer's bodies: the key and `|` repeated to the value's length.

@@ -19,11 +19,11 @@ use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
 fn open(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 fn try_open(dir: &Path) -> engram::store::Result<Store> {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections())
+    Store::open(dir, StoreOptions::default(), engram::projections())
 }
 
 // ---------------------------------------------------------------------------------

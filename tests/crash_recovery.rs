@@ -11,7 +11,7 @@ use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
 fn open(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 /// Batches as the model sees them: key → Some(body) for a put, None for a delete.
@@ -176,11 +176,7 @@ fn random_bit_flips_are_reported_by_verify_and_never_panic() {
             );
         }
         // Opening must not panic either; it may refuse or drop what it cannot trust.
-        let _ = Store::open(
-            dir.path(),
-            StoreOptions::default(),
-            engram::memory::projections(),
-        );
+        let _ = Store::open(dir.path(), StoreOptions::default(), engram::projections());
     }
     // A damaged file header is reported, not a panic.
     let dir = tempfile::tempdir().unwrap();

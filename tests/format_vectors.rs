@@ -81,12 +81,9 @@ fn spec_files_open_as_stores_with_the_stated_contents() {
         .unwrap();
         let report = engram::store::verify(dir.path()).unwrap();
         assert!(report.is_sound(), "{}: {report:?}", file["name"]);
-        let store = engram::store::Store::open(
-            dir.path(),
-            Default::default(),
-            engram::memory::projections(),
-        )
-        .unwrap();
+        let store =
+            engram::store::Store::open(dir.path(), Default::default(), engram::projections())
+                .unwrap();
         let live = file["live"].as_object().unwrap();
         assert_eq!(store.live_records().unwrap(), live.len() as u64);
         for (key, body) in live {

@@ -46,7 +46,7 @@ fn key(k: u8) -> String {
 }
 
 fn open(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 #[derive(Debug, Clone)]

@@ -60,7 +60,7 @@ proptest! {
     #[test]
     fn scans_in_place_agree_with_the_regex_crate(bodies in proptest::collection::vec(proptest::collection::vec(line_strategy(), 1..12), 1..6)) {
         let dir = tempfile::tempdir().unwrap();
-        let store = engram::store::Store::open(dir.path(), Default::default(), engram::memory::projections()).unwrap();
+        let store = engram::store::Store::open(dir.path(), Default::default(), engram::projections()).unwrap();
         let mut batch = WriteBatch::new();
         let texts: Vec<String> = bodies.iter().map(|lines| lines.join("\n")).collect();
         for (i, t) in texts.iter().enumerate() {

@@ -8,7 +8,7 @@ use engram::store::{Store, StoreError, StoreOptions, WriteBatch};
 use serde_json::Map;
 
 fn open(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 /// A handle that missed another handle's compaction reads history by offsets the

@@ -5,7 +5,7 @@ use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 #[test]
@@ -64,12 +64,7 @@ fn memories_remember_recall_forget() {
     assert!(m.get(&a.id).unwrap().is_none());
     assert_eq!(m.list(10, 0).unwrap().len(), 1);
     drop(m);
-    let store = Store::open(
-        dir.path(),
-        StoreOptions::default(),
-        engram::memory::projections(),
-    )
-    .unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default(), engram::projections()).unwrap();
     store.rebuild().unwrap();
     let m = Memories::from_store(store);
     assert_eq!(m.count().unwrap(), 1);

@@ -33,7 +33,7 @@ fn key(k: u8) -> String {
 }
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(dir, StoreOptions::default(), engram::memory::projections()).unwrap()
+    Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
 
 proptest! {

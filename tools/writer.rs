@@ -100,7 +100,7 @@ fn open(args: &Args) -> Result<Store, String> {
         create: true,
         ..StoreOptions::default()
     };
-    Store::open(&args.store, opts, engram::memory::projections()).map_err(|e| e.to_string())
+    Store::open(&args.store, opts, engram::projections()).map_err(|e| e.to_string())
 }
 
 fn write(args: &Args) -> Result<ExitCode, String> {

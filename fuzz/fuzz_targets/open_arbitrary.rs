@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let _ = verify(dir.path());
-    if let Ok(store) = Store::open(dir.path(), StoreOptions::default(), engram::memory::projections()) {
+    if let Ok(store) = Store::open(dir.path(), StoreOptions::default(), engram::projections()) {
         drop(store);
         let report = verify(dir.path()).expect("a store that opened can be verified");
         assert!(report.is_sound(), "a store that opened does not verify: {report:?}");

@@ -338,3 +338,13 @@ pub fn key_lookup(cli: &Cli, out: &Output, hash: &str) -> Result<ExitCode> {
         ),
     }
 }
+
+/// `engram key hash KEY`: hash64 of a key, unsigned and as SQLite shows it.
+pub fn key_hash(out: &Output, key: &str) -> Result<ExitCode> {
+    let h = engram::key::hash64(key);
+    out.value(
+        &json!({"key": key, "hash64": h, "hash64_i64": h as i64}),
+        || h.to_string(),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

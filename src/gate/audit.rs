@@ -15,9 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::format::RecordKind;
 use crate::memory::Memories;
-use crate::store::{Store, StoreError, WriteBatch};
+use crate::store::{meta_object, RecordKind, Store, StoreError, WriteBatch};
 
 /// Read events committed together at most.
 pub const GROUP_EVENTS: usize = 64;
@@ -197,13 +196,7 @@ pub fn read_audit(store: &Store, since_ms: u64) -> Result<Vec<AuditEvent>, Store
         if rec.kind != RecordKind::Event {
             continue;
         }
-        let meta = serde_json::from_slice::<Map<String, Value>>(rec.meta).map_err(|e| {
-            StoreError::Corrupt {
-                path: "blob.dat".into(),
-                offset,
-                reason: format!("event metadata is not a JSON object: {e}"),
-            }
-        })?;
+        let meta = meta_object(offset, &rec)?;
         if meta.get("event").and_then(Value::as_str) != Some("audit") {
             continue;
         }

@@ -91,8 +91,7 @@ pub(super) fn prepare(
     cx: &mut Context<'_>,
 ) -> Result<Prepared, IndexError> {
     let red = redact::redact(text, cx.redactions)?;
-    let parsed = symbols::extract(lang, &red.text).unwrap_or_default();
-    let chunks = symbols::chunk_file(lang, &red.text, &parsed.symbols);
+    let (parsed, chunks) = symbols::symbols_and_chunks(lang, &red.text);
     let mut out = Prepared {
         path: path.to_string(),
         chunks: Vec::with_capacity(chunks.len()),

@@ -6,7 +6,7 @@
 use rusqlite::OptionalExtension;
 
 use super::IndexError;
-use crate::fts::{fts_all_query, fts_query};
+use crate::fts::{fts_all_query, fts_query, Bm25};
 use crate::store::Store;
 
 /// Where an indexed chunk is. Lines are 1-based and inclusive.
@@ -76,31 +76,38 @@ fn ranked(
     limit: usize,
 ) -> crate::store::Result<Vec<(i64, f64)>> {
     let limit = limit.min(i64::MAX as usize) as i64;
+    let score = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, -r.get::<_, f64>(1)?));
     let rows = match lang {
         None => {
-            let mut stmt = db.prepare_cached(
-                "SELECT rowid, bm25(code_fts, 4.0, 1.0) AS rank FROM code_fts
-                 WHERE code_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(rusqlite::params![fts, limit], |r| {
-                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
-            })?;
+            let sql = Bm25 {
+                id: "rowid",
+                join: "",
+                filter: "",
+                ..CODE_BM25
+            }
+            .sql();
+            let mut stmt = db.prepare_cached(&sql)?;
+            let rows = stmt.query_map(rusqlite::params![fts, limit], score)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         }
         Some(lang) => {
-            let mut stmt = db.prepare_cached(
-                "SELECT code_fts.rowid, bm25(code_fts, 4.0, 1.0) AS rank
-                 FROM code_fts JOIN code_chunks c ON c.key_hash = code_fts.rowid
-                 WHERE code_fts MATCH ?1 AND c.lang = ?2 ORDER BY rank LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(rusqlite::params![fts, lang, limit], |r| {
-                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
-            })?;
+            let mut stmt = db.prepare_cached(&CODE_BM25.sql())?;
+            let rows = stmt.query_map(rusqlite::params![fts, lang, limit], score)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         }
     };
     Ok(rows)
 }
+
+/// Chunks of one language by keyword, the path weighted four times the text.
+const CODE_BM25: Bm25<'static> = Bm25 {
+    table: "code_fts",
+    weights: &[4.0, 1.0],
+    id: "code_fts.rowid",
+    join: "JOIN code_chunks c ON c.key_hash = code_fts.rowid",
+    filter: " AND c.lang = ?",
+    then_by: "",
+};
 
 /// Where the chunk with this key hash is, if it is indexed.
 pub fn chunk_info(store: &Store, key_hash: u64) -> Result<Option<ChunkInfo>, IndexError> {

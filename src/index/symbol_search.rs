@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::IndexError;
-use crate::fts::{fts_all_query, fts_query};
+use crate::fts::{fts_all_query, fts_query, Bm25};
 use crate::store::Store;
 
 /// A symbol as stored. Lines are 1-based and inclusive.
@@ -192,11 +192,16 @@ pub fn symbol_ranked(
     };
     let limit = limit.max(1) as i64;
     Ok(store.with_tracker(|db| {
-        let mut stmt = db.prepare_cached(
-            "SELECT r.key, bm25(code_symbols_fts, 10.0, 1.0) AS rank FROM code_symbols_fts
-             JOIN records r ON r.key_hash = code_symbols_fts.rowid
-             WHERE code_symbols_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-        )?;
+        let sql = Bm25 {
+            table: "code_symbols_fts",
+            weights: &[10.0, 1.0],
+            id: "r.key",
+            join: "JOIN records r ON r.key_hash = code_symbols_fts.rowid",
+            filter: "",
+            then_by: "",
+        }
+        .sql();
+        let mut stmt = db.prepare_cached(&sql)?;
         let mut run = |q: &str| -> rusqlite::Result<Vec<(String, f64)>> {
             let rows = stmt.query_map(rusqlite::params![q, limit], |r| {
                 Ok((r.get::<_, String>(0)?, -r.get::<_, f64>(1)?))

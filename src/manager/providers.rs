@@ -213,10 +213,7 @@ pub struct SymbolChunker;
 
 impl Chunker for SymbolChunker {
     fn chunk(&self, lang: &str, text: &str) -> Vec<SymbolChunk> {
-        let syms = symbols::extract(lang, text)
-            .map(|f| f.symbols)
-            .unwrap_or_default();
-        symbols::chunk_file(lang, text, &syms)
+        symbols::symbols_and_chunks(lang, text).1
     }
 }
 

@@ -37,6 +37,7 @@ pub use projection::MemoryProjection;
 pub use sessions::{FileChange, CHANGE_ACTIONS};
 
 use crate::embed::{default_embedder, is_zero, Embedder};
+use crate::fts::{fts_query, Bm25};
 use crate::key::{hash64, Key};
 use crate::store::{Projection, Store, StoreError, StoreOptions, WriteBatch};
 
@@ -76,12 +77,6 @@ pub struct RecallHit {
     pub score: f64,
 }
 
-/// Every projection of this build: the same as [`crate::projections`]. Every opener of
-/// a store must pass the same set, or each open would rebuild the tracker for its own.
-pub fn projections() -> Vec<Box<dyn Projection>> {
-    crate::projections()
-}
-
 /// The taxonomy extension file in a store directory.
 pub const TAXONOMY_FILE: &str = "taxonomy.toml";
 
@@ -92,26 +87,30 @@ pub struct Memories {
 }
 
 impl Memories {
-    /// Open (or create) the store in `dir` with default options.
-    pub fn open(dir: impl AsRef<Path>) -> Result<Memories> {
-        Memories::open_with(dir, StoreOptions::default())
-    }
-
-    /// Open with explicit store options.
+    /// Open (or create) the store in `dir` with `projections`, which must be every
+    /// tracker projection of the build (`engram::projections()`; this layer does not
+    /// know which those are, and a store opened with another set rebuilds its
+    /// tracker). `Memories::open` and `Memories::open_with` pass that set; they are
+    /// defined in `src/open.rs`, the module above memory and index that knows it.
     ///
     /// Taxonomy values listed in the store directory's `taxonomy.toml` are accepted
     /// from then on ([`taxonomy::load_extensions`]).
-    pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
+    pub fn open_with_projections(
+        dir: impl AsRef<Path>,
+        options: StoreOptions,
+        projections: Vec<Box<dyn Projection>>,
+    ) -> Result<Memories> {
         taxonomy::load_extensions(&dir.as_ref().join(TAXONOMY_FILE))
             .map_err(|e| MemoryError::Invalid(e.to_string()))?;
         Ok(Memories::from_store(Store::open(
             dir,
             options,
-            crate::projections(),
+            projections,
         )?))
     }
 
-    /// Wrap a store already opened with [`projections`].
+    /// Wrap a store already opened with every projection of the build
+    /// (`engram::projections()`).
     pub fn from_store(store: Store) -> Memories {
         Memories {
             store,
@@ -286,13 +285,7 @@ impl Memories {
         })?;
         let mut out = Vec::with_capacity(offsets.len());
         for off in offsets {
-            let rec = view.record(off as u64, &id)?;
-            let meta: Map<String, Value> =
-                serde_json::from_slice(rec.meta).map_err(|e| StoreError::Corrupt {
-                    path: "blob.dat".into(),
-                    offset: off as u64,
-                    reason: format!("metadata is not a JSON object: {e}"),
-                })?;
+            let (rec, meta) = view.record_with_meta(off as u64, &id)?;
             let m = Memory::from_parts(&id, &meta, rec.body).ok_or_else(|| {
                 MemoryError::Invalid(format!(
                     "version at offset {off} of {id} does not decode as a memory"
@@ -467,7 +460,7 @@ pub fn keyword_ranked(
     filter: &MemoryFilter,
     top_k: usize,
 ) -> Result<Vec<(String, f64)>> {
-    let Some(fts) = crate::fts::fts_query(query) else {
+    let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
     let (cond, filter_args) = filter.sql();
@@ -477,11 +470,16 @@ pub fn keyword_ranked(
         top_k.min(i64::MAX as usize) as i64,
     ));
     let found: Vec<(String, f64)> = store.with_tracker(|db| {
-        let mut stmt = db.prepare_cached(&format!(
-            "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts
-             JOIN memories m ON m.key_hash = memories_fts.rowid
-             WHERE memories_fts MATCH ?{cond} ORDER BY rank, m.updated_ms DESC LIMIT ?"
-        ))?;
+        let sql = Bm25 {
+            table: "memories_fts",
+            weights: &[1.0, 2.0],
+            id: "m.id",
+            join: "JOIN memories m ON m.key_hash = memories_fts.rowid",
+            filter: &cond,
+            then_by: ", m.updated_ms DESC",
+        }
+        .sql();
+        let mut stmt = db.prepare_cached(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
             Ok((r.get(0)?, -r.get::<_, f64>(1)?))
         })?;

@@ -74,14 +74,10 @@ pub(super) fn scan(
     let mut scanner = compiled.scanner()?;
     let mut out = Vec::new();
     for (key, offset) in candidates {
-        let rec = view.record(offset as u64, &key)?;
-        let parse =
-            || -> Map<String, Value> { serde_json::from_slice(rec.meta).unwrap_or_default() };
-        // Metadata is read only where it decides something: the memory filters, and
-        // the path and first line of a record that matched.
+        let (rec, meta) = view.record_with_meta(offset as u64, &key)?;
         if let ScanTarget::Memories { task, context } = target {
             if (task.is_some() || context.is_some())
-                && !memory_matches(&parse(), task.as_deref(), context.as_deref())
+                && !memory_matches(&meta, task.as_deref(), context.as_deref())
             {
                 continue;
             }
@@ -90,7 +86,6 @@ pub(super) fn scan(
         if hits.is_empty() {
             continue;
         }
-        let meta = parse();
         let path = meta
             .get("path")
             .and_then(Value::as_str)

@@ -15,8 +15,7 @@ use serde_json::{Map, Value};
 
 use super::secret_text::{redact_json, redact_secrets};
 use super::PatternError;
-use crate::format::{RecordKind, RecordView};
-use crate::store::{CompactReport, Store};
+use crate::store::{CompactReport, RecordKind, RecordView, Store};
 
 /// One record holding secrets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -31,11 +31,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
+/// Records as the store hands them out; layers above name them here, not in `format`.
+pub use crate::format::{RecordKind, RecordView};
 pub use batch::WriteBatch;
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Rewrite};
 pub use error::{Result, StoreError};
-pub use read_view::ReadView;
+pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use small_file::update_small_file;

@@ -9,6 +9,7 @@
 //! log moved on meanwhile), and [`ReadView::record`] checks each record's key.
 
 use rusqlite::Connection;
+use serde_json::{Map, Value};
 
 use super::blob_log::LogSnapshot;
 use super::error::{Result, StoreError};
@@ -48,11 +49,36 @@ impl ReadView {
         Ok(rec)
     }
 
+    /// The record at `offset`, checked as [`ReadView::record`] checks it, with its
+    /// metadata as a JSON object (empty when the record has none).
+    pub fn record_with_meta(
+        &self,
+        offset: u64,
+        key: &str,
+    ) -> Result<(RecordView<'_>, Map<String, Value>)> {
+        let rec = self.record(offset, key)?;
+        let meta = meta_object(offset, &rec)?;
+        Ok((rec, meta))
+    }
+
     /// Every record in log order, up to what the tracker had applied (for scans that
     /// read everything: audit events, statistics).
     pub fn snapshot(&self) -> &LogSnapshot {
         &self.snap
     }
+}
+
+/// A record's metadata as a JSON object (empty when it has none), or
+/// [`StoreError::Corrupt`] naming the record's offset.
+pub fn meta_object(offset: u64, rec: &RecordView<'_>) -> Result<Map<String, Value>> {
+    if rec.meta.is_empty() {
+        return Ok(Map::new());
+    }
+    serde_json::from_slice(rec.meta).map_err(|e| StoreError::Corrupt {
+        path: "blob.dat".into(),
+        offset,
+        reason: format!("metadata is not a JSON object: {e}"),
+    })
 }
 
 impl Store {

@@ -97,6 +97,15 @@ pub fn has_grammar(lang: &str) -> bool {
     lang::rules(lang).is_some()
 }
 
+/// What `text` defines and imports, and its chunks along those symbols: parsing then
+/// chunking, the one way every caller does both. A language without a grammar here
+/// has no symbols and is chunked by headings or line windows.
+pub fn symbols_and_chunks(lang: &str, text: &str) -> (FileSymbols, Vec<SymbolChunk>) {
+    let parsed = extract(lang, text).unwrap_or_default();
+    let chunks = chunk_file(lang, text, &parsed.symbols);
+    (parsed, chunks)
+}
+
 thread_local! {
     /// One parser per language per thread: creating one and loading its grammar costs
     /// more than parsing a small file.

@@ -1,0 +1,457 @@
+//! The command line as clap parses it: every command, flag and argument of the
+//! `engram` binary, with the help text users read. Definitions only: nothing here
+//! opens a store, reads configuration or runs a command.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use engram::store::Durability;
+
+/// engram: durable, searchable memory of a codebase for AI coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "engram", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Store directory (default: one per repository under $ENGRAM_HOME or the XDG data directory).
+    #[arg(long, global = true, env = "ENGRAM_STORE", value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// When writes are made durable: always (fsync per batch, the default), batch, never.
+    #[arg(long, global = true, env = "ENGRAM_DURABILITY")]
+    pub durability: Option<Durability>,
+    /// Configuration file (default: $XDG_CONFIG_HOME/engram/config.toml).
+    #[arg(long, global = true, env = "ENGRAM_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store a memory; prints its id.
+    Remember {
+        text: String,
+        #[command(flatten)]
+        fields: MemoryFields,
+    },
+    /// Replace a memory's text and fields as a new version (the old one stays in its history).
+    Update {
+        id: String,
+        text: String,
+        #[command(flatten)]
+        fields: MemoryFields,
+    },
+    /// Show every version of a memory, oldest first.
+    History { id: String },
+    /// Errors met while coding: record one (recurrences are counted), search past ones.
+    Error {
+        #[command(subcommand)]
+        command: ErrorCommand,
+    },
+    /// Record a design decision with its rationale.
+    Decision {
+        decision: String,
+        #[arg(long, default_value = "")]
+        rationale: String,
+        /// An alternative considered (repeatable).
+        #[arg(long = "alternative")]
+        alternatives: Vec<String>,
+        #[arg(long)]
+        impact: Option<String>,
+        /// A file the decision concerns (repeatable).
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// A tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Confidence from 0 to 1.
+        #[arg(long)]
+        confidence: Option<f64>,
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Coding sessions: start one, end it with a summary of what it recorded.
+    Session {
+        #[command(subcommand)]
+        command: SessionCommand,
+    },
+    /// Record a change to a file and the reason for it.
+    Change {
+        path: String,
+        /// create, edit, delete, rename, refactor or test.
+        #[arg(long)]
+        action: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        diff_summary: Option<String>,
+        /// A related file (repeatable).
+        #[arg(long = "related")]
+        related: Vec<String>,
+        /// Line range, e.g. 10-42.
+        #[arg(long)]
+        lines: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// The context a new session should start from, within a byte budget.
+    Context {
+        #[arg(long, default_value_t = 4096)]
+        budget: usize,
+    },
+    /// Recurring errors, files that change together, hot files, decision tags over time.
+    Analyze,
+    /// Entries, files and symbols related to ID within 1-3 hops.
+    Related {
+        id: String,
+        #[arg(long, default_value_t = 1)]
+        hops: u32,
+    },
+    /// Notes: key/value pairs for this repository.
+    Note {
+        #[command(subcommand)]
+        command: NoteCommand,
+    },
+    /// Show a memory.
+    Get { id: String },
+    /// Delete a memory.
+    Forget { id: String },
+    /// List memories, most recently updated first.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// Find memories by keyword.
+    Recall {
+        query: String,
+        #[arg(long, short = 'k', default_value_t = 10)]
+        top_k: usize,
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// Import memories from a JSON Lines file (all or nothing).
+    Import { file: PathBuf },
+    /// Export memories as JSON Lines to FILE or stdout.
+    Export { file: Option<PathBuf> },
+    /// Check every record, the commit chain, and that derived files agree with the log.
+    Verify,
+    /// Print records of blob.dat.
+    Dump {
+        /// Only records of this kind: put, tombstone, commit, vector, event.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only records of this key.
+        #[arg(long)]
+        key: Option<String>,
+        /// Only the record at this offset.
+        #[arg(long)]
+        offset: Option<u64>,
+        /// At most this many records.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Counts and sizes.
+    Stats,
+    /// Recreate tracker.db and the vector caches from blob.dat alone.
+    Rebuild,
+    /// Rewrite blob.dat without dead records and swap it in atomically.
+    Compact,
+    /// Index a repository (incremental): files and chunks, secrets redacted before writing.
+    Index {
+        /// The repository (default: the current directory).
+        path: Option<PathBuf>,
+        /// Skip files larger than this many bytes (default 1 MiB; setting max_file_bytes).
+        #[arg(long)]
+        max_file_bytes: Option<u64>,
+        /// Leave chunks holding a secret out instead of redacting the secret.
+        #[arg(long)]
+        exclude_secrets: bool,
+        /// After indexing, keep watching and re-index on every change (until killed).
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Find symbols by name: exact, prefix or fuzzy (`Session.request`, `request`, `sesreq`).
+    Symbol {
+        name: String,
+        #[arg(long, short = 'k', default_value_t = 20)]
+        limit: usize,
+    },
+    /// Serve the MCP tools over stdio (one process per agent window; they share the store).
+    Serve {
+        /// The repository (default: the one containing the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// Tool profile: core, code, memory, coding, all (setting `tools`).
+        #[arg(long)]
+        tools: Option<String>,
+        /// Serve streamable HTTP on this address instead of stdio (default: setting
+        /// server_addr); bearer tokens from the tokens file are required.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+        http: Option<String>,
+    },
+    /// Bearer tokens for `engram serve --http`.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
+    Enrich {
+        prompt: String,
+        /// Most bytes of context.
+        #[arg(long, default_value_t = 8000)]
+        budget: usize,
+    },
+    /// The audit trail: one event per read and write through the MCP tools.
+    Audit {
+        /// Only events since: Unix ms or an age like 7d, 12h.
+        #[arg(long)]
+        since: Option<String>,
+    },
+    /// Configuration: `engram config show`.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Search code and memories: keyword, vector and symbol matches fused.
+    Search {
+        query: String,
+        #[arg(long, short = 'k', default_value_t = 10)]
+        top_k: usize,
+        /// Only this language (rust, python, go, javascript, typescript, …).
+        #[arg(long)]
+        lang: Option<String>,
+        /// Only paths matching this glob, e.g. 'src/**/*.rs'.
+        #[arg(long)]
+        path: Option<String>,
+        /// Only hits of this kind: file, symbol, chunk, memory.
+        #[arg(long)]
+        kind: Option<String>,
+        /// The file you are in: hits in it and its directory rank higher.
+        #[arg(long)]
+        near: Option<String>,
+        /// Rank recently changed files and memories higher.
+        #[arg(long)]
+        recent: bool,
+        /// Keyword and symbol matches only, no vectors.
+        #[arg(long)]
+        keyword_only: bool,
+    },
+    /// Pattern sets: load and list.
+    Pattern {
+        #[command(subcommand)]
+        command: PatternCommand,
+    },
+    /// Scan stored text with a pattern set (secrets, security-smells, debug-leftovers, or a loaded one).
+    /// `engram scan secrets` alone reads every record of the log (live values, kept
+    /// versions, audit events, superseded records) for what an older engram let through.
+    Scan {
+        /// The set, e.g. `secrets` or `pat:security-smells`.
+        pattern_set: String,
+        /// Scan only this key.
+        #[arg(long, conflicts_with_all = ["memories", "code"])]
+        key: Option<String>,
+        /// Scan every memory (the default).
+        #[arg(long, conflicts_with = "code")]
+        memories: bool,
+        /// Scan every code chunk.
+        #[arg(long)]
+        code: bool,
+        /// With --memories: only memories of this task type.
+        #[arg(long)]
+        task: Option<String>,
+        /// With --memories: only memories of this context type.
+        #[arg(long)]
+        context: Option<String>,
+    },
+    /// Rewrite every record holding a secret (found as `engram scan secrets` finds them)
+    /// with the secret replaced, by compacting the store; afterwards the old bytes are
+    /// in no file of the store.
+    Redact,
+    /// Key utilities.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+/// Which memories a list or recall considers; every given filter must hold.
+#[derive(Debug, clap::Args)]
+pub struct FilterArgs {
+    /// Only entries of this kind: memory, note, session, file_change, error, decision.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Only this task type.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Only memories with this insight type (repeatable: all must hold).
+    #[arg(long = "insight")]
+    pub insights: Vec<String>,
+    /// Only memories with this context type (repeatable).
+    #[arg(long = "context")]
+    pub contexts: Vec<String>,
+    /// Only memories with this tag (repeatable).
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    /// Only memories of this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only memories updated since: Unix milliseconds, or an age like 30m, 12h, 7d.
+    #[arg(long)]
+    pub since: Option<String>,
+}
+
+/// The classified fields of a memory.
+#[derive(Debug, clap::Args)]
+pub struct MemoryFields {
+    /// A tag (repeatable).
+    #[arg(long = "tag", short = 't')]
+    pub tags: Vec<String>,
+    /// Task type: debug, bugfix, implement_feature, refactor, … (with or without `task:`).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Insight type (repeatable): decision, constraint, assumption, pitfall, tradeoff, invariant, todo, context.
+    #[arg(long = "insight")]
+    pub insights: Vec<String>,
+    /// Context type (repeatable): frontend, backend, auth, billing, ui, infra, devops, data, testing, api.
+    #[arg(long = "context")]
+    pub contexts: Vec<String>,
+    /// A symbol, file or chunk key the memory is about (repeatable).
+    #[arg(long = "symbol")]
+    pub symbols: Vec<String>,
+    /// user_stated (default), agent_observed, llm_extracted or inferred.
+    #[arg(long)]
+    pub provenance: Option<String>,
+    /// Trust from 0 to 1 (default by provenance).
+    #[arg(long)]
+    pub trust: Option<f64>,
+    /// The coding session the memory belongs to.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// A JSON object of extra metadata.
+    #[arg(long)]
+    pub metadata: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ErrorCommand {
+    /// Record an error (a recurrence of a known one increments its frequency).
+    Record {
+        /// The error's type, e.g. TypeError, E0502, SIGSEGV.
+        #[arg(long = "type")]
+        error_type: String,
+        #[arg(long)]
+        message: String,
+        #[arg(long)]
+        stack_trace: Option<String>,
+        #[arg(long)]
+        file: Option<String>,
+        #[arg(long)]
+        line: Option<u64>,
+        #[arg(long)]
+        solution: Option<String>,
+        #[arg(long)]
+        resolved: bool,
+        #[arg(long)]
+        screenshot: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// The file change entry (mem:…) that fixed it.
+        #[arg(long)]
+        resolved_by: Option<String>,
+    },
+    /// Find past errors like QUERY, those with a solution first.
+    Search {
+        query: String,
+        #[arg(long, short = 'k', default_value_t = 10)]
+        top_k: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a new token, print it once, and store its hash in the tokens file.
+    New {
+        /// A name for who holds it.
+        #[arg(long, default_value = "token")]
+        name: String,
+        /// A repository (store name) it may reach; repeatable; default: the current one.
+        #[arg(long = "repo")]
+        repos: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print every setting's effective value and where it came from.
+    Show,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Start a session; prints its id.
+    Start {
+        description: String,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+    },
+    /// End a session and print its summary.
+    End {
+        id: String,
+        /// The session did not reach its goal.
+        #[arg(long)]
+        failed: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NoteCommand {
+    /// Set a note (a new version if it exists).
+    Set {
+        name: String,
+        value: String,
+        /// user_stated (default), agent_observed, llm_extracted or inferred.
+        #[arg(long)]
+        provenance: Option<String>,
+    },
+    /// Print a note's value.
+    Get { name: String },
+    /// List every note.
+    List,
+    /// Delete a note.
+    Delete { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PatternCommand {
+    /// Check, compile and store a pattern set from a JSON or TOML file (told apart by
+    /// content: JSON starts with `{`). Engram's form (`name`, patterns as objects) or the
+    /// Galaxybrain seed's (`id`, patterns as regex strings).
+    Load {
+        file: PathBuf,
+        /// Let a set named like a built-in one (e.g. pat:security-smells) replace it.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// List the built-in and loaded sets.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Print hash64(KEY) in decimal.
+    Hash { key: String },
+    /// Print the live key whose hash64 is HASH (unsigned, or signed as SQLite shows it);
+    /// exit code 1 when no live key has it.
+    Lookup {
+        #[arg(allow_hyphen_values = true)]
+        hash: String,
+    },
+}
