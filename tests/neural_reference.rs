@@ -93,7 +93,7 @@ fn check(e: &NeuralEmbedder, reference_file: &str) {
         assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
     }
     eprintln!(
-        "{reference_file}: {} texts, lowest cosine {worst:.9}",
+        "{reference_file}: {} texts, lowest cosine {worst:.9} (1 - cos = {:.1e})",
         texts.len()
     );
 }

@@ -6,18 +6,16 @@
 //! Owns loading a model directory and turning texts into the vectors
 //! sentence-transformers would give for them (same truncation, pooling and
 //! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
-//! are tokenised in parallel, sorted by length so batches carry little padding, and the
-//! batches run on all cores. It never downloads anything and never touches the store:
+//! are tokenised in parallel and each runs through the encoder at its own length
+//! ([`bert`]: no padding, no mask), longest first, one text per core at a time. It never downloads anything and never touches the store:
 //! a missing directory is an error that says how to get the files.
 
+mod bert;
 mod layout;
 pub mod models;
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::BertModel;
 use rayon::prelude::*;
 use tokenizers::Tokenizer;
 
@@ -58,23 +56,14 @@ pub enum NeuralError {
     },
     #[error("tokenising failed: {0}")]
     Tokenize(String),
-    #[error("running the model failed: {0}")]
-    Run(#[from] candle_core::Error),
 }
-
-/// Most tokens (padding included) in one forward pass: bounds the memory of a batch
-/// (activations of 64 × 256 tokens are a few tens of MB for MiniLM).
-const BATCH_TOKENS: usize = 8192;
-/// Most texts in one forward pass.
-const BATCH_TEXTS: usize = 64;
 
 /// A BERT sentence-transformer loaded from a directory.
 pub struct NeuralEmbedder {
     name: String,
     layout: Layout,
     tokenizer: Tokenizer,
-    model: BertModel,
-    device: Device,
+    model: bert::Bert,
 }
 
 impl std::fmt::Debug for NeuralEmbedder {
@@ -139,26 +128,12 @@ impl NeuralEmbedder {
                 path: tk_path.clone(),
                 reason: e.to_string(),
             })?;
-        let device = Device::Cpu;
-        let weights = dir.join("model.safetensors");
-        // SAFETY (of the mmap inside): the file is opened read-only and engram never
-        // writes model files; a file changed underneath a running process is outside
-        // what any loader can defend against.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
-            .map_err(|source| NeuralError::Weights {
-            path: weights.clone(),
-            source,
-        })?;
-        let model = BertModel::load(vb, &layout.bert).map_err(|source| NeuralError::Weights {
-            path: weights.clone(),
-            source,
-        })?;
+        let model = bert::Bert::load(&dir.join("model.safetensors"), &layout.bert)?;
         Ok(NeuralEmbedder {
             name: name.into(),
             layout,
             tokenizer,
             model,
-            device,
         })
     }
 
@@ -175,6 +150,14 @@ impl NeuralEmbedder {
     /// Most tokens per text (longer texts are truncated, as sentence-transformers does).
     pub fn max_tokens(&self) -> usize {
         self.layout.max_tokens
+    }
+
+    /// How many tokens of `text` the model sees (special tokens included, after
+    /// truncation at the window).
+    pub fn token_count(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode(text.trim(), true)
+            .map_or(0, |e| e.get_ids().len())
     }
 
     /// Vectors for `texts`, in order. Blank texts get all-zero vectors.
@@ -208,71 +191,58 @@ impl NeuralEmbedder {
                     .map_err(|e| NeuralError::Tokenize(e.to_string()))
             })
             .collect::<Result<_, _>>()?;
-        // Longest first: the costly batches start early and the padding is small.
+        // Longest first, so the costly texts start early and the cores finish together.
         encoded.sort_by_key(|(_, ids)| std::cmp::Reverse(ids.len()));
-        let mut batches: Vec<&[(usize, Vec<u32>)]> = Vec::new();
-        let mut rest = &encoded[..];
-        while !rest.is_empty() {
-            let longest = rest[0].1.len().max(1);
-            let n = (BATCH_TOKENS / longest)
-                .clamp(1, BATCH_TEXTS)
-                .min(rest.len());
-            let (b, r) = rest.split_at(n);
-            batches.push(b);
-            rest = r;
-        }
-        let results: Vec<Vec<(usize, Vec<f32>)>> = batches
+        // Many texts: one per core, each product single-threaded. One text (a query):
+        // its products use every core.
+        let par = if encoded.len() == 1 {
+            gemm::Parallelism::Rayon(rayon::current_num_threads())
+        } else {
+            gemm::Parallelism::None
+        };
+        let vectors: Vec<(usize, Vec<f32>)> = encoded
             .into_par_iter()
-            .map(|b| self.forward(b))
-            .collect::<Result<_, _>>()?;
-        for (i, v) in results.into_iter().flatten() {
+            .with_max_len(1)
+            .map(|(i, ids)| {
+                let hidden = self.model.forward(&ids, par)?;
+                Ok((i, self.pool(&hidden, ids.len())))
+            })
+            .collect::<Result<_, NeuralError>>()?;
+        for (i, v) in vectors {
             out[i] = v;
         }
         Ok(out)
     }
 
-    /// One forward pass over a batch of token ids; the pooled (and normalised)
-    /// vector of each, tagged with its text's index.
-    fn forward(&self, batch: &[(usize, Vec<u32>)]) -> Result<Vec<(usize, Vec<f32>)>, NeuralError> {
-        let len = batch.iter().map(|(_, ids)| ids.len()).max().unwrap_or(0);
-        let n = batch.len();
-        let mut ids = vec![0u32; n * len];
-        let mut mask = vec![0u32; n * len];
-        for (row, (_, t)) in batch.iter().enumerate() {
-            ids[row * len..row * len + t.len()].copy_from_slice(t);
-            mask[row * len..row * len + t.len()].fill(1);
-        }
-        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // (n, len, dims)
-        let pooled = match self.layout.pooling {
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+    /// One vector from a text's token vectors (`len` rows), pooled and (when the model
+    /// says so) normalised.
+    fn pool(&self, hidden: &[f32], len: usize) -> Vec<f32> {
+        let h = self.layout.bert.hidden_size;
+        let rows = hidden.chunks_exact(h).take(len);
+        let mut v = match self.layout.pooling {
+            Pooling::Cls => hidden[..h].to_vec(),
             Pooling::Mean => {
-                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-                let sum = hidden.broadcast_mul(&m)?.sum(1)?;
-                let count = m.sum(1)?.clamp(1e-9, f64::MAX)?;
-                sum.broadcast_div(&count)?
+                let mut sum = vec![0f32; h];
+                for row in rows {
+                    sum.iter_mut().zip(row).for_each(|(s, x)| *s += x);
+                }
+                let n = len.max(1) as f32;
+                sum.iter_mut().for_each(|s| *s /= n);
+                sum
             }
             Pooling::Max => {
-                // Padding positions are pushed far below any real value first.
-                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-                let penalty = ((m - 1.0)? * 1e9)?;
-                hidden.broadcast_add(&penalty)?.max(1)?
+                let mut max = vec![f32::NEG_INFINITY; h];
+                for row in rows {
+                    max.iter_mut().zip(row).for_each(|(m, x)| *m = m.max(*x));
+                }
+                max
             }
         };
-        let pooled: Vec<Vec<f32>> = pooled.to_vec2()?;
-        Ok(batch
-            .iter()
-            .zip(pooled)
-            .map(|((i, _), mut v)| {
-                if self.layout.normalize {
-                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-                    v.iter_mut().for_each(|x| *x /= norm);
-                }
-                (*i, v)
-            })
-            .collect())
+        if self.layout.normalize {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
     }
 }
 
