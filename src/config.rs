@@ -59,7 +59,7 @@ fn tools(v: &str) -> Result<(), String> {
 }
 
 fn embedder(v: &str) -> Result<(), String> {
-    crate::embed::embedder_by_name(v).map(|_| ())
+    crate::embed::check_embedder_name(v)
 }
 
 fn address(v: &str) -> Result<(), String> {
@@ -95,8 +95,15 @@ pub const SETTINGS: &[Setting] = &[
         name: "embedder",
         env: "ENGRAM_EMBEDDER",
         default: "hash-v2-256",
-        help: "embedder for code and memories (built-in: hash-v2-DIMS)",
+        help: "embedder for code and memories (built-in: hash-v2-DIMS; with the neural feature: minilm, bge-small)",
         check: embedder,
+    },
+    Setting {
+        name: "model_dir",
+        env: "ENGRAM_MODEL_DIR",
+        default: "",
+        help: "directory of a neural embedder's model files, or of models by name (empty: the data directory's models/)",
+        check: any,
     },
     Setting {
         name: "secret_action",

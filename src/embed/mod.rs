@@ -7,10 +7,14 @@
 //! never compared, and switching embedder means re-embedding, not mixing spaces.
 //!
 //! This module never touches the store or the network; the built-in
-//! [`HashedEmbedder`] needs no model file and no API key.
+//! [`HashedEmbedder`] needs no model file and no API key. With the `neural` feature,
+//! [`neural`] adds local sentence-transformers (all-MiniLM-L6-v2, bge-small-en-v1.5)
+//! loaded from a model directory.
 
 mod hashed;
 mod lexicon;
+#[cfg(feature = "neural")]
+pub mod neural;
 
 pub use hashed::HashedEmbedder;
 
@@ -43,18 +47,86 @@ pub fn default_embedder() -> HashedEmbedder {
 }
 
 /// The embedder a configuration names: `hash-v2-DIMS` (the built-in, DIMS from 16 to
-/// 4096). Names of embedders this build does not have are refused with the ones it has.
+/// 4096), or with the `neural` feature a known model (`minilm`, `bge-small`, …) loaded
+/// from `$ENGRAM_MODEL_DIR` or the default models directory. Names of embedders this
+/// build does not have are refused with the ones it has.
 pub fn embedder_by_name(name: &str) -> Result<std::sync::Arc<dyn Embedder>, String> {
-    if let Some(dims) = name.strip_prefix("hash-v2-") {
-        if let Ok(d) = dims.parse::<usize>() {
-            if (16..=4096).contains(&d) {
-                return Ok(std::sync::Arc::new(HashedEmbedder::new(d)));
-            }
-        }
+    let dir = std::env::var_os("ENGRAM_MODEL_DIR").filter(|d| !d.is_empty());
+    embedder_for(name, dir.as_deref().map(std::path::Path::new))
+}
+
+/// [`embedder_by_name`] with the model directory given (the `model_dir` setting);
+/// `None` looks in the default models directory. A neural model is loaded once per
+/// process and directory, then shared.
+pub fn embedder_for(
+    name: &str,
+    model_dir: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<dyn Embedder>, String> {
+    if let Some(d) = hashed_dims(name) {
+        return Ok(std::sync::Arc::new(HashedEmbedder::new(d)));
     }
-    Err(format!(
-        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256)"
-    ))
+    #[cfg(feature = "neural")]
+    if neural::models::find(name).is_some() {
+        return neural_cached(name, model_dir);
+    }
+    let _ = model_dir;
+    Err(unknown(name))
+}
+
+/// Checks that `name` is an embedder this build has, without loading a model (for
+/// validating configuration).
+pub fn check_embedder_name(name: &str) -> Result<(), String> {
+    if hashed_dims(name).is_some() {
+        return Ok(());
+    }
+    #[cfg(feature = "neural")]
+    if neural::models::find(name).is_some() {
+        return Ok(());
+    }
+    Err(unknown(name))
+}
+
+fn hashed_dims(name: &str) -> Option<usize> {
+    let d = name.strip_prefix("hash-v2-")?.parse::<usize>().ok()?;
+    (16..=4096).contains(&d).then_some(d)
+}
+
+fn unknown(name: &str) -> String {
+    #[cfg(feature = "neural")]
+    let neural = format!(", and the local models {}", neural::models::names());
+    #[cfg(not(feature = "neural"))]
+    let neural = "; local models (minilm, bge-small) need a build with --features neural";
+    format!(
+        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256){neural}"
+    )
+}
+
+#[cfg(feature = "neural")]
+fn neural_cached(
+    name: &str,
+    model_dir: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<dyn Embedder>, String> {
+    type Loaded = Vec<(
+        String,
+        Option<std::path::PathBuf>,
+        std::sync::Arc<neural::NeuralEmbedder>,
+    )>;
+    static LOADED: std::sync::Mutex<Loaded> = std::sync::Mutex::new(Vec::new());
+    let canonical = neural::models::find(name).map_or(name, |m| m.name);
+    let key_dir = model_dir.map(std::path::Path::to_path_buf);
+    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, _, e)) = loaded
+        .iter()
+        .find(|(n, d, _)| n == canonical && *d == key_dir)
+    {
+        return Ok(e.clone());
+    }
+    let e = std::sync::Arc::new(
+        neural::NeuralEmbedder::load_named(canonical, model_dir)
+            .map_err(|e| format!("embedder {canonical}: {e}"))?,
+    );
+    loaded.push((canonical.to_string(), key_dir, e.clone()));
+    Ok(e)
 }
 
 /// True when `v` carries no direction (all zeros): such a vector matches nothing.

@@ -1,0 +1,192 @@
+//! Embedding throughput of the neural embedder against the Python
+//! sentence-transformers pipeline, side by side in one run (plain `main`, no harness).
+//!
+//! Owns: chunks/s of [`NeuralEmbedder`] and of `SentenceTransformer.encode` (CPU
+//! torch, its default threads and batch size 32) over the same code chunks — this
+//! repository's own `src/**/*.rs` cut into pieces of 5 to 60 lines — on the same
+//! machine, alternating the two so that a busy neighbour slows both alike; the median
+//! of the rounds is reported. `ENGRAM_BENCH_CHUNKS` (default 192) and
+//! `ENGRAM_BENCH_ROUNDS` (default 3) size it. The Python side is skipped with a message
+//! when python3 lacks sentence-transformers; the whole bench is skipped when the model
+//! files are missing. Must never: download anything, or leave its temporary files.
+
+#[path = "../tests/support/model_dir.rs"]
+mod model_dir;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use engram::embed::neural::NeuralEmbedder;
+use engram::embed::Embedder;
+
+const PYTHON: &str = r#"
+import json, os, sys, time
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from sentence_transformers import SentenceTransformer
+import torch
+model_dir, texts_file = sys.argv[1], sys.argv[2]
+texts = json.load(open(texts_file))
+m = SentenceTransformer(model_dir, device="cpu")
+m.encode(texts[:16], batch_size=32)
+t = time.perf_counter()
+v = m.encode(texts, batch_size=32, normalize_embeddings=False)
+s = time.perf_counter() - t
+print(json.dumps({"seconds": s, "threads": torch.get_num_threads(), "torch": torch.__version__}))
+"#;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("read src")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// This repository's sources cut into chunks of 5..60 lines (a fixed pseudo-random
+/// sequence), `n` of them spread over all files.
+fn chunks(n: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut all = Vec::new();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read source");
+        let lines: Vec<&str> = text.lines().collect();
+        let mut at = 0;
+        while at < lines.len() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = 5 + (seed % 56) as usize;
+            let end = (at + len).min(lines.len());
+            let chunk = lines[at..end].join("\n");
+            if !chunk.trim().is_empty() {
+                all.push(chunk);
+            }
+            at = end;
+        }
+    }
+    let step = (all.len() / n.max(1)).max(1);
+    all.into_iter().step_by(step).take(n).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn python_seconds(model: &Path, texts_file: &Path) -> Result<(f64, String), String> {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(PYTHON)
+        .arg(model)
+        .arg(texts_file)
+        .output()
+        .map_err(|e| format!("python3 did not run: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").to_string();
+        return Err(last);
+    }
+    let line = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(line.trim().lines().last().unwrap_or(""))
+        .map_err(|e| format!("unexpected output {line:?}: {e}"))?;
+    let s = v["seconds"].as_f64().ok_or("no seconds")?;
+    Ok((
+        s,
+        format!("torch {} with {} threads", v["torch"], v["threads"]),
+    ))
+}
+
+fn main() {
+    let model = match model_dir::minilm_dir() {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("embed_throughput: SKIPPED, no model: {why}");
+            return;
+        }
+    };
+    let n = env_usize("ENGRAM_BENCH_CHUNKS", 192);
+    let rounds = env_usize("ENGRAM_BENCH_ROUNDS", 3).max(1);
+    let texts = chunks(n);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let texts_file = tmp.path().join("texts.json");
+    std::fs::write(&texts_file, serde_json::to_string(&texts).expect("json")).expect("write");
+
+    let e = NeuralEmbedder::load("all-minilm-l6-v2", &model).expect("load the model");
+    let tokens: usize = refs.iter().map(|t| e.token_count(t)).sum();
+    println!(
+        "embed_throughput: {} chunks of this repository's Rust source, {} tokens after truncation at {} (mean {:.0}), {} threads available",
+        texts.len(),
+        tokens,
+        e.max_tokens(),
+        tokens as f64 / texts.len() as f64,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    );
+    e.embed(&refs[..16.min(refs.len())]).expect("warm-up");
+
+    let (mut rust, mut python) = (Vec::new(), Vec::new());
+    let mut python_note = None;
+    for round in 1..=rounds {
+        let t = Instant::now();
+        let v = e.embed(&refs).expect("embed");
+        assert_eq!(v.len(), refs.len());
+        let s = t.elapsed().as_secs_f64();
+        rust.push(texts.len() as f64 / s);
+        print!(
+            "  round {round}: engram (candle) {:7.1} chunks/s",
+            texts.len() as f64 / s
+        );
+        if python_note
+            .as_ref()
+            .is_none_or(|r: &Result<String, String>| r.is_ok())
+        {
+            match python_seconds(&model, &texts_file) {
+                Ok((s, what)) => {
+                    python.push(texts.len() as f64 / s);
+                    print!(
+                        "   sentence-transformers {:7.1} chunks/s",
+                        texts.len() as f64 / s
+                    );
+                    python_note = Some(Ok(what));
+                }
+                Err(why) => python_note = Some(Err(why)),
+            }
+        }
+        println!();
+    }
+    let r = median(rust);
+    println!("engram (candle):        {r:8.1} chunks/s (median of {rounds})");
+    match python_note {
+        Some(Ok(what)) => {
+            let p = median(python);
+            println!("sentence-transformers:  {p:8.1} chunks/s (median of {rounds}; {what})");
+            println!("speed-up:               {:8.2}x", r / p);
+        }
+        other => {
+            let why = other.and_then(Result::err).unwrap_or_default();
+            println!(
+                "sentence-transformers:  SKIPPED (pip install sentence-transformers for the baseline): {why}"
+            );
+        }
+    }
+}

