@@ -94,7 +94,8 @@ fn check(e: &NeuralEmbedder, reference_file: &str) {
     }
     eprintln!(
         "{reference_file}: {} texts, lowest cosine {worst:.9} (1 - cos = {:.1e})",
-        texts.len()
+        texts.len(),
+        1.0 - worst
     );
 }
 
