@@ -1,9 +1,9 @@
 //! What each tool does: arguments (already checked against the tool's schema) in,
 //! JSON out, through the gate. Synchronous; the server runs it off the async runtime.
 //!
-//! Reached through [`Engine::call`] (in [`super::call`]), which redacts secrets from
+//! Reached through [`Engine::call`] (in `call.rs`), which redacts secrets from
 //! the arguments first and audits the call after. What goes out is shaped by
-//! [`super::shape`] inside the gate's caps; paths that name files are confined to the
+//! `shape.rs` inside the gate's caps; paths that name files are confined to the
 //! repository root. Never panics on input (the server also catches panics).
 
 use std::sync::Arc;
