@@ -1,21 +1,41 @@
 //! engram: a codebase memory engine for AI coding agents.
 //!
-//! The crate is layered; each layer knows only those beneath it:
+//! The crate is layered; each layer knows only those beneath it, as the matrix in
+//! `tests/layers.rs` allows (that test fails on any other `crate::` edge; the matrix
+//! is drawn in `ARCHITECTURE.md`):
 //!
-//! - [`key`] and [`format`]: canonical key strings, `hash64`, and the exact bytes of
-//!   every file (pure, no I/O; see `format-spec/`).
+//! ```text
+//!   cli                     the binary: uses the library as engram::…
+//!   mcp                     the MCP server
+//!   manager                 providers composed behind the gate
+//!   gate       search       scope, caps, audit · one query, hits fused
+//!   memory     index        peers: neither knows the other
+//!   patterns                Hyperscan sets, the one secret redactor
+//!   store      location     the engine · where engram's files live
+//!   text  fts  embed        words, FTS5 queries, embedders (pure)
+//!   key   format            keys and exact bytes (pure, no I/O)
+//!   open, config            every tracker projection · settings (for openers)
+//! ```
+//!
+//! - [`key`] and [`format`](mod@format): canonical key strings, `hash64`, and the exact
+//!   bytes of every file (pure, no I/O; see `format-spec/`). Only the store uses
+//!   `format`; layers above see records through the store.
+//! - [`text`], [`fts`] and [`embed`]: code-aware words, the full-text index's tokens,
+//!   safe FTS5 queries and the BM25 statement built from them, and the embedders that
+//!   turn text into vectors (pure, no I/O), shared by memory and code search.
 //! - [`store`]: the storage engine — the append-only `blob.dat`, the derived
 //!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
+//!   [`location`] says where stores and caches live.
+//! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place, and
+//!   the secret redactor every way into the store calls.
 //! - [`memory`]: memories, the first user of the store.
-//! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place.
-//! - [`text`], [`fts`] and [`embed`]: code-aware words, the full-text index's tokens
-//!   and safe FTS5 queries built from them, and the embedders that turn text into
-//!   vectors (pure, no I/O), shared by memory and code search.
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
 //! - [`manager`]: code, memory and note providers composed behind the gate.
 //! - [`mcp`]: the MCP server agents call.
+//! - [`projections`]: every tracker projection of this build, which every opener of a
+//!   store passes (`Memories::open` does); [`config`]: the binary's settings.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

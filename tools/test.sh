@@ -5,20 +5,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 
-# Formatting and lints are part of the suite: a warning fails it.
-cargo fmt --check
-cargo clippy --quiet --release --all-features --all-targets -- -D warnings
+# Each step's wall time goes to stderr, so a run shows what every check costs.
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: ${name}: $((SECONDS - start)) s" >&2
+}
+
+# Formatting, lints and doc links are part of the suite: a warning fails it.
+step "fmt --check" cargo fmt --check
+step "clippy" cargo clippy --quiet --release --all-features --all-targets -- -D warnings
+step "doc" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" \
+  cargo doc --quiet --no-deps --all-features
 
 # The format layer must build alone, without the store's or the CLI's dependencies.
-cargo build --quiet --no-default-features --lib
+step "format layer alone" cargo build --quiet --no-default-features --lib
 # Benchmarks and tools must keep compiling even though CI does not time them.
-cargo build --quiet --release --benches --bins
+step "benches and bins" cargo build --quiet --release --benches --bins
 
-cargo test --release --all-features
+# The unit tests once in debug mode, so debug assertions and overflow checks run;
+# then everything in release mode.
+step "unit tests (debug)" cargo test --quiet --lib --all-features
+step "all tests (release)" cargo test --release --all-features
 
 # The fuzz targets must keep building (running them is tools/fuzz-smoke.sh's job).
 if cargo +nightly --version >/dev/null 2>&1; then
-  cargo +nightly build --quiet --manifest-path fuzz/Cargo.toml
+  step "fuzz targets" cargo +nightly build --quiet --manifest-path fuzz/Cargo.toml
 else
   echo "test.sh: no nightly toolchain; fuzz targets not built" >&2
 fi

@@ -43,7 +43,7 @@ pub enum RecordKind {
     Event = 0x80,
     /// A kind from 0x81 up that this version does not know: readers skip it (the
     /// byte itself is in the header). Never written by this version.
-    Ignorable = 0xff,
+    Skippable = 0xff,
 }
 
 impl RecordKind {
@@ -55,7 +55,7 @@ impl RecordKind {
             3 => RecordKind::Commit,
             4 => RecordKind::Vector,
             0x80 => RecordKind::Event,
-            0x81..=0xff => RecordKind::Ignorable,
+            0x81..=0xff => RecordKind::Skippable,
             _ => return None,
         })
     }
@@ -68,7 +68,7 @@ impl RecordKind {
             RecordKind::Commit => "commit",
             RecordKind::Vector => "vector",
             RecordKind::Event => "event",
-            RecordKind::Ignorable => "ignorable",
+            RecordKind::Skippable => "skippable",
         }
     }
 
@@ -137,7 +137,7 @@ pub struct RecordFields<'a> {
 
 /// Append the encoded record to `out` and return its CRC.
 pub fn encode_record(fields: &RecordFields<'_>, out: &mut Vec<u8>) -> Result<u32, FormatError> {
-    if fields.kind == RecordKind::Ignorable {
+    if fields.kind == RecordKind::Skippable {
         return Err(FormatError::UnknownKind(0xff));
     }
     let payload = fields.meta.len() as u64 + fields.body.len() as u64;
@@ -346,7 +346,7 @@ mod tests {
     fn kind_names_round_trip() {
         for b in 0..=255u8 {
             if let Some(k) = RecordKind::from_u8(b) {
-                if k == RecordKind::Ignorable {
+                if k == RecordKind::Skippable {
                     assert!(b > 0x80);
                     continue;
                 }

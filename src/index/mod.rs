@@ -8,7 +8,8 @@
 //! whole files, so other writers wait at most one short batch and a killed run resumes
 //! where it stopped (see [`index`]). Secrets are redacted (or their chunk
 //! excluded) before a record is built, so their bytes never reach the store. This
-//! layer knows files and chunks; symbols (tree-sitter) come on top of it.
+//! layer knows files and chunks; symbols (tree-sitter) come on top of it. It never
+//! knows memories: code and memories meet only in `search` and above.
 
 mod chunk;
 mod file;

@@ -10,7 +10,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::handlers::{s, Engine, ToolResult};
+use super::args::arg_str;
+use super::handlers::{Engine, ToolResult};
 use super::shape;
 use crate::gate::{redact_args, sanitize, AuditEvent};
 use crate::memory::{attach_event_to_next_write, take_unattached_event};
@@ -84,7 +85,7 @@ impl Engine {
             let planned = AuditEvent {
                 op: name.to_string(),
                 repo: self.gate.repo.clone(),
-                session: s(&args, "session").map(String::from),
+                session: arg_str(&args, "session").map(String::from),
                 user_id: user_id.map(String::from),
                 query: query.clone(),
                 results: 1,
@@ -128,7 +129,7 @@ impl Engine {
         let audit = AuditEvent {
             op: name.to_string(),
             repo: self.gate.repo.clone(),
-            session: s(&args, "session").map(String::from),
+            session: arg_str(&args, "session").map(String::from),
             user_id: user_id.map(String::from),
             query,
             results,
@@ -184,7 +185,7 @@ fn audit_query(args: &Map<String, Value>) -> Option<String> {
         "description",
     ]
     .iter()
-    .find_map(|k| s(args, k))
+    .find_map(|k| arg_str(args, k))
     .map(String::from)
 }
 

@@ -5,7 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::handlers::{list, req, s, Engine, ToolResult};
+use super::args::{arg_str, err, required_str, str_list};
+use super::handlers::{Engine, ToolResult};
 use super::tools::{opt, req as required, Profile, ToolSpec, Ty};
 
 const MEMORY: &[Profile] = &[Profile::Memory];
@@ -50,17 +51,13 @@ pub static EXTRA_TOOLS: &[ToolSpec] = &[
     },
 ];
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
 impl Engine {
     /// Run one of [`EXTRA_TOOLS`]; `None` for any other name.
     pub(super) fn dispatch_extra(&self, name: &str, a: &Map<String, Value>) -> Option<ToolResult> {
         Some(match name {
             "memory_update" => self.memory_update(a),
             "memory_delete" => {
-                let id = match req(a, "id") {
+                let id = match required_str(a, "id") {
                     Ok(id) => id,
                     Err(e) => return Some(Err(e)),
                 };
@@ -70,7 +67,7 @@ impl Engine {
                     .map_err(err)
             }
             "delete_note" => {
-                let name = match req(a, "name") {
+                let name = match required_str(a, "name") {
                     Ok(n) => n,
                     Err(e) => return Some(Err(e)),
                 };
@@ -86,16 +83,16 @@ impl Engine {
     }
 
     fn memory_update(&self, a: &Map<String, Value>) -> ToolResult {
-        let id = req(a, "id")?;
+        let id = required_str(a, "id")?;
         let m = &self.memories;
         let mut change = m
             .get(id)
             .map_err(err)?
             .ok_or_else(|| format!("no memory {id}"))?;
-        if let Some(t) = s(a, "text") {
+        if let Some(t) = arg_str(a, "text") {
             change.text = t.to_string();
         }
-        if let Some(t) = s(a, "task") {
+        if let Some(t) = arg_str(a, "task") {
             change.task = Some(t.to_string());
         }
         for (k, field) in [
@@ -104,7 +101,7 @@ impl Engine {
             ("tags", &mut change.tags),
         ] {
             if a.contains_key(k) {
-                *field = list(a, k);
+                *field = str_list(a, k);
             }
         }
         if let Some(meta) = a.get("metadata").and_then(Value::as_object) {
@@ -116,7 +113,7 @@ impl Engine {
     }
 
     fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {
-        let words: Vec<String> = req(a, "query")?
+        let words: Vec<String> = required_str(a, "query")?
             .split_whitespace()
             .map(str::to_lowercase)
             .collect();

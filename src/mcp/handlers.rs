@@ -1,15 +1,16 @@
 //! What each tool does: arguments (already checked against the tool's schema) in,
 //! JSON out, through the gate. Synchronous; the server runs it off the async runtime.
 //!
-//! Reached through [`Engine::call`] (in [`super::call`]), which redacts secrets from
+//! Reached through [`Engine::call`] (in `call.rs`), which redacts secrets from
 //! the arguments first and audits the call after. What goes out is shaped by
-//! [`super::shape`] inside the gate's caps; paths that name files are confined to the
+//! `shape.rs` inside the gate's caps; paths that name files are confined to the
 //! repository root. Never panics on input (the server also catches panics).
 
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::args::{arg_str, bounded_count, err, required_str, str_list};
 use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditQueue, Gate};
@@ -58,36 +59,6 @@ impl Engine {
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
-pub(crate) fn s<'a>(a: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
-    a.get(k).and_then(Value::as_str)
-}
-
-pub(super) fn req<'a>(a: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
-    s(a, k).ok_or_else(|| format!("missing {k}"))
-}
-
-pub(super) fn list(a: &Map<String, Value>, k: &str) -> Vec<String> {
-    a.get(k)
-        .and_then(Value::as_array)
-        .map(|v| {
-            v.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub(super) fn int(a: &Map<String, Value>, k: &str, default: u64, max: u64) -> u64 {
-    a.get(k)
-        .and_then(Value::as_u64)
-        .unwrap_or(default)
-        .clamp(1, max)
-}
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
 impl Engine {
     pub(super) fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
         let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
@@ -110,7 +81,7 @@ impl Engine {
     fn relative_paths(&self, a: &Map<String, Value>) -> Result<Map<String, Value>, String> {
         let mut a = a.clone();
         for k in ["path", "file"] {
-            if let Some(p) = s(&a, k) {
+            if let Some(p) = arg_str(&a, k) {
                 let rel = self.gate.relative(p).map_err(err)?;
                 a.insert(k.into(), json!(rel));
             }
@@ -128,10 +99,10 @@ impl Engine {
 
     fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, String> {
         Ok(SearchOptions {
-            top_k: int(a, "top_k", 10, 100) as usize,
-            lang: s(a, "lang").map(String::from),
-            path_glob: s(a, "path").map(String::from),
-            kind: s(a, "kind")
+            top_k: bounded_count(a, "top_k", 10, 100) as usize,
+            lang: arg_str(a, "lang").map(String::from),
+            path_glob: arg_str(a, "path").map(String::from),
+            kind: arg_str(a, "kind")
                 .map(str::parse::<HitKind>)
                 .transpose()
                 .map_err(err)?,
@@ -142,13 +113,13 @@ impl Engine {
 
     pub(super) fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, String> {
         MemoryFilter {
-            kind: s(a, "kind").map(String::from),
-            task: s(a, "task").map(String::from),
-            insights: list(a, "insights"),
-            contexts: list(a, "contexts"),
-            tags: list(a, "tags"),
-            session: s(a, "session").map(String::from),
-            since_ms: s(a, "since")
+            kind: arg_str(a, "kind").map(String::from),
+            task: arg_str(a, "task").map(String::from),
+            insights: str_list(a, "insights"),
+            contexts: str_list(a, "contexts"),
+            tags: str_list(a, "tags"),
+            session: arg_str(a, "session").map(String::from),
+            since_ms: arg_str(a, "since")
                 .map(|t| parse_since(t, crate::store::now_ms()))
                 .transpose()
                 .map_err(err)?,
@@ -167,7 +138,7 @@ impl Engine {
     }
 
     fn index_path(&self, a: &Map<String, Value>, dir: bool) -> ToolResult {
-        let path = s(a, "path").unwrap_or(".");
+        let path = arg_str(a, "path").unwrap_or(".");
         let p = self.gate.confine(path).map_err(err)?;
         if dir && !p.is_dir() {
             return Err(format!("{path} is not a directory of the repository"));
@@ -194,13 +165,13 @@ impl Engine {
                 if opts.kind.is_none() {
                     opts.kind = Some(HitKind::Chunk);
                 }
-                self.search(req(a, "query")?, opts)
+                self.search(required_str(a, "query")?, opts)
             }
             "symbol_search" => {
                 let found = index::lookup_symbols(
                     m.store(),
-                    req(a, "name")?,
-                    int(a, "limit", 20, 200) as usize,
+                    required_str(a, "name")?,
+                    bounded_count(a, "limit", 20, 200) as usize,
                 )
                 .map_err(err)?;
                 Ok(json!({"symbols": found}))
@@ -211,26 +182,26 @@ impl Engine {
                 self.reindex()?;
                 let mut opts = self.search_options(a)?;
                 opts.kind = Some(HitKind::Chunk);
-                self.search(req(a, "query")?, opts)
+                self.search(required_str(a, "query")?, opts)
             }
             "memory_write" => {
                 let metadata = a.get("metadata").and_then(Value::as_object).cloned();
                 let written = m
-                    .remember(req(a, "text")?, &list(a, "tags"), metadata)
+                    .remember(required_str(a, "text")?, &str_list(a, "tags"), metadata)
                     .map_err(err)?;
                 Ok(json!({"id": written.id}))
             }
             "memory_write_structured" => {
-                let mut mem = Memory::new(req(a, "text")?);
-                mem.task = s(a, "task").map(String::from);
-                mem.insights = list(a, "insights");
-                mem.contexts = list(a, "contexts");
-                mem.tags = list(a, "tags");
-                mem.symbols = list(a, "symbols");
-                if let Some(p) = s(a, "provenance") {
+                let mut mem = Memory::new(required_str(a, "text")?);
+                mem.task = arg_str(a, "task").map(String::from);
+                mem.insights = str_list(a, "insights");
+                mem.contexts = str_list(a, "contexts");
+                mem.tags = str_list(a, "tags");
+                mem.symbols = str_list(a, "symbols");
+                if let Some(p) = arg_str(a, "provenance") {
                     mem.provenance = p.to_string();
                 }
-                mem.session = s(a, "session").map(String::from);
+                mem.session = arg_str(a, "session").map(String::from);
                 if let Some(meta) = a.get("metadata").and_then(Value::as_object) {
                     mem.metadata = meta.clone();
                 }
@@ -239,7 +210,7 @@ impl Engine {
                 Ok(json!({"id": written.id, "memory": shown}))
             }
             "memory_search" | "memory_search_structured" => self.search_memories(a),
-            "memory_get" => match m.get(req(a, "id")?).map_err(err)? {
+            "memory_get" => match m.get(required_str(a, "id")?).map_err(err)? {
                 Some(mem) => {
                     let mut budget = self.gate.budget();
                     let mut v = json!({"memory": shape::memory(&mem, &mut budget)});
@@ -248,11 +219,11 @@ impl Engine {
                     }
                     Ok(v)
                 }
-                None => Err(format!("no memory {}", req(a, "id")?)),
+                None => Err(format!("no memory {}", required_str(a, "id")?)),
             },
             "memory_list_structured" => {
                 let filter = self.memory_filter(a)?;
-                let limit = int(a, "limit", 20, 500) as usize;
+                let limit = bounded_count(a, "limit", 20, 500) as usize;
                 let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
                 let found = m.list_filtered(&filter, limit, offset).map_err(err)?;
                 Ok(self.memory_list("memories", &found))
@@ -263,24 +234,24 @@ impl Engine {
                     ..MemoryFilter::default()
                 };
                 let found = m
-                    .list_filtered(&filter, int(a, "limit", 20, 500) as usize, 0)
+                    .list_filtered(&filter, bounded_count(a, "limit", 20, 500) as usize, 0)
                     .map_err(err)?;
                 Ok(self.memory_list("threads", &found))
             }
             "pattern_load" => self.pattern_load(a),
             "pattern_list" => self.pattern_list(),
             "pattern_scan" => {
-                let target = match s(a, "key") {
+                let target = match arg_str(a, "key") {
                     Some(k) => ScanTarget::Key(k.to_string()),
                     None => ScanTarget::Code,
                 };
                 let found = Patterns::new(m.store())
-                    .scan(req(a, "set")?, &target)
+                    .scan(required_str(a, "set")?, &target)
                     .map_err(err)?;
                 Ok(json!({"matches": found}))
             }
             "pattern_scan_memories" => self.pattern_scan_memories(a),
-            "get_notes" => match s(a, "name") {
+            "get_notes" => match arg_str(a, "name") {
                 Some(n) => {
                     let note = m
                         .note_get(n)
@@ -295,13 +266,17 @@ impl Engine {
             },
             "set_note" => {
                 let note = m
-                    .note_set(req(a, "name")?, req(a, "value")?, Some("agent_observed"))
+                    .note_set(
+                        required_str(a, "name")?,
+                        required_str(a, "value")?,
+                        Some("agent_observed"),
+                    )
                     .map_err(err)?;
                 Ok(json!({"id": note.id}))
             }
             "coding_start_session" => {
                 let sess = m
-                    .start_session(req(a, "description")?, &list(a, "tags"))
+                    .start_session(required_str(a, "description")?, &str_list(a, "tags"))
                     .map_err(err)?;
                 Ok(json!({"id": sess.id}))
             }
@@ -314,7 +289,9 @@ impl Engine {
             "coding_record_error" => {
                 let e: ErrorReport =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                let mem = m.record_error_tagged(&e, &list(a, "tags")).map_err(err)?;
+                let mem = m
+                    .record_error_tagged(&e, &str_list(a, "tags"))
+                    .map_err(err)?;
                 Ok(json!({"id": mem.id, "frequency": mem.metadata.get("frequency")}))
             }
             "coding_record_decision" => {
@@ -328,8 +305,8 @@ impl Engine {
                 Ok(serde_json::to_value(m.analyze_patterns().map_err(err)?).map_err(err)?)
             }
             "enrich_prompt" => self.enrich(
-                req(a, "prompt")?,
-                int(a, "budget", 8000, self.gate.caps.total_bytes as u64) as usize,
+                required_str(a, "prompt")?,
+                bounded_count(a, "budget", 8000, self.gate.caps.total_bytes as u64) as usize,
             ),
             other => Err(format!("unknown tool {other:?}")),
         }

@@ -3,7 +3,7 @@
 //! seed systems in unchanged, without changing what engram's own names mean.
 //!
 //! In order:
-//! 1. the tool: a TeleCoder name ([`super::compat`]) is routed to engram's tool; a
+//! 1. the tool: a TeleCoder name (`compat.rs`) is routed to engram's tool; a
 //!    tool outside the server's profile is refused (TeleCoder names never are);
 //! 2. scope arguments, accepted on every tool: `repo` and `project_id` must name this
 //!    server's repository (or one the gate allows), `user_id` goes to the audit event;

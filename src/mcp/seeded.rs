@@ -8,23 +8,20 @@
 
 use serde_json::{json, Map, Value};
 
-use super::handlers::{int, list, req, s, Engine, ToolResult};
+use super::args::{arg_str, bounded_count, err, required_str, str_list};
+use super::handlers::{Engine, ToolResult};
 use super::shape;
 use crate::memory::taxonomy::{self, Axis};
 use crate::memory::{Memory, MemoryFilter};
 use crate::patterns::{PatternSet, Patterns, ScanTarget};
 use crate::search::{HitKind, SearchHit, SearchOptions};
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
 impl Engine {
     /// `memory_search` and `memory_search_structured`.
     pub(super) fn search_memories(&self, a: &Map<String, Value>) -> ToolResult {
         let filter = self.memory_filter(a)?;
-        let top_k = int(a, "top_k", 10, 100) as usize;
-        let mut v = match s(a, "query").filter(|q| !q.trim().is_empty()) {
+        let top_k = bounded_count(a, "top_k", 10, 100) as usize;
+        let mut v = match arg_str(a, "query").filter(|q| !q.trim().is_empty()) {
             Some(q) => {
                 let opts = SearchOptions {
                     top_k,
@@ -100,13 +97,13 @@ impl Engine {
     /// `coding_end_session`: the given session, or the one active session.
     pub(super) fn end_session(&self, a: &Map<String, Value>) -> ToolResult {
         let m = &self.memories;
-        let id = match s(a, "id") {
+        let id = match arg_str(a, "id") {
             Some(id) => id.to_string(),
             None => self.active_session()?,
         };
         let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
         let sess = m
-            .end_session_with(&id, success, s(a, "summary"))
+            .end_session_with(&id, success, arg_str(a, "summary"))
             .map_err(err)?;
         let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
         let mut v = json!({"id": sess.id, "summary": summary.text, "flags": summary.flags});
@@ -179,7 +176,10 @@ impl Engine {
     pub(super) fn search_errors(&self, a: &Map<String, Value>) -> ToolResult {
         let hits = self
             .memories
-            .search_errors(req(a, "query")?, int(a, "top_k", 10, 100) as usize)
+            .search_errors(
+                required_str(a, "query")?,
+                bounded_count(a, "top_k", 10, 100) as usize,
+            )
             .map_err(err)?;
         let mut budget = self.gate.budget();
         let mut out = Vec::new();
@@ -215,9 +215,9 @@ impl Engine {
 
     /// `coding_get_project_context`; with a focus, the memories matching it come first.
     pub(super) fn project_context(&self, a: &Map<String, Value>) -> ToolResult {
-        let budget = int(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
+        let budget = bounded_count(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
         let mut text = String::new();
-        if let Some(focus) = s(a, "focus").filter(|f| !f.trim().is_empty()) {
+        if let Some(focus) = arg_str(a, "focus").filter(|f| !f.trim().is_empty()) {
             let hits = self.memories.recall(focus, 5).map_err(err)?;
             if !hits.is_empty() {
                 text.push_str(&format!("## Focus: {focus}\n"));
@@ -236,11 +236,11 @@ impl Engine {
 
     /// `pattern_load`: TOML text, JSON or TOML text, or the seed's arguments.
     pub(super) fn pattern_load(&self, a: &Map<String, Value>) -> ToolResult {
-        let set = if let Some(t) = s(a, "toml") {
+        let set = if let Some(t) = arg_str(a, "toml") {
             PatternSet::parse(t, true).map_err(err)?
-        } else if let Some(t) = s(a, "definition") {
+        } else if let Some(t) = arg_str(a, "definition") {
             PatternSet::parse_detect(t).map_err(err)?
-        } else if let Some(id) = s(a, "id") {
+        } else if let Some(id) = arg_str(a, "id") {
             let mut obj = Map::new();
             obj.insert("id".into(), json!(id));
             // Regex strings or `{id, regex, …}` objects, as given.
@@ -250,9 +250,9 @@ impl Engine {
             );
             obj.insert(
                 "description".into(),
-                json!(s(a, "description").unwrap_or("")),
+                json!(arg_str(a, "description").unwrap_or("")),
             );
-            obj.insert("tags".into(), json!(list(a, "tags")));
+            obj.insert("tags".into(), json!(str_list(a, "tags")));
             let set: PatternSet = serde_json::from_value(Value::Object(obj))
                 .map_err(|e| format!("pattern_load: not a pattern set: {e}"))?;
             set.check().map_err(err)?;
@@ -288,11 +288,11 @@ impl Engine {
     /// `pattern_scan_memories`: task and contexts normalised like everywhere else
     /// (unknown values refused); every given context must match.
     pub(super) fn pattern_scan_memories(&self, a: &Map<String, Value>) -> ToolResult {
-        let task = s(a, "task")
+        let task = arg_str(a, "task")
             .map(|t| taxonomy::normalise(Axis::Task, t))
             .transpose()
             .map_err(err)?;
-        let contexts = list(a, "context")
+        let contexts = str_list(a, "context")
             .iter()
             .map(|c| taxonomy::normalise(Axis::Context, c))
             .collect::<Result<Vec<_>, _>>()
@@ -302,7 +302,7 @@ impl Engine {
             context: contexts.first().cloned(),
         };
         let mut found = Patterns::new(self.memories.store())
-            .scan(req(a, "set")?, &target)
+            .scan(required_str(a, "set")?, &target)
             .map_err(err)?;
         if contexts.len() > 1 {
             let mut keep = std::collections::HashMap::new();

@@ -376,7 +376,7 @@ pub static TOOLS: &[ToolSpec] = &[
 ];
 
 /// Every tool: the main table, the small tools added for the seeds
-/// ([`super::extra`]) and the TeleCoder names ([`super::compat`]).
+/// (`extra.rs`) and the TeleCoder names (`compat.rs`).
 pub fn all_specs() -> impl Iterator<Item = &'static ToolSpec> {
     TOOLS
         .iter()

@@ -2,7 +2,8 @@
 //!
 //! The first user of the store. A memory is one record under `mem:{uuid8}`; the
 //! `memories` projection makes them listable and searchable. This layer decides what a
-//! memory is and how it is found; it must never reach around the store into files.
+//! memory is and how it is found; it must never reach around the store into files,
+//! and never knows the code index: whoever opens the store chooses its projections.
 
 mod coding;
 mod context;

@@ -127,11 +127,11 @@ pub(super) fn compact(
                         .get(&rec.key_hash())
                         .is_none_or(|&t| offset > t);
                 if history
-                    || matches!(rec.kind, RecordKind::Event | RecordKind::Ignorable)
+                    || matches!(rec.kind, RecordKind::Event | RecordKind::Skippable)
                     || live.contains(&offset)
                 {
                     let replaced = match rewrite.as_mut() {
-                        Some(f) if rec.kind != RecordKind::Ignorable => f(&rec),
+                        Some(f) if rec.kind != RecordKind::Skippable => f(&rec),
                         _ => None,
                     };
                     match replaced {

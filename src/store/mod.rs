@@ -41,7 +41,7 @@ pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use small_file::update_small_file;
-pub use tracker::{Change, Location, Projection, TrackerMeta};
+pub use tracker::{Change, Projection, RecordLocation, TrackerMeta};
 pub use vectors::VectorMatch;
 pub use verify::{verify, Problem, VerifyReport};
 pub use writer::BatchWriter;

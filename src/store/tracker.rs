@@ -60,7 +60,7 @@ pub trait Projection: Send + Sync {
 
 /// Where a key's live record is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
+pub struct RecordLocation {
     pub key: String,
     pub offset: u64,
     pub length: u64,
@@ -266,7 +266,10 @@ pub fn reset(db: &Connection, projections: &[&dyn Projection]) -> Result<()> {
 
 /// Look up a key's live record and the log generation the tracker reflects, in one
 /// statement (so from one consistent snapshot, without a transaction).
-pub fn locate_with_generation(db: &Connection, key_hash: u64) -> Result<Option<(Location, u64)>> {
+pub fn locate_with_generation(
+    db: &Connection,
+    key_hash: u64,
+) -> Result<Option<(RecordLocation, u64)>> {
     Ok(db
         .prepare_cached(
             "SELECT key, offset, length, seq, timestamp_ms,
@@ -281,7 +284,7 @@ pub fn locate_with_generation(db: &Connection, key_hash: u64) -> Result<Option<(
                 .and_then(|g| g.parse().ok())
                 .unwrap_or(0);
             Ok((
-                Location {
+                RecordLocation {
                     key: r.get(0)?,
                     offset: r.get::<_, i64>(1)? as u64,
                     length: r.get::<_, i64>(2)? as u64,
@@ -438,7 +441,7 @@ fn apply_record(
                 p.apply(tx, &change)?;
             }
         }
-        RecordKind::Commit | RecordKind::Ignorable => {}
+        RecordKind::Commit | RecordKind::Skippable => {}
     }
     Ok(())
 }

@@ -171,7 +171,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
                             what: why,
                         }),
                     },
-                    RecordKind::Event | RecordKind::Commit | RecordKind::Ignorable => {}
+                    RecordKind::Event | RecordKind::Commit | RecordKind::Skippable => {}
                 }
                 if rec.kind == RecordKind::Put {
                     if let Err(why) = record_meta(&rec) {
