@@ -126,7 +126,9 @@ impl Layout {
             }
         }
         let bert: candle_transformers::models::bert::Config = parse(&config_path, &config_text)?;
-        if bert.num_attention_heads == 0 || bert.hidden_size % bert.num_attention_heads != 0 {
+        if bert.num_attention_heads == 0
+            || !bert.hidden_size.is_multiple_of(bert.num_attention_heads)
+        {
             return Err(NeuralError::Unsupported {
                 path: config_path,
                 reason: "hidden_size is not a multiple of num_attention_heads".into(),
@@ -177,7 +179,7 @@ impl Layout {
             .and_then(|s| s.max_seq_length)
             .or_else(|| {
                 tk.and_then(|t| t.model_max_length)
-                    .filter(|&n| n >= 1.0 && n < 1e9)
+                    .filter(|n| (1.0..1e9).contains(n))
                     .map(|n| n as usize)
             })
             .unwrap_or(bert.max_position_embeddings);
