@@ -15,6 +15,7 @@ mod bert;
 pub mod fetch;
 mod layout;
 pub mod models;
+mod ops;
 
 use std::path::{Path, PathBuf};
 
