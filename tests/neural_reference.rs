@@ -162,3 +162,25 @@ fn a_missing_or_broken_directory_is_a_clear_error() {
         .to_string();
     assert!(err.contains("config.json"), "{err}");
 }
+
+#[test]
+fn the_configured_name_and_directory_select_the_model() {
+    assert!(engram::embed::check_embedder_name("minilm").is_ok());
+    assert!(engram::embed::check_embedder_name("bge-small-en-v1.5").is_ok());
+    let err = engram::embed::check_embedder_name("gpt-5").unwrap_err();
+    assert!(err.contains("all-minilm-l6-v2 (or minilm)"), "{err}");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let err = engram::embed::embedder_for("minilm", Some(empty.path()))
+        .err()
+        .expect("no files there");
+    assert!(
+        err.contains("no model files for all-minilm-l6-v2") && err.contains("model_dir"),
+        "{err}"
+    );
+    let Some(dir) = model() else { return };
+    let e = engram::embed::embedder_for("minilm", Some(&dir)).expect("load");
+    assert_eq!((e.name(), e.dimensions()), ("all-minilm-l6-v2", 384));
+    // Loaded once per process and directory, then shared.
+    let again = engram::embed::embedder_for("all-MiniLM-L6-v2", Some(&dir)).expect("load");
+    assert!(std::sync::Arc::ptr_eq(&e, &again));
+}

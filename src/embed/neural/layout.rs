@@ -179,7 +179,7 @@ impl Layout {
             .and_then(|s| s.max_seq_length)
             .or_else(|| {
                 tk.and_then(|t| t.model_max_length)
-                    .filter(|&n| (1.0..1e9).contains(&n))
+                    .filter(|n| (1.0..1e9).contains(n))
                     .map(|n| n as usize)
             })
             .unwrap_or(bert.max_position_embeddings);

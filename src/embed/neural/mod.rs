@@ -11,8 +11,11 @@
 //! a missing directory is an error that says how to get the files.
 
 mod bert;
+#[cfg(feature = "model-fetch")]
+pub mod fetch;
 mod layout;
 pub mod models;
+mod ops;
 
 use std::path::{Path, PathBuf};
 
@@ -266,7 +269,9 @@ impl Embedder for NeuralEmbedder {
 /// How to get a known model's files, for error messages.
 pub fn fetch_hint(model: &models::KnownModel) -> String {
     let mut hint = format!(
-        "put {}'s files (config.json, tokenizer.json, model.safetensors) in a directory and set model_dir / ENGRAM_MODEL_DIR to it",
+        "put {}'s files (config.json, tokenizer.json, model.safetensors, and the \
+         sentence-transformers files modules.json, 1_Pooling/config.json, \
+         sentence_bert_config.json) in a directory and set model_dir / ENGRAM_MODEL_DIR to it",
         model.repo
     );
     if model.name == "all-minilm-l6-v2" {

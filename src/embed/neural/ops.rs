@@ -1,0 +1,227 @@
+//! The arithmetic kernels of the BERT forward pass: strided matrix products through
+//! the `gemm` crate, linear layers with PyTorch's weight layout, layer norm, softmax,
+//! the activations and the exp/erf they need.
+//!
+//! Owns numerics only, on slices it is handed. It checks every matrix product's bounds
+//! before the unchecked kernel runs and never allocates beyond a temporary row.
+
+use candle_transformers::models::bert::HiddenAct;
+use gemm::Parallelism;
+
+/// dst (m × n, row stride `dst_s.0`) = alpha·lhs·rhs (+ dst when `acc`), with lhs
+/// (m × k) and rhs (k × n) given by (row, column) strides. Bounds are checked before
+/// the unchecked kernel runs.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn mm(
+    dst: &mut [f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    dst_s: (usize, usize),
+    lhs: &[f32],
+    lhs_s: (usize, usize),
+    rhs: &[f32],
+    rhs_s: (usize, usize),
+    alpha: f32,
+    acc: bool,
+    par: Parallelism,
+) {
+    let last = |rows: usize, cols: usize, (rs, cs): (usize, usize)| {
+        (rows.max(1) - 1) * rs + (cols.max(1) - 1) * cs
+    };
+    assert!(
+        m > 0
+            && n > 0
+            && k > 0
+            && last(m, n, dst_s) < dst.len()
+            && last(m, k, lhs_s) < lhs.len()
+            && last(k, n, rhs_s) < rhs.len(),
+        "matrix product out of bounds"
+    );
+    // SAFETY: every index the kernel touches is below the checked last index of its
+    // slice, and dst does not alias lhs or rhs (distinct borrows).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            dst_s.1 as isize,
+            dst_s.0 as isize,
+            acc,
+            lhs.as_ptr(),
+            lhs_s.1 as isize,
+            lhs_s.0 as isize,
+            rhs.as_ptr(),
+            rhs_s.1 as isize,
+            rhs_s.0 as isize,
+            1.0,
+            alpha,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}
+
+/// dst (l × out) = x (l × inp) · wᵀ + b, with w stored (out × inp) as in PyTorch.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn linear(
+    dst: &mut [f32],
+    x: &[f32],
+    l: usize,
+    inp: usize,
+    out: usize,
+    w: &[f32],
+    b: &[f32],
+    par: Parallelism,
+) {
+    for row in dst.chunks_exact_mut(out) {
+        row.copy_from_slice(b);
+    }
+    mm(
+        dst,
+        l,
+        out,
+        inp,
+        (out, 1),
+        x,
+        (inp, 1),
+        w,
+        (1, inp),
+        1.0,
+        true,
+        par,
+    );
+}
+
+/// dst (l × out) += x · wᵀ + b: the residual connection already in dst.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn linear_acc(
+    dst: &mut [f32],
+    x: &[f32],
+    l: usize,
+    inp: usize,
+    out: usize,
+    w: &[f32],
+    b: &[f32],
+    par: Parallelism,
+) {
+    for row in dst.chunks_exact_mut(out) {
+        for (d, b) in row.iter_mut().zip(b) {
+            *d += b;
+        }
+    }
+    mm(
+        dst,
+        l,
+        out,
+        inp,
+        (out, 1),
+        x,
+        (inp, 1),
+        w,
+        (1, inp),
+        1.0,
+        true,
+        par,
+    );
+}
+
+pub(super) fn layer_norm(x: &mut [f32], h: usize, (g, b): &(Vec<f32>, Vec<f32>), eps: f32) {
+    for row in x.chunks_exact_mut(h) {
+        let mean = row.iter().sum::<f32>() / h as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(g).zip(b) {
+            *v = (*v - mean) * inv * g + b;
+        }
+    }
+}
+
+pub(super) fn softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = exp(*v - max);
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+pub(super) fn activation(x: &mut [f32], act: HiddenAct) {
+    match act {
+        HiddenAct::Gelu => x
+            .iter_mut()
+            .for_each(|v| *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2))),
+        HiddenAct::GeluApproximate => x.iter_mut().for_each(|v| {
+            let u = 0.797_884_6 * (*v + 0.044_715 * *v * *v * *v);
+            *v = 0.5 * *v * (1.0 + u.tanh());
+        }),
+        HiddenAct::Relu => x.iter_mut().for_each(|v| *v = v.max(0.0)),
+    }
+}
+
+/// e^x in f32 (relative error about 2e-7; branch-free, so loops over it vectorise).
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 88.0);
+    // Round to nearest by adding and taking away 1.5·2²³ (plain adds vectorise;
+    // `f32::round` is a library call without SSE4.1).
+    const SHIFT: f32 = 12_582_912.0;
+    let n = (x * std::f32::consts::LOG2_E + SHIFT) - SHIFT;
+    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
+    // e^r on [-ln2/2, ln2/2]: Taylor terms to r⁶.
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+}
+
+/// erf(x) (Abramowitz and Stegun 7.1.26; absolute error below 1.5e-7).
+#[inline(always)]
+fn erf(x: f32) -> f32 {
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * a);
+    let y = 1.0
+        - t * (0.254_829_6
+            + t * (-0.284_496_74 + t * (1.421_413_8 + t * (-1.453_152_1 + t * 1.061_405_4))))
+            * exp(-a * a);
+    y.copysign(x)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exp_and_erf_are_accurate() {
+        for i in -2000..=2000 {
+            let x = i as f32 / 100.0;
+            let (e, want) = (super::exp(x), x.exp());
+            assert!(
+                ((e - want) / want).abs() < 1e-6,
+                "exp({x}) = {e}, want {want}"
+            );
+            // The series is exact enough up to 3; past it erf is within 2.3e-5 of ±1.
+            let (want, tol) = if x.abs() <= 3.0 {
+                (series_erf(f64::from(x)), 3e-7)
+            } else {
+                (f64::from(x.signum()), 2.3e-5)
+            };
+            assert!((f64::from(super::erf(x)) - want).abs() < tol, "erf({x})");
+        }
+    }
+
+    /// erf by its Maclaurin series (accurate in f64 for |x| <= 3).
+    fn series_erf(x: f64) -> f64 {
+        let (mut term, mut sum, mut n) = (x, x, 0.0);
+        while term.abs() > 1e-17 * sum.abs().max(1e-300) {
+            n += 1.0;
+            term *= -x * x / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    }
+}
