@@ -29,7 +29,15 @@ pub(crate) fn store_options(cli: &Cli) -> StoreOptions {
 
 /// The configured embedder.
 pub(crate) fn embedder() -> Result<Arc<dyn Embedder>> {
-    engram::embed::embedder_by_name(config().get("embedder")).map_err(anyhow::Error::msg)
+    // `model_dir` from the configuration, else `ENGRAM_MODEL_DIR` (read by
+    // `embedder_by_name`).
+    match config().get_opt("model_dir").filter(|d| !d.is_empty()) {
+        Some(dir) => {
+            engram::embed::embedder_for(config().get("embedder"), Some(std::path::Path::new(dir)))
+        }
+        None => engram::embed::embedder_by_name(config().get("embedder")),
+    }
+    .map_err(anyhow::Error::msg)
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
