@@ -163,20 +163,22 @@ impl Redactor {
                 continue;
             }
             let span = match r.check {
-                Check::None if r.id == "database_url_password" => {
+                Check::UrlPassword => {
                     url_password_is_secret(text, start, end).then_some((start, end))
                 }
-                Check::None if r.id == "gcp_service_account" => {
+                Check::ServiceAccount => {
                     near_private_key_field(bytes, start).then_some((start, end))
                 }
-                Check::None if r.id == "basic_auth_header" => {
-                    basic_auth_is_secret(text, start, end)
-                        .then_some((start, extend_token(bytes, end)))
-                }
+                Check::BasicAuth => basic_auth_is_secret(text, start, end)
+                    .then_some((start, extend_token(bytes, end))),
                 Check::None => Some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
                 Check::ConnString => conn_string(bytes, start, end),
-                Check::PrivateKey if r.id == "private_key" && !pem_has_body(bytes, end) => None,
+                Check::PrivateKey
+                    if bytes[start..].starts_with(b"-----BEGIN") && !pem_has_body(bytes, end) =>
+                {
+                    None
+                }
                 Check::PrivateKey => Some((start, private_key_end(bytes, start, end))),
             };
             if let Some((start, end)) = span {
@@ -244,7 +246,7 @@ impl Redactor {
     fn weight(&self, rule: usize) -> u8 {
         match self.rules.get(rule).map(|r| r.check) {
             Some(Check::PrivateKey) => 3,
-            Some(Check::None) => 2,
+            Some(Check::None | Check::UrlPassword | Check::BasicAuth | Check::ServiceAccount) => 2,
             Some(Check::ConnString) => 1,
             _ => 0,
         }

@@ -28,8 +28,18 @@ pub enum Check {
     /// Hyperscan's literal prefilter).
     ConnString,
     /// The header of a private key: the span is extended to the END line, or over
-    /// the base64 body when END is missing.
+    /// the base64 body when END is missing. A PEM header with no body after it is a
+    /// marker in code that parses keys, not a key.
     PrivateKey,
+    /// `scheme://user:password@`: a secret unless the password is a placeholder, a
+    /// plain word or a few digits, or the userinfo is one RFC 3986 forbids (a parser's
+    /// test vector).
+    UrlPassword,
+    /// `Authorization: Basic <base64>`: a secret unless it decodes to a plain-word
+    /// password.
+    BasicAuth,
+    /// A service-account file's `"type"`: a secret only beside a `private_key` field.
+    ServiceAccount,
 }
 
 /// One kind of secret.
@@ -141,7 +151,8 @@ pub const CORE: &[SecretRule] = &[
         r#""type"[ \t]*:[ \t]*"service_account""#,
         "{\"type\": \"service_account\", \"project_id\": \"p\", \"private_key\": \"\"}",
         "{\"type\": \"user\"}",
-    ),
+    )
+    .check(Check::ServiceAccount),
     rule(
         "gcp_private_key_id",
         "Google service-account private key id",
@@ -390,7 +401,8 @@ pub const CORE: &[SecretRule] = &[
         r#"[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/?#@'"`]+:[^\s/?#@'"`]+@"#,
         "postgres://app:s3cretpw@db.internal:5432/app",
         "postgres://db.internal:5432/app",
-    ),
+    )
+    .check(Check::UrlPassword),
     rule(
         "connection_string_password",
         "Password=…; or Pwd=…; in a connection string",
@@ -414,6 +426,7 @@ pub const CORE: &[SecretRule] = &[
         "Authorization: Basic dXNlcjpzM2NyZXRwYXNz",
         "Authorization: Basic realm",
     )
+    .check(Check::BasicAuth)
     .caseless(),
     rule(
         "bearer_token",

@@ -212,9 +212,14 @@ pub fn is_placeholder(value: &str) -> bool {
     }
     let lower = v.to_ascii_lowercase();
     let at_word_start = |r: &str| {
-        [r.to_string(), r.to_ascii_uppercase()].iter().any(|form| {
-            v.match_indices(form.as_str())
-                .any(|(i, _)| i == 0 || !v.as_bytes()[i - 1].is_ascii_alphanumeric())
+        lower.match_indices(r).any(|(i, _)| {
+            let written = &v.as_bytes()[i..i + r.len()];
+            let one_case = written == r.as_bytes()
+                || written
+                    .iter()
+                    .zip(r.bytes())
+                    .all(|(w, l)| *w == l.to_ascii_uppercase());
+            one_case && (i == 0 || !v.as_bytes()[i - 1].is_ascii_alphanumeric())
         })
     };
     PLACEHOLDERS.iter().any(|p| lower.contains(p)) || REFERENCES.iter().any(|r| at_word_start(r))
