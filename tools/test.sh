@@ -15,14 +15,17 @@ step() {
 
 # Formatting, lints and doc links are part of the suite: a warning fails it.
 step "fmt --check" cargo fmt --check
-step "clippy" cargo clippy --quiet --release --all-features --all-targets -- -D warnings
+# clippy and doc both check in the dev profile with every feature, so the
+# dependencies' metadata is built once for the two.
+step "clippy" cargo clippy --quiet --all-features --all-targets -- -D warnings
 step "doc" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" \
   cargo doc --quiet --no-deps --all-features
 
 # The format layer must build alone, without the store's or the CLI's dependencies.
 step "format layer alone" cargo build --quiet --no-default-features --lib
 # Benchmarks and tools must keep compiling even though CI does not time them.
-step "benches and bins" cargo build --quiet --release --benches --bins
+# Same profile and features as the release tests below, so nothing is built twice.
+step "benches and bins" cargo build --quiet --release --all-features --benches --bins
 
 # The unit tests once in debug mode, so debug assertions and overflow checks run;
 # then everything in release mode.
