@@ -18,7 +18,7 @@ step "fmt --check" cargo fmt --check
 # clippy and doc both check in the dev profile with every feature, so the
 # dependencies' metadata is built once for the two.
 step "clippy" cargo clippy --quiet --all-features --all-targets -- -D warnings
-step "doc" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" \
+step "doc" env RUSTDOCFLAGS="-D warnings" \
   cargo doc --quiet --no-deps --all-features
 
 # The format layer must build alone, without the store's or the CLI's dependencies.

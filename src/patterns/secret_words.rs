@@ -12,7 +12,7 @@
 //! or camel humps (`getElementById`, at most one acronym such as `HTTPServer`, no
 //! one-letter humps) — where every word of two letters or more holds a vowel (or is a
 //! common vowel-less abbreviation such as `html`, `ctx`, `src`), and at least 3 in 4 of
-//! the letter pairs inside words are common English pairs ([`COMMON_PAIRS`]).
+//! the letter pairs inside words are common English pairs (`COMMON_PAIRS`).
 //!
 //! Why it is safe for secrets: random characters break these constraints almost at
 //! once. Over 300,000 random values each (measured when the rule was written), a

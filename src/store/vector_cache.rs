@@ -3,8 +3,8 @@
 //! Owns: creating, opening, validating against caller options, mapping, appending
 //! (upsert), tombstoning, growing by atomic rewrite, and dispatching searches.
 //! The byte layout lives in `crate::format::vector_file`; scanning lives in
-//! `vector_scan`; errors and raw mapping helpers are the `error` and `mapping`
-//! submodules (`store/vector_cache/`).
+//! `vector_scan`; errors, raw mapping helpers and growing are the `error`, `mapping`
+//! and `grow` submodules (`store/vector_cache/`).
 //! Must never: be treated as a source of truth (it is derived from the log and may
 //! be deleted at any time), panic on anything a file's bytes control, or write a
 //! slot's key/live flag or the header `count` before the slot's row is written.
@@ -15,11 +15,11 @@ compile_error!(
 );
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
-use memmap2::{Mmap, MmapMut, MmapOptions};
+use memmap2::MmapOptions;
 use zerocopy::little_endian::U64;
 use zerocopy::IntoBytes;
 
@@ -31,10 +31,11 @@ use crate::store::vector_scan::{self, Sections};
 pub use crate::store::vector_scan::{Metric, ScanMode, VectorHit};
 
 mod error;
+mod grow;
 mod mapping;
 use error::format_error;
 pub use error::VectorCacheError;
-use mapping::{create_mapped, slice_of, tmp_path, write_row_into, CreateError};
+use mapping::{create_mapped, slice_of, write_row_into, CacheMap, CreateError};
 
 /// Caller-supplied identity and shape of a cache file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,35 +56,6 @@ pub fn embedder_id(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
-}
-
-/// A cache's mapping: writable for the one writer (who holds the store's writer
-/// lock), read-only for searches, which must never write a byte of a file another
-/// process may be updating.
-enum CacheMap {
-    Writable(MmapMut),
-    ReadOnly(Mmap),
-}
-
-impl std::ops::Deref for CacheMap {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            CacheMap::Writable(m) => m,
-            CacheMap::ReadOnly(m) => m,
-        }
-    }
-}
-
-impl CacheMap {
-    /// The bytes to write; empty for a read-only map (mutating entry points check
-    /// [`VectorCache::require_writable`] first, so nothing is silently skipped).
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        match self {
-            CacheMap::Writable(m) => m,
-            CacheMap::ReadOnly(_) => &mut [],
-        }
-    }
 }
 
 /// An open vector cache file.
@@ -492,70 +464,6 @@ impl VectorCache {
         if let Some(dst) = self.map.bytes_mut().get_mut(..HEADER_LEN) {
             dst.copy_from_slice(self.header.as_bytes());
         }
-    }
-
-    /// Rewrite live rows into a new file and rename it over the old one.
-    ///
-    /// Tombstoned slots are dropped. The new capacity is `max(capacity, 2 * live)`,
-    /// so at least half of the new file is free: amortised O(1) per append.
-    fn grow(&mut self) -> Result<(), VectorCacheError> {
-        let live = self.index.len() as u64;
-        let capacity = self.layout.capacity.max(live.saturating_mul(2)).max(1);
-        let mut header = self.header;
-        header.capacity = U64::new(capacity);
-        header.count = U64::new(0);
-        let tmp = tmp_path(&self.path);
-        let (file, mut map, layout) = create_mapped(&tmp, &header).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            match e {
-                CreateError::Io(e) => VectorCacheError::Io(e),
-                CreateError::Format(e) => format_error(&self.path, e),
-            }
-        })?;
-        let result = (|| {
-            let sections = self.sections()?;
-            let mut index = HashMap::with_capacity(self.index.len());
-            let mut next = 0u64;
-            let rows = sections.f32_rows.chunks_exact(sections.stride_f32.max(1));
-            for ((row, &flag), &key) in rows.zip(sections.live).zip(sections.keys) {
-                if flag != SLOT_LIVE {
-                    continue;
-                }
-                if next >= capacity {
-                    return Err(self.corrupt("more live slots than indexed keys".into()));
-                }
-                write_row_into(&mut map, &layout, next, &row[..sections.dim]);
-                let at = (layout.key_hashes + next * 8) as usize;
-                map[at..at + 8].copy_from_slice(&key.to_le_bytes());
-                map[(layout.live + next) as usize] = SLOT_LIVE;
-                index.insert(key, next);
-                next += 1;
-            }
-            header.count = U64::new(next);
-            header.seal();
-            map[..HEADER_LEN].copy_from_slice(header.as_bytes());
-            map.flush()?;
-            file.sync_all()?;
-            Ok::<_, VectorCacheError>(index)
-        })();
-        let index = match result {
-            Ok(index) => index,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent().and_then(|d| File::open(d).ok()) {
-            // Best effort: makes the rename durable; the cache is rebuildable anyway.
-            let _ = dir.sync_all();
-        }
-        self.file = file;
-        self.map = CacheMap::Writable(map);
-        self.header = header;
-        self.layout = layout;
-        self.index = index;
-        Ok(())
     }
 }
 

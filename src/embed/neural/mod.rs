@@ -7,7 +7,7 @@
 //! sentence-transformers would give for them (same truncation, pooling and
 //! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
 //! are tokenised in parallel and each runs through the encoder at its own length
-//! ([`bert`]: no padding, no mask), longest first, one text per core at a time. It never downloads anything and never touches the store:
+//! (`bert`: no padding, no mask), longest first, one text per core at a time. It never downloads anything and never touches the store:
 //! a missing directory is an error that says how to get the files.
 
 mod bert;

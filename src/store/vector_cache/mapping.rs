@@ -8,7 +8,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::format::vector_file::{
@@ -85,4 +85,33 @@ pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".grow-tmp");
     PathBuf::from(name)
+}
+
+/// A cache's mapping: writable for the one writer (who holds the store's writer
+/// lock), read-only for searches, which must never write a byte of a file another
+/// process may be updating.
+pub(crate) enum CacheMap {
+    Writable(MmapMut),
+    ReadOnly(Mmap),
+}
+
+impl std::ops::Deref for CacheMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            CacheMap::Writable(m) => m,
+            CacheMap::ReadOnly(m) => m,
+        }
+    }
+}
+
+impl CacheMap {
+    /// The bytes to write; empty for a read-only map (mutating entry points check
+    /// `VectorCache::require_writable` first, so nothing is silently skipped).
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            CacheMap::Writable(m) => m,
+            CacheMap::ReadOnly(_) => &mut [],
+        }
+    }
 }

@@ -1,9 +1,11 @@
 //! Tests for `VectorCache`: round trips, replacement, growth, i8 recall, and
 //! typed errors (never panics) on corrupt files.
 
+use super::mapping::tmp_path;
 use super::*;
 use crate::format::vector_file::VectorFileHeader;
 use proptest::prelude::*;
+use std::fs;
 use zerocopy::little_endian::U32;
 use zerocopy::FromBytes;
 

@@ -1,0 +1,84 @@
+//! Growing a vector cache: live rows are copied into a new, larger file that is
+//! renamed over the old one, so readers see either file whole.
+//!
+//! Owns: compaction of tombstoned slots and the new capacity's rule.
+//! Must never: touch the old file's bytes (readers may still map it) or leave the
+//! temporary file behind on failure.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+
+use zerocopy::little_endian::U64;
+use zerocopy::IntoBytes;
+
+use super::error::format_error;
+use super::mapping::CacheMap;
+use super::mapping::{create_mapped, tmp_path, write_row_into, CreateError};
+use super::{VectorCache, VectorCacheError};
+use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
+
+impl VectorCache {
+    /// Rewrite live rows into a new file and rename it over the old one.
+    ///
+    /// Tombstoned slots are dropped. The new capacity is `max(capacity, 2 * live)`,
+    /// so at least half of the new file is free: amortised O(1) per append.
+    pub(super) fn grow(&mut self) -> Result<(), VectorCacheError> {
+        let live = self.index.len() as u64;
+        let capacity = self.layout.capacity.max(live.saturating_mul(2)).max(1);
+        let mut header = self.header;
+        header.capacity = U64::new(capacity);
+        header.count = U64::new(0);
+        let tmp = tmp_path(&self.path);
+        let (file, mut map, layout) = create_mapped(&tmp, &header).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            match e {
+                CreateError::Io(e) => VectorCacheError::Io(e),
+                CreateError::Format(e) => format_error(&self.path, e),
+            }
+        })?;
+        let result = (|| {
+            let sections = self.sections()?;
+            let mut index = HashMap::with_capacity(self.index.len());
+            let mut next = 0u64;
+            let rows = sections.f32_rows.chunks_exact(sections.stride_f32.max(1));
+            for ((row, &flag), &key) in rows.zip(sections.live).zip(sections.keys) {
+                if flag != SLOT_LIVE {
+                    continue;
+                }
+                if next >= capacity {
+                    return Err(self.corrupt("more live slots than indexed keys".into()));
+                }
+                write_row_into(&mut map, &layout, next, &row[..sections.dim]);
+                let at = (layout.key_hashes + next * 8) as usize;
+                map[at..at + 8].copy_from_slice(&key.to_le_bytes());
+                map[(layout.live + next) as usize] = SLOT_LIVE;
+                index.insert(key, next);
+                next += 1;
+            }
+            header.count = U64::new(next);
+            header.seal();
+            map[..HEADER_LEN].copy_from_slice(header.as_bytes());
+            map.flush()?;
+            file.sync_all()?;
+            Ok::<_, VectorCacheError>(index)
+        })();
+        let index = match result {
+            Ok(index) => index,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent().and_then(|d| File::open(d).ok()) {
+            // Best effort: makes the rename durable; the cache is rebuildable anyway.
+            let _ = dir.sync_all();
+        }
+        self.file = file;
+        self.map = CacheMap::Writable(map);
+        self.header = header;
+        self.layout = layout;
+        self.index = index;
+        Ok(())
+    }
+}
