@@ -1,0 +1,209 @@
+//! Ingest benchmarks: bulk writes against SQLite doing the same work in the same run.
+//!
+//! - import: `Memories::import_file` of N memories of about 1 KiB each (default
+//!   20,000; `ENGRAM_BENCH_N`), durability `always`, embeddings included, against
+//!   SQLite (WAL, synchronous=FULL) inserting the same rows — id, metadata JSON,
+//!   text and the embedding's bytes — into a table plus an FTS5 index over the text,
+//!   in transactions of 1,000 rows (and as one transaction, printed beside it). The
+//!   baseline gets its vectors precomputed: it is charged only for storing them.
+//!
+//! `cargo bench --bench ingest`; `ENGRAM_BENCH=import` picks parts;
+//! `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run.
+
+mod common;
+use common::{bench_dir, quick, wanted};
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use engram::embed::Embedder;
+use engram::memory::{Memories, Memory};
+use engram::store::{Durability, StoreOptions};
+
+/// xorshift64: deterministic text without an RNG crate.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// A vocabulary of 4,096 pronounceable made-up words, so the full-text index sees a
+/// realistic spread of terms rather than a handful repeated.
+fn vocabulary() -> Vec<String> {
+    const ONSETS: &[&str] = &[
+        "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v",
+    ];
+    const NUCLEI: &[&str] = &["a", "e", "i", "o", "u", "ai", "ea", "ou"];
+    const CODAS: &[&str] = &["", "n", "r", "s", "t", "ck", "ll", "nd"];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    (0..4096)
+        .map(|_| {
+            let syllables = 1 + rng.next() % 3;
+            (0..syllables)
+                .map(|_| {
+                    let r = rng.next();
+                    format!(
+                        "{}{}{}",
+                        ONSETS[(r % 16) as usize],
+                        NUCLEI[((r >> 8) % 8) as usize],
+                        CODAS[((r >> 16) % 8) as usize]
+                    )
+                })
+                .collect::<String>()
+        })
+        .collect()
+}
+
+/// `n` memories of about 1 KiB of text each, with a task, a context and a tag.
+fn memories(n: usize) -> Vec<Memory> {
+    const CONTEXTS: &[&str] = &["auth", "billing", "api", "infra", "data"];
+    let words = vocabulary();
+    let mut rng = Rng(42);
+    (0..n)
+        .map(|i| {
+            let mut text = String::with_capacity(1100);
+            while text.len() < 1000 {
+                text.push_str(&words[(rng.next() % words.len() as u64) as usize]);
+                text.push(' ');
+            }
+            text.push_str(&format!("#{i}"));
+            let mut m = Memory::new(text);
+            m.id = format!("mem:{i:08x}");
+            m.task = Some("debug".into());
+            m.contexts = vec![CONTEXTS[i % CONTEXTS.len()].into()];
+            m.tags = vec![words[(i * 7) % 128].clone()];
+            m.created_ms = 1_700_000_000_000 + i as u64;
+            m.updated_ms = m.created_ms;
+            m
+        })
+        .collect()
+}
+
+fn write_jsonl(path: &Path, ms: &[Memory]) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("jsonl"));
+    for m in ms {
+        writeln!(f, "{}", serde_json::to_string(m).expect("json")).expect("write");
+    }
+    f.flush().expect("flush");
+}
+
+/// Seconds for engram to import `jsonl` into a new store, durability `always`.
+fn engram_import(jsonl: &Path, n: usize) -> f64 {
+    let dir = bench_dir("ingest-engram");
+    let memories = Memories::open_with(
+        dir.path().join("store"),
+        StoreOptions {
+            durability: Durability::Always,
+            create: true,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let start = Instant::now();
+    let report = memories.import_file(jsonl).expect("import");
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(report.imported as usize, n, "every memory imported");
+    secs
+}
+
+/// Seconds for SQLite (WAL, synchronous=FULL) to insert the same rows, their
+/// precomputed vectors included, into a table plus FTS5, `batch` rows a transaction.
+fn sqlite_import(rows: &[(String, String, String, Vec<u8>)], batch: usize) -> f64 {
+    let dir = bench_dir("ingest-sqlite");
+    let mut db = rusqlite::Connection::open(dir.path().join("bench.db")).expect("open sqlite");
+    db.pragma_update(None, "journal_mode", "WAL").expect("wal");
+    db.pragma_update(None, "synchronous", "FULL").expect("sync");
+    db.execute_batch(
+        "CREATE TABLE memories (id TEXT PRIMARY KEY, meta TEXT NOT NULL, text TEXT NOT NULL, vector BLOB);
+         CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories', content_rowid='rowid');",
+    )
+    .expect("schema");
+    let start = Instant::now();
+    for chunk in rows.chunks(batch) {
+        let tx = db.transaction().expect("tx");
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO memories (id, meta, text, vector) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .expect("prepare");
+            let mut fts = tx
+                .prepare_cached("INSERT INTO memories_fts (rowid, text) VALUES (?1, ?2)")
+                .expect("prepare fts");
+            for (id, meta, text, vector) in chunk {
+                insert
+                    .execute(rusqlite::params![id, meta, text, vector])
+                    .expect("insert");
+                fts.execute(rusqlite::params![tx.last_insert_rowid(), text])
+                    .expect("insert fts");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let count: i64 = db
+        .query_row("SELECT count(*) FROM memories_fts", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(count as usize, rows.len(), "every row indexed");
+    secs
+}
+
+fn bench_import() {
+    let n: usize = std::env::var("ENGRAM_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick() { 2_000 } else { 20_000 });
+    println!("\n## import: {n} memories of about 1 KiB, durability always, embeddings included");
+    let ms = memories(n);
+    let dir = bench_dir("ingest-input");
+    let jsonl = dir.path().join("memories.jsonl");
+    write_jsonl(&jsonl, &ms);
+    let embedder = engram::embed::default_embedder();
+    let texts: Vec<&str> = ms.iter().map(|m| m.text.as_str()).collect();
+    let vectors = embedder.embed(&texts).expect("embed");
+    let rows: Vec<(String, String, String, Vec<u8>)> = ms
+        .iter()
+        .zip(&vectors)
+        .map(|(m, v)| {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let meta = serde_json::Value::Object(m.to_meta()).to_string();
+            (m.id.clone(), meta, m.text.clone(), bytes)
+        })
+        .collect();
+    // Alternate the two, best of three each, so a noisy neighbour hurts both alike.
+    let (mut best_e, mut best_s, mut best_one) = (f64::MAX, f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        best_e = best_e.min(engram_import(&jsonl, n));
+        best_s = best_s.min(sqlite_import(&rows, 1000));
+        best_one = best_one.min(sqlite_import(&rows, n));
+    }
+    let rate = |s: f64| n as f64 / s;
+    println!(
+        "engram import_file                 {:>9.0} memories/s ({best_e:.2} s)",
+        rate(best_e)
+    );
+    println!(
+        "SQLite WAL FULL, table + FTS5, 1000/tx {:>9.0} rows/s ({best_s:.2} s)  engram/SQLite {:.2}x",
+        rate(best_s),
+        best_s / best_e
+    );
+    println!(
+        "SQLite WAL FULL, table + FTS5, one tx  {:>9.0} rows/s ({best_one:.2} s)  engram/SQLite {:.2}x",
+        rate(best_one),
+        best_one / best_e
+    );
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    if wanted("import") {
+        bench_import();
+    }
+}
