@@ -8,7 +8,8 @@
 //!   baseline gets its vectors precomputed: it is charged only for storing them.
 //!
 //! `cargo bench --bench ingest`; `ENGRAM_BENCH=import` picks parts;
-//! `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run.
+//! `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run; `ENGRAM_BENCH_PROFILE=1`
+//! runs engram's side once and nothing else, for `perf record`.
 
 mod common;
 use common::{bench_dir, quick, wanted};
@@ -177,6 +178,15 @@ fn bench_import() {
         .collect();
     // Alternate the two, best of three each, so a noisy neighbour hurts both alike.
     let (mut best_e, mut best_s, mut best_one) = (f64::MAX, f64::MAX, f64::MAX);
+    // ENGRAM_BENCH_PROFILE=1: engram's side once, nothing else (for `perf record`).
+    if std::env::var_os("ENGRAM_BENCH_PROFILE").is_some() {
+        let secs = engram_import(&jsonl, n);
+        println!(
+            "engram import_file {:.0} memories/s ({secs:.2} s)",
+            n as f64 / secs
+        );
+        return;
+    }
     for _ in 0..3 {
         best_e = best_e.min(engram_import(&jsonl, n));
         best_s = best_s.min(sqlite_import(&rows, 1000));

@@ -5,13 +5,16 @@
 //! quoted, so `"`, `*`, `NEAR`, `-` or `OR` in a query are plain words. Pure text: this
 //! module builds strings and never opens, reads or runs anything.
 
-use crate::text::split_identifier;
+use crate::text::{is_one_word, split_identifier};
 
 /// The text as indexed: the original, then the sub-words of every compound
 /// identifier, so `parseHttpRequest` is found by `parse http request` and by itself.
 pub fn index_text(text: &str) -> String {
     let mut extra = String::new();
     for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
+        if is_one_word(word) {
+            continue;
+        }
         let parts = split_identifier(word);
         if parts.len() > 1 {
             for p in parts {
@@ -180,14 +183,14 @@ mod tests {
             table: "memories_fts",
             weights: &[1.0, 2.0],
             id: "m.id",
-            join: "JOIN memories m ON m.key_hash = memories_fts.rowid",
+            join: "JOIN memories m ON m.seq = memories_fts.rowid",
             filter: " AND m.updated_ms >= ?",
             then_by: ", m.updated_ms DESC",
         };
         assert_eq!(
             q.sql(),
             "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts \
-             JOIN memories m ON m.key_hash = memories_fts.rowid WHERE memories_fts MATCH ? \
+             JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? \
              AND m.updated_ms >= ? ORDER BY rank, m.updated_ms DESC LIMIT ?"
         );
     }

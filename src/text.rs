@@ -7,6 +7,13 @@
 /// `parse_http_request` and `parse-http-request` likewise; `base64Encode` → base64,
 /// encode.
 pub fn split_identifier(word: &str) -> Vec<String> {
+    if is_one_word(word) {
+        return if word.is_empty() {
+            Vec::new()
+        } else {
+            vec![word.to_string()]
+        };
+    }
     let mut parts = Vec::new();
     for piece in word.split(|c: char| !c.is_alphanumeric()) {
         let chars: Vec<char> = piece.chars().collect();
@@ -33,9 +40,29 @@ pub fn split_identifier(word: &str) -> Vec<String> {
     parts
 }
 
+/// Whether [`split_identifier`] would return `word` itself: ASCII lower-case letters
+/// and digits only, so there is no separator and no case change to split at. Most
+/// words of prose and code are, and this answers without allocating.
+pub fn is_one_word(word: &str) -> bool {
+    word.bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::split_identifier;
+    use super::{is_one_word, split_identifier};
+
+    #[test]
+    fn one_words_split_to_themselves() {
+        for w in ["parse", "utf8", "x", "http2", "a1b2"] {
+            assert!(is_one_word(w));
+            assert_eq!(split_identifier(w), [w]);
+        }
+        for w in ["Parse", "parse_http", "é", "a-b"] {
+            assert!(!is_one_word(w), "{w}");
+        }
+        assert!(split_identifier("").is_empty());
+    }
 
     #[test]
     fn digits_stay_with_their_word() {

@@ -12,6 +12,7 @@
 //! what lets a vector stored today be compared with a query embedded next year.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::lexicon::{concept, is_stop_word, stem};
 use super::{EmbedError, Embedder};
@@ -55,7 +56,11 @@ impl HashedEmbedder {
 
     /// The vector of one text (all zeros when it has no word worth a feature).
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
-        let mut features: HashMap<u64, f32> = HashMap::new();
+        // Keyed by the feature hash itself (already well mixed), so the map neither
+        // hashes again nor seeds randomly: the same text sums its features in the same
+        // order every run (a randomly seeded map changed the vector's last bits).
+        let mut features: HashMap<u64, f32, BuildHasherDefault<FeatureHasher>> =
+            HashMap::with_capacity_and_hasher(text.len(), Default::default());
         let mut add = |tag: u8, s: &[u8], w: f32| {
             *features.entry(feature_hash(tag, s)).or_insert(0.0) += w;
         };
@@ -122,6 +127,25 @@ impl Embedder for HashedEmbedder {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+    }
+}
+
+/// A `Hasher` for keys that are [`feature_hash`] values: it passes the value through.
+#[derive(Default)]
+struct FeatureHasher(u64);
+
+impl Hasher for FeatureHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; fold anything else in all the same.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 

@@ -4,7 +4,7 @@
 //! code-aware tokens), `code_symbols` and `code_symbols_fts` (symbol lookup by name,
 //! words of the name, signature and doc). Nothing here is not in the log.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use crate::fts::index_text;
@@ -24,7 +24,7 @@ impl Projection for CodeProjection {
     }
 
     fn version(&self) -> u32 {
-        3
+        4
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -37,20 +37,24 @@ impl Projection for CodeProjection {
              CREATE TABLE IF NOT EXISTS code_chunks (
                 key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL,
                 lang TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
-                symbol TEXT);
+                symbol TEXT, seq INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS code_chunks_by_path ON code_chunks (path, start_line);
+             CREATE UNIQUE INDEX IF NOT EXISTS code_chunks_by_seq ON code_chunks (seq);
              CREATE TABLE IF NOT EXISTS code_symbols (
                 key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, lang TEXT NOT NULL,
                 name TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL,
                 start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
-                signature TEXT NOT NULL);
+                signature TEXT NOT NULL, seq INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS code_symbols_by_path ON code_symbols (path);
+             CREATE UNIQUE INDEX IF NOT EXISTS code_symbols_by_seq ON code_symbols (seq);
              CREATE INDEX IF NOT EXISTS code_symbols_by_name ON code_symbols (name COLLATE NOCASE);
              CREATE INDEX IF NOT EXISTS code_symbols_by_qname ON code_symbols (qualified_name COLLATE NOCASE);
              CREATE VIRTUAL TABLE IF NOT EXISTS code_symbols_fts USING fts5(
-                name, detail, tokenize = 'unicode61 remove_diacritics 2');
+                name, detail, content = '', contentless_delete = 1,
+                tokenize = 'unicode61 remove_diacritics 2');
              CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(
-                path, text, tokenize = 'unicode61 remove_diacritics 2');",
+                path, text, content = '', contentless_delete = 1,
+                tokenize = 'unicode61 remove_diacritics 2');",
         )
     }
 
@@ -65,11 +69,13 @@ impl Projection for CodeProjection {
         match change {
             Change::Put {
                 key_hash,
+                seq,
                 meta,
                 body,
                 ..
             } => {
                 let h = *key_hash as i64;
+                let seq = *seq as i64;
                 let s = |k: &str| {
                     meta.get(k)
                         .and_then(Value::as_str)
@@ -91,48 +97,47 @@ impl Projection for CodeProjection {
                             meta.get("imports").map(Value::to_string).unwrap_or_else(|| "[]".into())])?;
                     }
                     Some(CHUNK_TYPE) => {
-                        let existed =
-                            has_row(db, "SELECT 1 FROM code_chunks WHERE key_hash = ?1", h)?;
+                        let previous = fts_rowid(db, CHUNK_SEQ, h)?;
                         db.prepare_cached(
-                            "INSERT INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line, symbol)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                            "INSERT INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line, symbol, seq)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                              ON CONFLICT (key_hash) DO UPDATE SET path = excluded.path,
                                chunk_id = excluded.chunk_id, lang = excluded.lang,
                                start_line = excluded.start_line, end_line = excluded.end_line,
-                               symbol = excluded.symbol",
+                               symbol = excluded.symbol, seq = excluded.seq",
                         )?
                         .execute(params![h, s("path"), n("chunk_id"), s("lang"), n("start_line"), n("end_line"),
-                            meta.get("symbol").and_then(Value::as_str)])?;
-                        if existed {
+                            meta.get("symbol").and_then(Value::as_str), seq])?;
+                        if let Some(old) = previous {
                             db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
-                                .execute([h])?;
+                                .execute([old])?;
                         }
                         let text = String::from_utf8_lossy(body);
                         db.prepare_cached(
                             "INSERT INTO code_fts (rowid, path, text) VALUES (?1, ?2, ?3)",
                         )?
                         .execute(params![
-                            h,
+                            seq,
                             index_text(&s("path")),
                             index_text(&text)
                         ])?;
                     }
                     Some(SYMBOL_TYPE) => {
-                        let existed =
-                            has_row(db, "SELECT 1 FROM code_symbols WHERE key_hash = ?1", h)?;
+                        let previous = fts_rowid(db, SYMBOL_SEQ, h)?;
                         db.prepare_cached(
-                            "INSERT INTO code_symbols (key_hash, path, lang, name, qualified_name, kind, start_line, end_line, signature)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                            "INSERT INTO code_symbols (key_hash, path, lang, name, qualified_name, kind, start_line, end_line, signature, seq)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                              ON CONFLICT (key_hash) DO UPDATE SET path = excluded.path, lang = excluded.lang,
                                name = excluded.name, qualified_name = excluded.qualified_name,
                                kind = excluded.kind, start_line = excluded.start_line,
-                               end_line = excluded.end_line, signature = excluded.signature",
+                               end_line = excluded.end_line, signature = excluded.signature,
+                               seq = excluded.seq",
                         )?
                         .execute(params![h, s("path"), s("lang"), s("name"), s("qualified_name"), s("kind"),
-                            n("start_line"), n("end_line"), s("signature")])?;
-                        if existed {
+                            n("start_line"), n("end_line"), s("signature"), seq])?;
+                        if let Some(old) = previous {
                             db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
-                                .execute([h])?;
+                                .execute([old])?;
                         }
                         // Names are matched by their words too (`parse_request` by
                         // `parse request`); signature and doc say what it is.
@@ -140,7 +145,7 @@ impl Projection for CodeProjection {
                         db.prepare_cached(
                             "INSERT INTO code_symbols_fts (rowid, name, detail) VALUES (?1, ?2, ?3)",
                         )?
-                        .execute(params![h, index_text(&s("qualified_name")), index_text(&detail)])?;
+                        .execute(params![seq, index_text(&s("qualified_name")), index_text(&detail)])?;
                     }
                     _ => delete(db, h)?,
                 }
@@ -160,19 +165,35 @@ fn delete(db: &Connection, h: i64) -> Result<()> {
         db.prepare_cached("DELETE FROM code_files WHERE key_hash = ?1")?
             .execute([h])?;
     }
-    if has_row(db, "SELECT 1 FROM code_chunks WHERE key_hash = ?1", h)? {
+    if let Some(fts_row) = fts_rowid(db, CHUNK_SEQ, h)? {
         db.prepare_cached("DELETE FROM code_chunks WHERE key_hash = ?1")?
             .execute([h])?;
         db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
-            .execute([h])?;
+            .execute([fts_row])?;
     }
-    if has_row(db, "SELECT 1 FROM code_symbols WHERE key_hash = ?1", h)? {
+    if let Some(fts_row) = fts_rowid(db, SYMBOL_SEQ, h)? {
         db.prepare_cached("DELETE FROM code_symbols WHERE key_hash = ?1")?
             .execute([h])?;
         db.prepare_cached("DELETE FROM code_symbols_fts WHERE rowid = ?1")?
-            .execute([h])?;
+            .execute([fts_row])?;
     }
     Ok(())
+}
+
+const CHUNK_SEQ: &str = "SELECT seq FROM code_chunks WHERE key_hash = ?1";
+const SYMBOL_SEQ: &str = "SELECT seq FROM code_symbols WHERE key_hash = ?1";
+
+/// The full-text row of the chunk or symbol under key hash `h` (`sql` is
+/// [`CHUNK_SEQ`] or [`SYMBOL_SEQ`]), if it has one: the `seq` of the record that wrote
+/// it. Full-text rows are keyed by `seq` rather than by key hash so that a batch
+/// inserts them in ascending order, which FTS5 appends to its pending index; a
+/// descending rowid makes it flush that index first, which with random key hashes
+/// happened on every other insert.
+fn fts_rowid(db: &Connection, sql: &str, h: i64) -> Result<Option<i64>> {
+    Ok(db
+        .prepare_cached(sql)?
+        .query_row([h], |r| r.get(0))
+        .optional()?)
 }
 
 fn has_row(db: &Connection, sql: &str, h: i64) -> Result<bool> {

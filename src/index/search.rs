@@ -43,20 +43,22 @@ pub fn keyword_ranked(
     Ok(store.with_tracker(|db| {
         let mut out = ranked(db, &all, lang, limit)?;
         if out.len() < enough.min(limit) && any != all {
-            for (hash, score) in ranked(db, &any, lang, limit)? {
+            for (fts_row, score) in ranked(db, &any, lang, limit)? {
                 if out.len() == limit {
                     break;
                 }
-                if !out.iter().any(|(h, _)| *h == hash) {
-                    out.push((hash, score));
+                if !out.iter().any(|(r, _)| *r == fts_row) {
+                    out.push((fts_row, score));
                 }
             }
         }
-        let mut key_of = db.prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?;
+        let mut key_of = db.prepare_cached(
+            "SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash WHERE c.seq = ?1",
+        )?;
         let mut keyed = Vec::with_capacity(out.len());
-        for (hash, score) in out {
+        for (fts_row, score) in out {
             if let Some(key) = key_of
-                .query_row([hash], |r| r.get::<_, String>(0))
+                .query_row([fts_row], |r| r.get::<_, String>(0))
                 .optional()?
             {
                 keyed.push((key, score));
@@ -66,7 +68,7 @@ pub fn keyword_ranked(
     })?)
 }
 
-/// One FTS5 query: chunk key hashes with their BM25 score, best first. Without a
+/// One FTS5 query: chunks' full-text rows (`code_chunks.seq`) with their BM25 score, best first. Without a
 /// language filter it touches only the FTS table, which lets SQLite stop the sort at
 /// `limit` instead of joining every match first.
 fn ranked(
@@ -104,7 +106,7 @@ const CODE_BM25: Bm25<'static> = Bm25 {
     table: "code_fts",
     weights: &[4.0, 1.0],
     id: "code_fts.rowid",
-    join: "JOIN code_chunks c ON c.key_hash = code_fts.rowid",
+    join: "JOIN code_chunks c ON c.seq = code_fts.rowid",
     filter: " AND c.lang = ?",
     then_by: "",
 };

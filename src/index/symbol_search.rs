@@ -196,7 +196,8 @@ pub fn symbol_ranked(
             table: "code_symbols_fts",
             weights: &[10.0, 1.0],
             id: "r.key",
-            join: "JOIN records r ON r.key_hash = code_symbols_fts.rowid",
+            join: "JOIN code_symbols s ON s.seq = code_symbols_fts.rowid \
+                   JOIN records r ON r.key_hash = s.key_hash",
             filter: "",
             then_by: "",
         }

@@ -475,7 +475,7 @@ pub fn keyword_ranked(
             table: "memories_fts",
             weights: &[1.0, 2.0],
             id: "m.id",
-            join: "JOIN memories m ON m.key_hash = memories_fts.rowid",
+            join: "JOIN memories m ON m.seq = memories_fts.rowid",
             filter: &cond,
             then_by: ", m.updated_ms DESC",
         }

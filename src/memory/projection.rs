@@ -2,10 +2,11 @@
 //!
 //! `memories` holds one row per live memory for listing and filtering;
 //! `memories_fts` is the FTS5 keyword index over text and tags, with code-aware
-//! tokens (see [`crate::fts::index_text`]). Both are rebuilt from the log whenever
+//! tokens (see [`crate::fts::index_text`]), its rows keyed by the `seq` of the record
+//! that wrote the memory's current value (`memories.seq`). Both are rebuilt from the log whenever
 //! the version below changes; nothing is stored here that is not in the log.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::model::MEMORY_TYPE;
@@ -21,7 +22,7 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        6
+        7
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -31,6 +32,7 @@ impl Projection for MemoryProjection {
                 tags TEXT NOT NULL, metadata TEXT NOT NULL,
                 created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS memories_by_update ON memories (updated_ms, seq);
+             CREATE UNIQUE INDEX IF NOT EXISTS memories_by_seq ON memories (seq);
              CREATE TABLE IF NOT EXISTS memory_versions (
                 key_hash INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL,
                 PRIMARY KEY (key_hash, seq)) WITHOUT ROWID;
@@ -44,7 +46,8 @@ impl Projection for MemoryProjection {
              CREATE INDEX IF NOT EXISTS memory_edges_by_dst ON memory_edges (dst);
              CREATE INDEX IF NOT EXISTS memory_edges_by_owner ON memory_edges (owner);
              CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-                text, tags, tokenize = 'unicode61 remove_diacritics 2');",
+                text, tags, content = '', contentless_delete = 1,
+                tokenize = 'unicode61 remove_diacritics 2');",
         )
     }
 
@@ -82,7 +85,7 @@ impl Projection for MemoryProjection {
                     .cloned()
                     .unwrap_or(Value::Object(Default::default()));
                 let num = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
-                let existed = has_memory(db, h)?;
+                let previous = fts_rowid(db, h)?;
                 db.prepare_cached(
                     "INSERT INTO memories (key_hash, id, text, tags, metadata, created_ms, updated_ms, seq)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -108,15 +111,15 @@ impl Projection for MemoryProjection {
                 .execute(params![h, *seq as i64, *offset as i64])?;
                 write_labels(db, h, meta)?;
                 write_edges(db, h, key, meta)?;
-                if existed {
+                if let Some(old) = previous {
                     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
-                        .execute([h])?;
+                        .execute([old])?;
                 }
                 db.prepare_cached(
                     "INSERT INTO memories_fts (rowid, text, tags) VALUES (?1, ?2, ?3)",
                 )?
                 .execute(params![
-                    h,
+                    *seq as i64,
                     index_text(&text),
                     index_text(&tags.join(" "))
                 ])?;
@@ -226,9 +229,9 @@ fn write_edges(
 /// (code chunks, symbols), so one lookup saves them five deletes, one of them in a
 /// full-text index. A memory's labels, edges and versions exist only while its row does.
 fn delete(db: &Connection, h: i64) -> Result<()> {
-    if !has_memory(db, h)? {
+    let Some(fts_row) = fts_rowid(db, h)? else {
         return Ok(());
-    }
+    };
     db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memories WHERE key_hash = ?1")?
@@ -238,12 +241,18 @@ fn delete(db: &Connection, h: i64) -> Result<()> {
     db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
         .execute([h])?;
     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
-        .execute([h])?;
+        .execute([fts_row])?;
     Ok(())
 }
 
-fn has_memory(db: &Connection, h: i64) -> Result<bool> {
+/// The `memories_fts` row of the memory under key hash `h`, if there is one: the
+/// `seq` of the record that wrote its current value. Keying full-text rows by `seq`
+/// rather than by key hash means a batch inserts them in ascending order, which FTS5
+/// appends to its pending index; a descending rowid makes it flush that index to disk
+/// first, which with random key hashes happened on every other insert.
+fn fts_rowid(db: &Connection, h: i64) -> Result<Option<i64>> {
     Ok(db
-        .prepare_cached("SELECT 1 FROM memories WHERE key_hash = ?1")?
-        .exists([h])?)
+        .prepare_cached("SELECT seq FROM memories WHERE key_hash = ?1")?
+        .query_row([h], |r| r.get(0))
+        .optional()?)
 }

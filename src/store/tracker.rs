@@ -132,6 +132,9 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // default 2 MiB cache spills them mid-transaction (pagerStress) and reads them
     // back. Pages are only allocated as used, so small stores pay nothing.
     db.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    // Statement journals (every full-text write opens one) and sorts stay in memory
+    // rather than in a temporary file: they are small, and dropped at commit.
+    db.pragma_update(None, "temp_store", "MEMORY")?;
     // One IMMEDIATE transaction, so processes opening a new store at once queue on
     // the busy handler instead of failing on a read-to-write upgrade.
     let mut db = db;
