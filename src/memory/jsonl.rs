@@ -62,7 +62,7 @@ impl Memories {
             )));
         }
         let mut report = ImportReport::default();
-        let mut prepared: Vec<(Memory, Option<String>, Option<Vec<f32>>)> = Vec::new();
+        let mut prepared: Vec<(Memory, Option<String>)> = Vec::new();
         let now = crate::store::now_ms();
         for_each_line(path, |line_no, line| {
             let Some(jsonl_compat::Parsed {
@@ -84,17 +84,18 @@ impl Memories {
             if m.updated_ms == 0 {
                 m.updated_ms = m.created_ms;
             }
-            let vector = self.embedding(&m)?;
-            prepared.push((m, legacy, vector));
+            prepared.push((m, legacy));
             Ok(true)
         })?;
         if prepared.is_empty() {
             return Ok(report);
         }
+        // One call for every memory, so the embedder can batch (and use every core).
+        let vectors = self.embeddings(prepared.iter().map(|(m, _)| m))?;
         self.locked(|l| {
             // Legacy id -> the id this import gave it, for a legacy id seen twice.
             let mut legacy: HashMap<String, String> = HashMap::new();
-            for (mut m, legacy_of, vector) in prepared {
+            for ((mut m, legacy_of), vector) in prepared.into_iter().zip(vectors) {
                 if m.id.is_empty() {
                     m.id = self.new_id_locked(l)?;
                 } else if let Some(old) = legacy_of {

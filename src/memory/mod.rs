@@ -133,14 +133,33 @@ impl Memories {
 
     /// The vector of a memory as stored (`None` when it has no words to embed).
     fn embedding(&self, m: &Memory) -> Result<Option<Vec<f32>>> {
-        let text = embedding_text(m);
-        let v = self
+        Ok(self.embeddings(std::iter::once(m))?.pop().flatten())
+    }
+
+    /// The vectors of many memories in one embedder call, in order; `None` where a
+    /// memory has nothing to embed.
+    fn embeddings<'m>(
+        &self,
+        memories: impl Iterator<Item = &'m Memory>,
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        let texts: Vec<String> = memories.map(embedding_text).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = self
             .embedder
-            .embed(&[text.as_str()])
-            .map_err(|e| MemoryError::Invalid(e.to_string()))?
-            .pop()
-            .unwrap_or_default();
-        Ok((!v.is_empty() && !is_zero(&v)).then_some(v))
+            .embed(&refs)
+            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        if vectors.len() != refs.len() {
+            return Err(MemoryError::Invalid(format!(
+                "embedder {} returned {} vectors for {} texts",
+                self.embedder.name(),
+                vectors.len(),
+                refs.len()
+            )));
+        }
+        Ok(vectors
+            .into_iter()
+            .map(|v| (!v.is_empty() && !is_zero(&v)).then_some(v))
+            .collect())
     }
 
     /// The underlying store.

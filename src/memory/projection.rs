@@ -109,6 +109,13 @@ impl Projection for MemoryProjection {
                      ON CONFLICT (key_hash, seq) DO UPDATE SET offset = excluded.offset",
                 )?
                 .execute(params![h, *seq as i64, *offset as i64])?;
+                // A new memory has no old labels or edges to clear.
+                if previous.is_some() {
+                    db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
+                        .execute([h])?;
+                    db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
+                        .execute([h])?;
+                }
                 write_labels(db, h, meta)?;
                 write_edges(db, h, key, meta)?;
                 if let Some(old) = previous {
@@ -133,9 +140,8 @@ impl Projection for MemoryProjection {
 
 /// One row per filterable value: `task:debug`, `insight:decision`, `context:auth`,
 /// `tag:sqlite`, `session:…`, `provenance:user_stated`.
+/// Insert the labels of the memory under `h` (whose old ones are already gone).
 fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) -> Result<()> {
-    db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
-        .execute([h])?;
     let mut insert =
         db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, key_hash) VALUES (?1, ?2)")?;
     let kind = meta.get("kind").and_then(Value::as_str).unwrap_or("memory");
@@ -192,8 +198,6 @@ fn write_edges(
     id: &str,
     meta: &serde_json::Map<String, Value>,
 ) -> Result<()> {
-    db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
-        .execute([h])?;
     let mut insert = db.prepare_cached(
         "INSERT OR IGNORE INTO memory_edges (src, rel, dst, owner) VALUES (?1, ?2, ?3, ?4)",
     )?;

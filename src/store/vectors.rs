@@ -164,7 +164,15 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     let snap = blob.snapshot(meta.applied_end)?;
     let path = cache_path(&store.dir, embedder);
     let tmp = path.with_extension("vec.new");
-    let mut cache = VectorCache::create(&tmp, &options(dim, embedder))?;
+    // Sized for every vector up front: growing rewrites (and syncs) the whole file.
+    let count: i64 = db
+        .prepare_cached("SELECT count(*) FROM vectors WHERE embedder = ?1")?
+        .query_row([embedder], |r| r.get(0))?;
+    let mut opts = options(dim, embedder);
+    opts.initial_capacity = opts
+        .initial_capacity
+        .max(count.max(0) as u64 + count.max(0) as u64 / 4);
+    let mut cache = VectorCache::create(&tmp, &opts)?;
     let mut stmt =
         db.prepare_cached("SELECT key_hash, offset FROM vectors WHERE embedder = ?1 ORDER BY seq")?;
     let rows = stmt.query_map([embedder], |r| {
