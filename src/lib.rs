@@ -56,6 +56,8 @@ pub mod gate;
 #[cfg(feature = "index")]
 pub mod index;
 pub mod key;
+#[cfg(feature = "llm")]
+pub mod llm;
 #[cfg(feature = "store")]
 pub mod location;
 #[cfg(feature = "index")]

@@ -34,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fts", &["text"]),
     ("embed", &["text"]),
     ("location", &["key"]),
+    ("llm", &[]),
     ("store", &["key", "format"]),
     ("patterns", &["key", "location", "store"]),
     (
