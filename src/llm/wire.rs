@@ -239,11 +239,25 @@ fn parse_anthropic(body: &str) -> Result<(String, Option<String>, Option<Usage>)
 }
 
 /// The `data:` payloads of a server-sent event stream, in order.
-fn sse_data(body: &str) -> impl Iterator<Item = &str> {
+fn sse_data(body: &str) -> Vec<&str> {
     body.lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .map(str::trim)
         .filter(|d| !d.is_empty())
+        .collect()
+}
+
+/// One event's JSON; the stream's last event cut short reads as truncation.
+fn event_json(data: &str, last: bool) -> Result<Value, LlmError> {
+    serde_json::from_str(data).map_err(|e| {
+        if last {
+            malformed(format!(
+                "the stream's last event is cut short (truncated): {e}"
+            ))
+        } else {
+            malformed(format!("a stream event is not JSON ({e})"))
+        }
+    })
 }
 
 fn parse_openai_stream(body: &str) -> Result<(String, Option<String>, Option<Usage>), LlmError> {
@@ -251,12 +265,13 @@ fn parse_openai_stream(body: &str) -> Result<(String, Option<String>, Option<Usa
     let mut model = None;
     let mut usage = None;
     let mut done = false;
-    for data in sse_data(body) {
-        if data == "[DONE]" {
+    let events = sse_data(body);
+    for (i, data) in events.iter().enumerate() {
+        if *data == "[DONE]" {
             done = true;
             break;
         }
-        let v = json_of(data)?;
+        let v = event_json(data, i + 1 == events.len())?;
         if let Some(e) = error_in(&v) {
             return Err(malformed(format!("the stream reported an error: {e}")));
         }
@@ -288,8 +303,9 @@ fn parse_anthropic_stream(body: &str) -> Result<(String, Option<String>, Option<
     let mut model = None;
     let mut usage: Option<Usage> = None;
     let mut done = false;
-    for data in sse_data(body) {
-        let v = json_of(data)?;
+    let events = sse_data(body);
+    for (i, data) in events.iter().enumerate() {
+        let v = event_json(data, i + 1 == events.len())?;
         match v.get("type").and_then(Value::as_str).unwrap_or("") {
             "error" => {
                 let e = error_in(&v).unwrap_or_else(|| "unknown".into());
