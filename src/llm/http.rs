@@ -41,32 +41,37 @@ impl Drop for Slot<'_> {
 }
 
 /// A chat model reached over HTTP.
+///
+/// The HTTP client is made per call, on the calling thread: a blocking client owns a
+/// runtime of its own, which must not be dropped on an async runtime's thread, and a
+/// provider may be held (and dropped) by the async MCP server.
 #[derive(Clone)]
 pub struct HttpProvider {
     settings: LlmSettings,
     /// The model this provider asks (the chat or the vision model).
     model: String,
-    client: reqwest::blocking::Client,
     slots: Arc<Slots>,
 }
 
 impl HttpProvider {
     /// A provider for the settings' chat model.
     pub fn new(settings: LlmSettings) -> Result<HttpProvider, LlmError> {
-        let client = reqwest::blocking::Client::builder()
-            .connect_timeout(settings.timeout.min(Duration::from_secs(10)))
-            .timeout(settings.timeout)
-            .build()
-            .map_err(|e| LlmError::Transport {
-                url: settings.base_url.clone(),
-                reason: e.to_string(),
-            })?;
         Ok(HttpProvider {
             model: settings.model.clone(),
             settings,
-            client,
             slots: Arc::default(),
         })
+    }
+
+    fn client(&self) -> Result<reqwest::blocking::Client, LlmError> {
+        reqwest::blocking::Client::builder()
+            .connect_timeout(self.settings.timeout.min(Duration::from_secs(10)))
+            .timeout(self.settings.timeout)
+            .build()
+            .map_err(|e| LlmError::Transport {
+                url: self.settings.base_url.clone(),
+                reason: e.to_string(),
+            })
     }
 
     /// The same provider asking the settings' vision model (sharing the call limit).
@@ -108,8 +113,12 @@ struct Failure {
 }
 
 impl HttpProvider {
-    fn send_once(&self, wire: &WireRequest) -> Result<String, Failure> {
-        let mut rb = self.client.post(&wire.url);
+    fn send_once(
+        &self,
+        client: &reqwest::blocking::Client,
+        wire: &WireRequest,
+    ) -> Result<String, Failure> {
+        let mut rb = client.post(&wire.url);
         for (k, v) in &wire.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
@@ -160,11 +169,12 @@ impl ChatProvider for HttpProvider {
     fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         let wire = wire::build(&self.settings, &self.model, request, true);
         let _slot = self.slots.take(self.settings.max_concurrency);
+        let client = self.client()?;
         let mut attempts = 0u32;
         let mut delay = self.settings.backoff;
         let body = loop {
             attempts += 1;
-            match self.send_once(&wire) {
+            match self.send_once(&client, &wire) {
                 Ok(body) => break body,
                 Err(f) => {
                     let wait = f.retry_after.unwrap_or(delay);
