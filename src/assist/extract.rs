@@ -39,18 +39,18 @@ List the decisions, pitfalls and preferences worth remembering, each as one \
 self-contained sentence. Answer with JSON only:
 {\"items\": [{\"kind\": \"decision\" | \"pitfall\" | \"preference\", \"text\": \"...\"}]}";
 
-/// The (kind, text) items of a model's answer.
-pub fn parse_items(text: &str) -> Vec<(&'static str, String)> {
+/// The (kind, text) items of a model's answer; `None` when it holds no list of items
+/// at all (an empty list is an answer: nothing worth keeping).
+pub fn parse_items(text: &str) -> Option<Vec<(&'static str, String)>> {
     let items: Vec<Value> = match json_object(text) {
         Some(o) => o
             .get("items")
             .or_else(|| o.values().find(|v| v.is_array()))
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
+            .cloned()?,
         None => match text.find('[').zip(text.rfind(']')) {
-            Some((a, b)) if a < b => serde_json::from_str(&text[a..=b]).unwrap_or_default(),
-            _ => Vec::new(),
+            Some((a, b)) if a < b => serde_json::from_str(&text[a..=b]).ok()?,
+            _ => return None,
         },
     };
     let mut out = Vec::new();
@@ -74,7 +74,7 @@ pub fn parse_items(text: &str) -> Vec<(&'static str, String)> {
             break;
         }
     }
-    out
+    Some(out)
 }
 
 fn words(s: &str) -> BTreeSet<String> {
@@ -120,7 +120,8 @@ impl Assistant {
                 max_tokens: 1200,
             },
         )?;
-        let items = parse_items(&answer.text);
+        let items = parse_items(&answer.text)
+            .ok_or_else(|| AssistError::Unusable("no list of items in the answer".into()))?;
         let mut out = Extracted::default();
         let mut kept: Vec<String> = Vec::new();
         for (kind, text) in items {

@@ -26,7 +26,9 @@ pub use compress::Level;
 pub use extract::{parse_items, same_words, Extracted};
 pub use rerank::{RerankOptions, Scored};
 pub use suggest::{parse_suggestion, past_solution, suggest, Parsed, Suggestion};
-pub use vision::{parse_fields, screenshot_from, Screenshot, ScreenshotFields};
+pub use vision::{
+    is_base64, parse_fields, screenshot_from, sha256_hex, Screenshot, ScreenshotFields,
+};
 
 use crate::gate::{AuditEvent, Gate, GateError, LlmCall};
 use crate::llm::{ChatProvider, ChatRequest, LlmError, Message, Part, WireRequest};

@@ -13,6 +13,14 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::parse::{field_str, json_object};
+
+/// The sha256 of `bytes`, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 use super::{AssistError, Assistant};
 use crate::memory::Memories;
 
@@ -62,7 +70,7 @@ fn media_type(b: &[u8]) -> Option<&'static str> {
 }
 
 /// Whether `value` reads as base64 image data rather than a path.
-fn is_base64(value: &str) -> bool {
+pub fn is_base64(value: &str) -> bool {
     value.starts_with("data:")
         || (value.len() >= 64
             && value.bytes().all(|c| {
@@ -106,10 +114,7 @@ pub fn screenshot_from(
     let media_type =
         media_type(&bytes).ok_or("the screenshot is not a PNG, JPEG, GIF or WebP image")?;
     Ok(Screenshot {
-        sha256: Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
+        sha256: sha256_hex(&bytes),
         bytes: bytes.len() as u64,
         media_type,
         base64: base64::engine::general_purpose::STANDARD.encode(&bytes),

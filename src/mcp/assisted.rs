@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, err, required_str, str_list};
 use super::handlers::{Engine, ToolResult};
-use crate::assist::{screenshot_from, warn, Assistant, Features, Level};
+use crate::assist::{is_base64, screenshot_from, sha256_hex, warn, Assistant, Features, Level};
 use crate::memory::ErrorReport;
 
 impl Engine {
@@ -85,13 +85,17 @@ impl Engine {
                         }
                     }
                 }
-                // Not an image we can read (a path on another machine, …): what
-                // identifies it is kept, never image data.
+                // Not an image we can read (a path on another machine, …): a path is
+                // kept (its secrets replaced), image data only as its size and hash.
                 Err(why) => {
-                    e.screenshot = Some(if given.len() > 512 {
-                        format!("screenshot not read ({why}); {} characters", given.len())
+                    e.screenshot = Some(if is_base64(&given) {
+                        format!(
+                            "image data not read ({why}); {} characters, sha256 {}",
+                            given.len(),
+                            sha256_hex(given.as_bytes())
+                        )
                     } else {
-                        given
+                        crate::gate::redact_secrets(&given).map_err(err)?.0
                     });
                 }
             }
