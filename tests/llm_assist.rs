@@ -360,7 +360,10 @@ fn every_fault_degrades() {
         let server = Server::start(vec![fault.clone()]);
         let a = assistant(&server, Api::OpenAi, all());
         assert!(a.summarize_session(&m, &s.id).is_err(), "{fault:?}");
-        assert!(a.rerank(&m, "q", &[mem.clone()]).is_err(), "{fault:?}");
+        assert!(
+            a.rerank(&m, "q", std::slice::from_ref(&mem)).is_err(),
+            "{fault:?}"
+        );
         assert!(a.suggest_solution(&m, &err.id).is_err(), "{fault:?}");
         assert!(a.extract_knowledge(&m, &s.id).is_err(), "{fault:?}");
         assert!(
