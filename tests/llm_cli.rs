@@ -245,7 +245,7 @@ fn a_failing_model_degrades_with_a_warning() {
         &["session", "end", &sid],
     );
     assert!(
-        stderr(&out).contains("warning") && stderr(&out).contains("503"),
+        stderr(&out).contains("WARN") && stderr(&out).contains("503"),
         "{}",
         stderr(&out)
     );
@@ -326,4 +326,55 @@ fn a_dry_run_prints_the_exact_request_and_sends_nothing() {
     );
     assert!(!text.contains(KEY));
     assert!(server.seen().is_empty());
+}
+
+#[test]
+fn a_screenshot_file_is_stored_as_hash_and_size() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+        .unwrap();
+    let file = dir.path().join("shot.png");
+    std::fs::write(&file, &png).unwrap();
+    let v = json(&run(
+        &store,
+        None,
+        &[],
+        &[
+            "error",
+            "record",
+            "--type",
+            "E",
+            "--message",
+            "m",
+            "--screenshot",
+            file.to_str().unwrap(),
+        ],
+    ));
+    let shown = v["metadata"]["screenshot"].as_str().unwrap();
+    assert!(
+        shown.starts_with("sha256:") && shown.contains("70 bytes, image/png"),
+        "{shown}"
+    );
+    assert_eq!(v["metadata"]["screenshot_bytes"], 70);
+    // A path that cannot be read is kept as given, with a warning; the error is recorded.
+    let out = run(
+        &store,
+        None,
+        &[],
+        &[
+            "error",
+            "record",
+            "--type",
+            "E2",
+            "--message",
+            "m2",
+            "--screenshot",
+            "elsewhere/shot.png",
+        ],
+    );
+    assert!(stderr(&out).contains("screenshot not read"));
+    assert_eq!(json(&out)["metadata"]["screenshot"], "elsewhere/shot.png");
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use engram::assist::{screenshot_from, warn, Assistant, Level};
+use engram::assist::{is_base64, screenshot_from, sha256_hex, warn, Assistant, Level};
 use engram::memory::{ErrorReport, Memories, Memory};
 use serde_json::{json, Value};
 
@@ -35,12 +35,6 @@ fn print_prepared(out: &Output, a: &Assistant) -> Result<ExitCode> {
             .join("\n")
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn say(warnings: &[String]) {
-    for w in warnings {
-        eprintln!("engram: warning: {w}");
-    }
 }
 
 /// `engram session end ID`: the deterministic summary, and the model's when asked.
@@ -84,7 +78,6 @@ pub fn session_end(
             }
         }
     }
-    say(&warnings);
     let llm = m
         .metadata
         .get("llm_summary")
@@ -143,7 +136,6 @@ pub fn session_extract(
         })?,
         Err(e) => {
             let w = warn("knowledge extraction", &e).unwrap_or_default();
-            say(std::slice::from_ref(&w));
             out.value(
                 &json!({"stored": [], "duplicates": 0, "warnings": [w]}),
                 || "nothing extracted".into(),
@@ -188,9 +180,7 @@ pub fn rerank(
             Ok(Some(rows))
         }
         Err(e) => {
-            say(&warn("relevance scoring", &e)
-                .into_iter()
-                .collect::<Vec<_>>());
+            warn("relevance scoring", &e);
             Ok(None)
         }
     }
@@ -211,7 +201,6 @@ pub fn error_suggest(
         return print_prepared(out, a);
     }
     let (s, warning) = engram::assist::suggest(a.as_ref(), memories, id)?;
-    say(&warning.iter().cloned().collect::<Vec<_>>());
     let mut v = serde_json::to_value(&s)?;
     if let Some(w) = &warning {
         v["warnings"] = json!([w]);
@@ -267,10 +256,13 @@ pub fn context(
                 return print_prepared(out, a);
             }
         }
-        (Some(_), None) => warnings.push("--compress needs a chat model, and none is configured (llm_model); showing the full context".into()),
+        (Some(_), None) => {
+            let w = "--compress needs a chat model, and none is configured (llm_model); showing the full context";
+            eprintln!("engram: warning: {w}");
+            warnings.push(w.into());
+        }
         _ => {}
     }
-    say(&warnings);
     let shown = compressed.as_deref().unwrap_or(&text);
     out.value(
         &json!({"context": shown, "bytes": shown.len(), "compressed": compressed.is_some(), "warnings": warnings}),
@@ -285,8 +277,24 @@ pub fn screenshot(memories: &Memories, dir: &Path, e: &mut ErrorReport) -> Resul
     let Some(given) = e.screenshot.take() else {
         return Ok(());
     };
-    let shot =
-        screenshot_from(&given, |p| Ok(std::path::PathBuf::from(p))).map_err(anyhow::Error::msg)?;
+    let shot = match screenshot_from(&given, |p| Ok(std::path::PathBuf::from(p))) {
+        Ok(shot) => shot,
+        // Not an image we can read: a path is kept (its secrets replaced), image data
+        // only as its size and hash.
+        Err(why) => {
+            eprintln!("engram: warning: screenshot not read: {why}");
+            e.screenshot = Some(if is_base64(&given) {
+                format!(
+                    "image data not read ({why}); {} characters, sha256 {}",
+                    given.len(),
+                    sha256_hex(given.as_bytes())
+                )
+            } else {
+                engram::gate::redact_secrets(&given)?.0
+            });
+            return Ok(());
+        }
+    };
     e.screenshot = Some(shot.reference());
     e.extra_metadata
         .insert("screenshot_sha256".into(), json!(shot.sha256));
@@ -312,9 +320,9 @@ pub fn screenshot(memories: &Memories, dir: &Path, e: &mut ErrorReport) -> Resul
             e.extra_metadata
                 .insert("screenshot_reading".into(), reading);
         }
-        Err(x) => say(&warn("screenshot reading", &x)
-            .into_iter()
-            .collect::<Vec<_>>()),
+        Err(x) => {
+            warn("screenshot reading", &x);
+        }
     }
     Ok(())
 }
