@@ -517,6 +517,14 @@ fn read_file(
         reason: e.message().to_string(),
     })?;
     for (name, value) in table {
+        if name.contains("api_key") {
+            return Err(ConfigError::Invalid {
+                name,
+                value: "(not shown)".into(),
+                source_: format!("file {}", path.display()),
+                reason: "an API key is never read from the config file; set ENGRAM_LLM_API_KEY in the environment".into(),
+            });
+        }
         let Some(s) = SETTINGS.iter().find(|s| s.name == name) else {
             return Err(ConfigError::Unknown {
                 path: path.display().to_string(),
@@ -587,6 +595,14 @@ mod tests {
             .to_string();
         assert!(
             err.contains("secret_action") && err.contains("redact, exclude"),
+            "{err}"
+        );
+        std::fs::write(&file, "llm_api_key = \"sk-abc\"\n").unwrap();
+        let err = Config::load_with(Some(&file), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ENGRAM_LLM_API_KEY") && !err.contains("sk-abc"),
             "{err}"
         );
         std::fs::write(&file, "colour = 1\n").unwrap();

@@ -13,7 +13,7 @@ mod settings;
 mod wire;
 
 pub use http::HttpProvider;
-pub use settings::{Api, LlmSettings, SettingsError};
+pub use settings::{Api, LlmSettings, SettingsError, API_KEY_ENV};
 pub use wire::{parse_reply, WireRequest};
 
 use serde::Serialize;

@@ -60,7 +60,7 @@ pub struct LlmSettings {
     pub model: String,
     /// The model for images (the chat model when unset).
     pub vision_model: Option<String>,
-    /// The API key (from [`API_KEY_ENV`] only).
+    /// The API key (from `ENGRAM_LLM_API_KEY` only).
     pub api_key: Option<String>,
     /// Longest one HTTP attempt may take.
     pub timeout: Duration,
