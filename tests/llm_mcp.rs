@@ -276,4 +276,24 @@ fn enrich_prompt_reranks_memories_when_configured() {
     );
     ok(&e, "enrich_prompt", json!({"prompt": "retry backoff"}));
     assert!(quiet.seen().is_empty());
+
+    // A failing model: the fused order, both memories.
+    let down = Server::start(vec![Reply::json(502, "bad gateway")]);
+    let e = engine(&dir.path().join("3"), Some(&down), &["rerank"]);
+    ok(
+        &e,
+        "memory_write",
+        json!({"text": "retry storms: add jitter to the retry backoff"}),
+    );
+    ok(
+        &e,
+        "memory_write",
+        json!({"text": "retry the upload with exponential backoff"}),
+    );
+    let v = ok(&e, "enrich_prompt", json!({"prompt": "retry backoff"}));
+    assert_eq!(
+        v["context"].as_str().unwrap().matches("[memory:").count(),
+        2
+    );
+    assert_eq!(down.seen().len(), 1);
 }

@@ -135,8 +135,7 @@ impl HttpProvider {
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(|v| retry_after(v, now_unix()));
         let body = sent
             .text()
             .map_err(|e| fail(self.error(&e, wire.url.clone())))?;
@@ -151,6 +150,51 @@ impl HttpProvider {
             retry_after,
         })
     }
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// How long a `Retry-After` value asks to wait: delay-seconds, or an HTTP date
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`) measured from `now` (Unix seconds).
+pub(crate) fn retry_after(value: &str, now: u64) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    // IMF-fixdate: day-name, DD Mon YYYY HH:MM:SS GMT
+    let rest = v.split_once(", ")?.1;
+    let parts: Vec<&str> = rest.split_whitespace().collect();
+    let [day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = MONTHS.iter().position(|x| x == month)? as i64 + 1;
+    let d: i64 = day.parse().ok()?;
+    let y: i64 = year.parse().ok()?;
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, mi, se] = hms.as_slice() else {
+        return None;
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let at = days * 86_400 + h * 3600 + mi * 60 + se;
+    Some(Duration::from_secs(
+        u64::try_from(at).ok()?.saturating_sub(now),
+    ))
 }
 
 fn estimate(bytes: usize) -> u64 {
@@ -222,5 +266,24 @@ impl ChatProvider for HttpProvider {
             bytes_sent: wire.body.len() as u64,
             attempts,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        assert_eq!(retry_after(" 7 ", 0), Some(Duration::from_secs(7)));
+        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT";
+        assert_eq!(
+            retry_after(date, 784_111_777 - 30),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(retry_after(date, 784_111_777 + 30), Some(Duration::ZERO));
+        assert_eq!(retry_after("soon", 0), None);
+        assert_eq!(retry_after("Sun, 06 Foo 1994 08:49:37 GMT", 0), None);
     }
 }
