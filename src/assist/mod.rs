@@ -27,7 +27,8 @@ pub use extract::{parse_items, same_words, Extracted};
 pub use rerank::{RerankOptions, Scored};
 pub use suggest::{parse_suggestion, past_solution, suggest, Parsed, Suggestion};
 pub use vision::{
-    is_base64, parse_fields, screenshot_from, sha256_hex, Screenshot, ScreenshotFields,
+    is_base64, parse_fields, screenshot_from, sha256_hex, unread_image, Screenshot,
+    ScreenshotFields,
 };
 
 use crate::gate::{AuditEvent, Gate, GateError, LlmCall};

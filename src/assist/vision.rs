@@ -78,6 +78,21 @@ pub fn is_base64(value: &str) -> bool {
             }))
 }
 
+/// What is kept of image data that could not be read as an image: its length and
+/// sha256, never the data.
+pub fn unread_image(value: &str, why: &str) -> String {
+    let data = value
+        .trim()
+        .strip_prefix("data:")
+        .and_then(|v| v.split_once(',').map(|(_, d)| d))
+        .unwrap_or(value.trim());
+    format!(
+        "image data not read ({why}); {} characters, sha256 {}",
+        data.len(),
+        sha256_hex(data.as_bytes())
+    )
+}
+
 /// A screenshot from `value`: a `data:` URL, bare base64, or a path (read through
 /// `confine`, which may refuse it, e.g. outside the repository).
 pub fn screenshot_from(

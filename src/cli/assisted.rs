@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use engram::assist::{is_base64, screenshot_from, sha256_hex, warn, Assistant, Level};
+use engram::assist::{is_base64, screenshot_from, unread_image, warn, Assistant, Level};
 use engram::memory::{ErrorReport, Memories, Memory};
 use serde_json::{json, Value};
 
@@ -284,11 +284,7 @@ pub fn screenshot(memories: &Memories, dir: &Path, e: &mut ErrorReport) -> Resul
         Err(why) => {
             eprintln!("engram: warning: screenshot not read: {why}");
             e.screenshot = Some(if is_base64(&given) {
-                format!(
-                    "image data not read ({why}); {} characters, sha256 {}",
-                    given.len(),
-                    sha256_hex(given.as_bytes())
-                )
+                unread_image(&given, &why)
             } else {
                 engram::gate::redact_secrets(&given)?.0
             });

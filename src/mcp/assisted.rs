@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, err, required_str, str_list};
 use super::handlers::{Engine, ToolResult};
-use crate::assist::{is_base64, screenshot_from, sha256_hex, warn, Assistant, Features, Level};
+use crate::assist::{is_base64, screenshot_from, unread_image, warn, Assistant, Features, Level};
 use crate::memory::ErrorReport;
 
 impl Engine {
@@ -89,11 +89,7 @@ impl Engine {
                 // kept (its secrets replaced), image data only as its size and hash.
                 Err(why) => {
                     e.screenshot = Some(if is_base64(&given) {
-                        format!(
-                            "image data not read ({why}); {} characters, sha256 {}",
-                            given.len(),
-                            sha256_hex(given.as_bytes())
-                        )
+                        unread_image(&given, &why)
                     } else {
                         crate::gate::redact_secrets(&given).map_err(err)?.0
                     });

@@ -124,7 +124,13 @@ fn seed_shapes(spec: &ToolSpec, args: &mut Map<String, Value>) -> Result<(), Str
             let Value::String(data) = image else {
                 return Err(format!("{}: screenshot_base64 must be a string", spec.name));
             };
-            put_checked(spec, args, "screenshot_base64", "screenshot", json!(data))?;
+            // As a data URL, so even a short one is never taken for a path.
+            let url = if data.trim_start().starts_with("data:") {
+                data
+            } else {
+                format!("data:;base64,{}", data.trim())
+            };
+            put_checked(spec, args, "screenshot_base64", "screenshot", json!(url))?;
         }
     }
     Ok(())
