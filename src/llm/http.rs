@@ -181,9 +181,18 @@ pub(crate) fn retry_after(value: &str, now: u64) -> Option<Duration> {
         .split(':')
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
-    let [h, mi, se] = hms.as_slice() else {
+    let &[h, mi, se] = hms.as_slice() else {
         return None;
     };
+    // A server's header: out-of-range fields are refused, never overflowed.
+    let sane = (1970..=9999).contains(&y)
+        && (1..=31).contains(&d)
+        && (0..24).contains(&h)
+        && (0..60).contains(&mi)
+        && (0..=60).contains(&se);
+    if !sane {
+        return None;
+    }
     // Days from the civil date (Howard Hinnant's algorithm).
     let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
     let era = y2.div_euclid(400);
@@ -285,5 +294,13 @@ mod tests {
         assert_eq!(retry_after(date, 784_111_777 + 30), Some(Duration::ZERO));
         assert_eq!(retry_after("soon", 0), None);
         assert_eq!(retry_after("Sun, 06 Foo 1994 08:49:37 GMT", 0), None);
+        assert_eq!(
+            retry_after("Sun, 06 Nov 99999999999999 08:49:37 GMT", 0),
+            None
+        );
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 -9223372036854775808:49:37 GMT", 0),
+            None
+        );
     }
 }
