@@ -142,7 +142,9 @@ impl Assistant {
                     data: &data,
                     after: AFTER,
                     temperature: 0.0,
-                    max_tokens: (40 * batch.len() as u32).max(100),
+                    max_tokens: u32::try_from(batch.len().saturating_mul(40))
+                        .unwrap_or(u32::MAX)
+                        .clamp(100, 8192),
                 },
             );
             // A failed call was already retried by the client; a dry run stops.

@@ -381,7 +381,11 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 bail!("--dry-run shows what --rerank llm would send; add --rerank llm");
             }
             // The model chooses among more candidates than it keeps.
-            let candidates = if llm { (*top_k * 3).max(20) } else { *top_k };
+            let candidates = if llm {
+                top_k.saturating_mul(3).max(20)
+            } else {
+                *top_k
+            };
             // The same search as `engram search`, restricted to memories: keyword and
             // vector ranks fused, recency breaking ties.
             let filter = memory_filter(filter)?;

@@ -80,7 +80,7 @@ pub(crate) fn assistant(dir: &std::path::Path, dry_run: bool) -> Result<Option<A
     a.rerank = RerankOptions {
         threshold: cfg.get("llm_rerank_threshold").parse().unwrap_or(0.7),
         max_memories: cfg.bytes("llm_rerank_max").max(1) as usize,
-        batch_size: cfg.bytes("llm_rerank_batch").max(1) as usize,
+        batch_size: cfg.bytes("llm_rerank_batch").clamp(1, 100) as usize,
         ..RerankOptions::default()
     };
     Ok(Some(a))
