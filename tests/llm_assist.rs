@@ -406,3 +406,38 @@ fn a_dry_run_prepares_and_sends_nothing() {
         .iter()
         .all(|e| e.llm.is_none()));
 }
+
+#[test]
+fn features_work_over_streamed_replies_in_both_formats() {
+    let (_d, m) = store();
+    let s = session(&m);
+    for (api, reply) in [
+        (
+            Api::OpenAi,
+            Reply::openai_stream("# Session Summary\nstreamed"),
+        ),
+        (
+            Api::Anthropic,
+            Reply::anthropic_stream("# Session Summary\nstreamed"),
+        ),
+    ] {
+        let server = Server::start(vec![reply]);
+        let mut set = LlmSettings::new(api, &server.addr, "test-model");
+        set.stream = true;
+        set.max_retries = 0;
+        let p = HttpProvider::new(set).unwrap();
+        let v = p.for_vision();
+        let a = Assistant::new(
+            Arc::new(p),
+            Arc::new(v),
+            all(),
+            Gate::new("r", None, vec![], Caps::default()),
+        );
+        let updated = a.summarize_session(&m, &s.id).unwrap();
+        assert_eq!(
+            updated.metadata["llm_summary"],
+            "# Session Summary\nstreamed"
+        );
+        assert_eq!(server.seen()[0].json()["stream"], true);
+    }
+}
