@@ -62,6 +62,32 @@ fn embedder(v: &str) -> Result<(), String> {
     crate::embed::check_embedder_name(v)
 }
 
+fn llm_api(v: &str) -> Result<(), String> {
+    one_of(&["openai", "anthropic"])(v)
+}
+
+fn llm_features(v: &str) -> Result<(), String> {
+    const KNOWN: &[&str] = &["summary", "rerank", "extract", "compress", "vision", "all"];
+    for f in v.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        one_of(KNOWN)(f)?;
+    }
+    Ok(())
+}
+
+fn price(v: &str) -> Result<(), String> {
+    match v.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(()),
+        _ => Err("expected a price in US dollars per million tokens, e.g. 0.15".into()),
+    }
+}
+
+fn unit(v: &str) -> Result<(), String> {
+    match v.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(()),
+        _ => Err("expected a number from 0 to 1".into()),
+    }
+}
+
 fn address(v: &str) -> Result<(), String> {
     v.parse::<std::net::SocketAddr>()
         .map(|_| ())
@@ -174,6 +200,111 @@ pub const SETTINGS: &[Setting] = &[
         default: "all",
         help: "MCP tool profile: core, code, memory, coding, all",
         check: tools,
+    },
+    Setting {
+        name: "llm_api",
+        env: "ENGRAM_LLM_API",
+        default: "openai",
+        help: "wire format of the chat model: openai (also Ollama, vLLM, LM Studio, llama.cpp), anthropic",
+        check: llm_api,
+    },
+    Setting {
+        name: "llm_base_url",
+        env: "ENGRAM_LLM_BASE_URL",
+        default: "",
+        help: "chat model endpoint, e.g. http://127.0.0.1:11434/v1 (empty: the provider's public one)",
+        check: any,
+    },
+    Setting {
+        name: "llm_model",
+        env: "ENGRAM_LLM_MODEL",
+        default: "",
+        help: "chat model name (empty: no model; nothing is ever sent). The API key is read from ENGRAM_LLM_API_KEY only",
+        check: any,
+    },
+    Setting {
+        name: "llm_vision_model",
+        env: "ENGRAM_LLM_VISION_MODEL",
+        default: "",
+        help: "model for error screenshots (empty: llm_model)",
+        check: any,
+    },
+    Setting {
+        name: "llm_features",
+        env: "ENGRAM_LLM_FEATURES",
+        default: "",
+        help: "features that call the model unasked (comma-separated: summary, rerank, extract, compress, vision; or all)",
+        check: llm_features,
+    },
+    Setting {
+        name: "llm_timeout_secs",
+        env: "ENGRAM_LLM_TIMEOUT_SECS",
+        default: "120",
+        help: "longest one call to the model may take",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_max_concurrency",
+        env: "ENGRAM_LLM_MAX_CONCURRENCY",
+        default: "2",
+        help: "most calls to the model in flight at once",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_max_retries",
+        env: "ENGRAM_LLM_MAX_RETRIES",
+        default: "3",
+        help: "retries after a 429, a 5xx or a timeout (with backoff; Retry-After honoured)",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_stream",
+        env: "ENGRAM_LLM_STREAM",
+        default: "false",
+        help: "ask the model for streamed replies",
+        check: boolean,
+    },
+    Setting {
+        name: "llm_price_input",
+        env: "ENGRAM_LLM_PRICE_INPUT",
+        default: "0",
+        help: "US dollars per million input tokens, for the cost count",
+        check: price,
+    },
+    Setting {
+        name: "llm_price_output",
+        env: "ENGRAM_LLM_PRICE_OUTPUT",
+        default: "0",
+        help: "US dollars per million output tokens, for the cost count",
+        check: price,
+    },
+    Setting {
+        name: "llm_max_request_bytes",
+        env: "ENGRAM_LLM_MAX_REQUEST_BYTES",
+        default: "32768",
+        help: "most bytes of stored text put into one request to the model",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_rerank_threshold",
+        env: "ENGRAM_LLM_RERANK_THRESHOLD",
+        default: "0.7",
+        help: "least relevance score (0 to 1) a memory needs to be kept by the model's rerank",
+        check: unit,
+    },
+    Setting {
+        name: "llm_rerank_max",
+        env: "ENGRAM_LLM_RERANK_MAX",
+        default: "10",
+        help: "most memories the model's rerank keeps",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_rerank_batch",
+        env: "ENGRAM_LLM_RERANK_BATCH",
+        default: "10",
+        help: "memories scored per call to the model",
+        check: bytes,
     },
 ];
 
@@ -386,6 +517,14 @@ fn read_file(
         reason: e.message().to_string(),
     })?;
     for (name, value) in table {
+        if name.contains("api_key") {
+            return Err(ConfigError::Invalid {
+                name,
+                value: "(not shown)".into(),
+                source_: format!("file {}", path.display()),
+                reason: "an API key is never read from the config file; set ENGRAM_LLM_API_KEY in the environment".into(),
+            });
+        }
         let Some(s) = SETTINGS.iter().find(|s| s.name == name) else {
             return Err(ConfigError::Unknown {
                 path: path.display().to_string(),
@@ -456,6 +595,14 @@ mod tests {
             .to_string();
         assert!(
             err.contains("secret_action") && err.contains("redact, exclude"),
+            "{err}"
+        );
+        std::fs::write(&file, "llm_api_key = \"sk-abc\"\n").unwrap();
+        let err = Config::load_with(Some(&file), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ENGRAM_LLM_API_KEY") && !err.contains("sk-abc"),
             "{err}"
         );
         std::fs::write(&file, "colour = 1\n").unwrap();

@@ -8,12 +8,13 @@
 //!   cli                     the binary: uses the library as engram::…
 //!   mcp                     the MCP server
 //!   manager                 providers composed behind the gate
+//!   assist                  optional chat-model features, through the gate
 //!   gate       search       scope, caps, audit · one query, hits fused
 //!   memory     index        peers: neither knows the other
 //!   patterns                Hyperscan sets, the one secret redactor
 //!   store      location     the engine · where engram's files live
 //!   text  fts  embed        words, FTS5 queries, embedders (pure)
-//!   key   format            keys and exact bytes (pure, no I/O)
+//!   key   format  llm       keys and exact bytes (pure, no I/O) · chat-model client
 //!   open, config            every tracker projection · settings (for openers)
 //! ```
 //!
@@ -33,6 +34,10 @@
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
 //! - [`manager`]: code, memory and note providers composed behind the gate.
+//! - `llm` and `assist` (cargo feature `llm`): a chat-model client (OpenAI-compatible
+//!   and Anthropic APIs) and the optional features built on it — summaries, relevance
+//!   scoring, suggested solutions, extraction, compression, screenshots — each sending
+//!   only what the gate cleared, each with a result without a model.
 //! - [`mcp`]: the MCP server agents call.
 //! - [`projections`]: every tracker projection of this build, which every opener of a
 //!   store passes (`Memories::open` does); [`config`]: the binary's settings.
@@ -46,6 +51,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(all(feature = "index", feature = "llm"))]
+pub mod assist;
 #[cfg(feature = "store")]
 pub mod config;
 pub mod embed;
@@ -56,6 +63,8 @@ pub mod gate;
 #[cfg(feature = "index")]
 pub mod index;
 pub mod key;
+#[cfg(feature = "llm")]
+pub mod llm;
 #[cfg(feature = "store")]
 pub mod location;
 #[cfg(feature = "index")]

@@ -34,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fts", &["text"]),
     ("embed", &["text"]),
     ("location", &["key"]),
+    ("llm", &[]),
     ("store", &["key", "format"]),
     ("patterns", &["key", "location", "store"]),
     (
@@ -50,16 +51,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("gate", &["key", "text", "store", "patterns", "memory"]),
     (
+        "assist",
+        &["key", "text", "store", "patterns", "memory", "gate", "llm"],
+    ),
+    (
         "manager",
         &[
-            "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "search", "gate",
+            "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "search",
+            "gate", "llm", "assist",
         ],
     ),
     (
         "mcp",
         &[
             "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "search",
-            "gate", "manager",
+            "gate", "llm", "assist", "manager",
         ],
     ),
     ("config", &["key", "embed", "location"]),

@@ -102,6 +102,12 @@ pub enum Command {
     Context {
         #[arg(long, default_value_t = 4096)]
         budget: usize,
+        /// Have the configured chat model compress it: brief, detailed or comprehensive.
+        #[arg(long, value_name = "LEVEL")]
+        compress: Option<String>,
+        /// Print the request that would be sent to the model, and send nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Recurring errors, files that change together, hot files, decision tags over time.
     Analyze,
@@ -136,6 +142,13 @@ pub enum Command {
         top_k: usize,
         #[command(flatten)]
         filter: FilterArgs,
+        /// `llm`: the configured chat model scores each candidate from 0 to 1 with a
+        /// reason; those under llm_rerank_threshold are dropped.
+        #[arg(long, value_name = "HOW", value_parser = ["llm", "none"])]
+        rerank: Option<String>,
+        /// Print the requests that would be sent to the model, and send nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Import memories from a JSON Lines file (all or nothing).
     Import { file: PathBuf },
@@ -373,6 +386,14 @@ pub enum ErrorCommand {
         #[arg(long, short = 'k', default_value_t = 10)]
         top_k: usize,
     },
+    /// Suggest a solution for error ID: from the configured chat model given similar
+    /// past errors, else the most similar solved past error's solution.
+    Suggest {
+        id: String,
+        /// Print the request that would be sent to the model, and send nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -408,6 +429,25 @@ pub enum SessionCommand {
         /// The session did not reach its goal.
         #[arg(long)]
         failed: bool,
+        /// Also have the configured chat model write a summary (on by default when
+        /// llm_features has `summary`).
+        #[arg(long)]
+        llm_summary: bool,
+        /// Also have the model extract decisions, pitfalls and preferences as memories
+        /// (on by default when llm_features has `extract`).
+        #[arg(long)]
+        extract: bool,
+        /// End nothing; print the requests that would be sent to the model.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Have the configured chat model extract decisions, pitfalls and preferences from
+    /// session ID into memories (provenance llm_extracted).
+    Extract {
+        id: String,
+        /// Print the request that would be sent to the model, and send nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

@@ -248,10 +248,11 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
         "vector_cache_bytes": vector_bytes,
         "applied_seq": meta.applied_seq,
         "generation": meta.generation,
+        "llm": engram::assist::totals(&engram::gate::read_audit(store, 0)?),
     });
     out.value(&v, || {
         format!(
-            "store       {}\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes",
+            "store       {}\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes\nllm calls   {} ({} failed), {} bytes sent, {} tokens in, {} tokens out, ${:.4}",
             dir.display(),
             v["memories"],
             records,
@@ -259,7 +260,13 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
             v["blob_bytes"],
             meta.generation,
             meta.applied_seq,
-            v["tracker_bytes"]
+            v["tracker_bytes"],
+            v["llm"]["calls"],
+            v["llm"]["failed"],
+            v["llm"]["bytes_sent"],
+            v["llm"]["input_tokens"],
+            v["llm"]["output_tokens"],
+            v["llm"]["cost_usd"].as_f64().unwrap_or(0.0)
         )
     })?;
     Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ use engram::memory::{
 };
 use serde_json::json;
 
+use super::assisted;
 use super::output::Output;
 use super::{
     store_dir, store_options, Cli, Command, ErrorCommand, FilterArgs, MemoryFields, NoteCommand,
@@ -148,11 +149,29 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&m, || m.id.clone())?;
         }
         Command::Session {
-            command: SessionCommand::End { id, failed },
+            command:
+                SessionCommand::End {
+                    id,
+                    failed,
+                    llm_summary,
+                    extract,
+                    dry_run,
+                },
         } => {
-            let m = memories.end_session(id, !failed)?;
-            out.value(&m, || m.text.clone())?;
+            return assisted::session_end(
+                &memories,
+                &store_dir(cli)?,
+                out,
+                (id, *failed),
+                (*llm_summary, *extract, *dry_run),
+            );
         }
+        Command::Session {
+            command: SessionCommand::Extract { id, dry_run },
+        } => return assisted::session_extract(&memories, &store_dir(cli)?, out, id, *dry_run),
+        Command::Error {
+            command: ErrorCommand::Suggest { id, dry_run },
+        } => return assisted::error_suggest(&memories, &store_dir(cli)?, out, id, *dry_run),
         Command::Change {
             path,
             action,
@@ -186,11 +205,19 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             })?;
             out.value(&m, || m.id.clone())?;
         }
-        Command::Context { budget } => {
-            let text = memories.project_context(*budget)?;
-            out.value(&json!({"context": text, "bytes": text.len()}), || {
-                text.clone()
-            })?;
+        Command::Context {
+            budget,
+            compress,
+            dry_run,
+        } => {
+            return assisted::context(
+                &memories,
+                &store_dir(cli)?,
+                out,
+                *budget,
+                compress.as_deref(),
+                *dry_run,
+            );
         }
         Command::Analyze => {
             let r = memories.analyze_patterns()?;
@@ -240,7 +267,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     resolved_by,
                 },
         } => {
-            let m = memories.record_error(&ErrorReport {
+            let mut report = ErrorReport {
                 error_type: error_type.clone(),
                 message: message.clone(),
                 stack_trace: stack_trace.clone(),
@@ -251,7 +278,10 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 screenshot: screenshot.clone(),
                 session: session.clone(),
                 resolved_by: resolved_by.clone(),
-            })?;
+                ..ErrorReport::default()
+            };
+            assisted::screenshot(&memories, &store_dir(cli)?, &mut report)?;
+            let m = memories.record_error(&report)?;
             report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])
@@ -343,7 +373,19 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             query,
             top_k,
             filter,
+            rerank,
+            dry_run,
         } => {
+            let llm = rerank.as_deref() == Some("llm");
+            if *dry_run && !llm {
+                bail!("--dry-run shows what --rerank llm would send; add --rerank llm");
+            }
+            // The model chooses among more candidates than it keeps.
+            let candidates = if llm {
+                top_k.saturating_mul(3).max(20)
+            } else {
+                *top_k
+            };
             // The same search as `engram search`, restricted to memories: keyword and
             // vector ranks fused, recency breaking ties.
             let filter = memory_filter(filter)?;
@@ -351,15 +393,14 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 memories.store(),
                 query,
                 &engram::search::SearchOptions {
-                    top_k: *top_k,
+                    top_k: candidates,
                     kind: Some(engram::search::HitKind::Memory),
                     memory_filter: filter,
                     embedder: memories.embedder().clone(),
                     ..Default::default()
                 },
             )?;
-            let mut rows = Vec::new();
-            let mut lines = Vec::new();
+            let mut found = Vec::new();
             for h in &results.hits {
                 let Some(m) = memories.get(&h.key)? else {
                     continue;
@@ -368,9 +409,32 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 let mut row = serde_json::to_value(h)?;
                 row["text"] = json!(m.text);
                 row["tags"] = json!(m.tags);
-                rows.push(row);
-                lines.push(format!("{:.4}  {}", h.score, human(&m)));
+                found.push((row, m));
             }
+            if llm {
+                let dir = store_dir(cli)?;
+                match assisted::rerank(&dir, out, &memories, query, found.clone(), *dry_run)? {
+                    Some(_) if *dry_run => return Ok(ExitCode::SUCCESS),
+                    Some(scored) => found = scored,
+                    None => {}
+                }
+            }
+            found.truncate(*top_k);
+            let lines: Vec<String> = found
+                .iter()
+                .map(|(row, m)| {
+                    let reason = row["reason"]
+                        .as_str()
+                        .map(|r| format!("  ({r})"))
+                        .unwrap_or_default();
+                    format!(
+                        "{:.4}{reason}  {}",
+                        row["score"].as_f64().unwrap_or(0.0),
+                        human(m)
+                    )
+                })
+                .collect();
+            let rows: Vec<serde_json::Value> = found.into_iter().map(|(r, _)| r).collect();
             out.value(&json!({"hits": rows}), || lines.join("\n"))?;
         }
         Command::Import { file } => {

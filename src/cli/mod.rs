@@ -5,6 +5,7 @@
 //! no storage logic lives here, and this file only routes.
 
 mod args;
+mod assisted;
 mod code;
 mod inspect;
 mod memories;
@@ -23,7 +24,7 @@ pub use args::{
     Cli, Command, ConfigCommand, ErrorCommand, FilterArgs, KeyCommand, MemoryFields, NoteCommand,
     PatternCommand, SessionCommand, TokenCommand,
 };
-pub(crate) use settings::{config, embedder, store_options};
+pub(crate) use settings::{assistant, config, embedder, store_options};
 pub use store_location::{store_dir, store_dir_for};
 
 /// Logs to stderr; `RUST_LOG` overrides `-v`.

@@ -52,7 +52,8 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
         embedder: embedder()?,
         ..IndexOptions::default()
     };
-    Ok(Engine::new(memories, gate, index_options))
+    let assistant = super::assistant(&dir, false)?;
+    Ok(Engine::new(memories, gate, index_options).with_assistant(assistant))
 }
 
 /// `engram serve`: MCP over stdio until the client goes away, or over HTTP.

@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
+use engram::assist::{Assistant, Features, RerankOptions};
 use engram::config::Config;
 use engram::embed::Embedder;
+use engram::gate::{Caps, Gate};
+use engram::llm::{HttpProvider, LlmSettings};
 use engram::store::{Durability, StoreOptions};
 
 use super::output::Output;
@@ -38,6 +41,49 @@ pub(crate) fn embedder() -> Result<Arc<dyn Embedder>> {
         None => engram::embed::embedder_by_name(config().get("embedder")),
     }
     .map_err(anyhow::Error::msg)
+}
+
+/// The chat model of the configuration for the store in `dir`, behind a gate for it;
+/// `None` when no model is configured (`llm_model`), and then nothing is ever sent.
+pub(crate) fn assistant(dir: &std::path::Path, dry_run: bool) -> Result<Option<Assistant>> {
+    let cfg = config();
+    let Some(settings) = LlmSettings::from_values(
+        |name| cfg.get(name).to_string(),
+        |var| std::env::var(var).ok(),
+    )?
+    else {
+        return Ok(None);
+    };
+    let provider = HttpProvider::new(settings)?;
+    let vision = provider.for_vision();
+    let repo = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".into());
+    let gate = Gate::new(
+        &repo,
+        None,
+        Vec::new(),
+        Caps {
+            chunk_bytes: cfg.bytes("chunk_cap_bytes") as usize,
+            total_bytes: cfg.bytes("total_cap_bytes") as usize,
+        },
+    );
+    let mut a = Assistant::new(
+        Arc::new(provider),
+        Arc::new(vision),
+        Features::from_names(&cfg.list("llm_features")),
+        gate,
+    )
+    .dry_run(dry_run);
+    a.max_request_bytes = cfg.bytes("llm_max_request_bytes") as usize;
+    a.rerank = RerankOptions {
+        threshold: cfg.get("llm_rerank_threshold").parse().unwrap_or(0.7),
+        max_memories: cfg.bytes("llm_rerank_max").max(1) as usize,
+        batch_size: cfg.bytes("llm_rerank_batch").clamp(1, 100) as usize,
+        ..RerankOptions::default()
+    };
+    Ok(Some(a))
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();

@@ -48,6 +48,36 @@ pub struct AuditEvent {
     /// Set when the operation was refused or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For a call to a chat model: what was sent and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmCall>,
+}
+
+/// One call to a chat model, as the audit trail records it (never what was said).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmCall {
+    /// What the call was for (`session_summary`, `rerank`, …).
+    pub purpose: String,
+    /// The model asked.
+    pub model: String,
+    /// Bytes of the request body.
+    pub bytes_sent: u64,
+    /// Tokens sent.
+    pub input_tokens: u64,
+    /// Tokens received.
+    pub output_tokens: u64,
+    /// True when the provider reported no usage and the counts are estimates.
+    #[serde(default)]
+    pub estimated: bool,
+    /// US dollars at the configured prices.
+    pub cost_usd: f64,
+    /// HTTP attempts.
+    pub attempts: u32,
+    /// Secrets replaced in what was sent.
+    #[serde(default)]
+    pub redactions: u64,
+    /// `ok`, `failed`, or `dry_run` (nothing was sent).
+    pub outcome: String,
 }
 
 impl AuditEvent {

@@ -4,11 +4,12 @@
 //! It owns the caller's scope (which repositories, which paths), the byte caps on
 //! what is returned, sanitising and attributing every block put into a prompt, and
 //! the audit trail: one event per read and write, appended to the store's log so it
-//! cannot be rewritten quietly. It never decides what is relevant (that is search's
+//! cannot be rewritten quietly; and what may be sent to a chat model (`outbound`). It never decides what is relevant (that is search's
 //! job) and never writes anything but audit events itself.
 
 mod audit;
 mod inject;
+mod outbound;
 mod sanitize;
 mod secrets;
 
@@ -16,7 +17,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-pub use audit::{read_audit, AuditEvent, AuditQueue};
+pub use audit::{read_audit, AuditEvent, AuditQueue, LlmCall};
+pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};
 pub use secrets::{redact_args, redact_secrets};
 

@@ -57,6 +57,45 @@ pub struct MemoryManager {
     pub sessions: Arc<dyn SessionMemoryProvider>,
     pub notes: Arc<dyn NoteProvider>,
     pub gate: Gate,
+    /// A chat model scoring the memories `enrich_prompt` finds, when its `rerank`
+    /// feature is on (and the memories to score are reachable).
+    #[cfg(feature = "llm")]
+    pub rerank: Option<(Arc<crate::assist::Assistant>, Arc<crate::memory::Memories>)>,
+}
+
+#[cfg(feature = "llm")]
+impl MemoryManager {
+    /// The memory items in the model's order, those under its threshold dropped; the
+    /// items as they were (with a warning) when the model gives no scores.
+    fn reranked(&self, prompt: &str, items: Vec<ContextItem>) -> Vec<ContextItem> {
+        let Some((assistant, memories)) = &self.rerank else {
+            return items;
+        };
+        if !assistant.features.rerank || items.is_empty() {
+            return items;
+        }
+        let mut candidates = Vec::new();
+        for i in &items {
+            if let Ok(Some(m)) = memories.get(&i.key) {
+                candidates.push(m);
+            }
+        }
+        match assistant.rerank(memories, prompt, &candidates) {
+            Ok(scored) => scored
+                .iter()
+                .filter_map(|s| {
+                    items.iter().find(|i| i.key == s.id).map(|i| ContextItem {
+                        score: s.score,
+                        ..i.clone()
+                    })
+                })
+                .collect(),
+            Err(e) => {
+                crate::assist::warn("relevance scoring", &e);
+                items
+            }
+        }
+    }
 }
 
 /// How many items each provider contributes before fusion.
@@ -71,6 +110,8 @@ impl MemoryManager {
             sessions: p.clone(),
             notes: p,
             gate,
+            #[cfg(feature = "llm")]
+            rerank: None,
         }
     }
 
@@ -98,6 +139,8 @@ impl MemoryManager {
                 };
             (join(code), join(memories), join(notes))
         });
+        #[cfg(feature = "llm")]
+        let memories = memories.map(|m| self.reranked(prompt, m));
         let lists = [code?, memories?, notes?];
         let mut by_key = std::collections::HashMap::new();
         let ranked: Vec<RankedList> = lists

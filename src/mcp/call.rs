@@ -60,10 +60,12 @@ impl Engine {
         // An event left attached by a call that panicked must not ride on this one.
         take_unattached_event();
         let mut args = args.clone();
-        let keep: &[&str] = if name == "pattern_load" {
-            NOT_REDACTED
-        } else {
-            &[]
+        let keep: &[&str] = match name {
+            "pattern_load" => NOT_REDACTED,
+            // Image data, never stored (the handler keeps its hash and size, and
+            // redacts a path it keeps).
+            "coding_record_error" => &["screenshot"],
+            _ => &[],
         };
         let (redactions, mut result) = match redact_args(&mut args, keep) {
             Ok(n) => (n, Ok(Value::Null)),

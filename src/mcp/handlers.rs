@@ -16,9 +16,7 @@ use crate::embed::Embedder;
 use crate::gate::{AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
 use crate::manager::{MemoryManager, StoreProviders};
-use crate::memory::{
-    parse_since, Decision, ErrorReport, FileChange, Memories, Memory, MemoryFilter,
-};
+use crate::memory::{parse_since, Decision, FileChange, Memories, Memory, MemoryFilter};
 use crate::patterns::{Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
 
@@ -33,6 +31,8 @@ pub struct Engine {
     pub index_options: IndexOptions,
     /// Composes the providers for `enrich_prompt`.
     pub manager: MemoryManager,
+    /// A chat model behind the gate, when one is configured (`llm_model`).
+    pub assistant: Option<Arc<crate::assist::Assistant>>,
 }
 
 impl Engine {
@@ -52,7 +52,17 @@ impl Engine {
             index_options,
             manager,
             audit,
+            assistant: None,
         }
+    }
+
+    /// The same engine with a chat model (the manager reranks with it when the
+    /// `rerank` feature is on).
+    pub fn with_assistant(mut self, assistant: Option<crate::assist::Assistant>) -> Engine {
+        let assistant = assistant.map(Arc::new);
+        self.manager.rerank = assistant.clone().map(|a| (a, self.memories.clone()));
+        self.assistant = assistant;
+        self
     }
 }
 
@@ -286,14 +296,8 @@ impl Engine {
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
                 Ok(json!({"id": m.track_file_change(&c).map_err(err)?.id}))
             }
-            "coding_record_error" => {
-                let e: ErrorReport =
-                    serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                let mem = m
-                    .record_error_tagged(&e, &str_list(a, "tags"))
-                    .map_err(err)?;
-                Ok(json!({"id": mem.id, "frequency": mem.metadata.get("frequency")}))
-            }
+            "coding_record_error" => self.record_error(self.relative_paths(a)?),
+            "coding_suggest_solution" => self.suggest_solution(a),
             "coding_record_decision" => {
                 let d: Decision =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;

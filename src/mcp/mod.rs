@@ -9,6 +9,7 @@
 //! [`handlers`], behind the [`crate::gate`].
 
 mod args;
+mod assisted;
 mod call;
 mod compat;
 mod extra;

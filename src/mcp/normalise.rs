@@ -17,7 +17,6 @@
 //! then [`super::tools::validate`] checks the result as before. Nothing here writes.
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::handlers::Engine;
 use super::tools::{self, Param, ToolSpec, Ty};
@@ -120,17 +119,18 @@ fn seed_shapes(spec: &ToolSpec, args: &mut Map<String, Value>) -> Result<(), Str
     }
     if spec.name == "coding_record_error" {
         if let Some(image) = args.remove("screenshot_base64") {
-            // Only what identifies the image goes in: never the image itself.
+            // The handler keeps only what identifies the image (its sha256 and size),
+            // never the image itself, and shows it to the vision model when that is on.
             let Value::String(data) = image else {
                 return Err(format!("{}: screenshot_base64 must be a string", spec.name));
             };
-            let digest = Sha256::digest(data.trim().as_bytes());
-            let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-            let shown = format!(
-                "base64 image, {} characters, sha256 {hex}… (not stored)",
-                data.trim().len()
-            );
-            put_checked(spec, args, "screenshot_base64", "screenshot", json!(shown))?;
+            // As a data URL, so even a short one is never taken for a path.
+            let url = if data.trim_start().starts_with("data:") {
+                data
+            } else {
+                format!("data:;base64,{}", data.trim())
+            };
+            put_checked(spec, args, "screenshot_base64", "screenshot", json!(url))?;
         }
     }
     Ok(())

@@ -134,6 +134,7 @@ impl Engine {
         v["decisions_made"] = json!(entries.iter().filter(|e| e.kind == "decision").count());
         v["duration_minutes"] = json!((minutes * 10.0).round() / 10.0);
         v["success"] = json!(success);
+        self.after_session_end(&sess.id, &mut v);
         Ok(v)
     }
 
@@ -230,8 +231,21 @@ impl Engine {
         }
         let rest = budget.saturating_sub(text.len());
         text.push_str(&self.memories.project_context(rest).map_err(err)?);
-        let clean = self.gate.budget().take(&text).unwrap_or_default();
-        Ok(json!({"context": clean.text, "flags": clean.flags}))
+        let mut warnings = Vec::new();
+        let compressed = self.compressed(a, &text, budget, &mut warnings)?;
+        let clean = self
+            .gate
+            .budget()
+            .take(compressed.as_deref().unwrap_or(&text))
+            .unwrap_or_default();
+        let mut v = json!({"context": clean.text, "flags": clean.flags});
+        if compressed.is_some() {
+            v["compressed"] = json!(true);
+        }
+        if !warnings.is_empty() {
+            v["warnings"] = json!(warnings);
+        }
+        Ok(v)
     }
 
     /// `pattern_load`: TOML text, JSON or TOML text, or the seed's arguments.

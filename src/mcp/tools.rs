@@ -358,8 +358,15 @@ pub static TOOLS: &[ToolSpec] = &[
         name: "coding_get_project_context",
         description: "A compact overview for a new session: recent sessions, open pitfalls, constraints and todos, most-changed files, unresolved errors, key decisions. Call it first in a new session.",
         params: &[opt("budget", Int, "Most bytes (default 4000)."),
-            opt("focus", Str, "What the session is about: memories matching it are put first.")],
+            opt("focus", Str, "What the session is about: memories matching it are put first."),
+            opt("compress", Str, "brief, detailed or comprehensive: the configured chat model compresses the context to the budget (without one, the full context is returned with a warning).")],
         profiles: &[Core, Coding],
+    },
+    ToolSpec {
+        name: "coding_suggest_solution",
+        description: "Suggest a solution for a recorded error: from the configured chat model given similar past errors and their solutions, else the most similar solved past error's solution. Returns a solution, a confidence (0-1, when the model states one) and alternatives. Call it after coding_record_error when the fix is not obvious.",
+        params: &[req("error_id", Str, "The error's id (mem:…), as coding_record_error returned it (also id).").aka(&["id"])],
+        profiles: &[Coding],
     },
     ToolSpec {
         name: "coding_analyze_patterns",
@@ -485,7 +492,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_a_schema_and_profiles_are_subsets() {
-        assert_eq!(TOOLS.len(), 28);
+        assert_eq!(TOOLS.len(), 29);
         let all = tools_for(Profile::All).len();
         let with_compat = tools_for("all,compat".parse().unwrap()).len();
         assert_eq!(with_compat, all + super::super::compat::COMPAT_TOOLS.len());

@@ -35,6 +35,10 @@ pub struct ErrorReport {
     /// The file change (entry id) that fixed it.
     #[serde(default)]
     pub resolved_by: Option<String>,
+    /// More metadata for the entry, as given (e.g. what a model read from the
+    /// screenshot); never taken from a caller's arguments.
+    #[serde(skip)]
+    pub extra_metadata: Map<String, Value>,
 }
 
 /// A design decision.
@@ -152,6 +156,9 @@ impl Memories {
             }
             if let Some(l) = e.line {
                 meta.insert("line".into(), json!(l));
+            }
+            for (k, v) in &e.extra_metadata {
+                meta.entry(k.clone()).or_insert_with(|| v.clone());
             }
             match existing {
                 Some(old) => {

@@ -102,6 +102,7 @@ def base_args(mid, sid):
             "decision": "d", "rationale": "r", "alternatives": ["a"], "impact": "i", "tags": ["t"],
             "related_files": ["src/lib.rs"], "session": sid},
         "coding_search_errors": {"query": "boom"},
+        "coding_suggest_solution": {"error_id": mid},
         "coding_get_project_context": {},
         "coding_analyze_patterns": {},
         "enrich_prompt": {"prompt": "parse request"},
