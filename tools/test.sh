@@ -13,6 +13,10 @@ step() {
   echo "test.sh: ${name}: $((SECONDS - start)) s" >&2
 }
 
+# Release builds carry line tables for profiling (Cargo.toml); the suite needs none,
+# and leaving them out makes every test binary quicker to build and link.
+export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-0}"
+
 # Formatting, lints and doc links are part of the suite: a warning fails it.
 step "fmt --check" cargo fmt --check
 # clippy and doc both check in the dev profile with every feature, so the
@@ -27,9 +31,10 @@ step "format layer alone" cargo build --quiet --no-default-features --lib
 # Same profile and features as the release tests below, so nothing is built twice.
 step "benches and bins" cargo build --quiet --release --all-features --benches --bins
 
-# The unit tests once in debug mode, so debug assertions and overflow checks run;
-# then everything in release mode.
-step "unit tests (debug)" cargo test --quiet --lib --all-features
+# The unit tests once in debug mode, so debug assertions and overflow checks run
+# (default features: the engine, index, memory, MCP and CLI; the neural embedder's
+# dependencies are built once, in release, below); then everything in release mode.
+step "unit tests (debug)" cargo test --quiet --lib
 step "all tests (release)" cargo test --release --all-features
 
 # The fuzz targets must keep building (running them is tools/fuzz-smoke.sh's job).
