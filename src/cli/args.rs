@@ -187,6 +187,10 @@ pub enum Command {
         /// Leave chunks holding a secret out instead of redacting the secret.
         #[arg(long)]
         exclude_secrets: bool,
+        /// Threads that read, parse and embed files (default: one per core). The
+        /// records written are the same whatever the number.
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
         /// After indexing, keep watching and re-index on every change (until killed).
         #[arg(long)]
         watch: bool,

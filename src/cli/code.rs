@@ -17,6 +17,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             path,
             max_file_bytes,
             exclude_secrets,
+            threads,
             watch,
         } => {
             let root = match path {
@@ -39,6 +40,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     SecretAction::Redact
                 },
                 embedder: super::embedder()?,
+                threads: *threads,
                 ..IndexOptions::default()
             };
             let pb = out.bar(&format!("indexing {}", root.display()));

@@ -65,6 +65,10 @@ pub struct IndexOptions {
     pub embedder: Arc<dyn Embedder>,
     /// Called after each file with (files done, files found), for progress bars.
     pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    /// Threads that read, redact, parse, chunk and embed files; `0` (the default)
+    /// means one per core. Records are committed in file order by one writer whatever
+    /// the number, so the same tree gives the same records.
+    pub threads: usize,
 }
 
 impl Default for IndexOptions {
@@ -74,6 +78,7 @@ impl Default for IndexOptions {
             secret_action: SecretAction::Redact,
             embedder: Arc::new(default_embedder()),
             progress: None,
+            threads: 0,
         }
     }
 }
@@ -84,6 +89,7 @@ impl std::fmt::Debug for IndexOptions {
             .field("max_file_bytes", &self.max_file_bytes)
             .field("secret_action", &self.secret_action)
             .field("embedder", &self.embedder.name())
+            .field("threads", &self.threads)
             .finish()
     }
 }

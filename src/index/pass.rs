@@ -109,64 +109,53 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let mut seen: HashSet<String> = HashSet::new();
     let embedder_name = opts.embedder.name().to_string();
     let mut redactions = BTreeMap::new();
-    let mut cx = file::Context {
-        secret_action: opts.secret_action,
-        embedder: opts.embedder.as_ref(),
-        redactions: &mut redactions,
-    };
+    let total = files.len() as u64;
+    // Unchanged by size and time: nothing to read. The rest is read and prepared in
+    // parallel, and committed here in file order.
+    let mut todo: Vec<(usize, &walk::WalkedFile)> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        match hint.get(&f.rel) {
+            Some(k)
+                if k.size == f.size && k.mtime_ms == f.mtime_ms && k.embedder == embedder_name =>
+            {
+                seen.insert(f.rel.clone());
+                report.files_unchanged += 1;
+            }
+            _ => todo.push((i, f)),
+        }
+    }
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_bytes = 0usize;
     let mut batch_started = Instant::now();
     let mut budget = BatchBudget {
         nanos_per_byte: None,
     };
-    let total = files.len() as u64;
-    for (done, f) in files.iter().enumerate() {
+    let job = PrepareJob {
+        hint: &hint,
+        embedder_name: &embedder_name,
+        opts,
+    };
+    let mut accept = |index: usize, prepared: Prepared1| -> Result<(), IndexError> {
         if let Some(progress) = &opts.progress {
-            progress(done as u64, total);
+            progress(index as u64 + 1, total);
         }
-        let old = hint.get(&f.rel);
-        if let Some(k) = old {
-            if k.size == f.size && k.mtime_ms == f.mtime_ms && k.embedder == embedder_name {
-                seen.insert(f.rel.clone());
-                report.files_unchanged += 1;
-                continue;
-            }
+        for (rule, n) in prepared.redactions {
+            *redactions.entry(rule).or_insert(0) += n;
         }
-        let bytes = match std::fs::read(&f.abs) {
-            Ok(b) => b,
-            Err(e) => {
-                // Deleted or made unreadable since the walk: skipped, never fatal.
-                tracing::warn!("skipping {}: {e}", f.rel);
+        let pending = match prepared.outcome {
+            Outcome::Unreadable => {
                 report.skipped_unreadable += 1;
-                continue;
+                return Ok(());
             }
-        };
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(t) if !bytes.contains(&0) => t,
-            _ => {
+            Outcome::Binary => {
                 report.skipped_binary += 1;
-                continue;
+                return Ok(());
             }
+            Outcome::Ready(p) => *p,
         };
-        seen.insert(f.rel.clone());
-        let hash = format!("{:016x}", hash64(text));
-        let lang = walk::language(&f.rel);
-        let same_content = old.is_some_and(|k| k.hash == hash && k.embedder == embedder_name);
-        let content = if same_content {
-            None
-        } else {
-            Some(file::prepare(&f.rel, lang, text, &mut cx)?)
-        };
-        batch_bytes += content.as_ref().map_or(256, Prepared::weight);
-        batch.push(Pending {
-            rel: f.rel.clone(),
-            lang,
-            size: f.size,
-            mtime_ms: f.mtime_ms,
-            hash,
-            content,
-        });
+        seen.insert(pending.rel.clone());
+        batch_bytes += pending.content.as_ref().map_or(256, Prepared::weight);
+        batch.push(pending);
         if batch_bytes >= budget.bytes()
             || batch_started.elapsed() >= Duration::from_millis(BATCH_MILLIS)
         {
@@ -175,6 +164,18 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             batch_bytes = 0;
             batch_started = Instant::now();
         }
+        Ok(())
+    };
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    if threads <= 1 || todo.len() < 2 {
+        for (i, f) in &todo {
+            accept(*i, job.run(f)?)?;
+        }
+    } else {
+        prepare_in_parallel(&job, &todo, threads, &mut accept)?;
     }
     commit_files(store, &mut batch, &embedder_name, &mut report)?;
     delete_vanished(store, &seen, &mut report)?;
@@ -185,6 +186,128 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         + report.skipped_unreadable;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// What reading and preparing one changed file gave.
+enum Outcome {
+    /// Deleted or made unreadable since the walk: skipped, never fatal.
+    Unreadable,
+    /// Not UTF-8 text, or holds a NUL byte.
+    Binary,
+    Ready(Box<Pending>),
+}
+
+/// An [`Outcome`] with the secrets its preparation replaced, by rule.
+struct Prepared1 {
+    outcome: Outcome,
+    redactions: BTreeMap<String, u64>,
+}
+
+/// What every file's preparation shares; shared by the preparing threads.
+struct PrepareJob<'a> {
+    hint: &'a HashMap<String, Known>,
+    embedder_name: &'a str,
+    opts: &'a IndexOptions,
+}
+
+impl PrepareJob<'_> {
+    /// Read one file and, if its content changed, redact, parse, chunk and embed it.
+    fn run(&self, f: &walk::WalkedFile) -> Result<Prepared1, IndexError> {
+        let mut redactions = BTreeMap::new();
+        let done = |outcome| Prepared1 {
+            outcome,
+            redactions: BTreeMap::new(),
+        };
+        let bytes = match std::fs::read(&f.abs) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("skipping {}: {e}", f.rel);
+                return Ok(done(Outcome::Unreadable));
+            }
+        };
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) if !bytes.contains(&0) => t,
+            _ => return Ok(done(Outcome::Binary)),
+        };
+        let hash = format!("{:016x}", hash64(text));
+        let lang = walk::language(&f.rel);
+        let old = self.hint.get(&f.rel);
+        let same_content = old.is_some_and(|k| k.hash == hash && k.embedder == self.embedder_name);
+        let content = if same_content {
+            None
+        } else {
+            let mut cx = file::Context {
+                secret_action: self.opts.secret_action,
+                embedder: self.opts.embedder.as_ref(),
+                redactions: &mut redactions,
+            };
+            Some(file::prepare(&f.rel, lang, text, &mut cx)?)
+        };
+        Ok(Prepared1 {
+            outcome: Outcome::Ready(Box::new(Pending {
+                rel: f.rel.clone(),
+                lang,
+                size: f.size,
+                mtime_ms: f.mtime_ms,
+                hash,
+                content,
+            })),
+            redactions,
+        })
+    }
+}
+
+/// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
+///
+/// Threads take the next file from a shared counter, so at most a few results wait
+/// out of order; `accept` (the committing writer) runs on this thread. When `accept`
+/// or a preparation fails, the threads stop taking files and the first error in
+/// file order is returned.
+fn prepare_in_parallel(
+    job: &PrepareJob<'_>,
+    todo: &[(usize, &walk::WalkedFile)],
+    threads: usize,
+    accept: &mut dyn FnMut(usize, Prepared1) -> Result<(), IndexError>,
+) -> Result<(), IndexError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::mpsc;
+
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (next, stop) = (&next, &stop);
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::sync_channel::<(usize, Result<Prepared1, IndexError>)>(threads * 2);
+        for _ in 0..threads {
+            let tx = tx.clone();
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((_, f)) = todo.get(n) else { break };
+                    if tx.send((n, job.run(f))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting: BTreeMap<usize, Result<Prepared1, IndexError>> = BTreeMap::new();
+        let mut want = 0usize;
+        let result = (|| {
+            for (n, r) in &rx {
+                waiting.insert(n, r);
+                while let Some(r) = waiting.remove(&want) {
+                    accept(todo[want].0, r?)?;
+                    want += 1;
+                }
+            }
+            Ok(())
+        })();
+        // Stop the threads and let them finish the file in hand; dropping the
+        // receiver fails their next send.
+        stop.store(true, Ordering::Relaxed);
+        drop(rx);
+        result
+    })
 }
 
 /// Commit `files` as one batch (emptying it), reading what each replaces under the

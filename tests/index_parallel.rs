@@ -1,0 +1,120 @@
+//! Indexing on many threads writes what indexing on one writes: the same records in
+//! the same order in the log, and the same answers from the tracker and search.
+
+use std::path::Path;
+
+use engram::index::{self, IndexOptions, IndexReport};
+use engram::search::{search, SearchOptions};
+use engram::store::{RecordKind, Store, StoreOptions};
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A tree of real code (this crate's own sources), plus a binary file and a file
+/// holding a secret, so skipping and redaction counts are merged across threads too.
+fn fixture(root: &Path) {
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), root);
+    std::fs::write(root.join("blob.bin"), [0u8, 159, 146, 150, 0, 1]).unwrap();
+    std::fs::write(
+        root.join("deploy.py"),
+        "TOKEN = \"ghp_a8Kd02Lm5Qz7Rt1Vw3Yb6Nc9Pf4Hj2Sx0Ue8\"\n",
+    )
+    .unwrap();
+}
+
+fn index_with(root: &Path, dir: &Path, threads: usize) -> (Store, IndexReport) {
+    let store = Store::open(dir, StoreOptions::default(), engram::projections()).unwrap();
+    let opts = IndexOptions {
+        threads,
+        ..IndexOptions::default()
+    };
+    let report = index::index(&store, root, &opts).unwrap();
+    (store, report)
+}
+
+/// Every put and vector record in log order: kind, metadata and body.
+fn log_records(store: &Store) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+    let snap = store.snapshot().unwrap();
+    snap.records()
+        .map(|r| r.unwrap().1)
+        .filter(|r| matches!(r.kind, RecordKind::Put | RecordKind::Vector))
+        .map(|r| (format!("{:?}", r.kind), r.meta.to_vec(), r.body.to_vec()))
+        .collect()
+}
+
+fn rows(store: &Store, sql: &str) -> Vec<String> {
+    store
+        .with_tracker(|db| {
+            let mut stmt = db.prepare(sql)?;
+            let n = stmt.column_count();
+            let rows = stmt.query_map([], |r| {
+                let mut cols = Vec::with_capacity(n);
+                for i in 0..n {
+                    cols.push(format!("{:?}", r.get_ref(i)?));
+                }
+                Ok(cols.join("|"))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .unwrap()
+}
+
+#[test]
+fn many_threads_write_what_one_thread_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("repo");
+    fixture(&root);
+    let (one, r1) = index_with(&root, &tmp.path().join("one"), 1);
+    let (many, r4) = index_with(&root, &tmp.path().join("many"), 4);
+
+    assert!(r1.files_indexed > 50, "the fixture is real code: {r1:?}");
+    assert_eq!(r1.files_indexed, r4.files_indexed);
+    assert_eq!(r1.chunks, r4.chunks);
+    assert_eq!(r1.symbols, r4.symbols);
+    assert_eq!(r1.skipped_binary, 1);
+    assert_eq!(r1.skipped_binary, r4.skipped_binary);
+    assert!(!r1.redactions.is_empty(), "the planted token is redacted");
+    assert_eq!(r1.redactions, r4.redactions);
+
+    let (log1, log4) = (log_records(&one), log_records(&many));
+    assert!(log1.len() > 500);
+    assert!(log1 == log4, "the same records in the same order");
+
+    for sql in [
+        "SELECT path, lang, hash, chunks, symbols, imports FROM code_files ORDER BY path",
+        "SELECT path, chunk_id, lang, start_line, end_line, symbol FROM code_chunks ORDER BY path, chunk_id",
+        "SELECT path, name, qualified_name, kind, start_line, end_line, signature FROM code_symbols ORDER BY path, start_line, qualified_name",
+        "SELECT key FROM records ORDER BY key",
+    ] {
+        assert_eq!(rows(&one, sql), rows(&many, sql), "{sql}");
+    }
+    let opts = SearchOptions::default();
+    for q in [
+        "open the store",
+        "redact secrets",
+        "BatchWriter",
+        "vector cache grow",
+    ] {
+        let keys = |s: &Store| -> Vec<String> {
+            search(s, q, &opts)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| h.key)
+                .collect()
+        };
+        let k1 = keys(&one);
+        assert!(!k1.is_empty(), "{q}");
+        assert_eq!(k1, keys(&many), "{q}");
+    }
+}
