@@ -3,7 +3,8 @@
 //! - index: a repository of real source (`.rs` files copied from the cargo registry,
 //!   at least 100K lines) indexed cold, again with nothing changed (warm), and after
 //!   one file changed; throughput is compared with reading the same files once
-//!   (`read`: the least any indexer must do).
+//!   (`read`: the least any indexer must do); then cold on one thread against one
+//!   thread per core (`IndexOptions::threads`), in the same run.
 //! - query: hybrid and keyword-only search latency p50/p99 over a store of at least
 //!   100K chunks (5M lines of the registry's Rust sources, cycled if fewer), compared with one FTS5 BM25 query
 //!   (`fts`, any word, 40 best: the query every keyword search ran before
@@ -112,6 +113,32 @@ fn bench_index() {
         warm_t.as_secs_f64() / read.as_secs_f64()
     );
     println!("  one file changed {:>8.1} ms", one_t.as_secs_f64() * 1e3);
+
+    // Cold again into new stores: one thread, then one per core, alternating, best of two.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cold_with = |threads: usize| {
+        let dir = bench_dir("index-threads");
+        let store = open(dir.path());
+        let opts = IndexOptions {
+            threads,
+            ..IndexOptions::default()
+        };
+        timed(|| index::index(&store, repo.path(), &opts).expect("index")).1
+    };
+    let (mut one_thread, mut all_threads) = (f64::MAX, f64::MAX);
+    for _ in 0..2 {
+        one_thread = one_thread.min(cold_with(1).as_secs_f64());
+        all_threads = all_threads.min(cold_with(cores).as_secs_f64());
+    }
+    println!(
+        "  cold, 1 thread  {one_thread:>8.3} s  {:>7.0} lines/s",
+        lines as f64 / one_thread
+    );
+    println!(
+        "  cold, {cores} threads {all_threads:>8.3} s  {:>7.0} lines/s  ({:.2}x one thread)",
+        lines as f64 / all_threads,
+        one_thread / all_threads
+    );
 }
 
 /// The baseline: one any-word FTS5 BM25 query for the 40 best chunks, as plain SQL.
