@@ -32,6 +32,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Local embedding models: list the known ones and where their files are; fetch one.
+    #[cfg(feature = "neural")]
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
     /// Store a memory; prints its id.
     Remember {
         text: String,
@@ -497,5 +503,30 @@ pub enum KeyCommand {
     Lookup {
         #[arg(allow_hyphen_values = true)]
         hash: String,
+    },
+}
+
+/// `engram model …`.
+#[cfg(feature = "neural")]
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// List the known models, whether their files are present, and where.
+    List {
+        /// The directory of models (default: model_dir, ENGRAM_MODEL_DIR, else the
+        /// data directory's models/).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Download a known model's pinned files, each checked by size and sha256.
+    #[cfg(feature = "model-fetch")]
+    Fetch {
+        /// The model's name or alias (`minilm`).
+        name: String,
+        /// The directory of models to fetch into (default as for `list`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Where the files are published.
+        #[arg(long, env = "ENGRAM_MODEL_BASE_URL", default_value = engram::embed::neural::fetch::DEFAULT_BASE_URL)]
+        base_url: String,
     },
 }

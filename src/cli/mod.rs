@@ -9,6 +9,8 @@ mod assisted;
 mod code;
 mod inspect;
 mod memories;
+#[cfg(feature = "neural")]
+mod model;
 mod output;
 mod patterns;
 mod serve;
@@ -50,6 +52,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let out = output::Output::new(cli.json);
     settings::load(&cli)?;
     match &cli.command {
+        #[cfg(feature = "neural")]
+        Command::Model { command } => model::run(&out, command),
         Command::Key {
             command: KeyCommand::Hash { key },
         } => inspect::key_hash(&out, key),
