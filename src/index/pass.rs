@@ -257,6 +257,10 @@ impl PrepareJob<'_> {
     }
 }
 
+/// Prepared files that may wait for the writer: enough that the preparing threads
+/// keep working while a batch is committed (and synced), few enough to bound memory.
+const PREPARED_AHEAD: usize = 64;
+
 /// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
 ///
 /// Threads take the next file from a shared counter, so at most a few results wait
@@ -276,7 +280,7 @@ fn prepare_in_parallel(
     let stop = AtomicBool::new(false);
     let (next, stop) = (&next, &stop);
     std::thread::scope(|s| {
-        let (tx, rx) = mpsc::sync_channel::<(usize, Result<Prepared1, IndexError>)>(threads * 2);
+        let (tx, rx) = mpsc::sync_channel::<(usize, Result<Prepared1, IndexError>)>(PREPARED_AHEAD);
         for _ in 0..threads {
             let tx = tx.clone();
             s.spawn(move || {
