@@ -18,6 +18,7 @@ pub mod http;
 pub mod normalise;
 mod seeded;
 mod shape;
+mod tool_table;
 pub mod tools;
 
 use std::sync::Arc;
