@@ -5,6 +5,7 @@
 //! memory is and how it is found; it must never reach around the store into files,
 //! and never knows the code index: whoever opens the store chooses its projections.
 
+mod anchor;
 mod coding;
 mod context;
 mod edges;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
+pub use anchor::{Anchor, Anchorer, MAX_ANCHORS};
 pub use coding::{error_signature, normalise_message, Decision, ErrorReport};
 pub use context::PatternReport;
 pub use edges::Related;
