@@ -308,6 +308,41 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .join("\n\n")
             })?;
         }
+        Command::Stale { limit } => {
+            let list = engram::stale::list(&memories, *limit)?;
+            let now = engram::store::now_ms();
+            out.value(&json!({"stale": list}), || {
+                list.iter()
+                    .map(|s| {
+                        let why: Vec<String> = s
+                            .stale
+                            .iter()
+                            .map(|x| format!("  {} ({})", x.label(now), x.summary))
+                            .collect();
+                        format!(
+                            "{}
+{}",
+                            human(&s.memory).trim_end(),
+                            why.join("\n")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            })?;
+        }
+        Command::Confirm { id } => {
+            let m = engram::stale::confirm(&memories, id)?;
+            let left = engram::stale::of_memories(memories.store(), std::slice::from_ref(&m.id))?;
+            let stale = left.get(&m.id).cloned().unwrap_or_default();
+            out.value(&json!({"memory": m, "stale": stale}), || {
+                format!(
+                    "{} re-anchored to the current code (version {}, {} anchors)",
+                    m.id,
+                    m.version,
+                    m.anchors.len()
+                )
+            })?;
+        }
         Command::Get { id } => {
             let Some(m) = memories.get(id)? else {
                 bail!("no memory {id}");

@@ -82,6 +82,8 @@ struct Pending {
     size: u64,
     mtime_ms: u64,
     hash: String,
+    /// Number of lines of the text.
+    lines: u64,
     content: Option<Prepared>,
 }
 
@@ -165,6 +167,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             size: f.size,
             mtime_ms: f.mtime_ms,
             hash,
+            lines: text.lines().count() as u64,
             content,
         });
         if batch_bytes >= budget.bytes()
@@ -250,6 +253,7 @@ fn put_file_record(
     meta.insert("size".into(), json!(p.size));
     meta.insert("mtime_ms".into(), json!(p.mtime_ms));
     meta.insert("hash".into(), json!(p.hash));
+    meta.insert("lines".into(), json!(p.lines));
     meta.insert("chunks".into(), json!(chunks));
     meta.insert("symbols".into(), json!(symbols));
     meta.insert("imports".into(), imports);

@@ -34,7 +34,7 @@ pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub(crate) use locked::Locked;
 pub use locked::{attach_event_to_next_write, take_unattached_event};
-pub use model::{Memory, KINDS};
+pub use model::{Memory, KINDS, MEMORY_TYPE};
 pub use notes::note_name;
 pub use projection::MemoryProjection;
 pub use sessions::{FileChange, CHANGE_ACTIONS};
@@ -87,6 +87,7 @@ pub const TAXONOMY_FILE: &str = "taxonomy.toml";
 pub struct Memories {
     store: Store,
     embedder: Arc<dyn Embedder>,
+    anchorer: Option<Arc<dyn Anchorer>>,
 }
 
 impl Memories {
@@ -118,7 +119,35 @@ impl Memories {
         Memories {
             store,
             embedder: Arc::new(default_embedder()),
+            anchorer: None,
         }
+    }
+
+    /// Compute every written memory's anchors with `anchorer` (under the writer lock).
+    /// Without one, a memory keeps the anchors it is given.
+    pub fn with_anchorer(mut self, anchorer: Arc<dyn Anchorer>) -> Memories {
+        self.anchorer = Some(anchorer);
+        self
+    }
+
+    /// Re-anchor a memory to the code as it is now: a new version with the same
+    /// content and anchors computed afresh (what `engram confirm` does).
+    pub fn reanchor(&self, id: &str) -> Result<Memory> {
+        self.locked(|l| {
+            let id = normalise_id(id)?;
+            let old = l
+                .get(&id)?
+                .ok_or_else(|| MemoryError::NotFound(id.clone()))?;
+            self.update_locked(l, &id, old)
+        })
+    }
+
+    /// Fill `memory.anchors` from the anchorer, as of the lock.
+    fn anchor_locked(&self, l: &Locked<'_>, memory: &mut Memory) -> Result<()> {
+        if let Some(a) = &self.anchorer {
+            memory.anchors = l.with_tracker(|db| a.anchors(db, memory))?;
+        }
+        Ok(())
     }
 
     /// Embed memories with `embedder` instead of the built-in one. Use the same
@@ -183,6 +212,7 @@ impl Memories {
         memory.validate().map_err(MemoryError::Invalid)?;
         memory.redacted = redact_memory(&mut memory)?;
         self.check_symbols(&memory)?;
+        self.anchor_locked(l, &mut memory)?;
         if memory.id.is_empty() {
             memory.id = self.new_id_locked(l)?;
         } else if l.exists(&memory.id)? {
@@ -214,6 +244,7 @@ impl Memories {
         change.validate().map_err(MemoryError::Invalid)?;
         change.redacted = redact_memory(&mut change)?;
         self.check_symbols(&change)?;
+        self.anchor_locked(l, &mut change)?;
         change.created_ms = old.created_ms;
         change.updated_ms = crate::store::now_ms().max(old.updated_ms);
         change.version = old.version + 1;
