@@ -1,0 +1,232 @@
+//! Memories that know when their code changed, end to end through the `engram`
+//! binary on real stores: a memory about a function is stale after the function's
+//! body changes and fresh again after `confirm`; a deleted file, a rename with an
+//! unchanged body and `rebuild` (`format-spec/staleness.md`).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+#[path = "support/engram_cli.rs"]
+mod engram_cli;
+use engram_cli::{engram, ok_json};
+
+const NET_V1: &str = "\
+class Session:
+    def request(self, method, url):
+        r = self.send(method, url)
+        return r
+
+    def send(self, method, url):
+        return None
+
+
+def helper(x):
+    y = x * 2
+    return y + 1
+";
+
+fn write(repo: &Path, rel: &str, text: &str) {
+    let p = repo.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn index(store: &Path, repo: &Path) -> Value {
+    ok_json(store, &["index", repo.to_str().unwrap()])
+}
+
+/// `engram stale --json`'s list.
+fn stale(store: &Path) -> Vec<Value> {
+    ok_json(store, &["stale"])["stale"]
+        .as_array()
+        .expect("stale is a list")
+        .clone()
+}
+
+/// A repository with `src/net.py` indexed into a fresh store.
+fn setup() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let store = tmp.path().join("store");
+    write(&repo, "src/net.py", NET_V1);
+    index(&store, &repo);
+    (tmp, repo, store)
+}
+
+#[test]
+fn a_memory_about_a_function_is_stale_after_its_body_changes_and_fresh_after_confirm() {
+    let (_tmp, repo, store) = setup();
+    let m = ok_json(
+        &store,
+        &["remember", "Session.request must retry twice on timeouts"],
+    );
+    let id = m["id"].as_str().unwrap().to_string();
+    let anchors = m["anchors"].as_array().expect("anchors written");
+    assert_eq!(anchors.len(), 1, "{m}");
+    assert_eq!(
+        anchors[0]["key"],
+        "sym:src/net.py#Session.request:method:2:4"
+    );
+    assert!(stale(&store).is_empty());
+
+    // Lines above the function move it; its body is the same: still fresh.
+    write(&repo, "src/net.py", &format!("import os\n\n{NET_V1}"));
+    index(&store, &repo);
+    assert!(stale(&store).is_empty(), "{:?}", stale(&store));
+
+    // The body changes: stale, with what changed.
+    write(
+        &repo,
+        "src/net.py",
+        &format!("import os\n\n{NET_V1}").replace(
+            "    def request(self, method, url):\n        r = self.send(method, url)\n",
+            "    def request(self, method, url, retries=2):\n        r = self.send(method, url)\n        r = r or self.send(method, url)\n",
+        ),
+    );
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["memory"]["id"], id.as_str());
+    let mark = &s[0]["stale"][0];
+    assert_eq!(mark["reason"], "changed");
+    assert_eq!(mark["target"], "sym:src/net.py#Session.request:method");
+    assert_eq!(mark["lines_before"], 3);
+    assert_eq!(mark["lines_after"], 4);
+    assert_eq!(mark["signature_before"], "def request(self, method, url)");
+    assert_eq!(
+        mark["signature_after"],
+        "def request(self, method, url, retries=2)"
+    );
+    assert!(mark["summary"].as_str().unwrap().contains("+1 lines"));
+    assert!(mark["since_ms"].as_u64().unwrap() > 0);
+    // Nothing is deleted: the memory is still there, unchanged.
+    assert_eq!(
+        ok_json(&store, &["get", &id])["text"],
+        "Session.request must retry twice on timeouts"
+    );
+    let plain = engram(&store, &["stale"]);
+    let text = String::from_utf8(plain.stdout).unwrap();
+    assert!(
+        text.contains("sym src/net.py#Session.request:method changed"),
+        "{text}"
+    );
+
+    let c = ok_json(&store, &["confirm", &id]);
+    assert_eq!(c["memory"]["version"], 2);
+    assert_eq!(c["stale"], serde_json::json!([]));
+    assert!(stale(&store).is_empty());
+
+    // `engram update` re-anchors too.
+    write(&repo, "src/net.py", NET_V1);
+    index(&store, &repo);
+    assert_eq!(stale(&store).len(), 1);
+    ok_json(
+        &store,
+        &["update", &id, "Session.request must retry twice, always"],
+    );
+    assert!(stale(&store).is_empty());
+}
+
+#[test]
+fn a_memory_referencing_a_deleted_file_says_so() {
+    let (_tmp, repo, store) = setup();
+    write(
+        &repo,
+        "src/util.py",
+        "def clamp(v):\n    return max(0, v)\n",
+    );
+    index(&store, &repo);
+    let by_key = ok_json(
+        &store,
+        &[
+            "remember",
+            "util is vendored",
+            "--symbol",
+            "file:src/util.py",
+        ],
+    );
+    let by_line = ok_json(&store, &["remember", "src/util.py:2 clamps below only"]);
+    assert_eq!(
+        by_line["anchors"][0]["key"],
+        "sym:src/util.py#clamp:function:1:2"
+    );
+    std::fs::remove_file(repo.join("src/util.py")).unwrap();
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s.len(), 2, "{s:?}");
+    for entry in &s {
+        let mark = &entry["stale"][0];
+        assert_eq!(mark["reason"], "deleted", "{entry}");
+        assert!(mark.get("now_key").is_none());
+    }
+    let file = s
+        .iter()
+        .find(|e| e["memory"]["id"] == by_key["id"])
+        .unwrap();
+    assert_eq!(file["stale"][0]["target"], "file:src/util.py");
+    assert!(String::from_utf8(engram(&store, &["stale"]).stdout)
+        .unwrap()
+        .contains("file src/util.py deleted"));
+}
+
+#[test]
+fn a_rename_with_an_unchanged_body_is_recognised() {
+    let (_tmp, repo, store) = setup();
+    let m = ok_json(&store, &["remember", "`helper` doubles then adds one"]);
+    assert_eq!(
+        m["anchors"][0]["key"],
+        "sym:src/net.py#helper:function:10:12"
+    );
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1.replace("def helper", "def assist"),
+    );
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s.len(), 1, "{s:?}");
+    let mark = &s[0]["stale"][0];
+    assert_eq!(mark["reason"], "renamed");
+    assert_eq!(mark["now_key"], "sym:src/net.py#assist:function:10:12");
+    // A rename whose body also changed is a deletion.
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1
+            .replace("def helper", "def other")
+            .replace("x * 2", "x * 3"),
+    );
+    index(&store, &repo);
+    assert_eq!(stale(&store)[0]["stale"][0]["reason"], "deleted");
+}
+
+#[test]
+fn rebuild_gives_the_same_answers() {
+    let (_tmp, repo, store) = setup();
+    ok_json(
+        &store,
+        &["remember", "Session.request is the one entry point"],
+    );
+    ok_json(&store, &["remember", "`helper` is pure"]);
+    ok_json(&store, &["remember", "Session.send never raises"]);
+    let fresh = ok_json(&store, &["remember", "src/net.py:7 returns None"]);
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1
+            .replace("def helper", "def assist")
+            .replace("r = self.send(method, url)", "r = self.send(url, method)"),
+    );
+    index(&store, &repo);
+    ok_json(&store, &["confirm", fresh["id"].as_str().unwrap()]);
+    let before = stale(&store);
+    assert_eq!(before.len(), 2, "{before:?}");
+    ok_json(&store, &["rebuild"]);
+    assert_eq!(stale(&store), before);
+    // Deleting tracker.db rebuilds it on the next open, the same again.
+    std::fs::remove_file(store.join("tracker.db")).unwrap();
+    let _ = std::fs::remove_file(store.join("tracker.db-wal"));
+    let _ = std::fs::remove_file(store.join("tracker.db-shm"));
+    assert_eq!(stale(&store), before);
+}
