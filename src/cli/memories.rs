@@ -187,7 +187,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&m, || m.id.clone())?;
         }
         Command::Context { budget } => {
-            let text = memories.project_context(*budget)?;
+            let text = engram::stale::project_context(&memories, *budget)?;
             out.value(&json!({"context": text, "bytes": text.len()}), || {
                 text.clone()
             })?;

@@ -20,6 +20,7 @@ pub use fuse::{fuse, RankedList, K as RRF_K};
 use crate::embed::{default_embedder, is_zero, Embedder};
 use crate::index::{self, IndexError};
 use crate::memory::{MemoryError, MemoryFilter};
+use crate::stale::{Staleness, STALE_WEIGHT};
 use crate::store::{Store, StoreError};
 
 /// What can go wrong while searching.
@@ -31,6 +32,8 @@ pub enum SearchError {
     Index(#[from] IndexError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Stale(#[from] crate::stale::StaleError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -150,6 +153,33 @@ pub struct SearchHit {
     /// A memory's full text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// A memory hit's anchors whose code changed since it was written (empty when
+    /// fresh; absent on code hits). See [`mark_stale`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<Vec<Staleness>>,
+}
+
+/// Fill `stale` on the memory hits among `hits` (one query), and sink the stale ones
+/// below fresh memories of equal relevance: their score is multiplied by
+/// [`STALE_WEIGHT`]. Does not re-sort.
+pub fn mark_stale<'a>(
+    store: &Store,
+    hits: impl IntoIterator<Item = &'a mut SearchHit>,
+) -> Result<(), SearchError> {
+    let mut mems: Vec<&mut SearchHit> = hits
+        .into_iter()
+        .filter(|h| h.kind == HitKind::Memory)
+        .collect();
+    let ids: Vec<String> = mems.iter().map(|h| h.key.clone()).collect();
+    let mut marks = crate::stale::of_memories(store, &ids)?;
+    for h in &mut mems {
+        let found = marks.remove(&h.key).unwrap_or_default();
+        if !found.is_empty() {
+            h.score *= STALE_WEIGHT;
+        }
+        h.stale = Some(found);
+    }
+    Ok(())
 }
 
 /// The hits, and why the search was less than hybrid if it was.

@@ -284,6 +284,26 @@ pub fn confirm(memories: &Memories, id: &str) -> Result<Memory> {
     Ok(memories.reanchor(id)?)
 }
 
+/// `[stale: sym src/net.py#Session.request:method changed 3 days ago]` for a stale
+/// memory's marks (`None` when there are none), as of `now_ms`.
+pub fn tag(marks: &[Staleness], now_ms: u64) -> Option<String> {
+    if marks.is_empty() {
+        return None;
+    }
+    let labels: Vec<String> = marks.iter().map(|m| m.label(now_ms)).collect();
+    Some(format!("[stale: {}]", labels.join("; ")))
+}
+
+/// The project context (`Memories::project_context`) with each stale entry tagged
+/// `[stale: …]` and listed after the fresh ones of its section.
+pub fn project_context(memories: &Memories, budget: usize) -> Result<String> {
+    let marks = all(memories.store())?;
+    let now = crate::store::now_ms();
+    Ok(memories.project_context_marked(budget, &|m: &Memory| {
+        marks.get(&m.id).and_then(|s| tag(s, now))
+    })?)
+}
+
 /// How far a stale memory sinks below fresh ones of equal relevance: its score is
 /// multiplied by this.
 pub const STALE_WEIGHT: f64 = 0.8;
