@@ -230,3 +230,135 @@ fn rebuild_gives_the_same_answers() {
     let _ = std::fs::remove_file(store.join("tracker.db-shm"));
     assert_eq!(stale(&store), before);
 }
+
+#[test]
+fn recall_search_context_and_enrich_show_stale_memories_below_fresh_ones() {
+    let (_tmp, repo, store) = setup();
+    // The stale one is the newer: recency alone would rank it first.
+    let fresh_id = ok_json(
+        &store,
+        &[
+            "remember",
+            "Pitfall: Session.send never retries",
+            "--insight",
+            "pitfall",
+        ],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let stale_id = ok_json(
+        &store,
+        &[
+            "remember",
+            "Pitfall: Session.request never retries",
+            "--insight",
+            "pitfall",
+        ],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1.replace("        return r\n", "        return r or None\n"),
+    );
+    index(&store, &repo);
+
+    for args in [
+        &["recall", "Pitfall never retries"][..],
+        &["search", "Pitfall never retries", "--kind", "memory"][..],
+    ] {
+        let hits = ok_json(&store, args)["hits"].as_array().unwrap().clone();
+        let ids: Vec<&str> = hits.iter().map(|h| h["key"].as_str().unwrap()).collect();
+        assert_eq!(
+            ids,
+            [fresh_id.as_str(), stale_id.as_str()],
+            "{args:?}: {hits:?}"
+        );
+        assert_eq!(hits[0]["stale"], serde_json::json!([]));
+        assert_eq!(hits[1]["stale"][0]["reason"], "changed");
+    }
+
+    let context = ok_json(&store, &["context"])["context"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fresh_at = context.find(&fresh_id).unwrap();
+    let stale_at = context.find(&stale_id).unwrap();
+    assert!(fresh_at < stale_at, "{context}");
+    assert!(
+        context.contains(&format!(
+            "[{stale_id}] [stale: sym src/net.py#Session.request:method changed just now]"
+        )),
+        "{context}"
+    );
+
+    let enriched = ok_json(&store, &["enrich", "Pitfall never retries"]);
+    let text = enriched["context"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "[memory: {stale_id}] [stale: sym src/net.py#Session.request:method changed"
+        )),
+        "{text}"
+    );
+    assert!(text.find(&fresh_id).unwrap() < text.find(&stale_id).unwrap());
+}
+
+/// `engram index --watch` marks staleness within its debounce: the pass that
+/// re-indexes the edited file is the one that makes the memory stale.
+#[test]
+fn watch_marks_staleness_as_it_reindexes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let (_tmp, repo, store) = setup();
+    let id = ok_json(&store, &["remember", "`helper` doubles then adds one"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--store")
+        .arg(&store)
+        .args(["--json", "index", "--watch"])
+        .arg(&repo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn engram index --watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx
+                .send(serde_json::from_str(&line).unwrap_or(Value::Null))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("engram index --watch printed nothing within 20 s")
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        next(); // the initial pass
+        assert!(next()["watching"].is_string());
+        write(&repo, "src/net.py", &NET_V1.replace("x * 2", "x * 4"));
+        while next()["files_indexed"] != 1 {}
+        let s = stale(&store);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s[0]["memory"]["id"], id.as_str());
+        assert_eq!(s[0]["stale"][0]["reason"], "changed");
+    }));
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
