@@ -57,6 +57,9 @@ struct Slot {
     present: bool,
 }
 
+/// A memory: its id, the name its text references, and its anchor (slot, version).
+type Remembered = (String, String, Option<(usize, u32)>);
+
 /// What the repository is, and what each memory was anchored to.
 struct Model {
     slots: Vec<Slot>,
@@ -66,7 +69,7 @@ struct Model {
     /// Writes of the repository so far.
     writes: u64,
     /// Memory id → the name its text references, and its anchor (slot, version).
-    memories: Vec<(String, String, Option<(usize, u32)>)>,
+    memories: Vec<Remembered>,
 }
 
 fn original_name(slot: usize) -> String {
