@@ -167,8 +167,15 @@ pub(super) fn hits(
         out.push((hit, changed_ms));
     }
     super::mark_stale(store, out.iter_mut().map(|(h, _)| h))?;
-    // Best first; among equals the more recent (the tie-breaker memories promise).
-    out.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(b.1.cmp(&a.1)));
+    // Best first; among equals fresh memories before stale ones, then the more
+    // recent (the tie-breaker memories promise).
+    let is_stale = |h: &SearchHit| h.stale.as_ref().is_some_and(|s| !s.is_empty());
+    out.sort_by(|a, b| {
+        b.0.score
+            .total_cmp(&a.0.score)
+            .then(is_stale(&a.0).cmp(&is_stale(&b.0)))
+            .then(b.1.cmp(&a.1))
+    });
     out.truncate(top_k);
     Ok(out.into_iter().map(|(h, _)| h).collect())
 }

@@ -304,9 +304,11 @@ pub fn project_context(memories: &Memories, budget: usize) -> Result<String> {
     })?)
 }
 
-/// How far a stale memory sinks below fresh ones of equal relevance: its score is
-/// multiplied by this.
-pub const STALE_WEIGHT: f64 = 0.8;
+/// Which of `ids` are stale (one query): for ranking them after fresh memories of
+/// equal relevance.
+pub fn stale_ids(store: &Store, ids: &[String]) -> Result<std::collections::HashSet<String>> {
+    Ok(of_memories(store, ids)?.into_keys().collect())
+}
 
 #[cfg(test)]
 mod tests {
