@@ -362,3 +362,25 @@ fn watch_marks_staleness_as_it_reindexes() {
         std::panic::resume_unwind(e);
     }
 }
+
+#[test]
+fn imported_memories_are_anchored_and_keep_the_anchors_they_bring() {
+    let (tmp, repo, store) = setup();
+    let file = tmp.path().join("in.jsonl");
+    std::fs::write(
+        &file,
+        "{\"text\": \"`helper` doubles then adds one\"}\n\
+         {\"text\": \"Session.send is a stub\", \"anchors\": [{\"key\": \"sym:src/net.py#Session.send:method:6:7\", \"hash\": \"0000000000000000\"}]}\n",
+    )
+    .unwrap();
+    ok_json(&store, &["import", file.to_str().unwrap()]);
+    // The second line's anchor does not match the code here: stale at once.
+    let s = stale(&store);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["memory"]["text"], "Session.send is a stub");
+    write(&repo, "src/net.py", &NET_V1.replace("x * 2", "x * 5"));
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!(s[0]["memory"]["text"], "`helper` doubles then adds one");
+}
