@@ -4,11 +4,15 @@
 //! This layer stores anchors as opaque data in the memory record and checks only
 //! their shape. It never resolves a reference or reads a code table: whoever opens the
 //! store may hand it an [`Anchorer`] that does (the layer above memory and index),
-//! called under the writer lock in the same read-modify-write as the record.
+//! called under the writer lock in the same read-modify-write as the record
+//! ([`Memories::with_anchorer`]; [`Memories::reanchor`] writes a memory again to
+//! anchor it to the code as it is now).
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::Memory;
+use super::{normalise_id, Locked, Memories, Memory, MemoryError, Result};
 use crate::key::Key;
 
 /// Most anchors one memory may hold.
@@ -79,6 +83,35 @@ pub trait Anchorer: Send + Sync {
         db: &rusqlite::Connection,
         memory: &Memory,
     ) -> crate::store::Result<Vec<Anchor>>;
+}
+
+impl Memories {
+    /// Compute every written memory's anchors with `anchorer` (under the writer lock).
+    /// Without one, a memory keeps the anchors it is given.
+    pub fn with_anchorer(mut self, anchorer: Arc<dyn Anchorer>) -> Memories {
+        self.anchorer = Some(anchorer);
+        self
+    }
+
+    /// Re-anchor a memory to the code as it is now: a new version with the same
+    /// content and anchors computed afresh (what `engram confirm` does).
+    pub fn reanchor(&self, id: &str) -> Result<Memory> {
+        self.locked(|l| {
+            let id = normalise_id(id)?;
+            let old = l
+                .get(&id)?
+                .ok_or_else(|| MemoryError::NotFound(id.clone()))?;
+            self.update_locked(l, &id, old)
+        })
+    }
+
+    /// Fill `memory.anchors` from the anchorer, as of the lock.
+    pub(super) fn anchor_locked(&self, l: &Locked<'_>, memory: &mut Memory) -> Result<()> {
+        if let Some(a) = &self.anchorer {
+            memory.anchors = l.with_tracker(|db| a.anchors(db, memory))?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -123,33 +123,6 @@ impl Memories {
         }
     }
 
-    /// Compute every written memory's anchors with `anchorer` (under the writer lock).
-    /// Without one, a memory keeps the anchors it is given.
-    pub fn with_anchorer(mut self, anchorer: Arc<dyn Anchorer>) -> Memories {
-        self.anchorer = Some(anchorer);
-        self
-    }
-
-    /// Re-anchor a memory to the code as it is now: a new version with the same
-    /// content and anchors computed afresh (what `engram confirm` does).
-    pub fn reanchor(&self, id: &str) -> Result<Memory> {
-        self.locked(|l| {
-            let id = normalise_id(id)?;
-            let old = l
-                .get(&id)?
-                .ok_or_else(|| MemoryError::NotFound(id.clone()))?;
-            self.update_locked(l, &id, old)
-        })
-    }
-
-    /// Fill `memory.anchors` from the anchorer, as of the lock.
-    fn anchor_locked(&self, l: &Locked<'_>, memory: &mut Memory) -> Result<()> {
-        if let Some(a) = &self.anchorer {
-            memory.anchors = l.with_tracker(|db| a.anchors(db, memory))?;
-        }
-        Ok(())
-    }
-
     /// Embed memories with `embedder` instead of the built-in one. Use the same
     /// embedder for code and memories so one query vector searches both.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Memories {
