@@ -229,6 +229,24 @@ fn rebuild_gives_the_same_answers() {
     let _ = std::fs::remove_file(store.join("tracker.db-wal"));
     let _ = std::fs::remove_file(store.join("tracker.db-shm"));
     assert_eq!(stale(&store), before);
+    // Compaction drops superseded code records; which memories are stale, and why,
+    // stays (a since may move later: format-spec/staleness.md).
+    let why = |list: Vec<Value>| -> Vec<(Value, Value, Value)> {
+        list.iter()
+            .flat_map(|e| {
+                e["stale"].as_array().unwrap().iter().map(|m| {
+                    (
+                        e["memory"]["id"].clone(),
+                        m["target"].clone(),
+                        m["reason"].clone(),
+                    )
+                })
+            })
+            .collect()
+    };
+    ok_json(&store, &["compact"]);
+    ok_json(&store, &["rebuild"]);
+    assert_eq!(why(stale(&store)), why(before));
 }
 
 #[test]
