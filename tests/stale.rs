@@ -168,6 +168,11 @@ fn a_memory_referencing_a_deleted_file_says_so() {
     assert!(String::from_utf8(engram(&store, &["stale"]).stdout)
         .unwrap()
         .contains("file src/util.py deleted"));
+    // Forgetting a stale memory takes its marks with it.
+    ok_json(&store, &["forget", by_key["id"].as_str().unwrap()]);
+    let s = stale(&store);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["memory"]["id"], by_line["id"]);
 }
 
 #[test]
