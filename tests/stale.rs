@@ -100,10 +100,18 @@ fn a_memory_about_a_function_is_stale_after_its_body_changes_and_fresh_after_con
     );
     assert!(mark["summary"].as_str().unwrap().contains("+1 lines"));
     assert!(mark["since_ms"].as_u64().unwrap() > 0);
-    // Nothing is deleted: the memory is still there, unchanged.
+    // Nothing is deleted: the memory is still there, unchanged, and says it is stale.
+    let got = ok_json(&store, &["get", &id]);
+    assert_eq!(got["text"], "Session.request must retry twice on timeouts");
+    assert_eq!(got["stale"][0]["reason"], "changed");
     assert_eq!(
-        ok_json(&store, &["get", &id])["text"],
-        "Session.request must retry twice on timeouts"
+        ok_json(&store, &["list"])["memories"][0]["stale"][0]["reason"],
+        "changed"
+    );
+    let plain = String::from_utf8(engram(&store, &["get", &id]).stdout).unwrap();
+    assert!(
+        plain.contains("[stale: sym src/net.py#Session.request:method changed"),
+        "{plain}"
     );
     let plain = engram(&store, &["stale"]);
     let text = String::from_utf8(plain.stdout).unwrap();
