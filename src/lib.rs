@@ -10,6 +10,7 @@
 //!   manager                 providers composed behind the gate
 //!   assist                  optional chat-model features, through the gate
 //!   gate       search       scope, caps, audit · one query, hits fused
+//!              stale        memories whose code changed (above memory and index)
 //!   memory     index        peers: neither knows the other
 //!   patterns                Hyperscan sets, the one secret redactor
 //!   store      location     the engine · where engram's files live
@@ -31,6 +32,7 @@
 //!   the secret redactor every way into the store calls.
 //! - [`memory`]: memories, the first user of the store.
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
+//! - [`stale`]: what code a memory references, and whether it has changed since.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
 //! - [`manager`]: code, memory and note providers composed behind the gate.
@@ -77,6 +79,8 @@ pub mod memory;
 pub mod patterns;
 #[cfg(feature = "index")]
 pub mod search;
+#[cfg(feature = "index")]
+pub mod stale;
 #[cfg(feature = "store")]
 pub mod store;
 pub mod text;

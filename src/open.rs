@@ -1,5 +1,7 @@
 //! Opening a store with every tracker projection of this build: the one module that
-//! knows them all (memory's and, with the `index` feature, the code index's).
+//! knows them all (memory's and, with the `index` feature, the code index's and
+//! staleness's), and hands `Memories` the anchorer that resolves what a memory
+//! references (`stale::CodeAnchorer`).
 //!
 //! The tracker's schema fingerprint is made from the set of projections, and a store
 //! opened with another set rebuilds its tracker, so every opener must pass the same
@@ -21,7 +23,10 @@ pub fn projections() -> Vec<Box<dyn Projection>> {
     #[allow(unused_mut)]
     let mut all: Vec<Box<dyn Projection>> = vec![Box::new(MemoryProjection)];
     #[cfg(feature = "index")]
-    all.push(Box::new(crate::index::CodeProjection));
+    {
+        all.push(Box::new(crate::index::CodeProjection));
+        all.push(Box::new(crate::stale::StaleProjection));
+    }
     all
 }
 
@@ -33,8 +38,12 @@ impl Memories {
     }
 
     /// Open with explicit store options and every projection of this build
-    /// ([`projections`]); see [`Memories::open_with_projections`].
+    /// ([`projections`]); see [`Memories::open_with_projections`]. With the `index`
+    /// feature, written memories are anchored to the code they reference.
     pub fn open_with(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Memories> {
-        Memories::open_with_projections(dir, options, projections())
+        let m = Memories::open_with_projections(dir, options, projections())?;
+        #[cfg(feature = "index")]
+        let m = m.with_anchorer(std::sync::Arc::new(crate::stale::CodeAnchorer));
+        Ok(m)
     }
 }

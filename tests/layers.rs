@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 ///   store's API (`store::RecordView`, `store::RecordKind`), never the format's.
 /// - `text`, `fts` and `embed` are pure and beneath every user of words.
 /// - `location` says where engram's files live (paths only; creates nothing).
-/// - `memory` and `index` are peers: neither knows the other. `search` fuses them.
+/// - `memory` and `index` are peers: neither knows the other. `search` fuses them;
+///   `stale` compares them (which memories' code changed), beneath `search`.
 /// - `gate` knows memory (its audit events share the memory writer) but not the index.
 /// - `open` is the one place that knows every tracker projection of the build.
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -45,9 +46,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "index",
         &["key", "text", "fts", "embed", "store", "patterns"],
     ),
+    ("stale", &["key", "store", "memory", "index"]),
     (
         "search",
-        &["key", "text", "fts", "embed", "store", "memory", "index"],
+        &[
+            "key", "text", "fts", "embed", "store", "memory", "index", "stale",
+        ],
     ),
     ("gate", &["key", "text", "store", "patterns", "memory"]),
     (
@@ -57,19 +61,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "manager",
         &[
-            "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "search",
-            "gate", "llm", "assist",
+            "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "stale",
+            "search", "gate", "llm", "assist",
         ],
     ),
     (
         "mcp",
         &[
-            "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "search",
-            "gate", "llm", "assist", "manager",
+            "key", "text", "fts", "embed", "store", "patterns", "memory", "index", "stale",
+            "search", "gate", "llm", "assist", "manager",
         ],
     ),
     ("config", &["key", "embed", "location"]),
-    ("open", &["store", "memory", "index"]),
+    ("open", &["store", "memory", "index", "stale"]),
 ];
 
 /// The crate root (`src/lib.rs`) as an edge's source or target: it declares the

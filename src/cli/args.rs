@@ -128,6 +128,13 @@ pub enum Command {
         #[command(subcommand)]
         command: NoteCommand,
     },
+    /// Memories whose code changed since they were written, newest change first.
+    Stale {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Re-anchor a stale memory to the code as it is now (a new version, fresh again).
+    Confirm { id: String },
     /// Show a memory.
     Get { id: String },
     /// Delete a memory.

@@ -234,7 +234,7 @@ pub fn context(
     compress: Option<&str>,
     dry_run: bool,
 ) -> Result<ExitCode> {
-    let text = memories.project_context(budget)?;
+    let text = engram::stale::project_context(memories, budget)?;
     let a = assistant_for(dir, dry_run)?;
     let level = match compress {
         Some(l) => Some(l.parse::<Level>().map_err(anyhow::Error::msg)?),
@@ -247,7 +247,7 @@ pub fn context(
     let mut compressed = None;
     match (level, a.as_ref()) {
         (Some(level), Some(a)) => {
-            let full = memories.project_context(a.max_request_bytes)?;
+            let full = engram::stale::project_context(memories, a.max_request_bytes)?;
             match a.compress_context(memories, &full, level, budget) {
                 Ok(t) => compressed = Some(t),
                 Err(e) => warnings.extend(warn("context compression", &e)),

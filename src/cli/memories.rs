@@ -338,11 +338,56 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .join("\n\n")
             })?;
         }
+        Command::Stale { limit } => {
+            let list = engram::stale::list(&memories, *limit)?;
+            let now = engram::store::now_ms();
+            out.value(&json!({"stale": list}), || {
+                list.iter()
+                    .map(|s| {
+                        let why: Vec<String> = s
+                            .stale
+                            .iter()
+                            .map(|x| format!("  {} ({})", x.label(now), x.summary))
+                            .collect();
+                        format!(
+                            "{}
+{}",
+                            human(&s.memory).trim_end(),
+                            why.join("\n")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            })?;
+        }
+        Command::Confirm { id } => {
+            let m = engram::stale::confirm(&memories, id)?;
+            let left = engram::stale::of_memories(memories.store(), std::slice::from_ref(&m.id))?;
+            let stale = left.get(&m.id).cloned().unwrap_or_default();
+            out.value(&json!({"memory": m, "stale": stale}), || {
+                format!(
+                    "{} re-anchored to the current code (version {}, {} anchors)",
+                    m.id,
+                    m.version,
+                    m.anchors.len()
+                )
+            })?;
+        }
         Command::Get { id } => {
             let Some(m) = memories.get(id)? else {
                 bail!("no memory {id}");
             };
-            out.value(&m, || human(&m))?;
+            let marks = engram::stale::of_memories(memories.store(), std::slice::from_ref(&m.id))?
+                .remove(&m.id)
+                .unwrap_or_default();
+            let mut shown = serde_json::to_value(&m)?;
+            shown["stale"] = json!(marks);
+            out.value(&shown, || {
+                match engram::stale::tag(&marks, engram::store::now_ms()) {
+                    Some(t) => format!("{}{t}\n", human(&m)),
+                    None => human(&m),
+                }
+            })?;
         }
         Command::Forget { id } => {
             let forgotten = memories.forget(id)?;
@@ -365,7 +410,8 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             let filter = memory_filter(filter)?;
             let list = memories.list_filtered(&filter, *limit, *offset)?;
             let total = memories.count()?;
-            out.value(&json!({"memories": list, "total": total}), || {
+            let shown = with_stale(&memories, &list)?;
+            out.value(&json!({"memories": shown, "total": total}), || {
                 list.iter().map(human).collect::<Vec<_>>().join("\n")
             })?;
         }
@@ -480,6 +526,19 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         _ => unreachable!("dispatched in cli::run"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Memories as JSON, each with `stale`: its marks, empty when fresh.
+fn with_stale(memories: &Memories, list: &[Memory]) -> Result<Vec<serde_json::Value>> {
+    let ids: Vec<String> = list.iter().map(|m| m.id.clone()).collect();
+    let mut marks = engram::stale::of_memories(memories.store(), &ids)?;
+    let mut out = Vec::with_capacity(list.len());
+    for m in list {
+        let mut v = serde_json::to_value(m)?;
+        v["stale"] = json!(marks.remove(&m.id).unwrap_or_default());
+        out.push(v);
+    }
+    Ok(out)
 }
 
 /// Say on stderr how many secrets were replaced before writing (never which).

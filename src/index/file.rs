@@ -14,6 +14,7 @@ use super::redact::{self, SecretAction};
 use super::symbols::{self, Symbol};
 use super::IndexError;
 use crate::embed::{is_zero, Embedder};
+use crate::key::hash64;
 use crate::store::BatchWriter;
 
 /// What a file's records were, read under the writer lock just before its new
@@ -83,6 +84,28 @@ pub fn symbol_key(path: &str, s: &Symbol) -> String {
     )
 }
 
+/// The hash that says whether a symbol's body changed (`format-spec/staleness.md`):
+/// hash64 of its lines, each trimmed, empty ones dropped, its own name removed, so
+/// that re-indenting changes nothing and a rename with the same body hashes the same.
+pub fn body_hash(lines: &[&str], s: &Symbol) -> String {
+    let from = (s.start_line.max(1) - 1) as usize;
+    let to = (s.end_line as usize).min(lines.len());
+    let mut body = String::new();
+    for l in lines.get(from..to).unwrap_or_default() {
+        let l = l.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if !s.name.is_empty() {
+            body.push_str(&l.replace(s.name.as_str(), ""));
+        } else {
+            body.push_str(l);
+        }
+        body.push('\n');
+    }
+    format!("{:016x}", hash64(&body))
+}
+
 /// Redact, parse, chunk and embed one file's text; writes nothing.
 pub(super) fn prepare(
     path: &str,
@@ -125,6 +148,7 @@ pub(super) fn prepare(
         out.written.chunks += 1;
     }
 
+    let lines: Vec<&str> = red.text.lines().collect();
     let mut keys = HashSet::new();
     for s in &parsed.symbols {
         let key = symbol_key(path, s);
@@ -145,6 +169,7 @@ pub(super) fn prepare(
         meta.insert("end_line".into(), json!(s.end_line));
         meta.insert("calls".into(), json!(s.calls));
         meta.insert("complexity".into(), json!(s.complexity));
+        meta.insert("body_hash".into(), json!(body_hash(&lines, s)));
         out.symbols.push((key, meta));
         out.written.symbols += 1;
     }

@@ -82,6 +82,8 @@ struct Pending {
     size: u64,
     mtime_ms: u64,
     hash: String,
+    /// Number of lines of the text.
+    lines: u64,
     content: Option<Prepared>,
 }
 
@@ -250,6 +252,7 @@ impl PrepareJob<'_> {
                 size: f.size,
                 mtime_ms: f.mtime_ms,
                 hash,
+                lines: text.lines().count() as u64,
                 content,
             })),
             redactions,
@@ -377,6 +380,7 @@ fn put_file_record(
     meta.insert("size".into(), json!(p.size));
     meta.insert("mtime_ms".into(), json!(p.mtime_ms));
     meta.insert("hash".into(), json!(p.hash));
+    meta.insert("lines".into(), json!(p.lines));
     meta.insert("chunks".into(), json!(chunks));
     meta.insert("symbols".into(), json!(symbols));
     meta.insert("imports".into(), imports);

@@ -76,10 +76,19 @@ pub trait VectorStore: Send + Sync {
     fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<(String, f32)>, ManagerError>;
 }
 
+/// `[source: path:start-end]`, or `[memory: mem:id]` followed by a memory's
+/// `[stale: …]` tag when its code changed.
 fn attribution(h: &SearchHit) -> String {
     match (&h.path, h.start_line, h.end_line) {
         (Some(p), Some(a), Some(b)) => format!("[source: {p}:{a}-{b}]"),
-        _ => format!("[memory: {}]", h.key),
+        _ => match h
+            .stale
+            .as_deref()
+            .and_then(|s| crate::stale::tag(s, crate::store::now_ms()))
+        {
+            Some(tag) => format!("[memory: {}] {tag}", h.key),
+            None => format!("[memory: {}]", h.key),
+        },
     }
 }
 

@@ -144,10 +144,8 @@ impl Engine {
             warnings.push("compress asks for a model, and none is configured (llm_model); showing the full context".into());
             return Ok(None);
         };
-        let full = self
-            .memories
-            .project_context(asst.max_request_bytes)
-            .map_err(err)?;
+        let full =
+            crate::stale::project_context(&self.memories, asst.max_request_bytes).map_err(err)?;
         let full = if full.len() < context.len() {
             context
         } else {

@@ -1,7 +1,9 @@
 //! Small tools the seeds have and engram lacked, each mapped onto an existing library
 //! call: `memory_update` (`Memories::update`), `memory_delete` (`Memories::forget`),
 //! `delete_note` and `search_notes` (notes), `memory_stats` (what
-//! `GET /api/memory/{repo}/stats` reports). Listed in the `memory` profile, not `core`.
+//! `GET /api/memory/{repo}/stats` reports); and staleness: `memory_stale`
+//! (`stale::list`) and `memory_confirm` (`stale::confirm`). Listed in the `memory`
+//! profile, not `core`.
 
 use serde_json::{json, Map, Value};
 
@@ -44,6 +46,18 @@ pub static EXTRA_TOOLS: &[ToolSpec] = &[
         profiles: MEMORY,
     },
     ToolSpec {
+        name: "memory_stale",
+        description: "Memories whose code changed, was renamed or deleted since they were written, newest change first, each with what changed. Review each: memory_confirm if it still holds, memory_update if not.",
+        params: &[opt("limit", Ty::Int, "Most memories (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
+        profiles: MEMORY,
+    },
+    ToolSpec {
+        name: "memory_confirm",
+        description: "Confirm a stale memory still holds: re-anchor it to the code as it is now (a new version; fresh again).",
+        params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"])],
+        profiles: MEMORY,
+    },
+    ToolSpec {
         name: "memory_stats",
         description: "How much this repository's store holds: memories, records, indexed files, chunks and symbols.",
         params: &[],
@@ -78,6 +92,8 @@ impl Engine {
             }
             "search_notes" => self.search_notes(a),
             "memory_stats" => self.stats(),
+            "memory_stale" => self.memory_stale(a),
+            "memory_confirm" => self.memory_confirm(a),
             _ => return None,
         })
     }
@@ -110,6 +126,55 @@ impl Engine {
         let updated = m.update(id, change).map_err(err)?;
         let shown = super::shape::memory(&updated, &mut self.gate.budget());
         Ok(json!({"id": updated.id, "updated": true, "version": updated.version, "memory": shown}))
+    }
+
+    fn memory_stale(&self, a: &Map<String, Value>) -> ToolResult {
+        let limit = a
+            .get("limit")
+            .and_then(Value::as_u64)
+            .unwrap_or(20)
+            .clamp(1, 500) as usize;
+        let found = crate::stale::list(&self.memories, limit).map_err(err)?;
+        let mut budget = self.gate.budget();
+        let mut items = Vec::new();
+        for s in &found {
+            let Some(mut shown) = super::shape::memory(&s.memory, &mut budget) else {
+                break;
+            };
+            shown["stale"] = json!(s.stale);
+            items.push(shown);
+        }
+        Ok(super::shape::listed("stale", items, &budget))
+    }
+
+    fn memory_confirm(&self, a: &Map<String, Value>) -> ToolResult {
+        let id = required_str(a, "id")?;
+        let m = crate::stale::confirm(&self.memories, id).map_err(err)?;
+        let mut shown = super::shape::memory(&m, &mut self.gate.budget());
+        self.annotate_stale(shown.iter_mut())?;
+        Ok(json!({"id": m.id, "confirmed": true, "version": m.version, "memory": shown}))
+    }
+
+    /// Add `stale` (the marks, empty when fresh) to each shaped memory (one query).
+    pub(super) fn annotate_stale<'a>(
+        &self,
+        items: impl Iterator<Item = &'a mut Value>,
+    ) -> Result<(), String> {
+        let mut items: Vec<&mut Value> = items.collect();
+        let ids: Vec<String> = items
+            .iter()
+            .filter_map(|v| v.get("id").and_then(Value::as_str).map(String::from))
+            .collect();
+        let mut marks = crate::stale::of_memories(self.memories.store(), &ids).map_err(err)?;
+        for v in &mut items {
+            let Some(id) = v.get("id").and_then(Value::as_str).map(String::from) else {
+                continue;
+            };
+            if let Value::Object(o) = v {
+                o.insert("stale".into(), json!(marks.remove(&id).unwrap_or_default()));
+            }
+        }
+        Ok(())
     }
 
     fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {

@@ -79,11 +79,13 @@ impl Engine {
         Ok(v)
     }
 
-    /// Memories shaped for output under one budget, listed under `field`.
-    fn memory_list(&self, field: &str, found: &[Memory]) -> Value {
+    /// Memories shaped for output under one budget, listed under `field`, each with
+    /// its `stale` marks.
+    fn memory_list(&self, field: &str, found: &[Memory]) -> ToolResult {
         let mut budget = self.gate.budget();
-        let items = shape::memories(found, &mut budget);
-        shape::listed(field, items, &budget)
+        let mut items = shape::memories(found, &mut budget);
+        self.annotate_stale(items.iter_mut())?;
+        Ok(shape::listed(field, items, &budget))
     }
 
     /// The file-path arguments of a coding record made repository-relative (and
@@ -223,7 +225,9 @@ impl Engine {
             "memory_get" => match m.get(required_str(a, "id")?).map_err(err)? {
                 Some(mem) => {
                     let mut budget = self.gate.budget();
-                    let mut v = json!({"memory": shape::memory(&mem, &mut budget)});
+                    let mut shown = shape::memory(&mem, &mut budget);
+                    self.annotate_stale(shown.iter_mut())?;
+                    let mut v = json!({"memory": shown});
                     if budget.cut() {
                         v["truncated"] = json!(true);
                     }
@@ -236,7 +240,7 @@ impl Engine {
                 let limit = bounded_count(a, "limit", 20, 500) as usize;
                 let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
                 let found = m.list_filtered(&filter, limit, offset).map_err(err)?;
-                Ok(self.memory_list("memories", &found))
+                self.memory_list("memories", &found)
             }
             "memory_list_threads" => {
                 let filter = MemoryFilter {
@@ -246,7 +250,7 @@ impl Engine {
                 let found = m
                     .list_filtered(&filter, bounded_count(a, "limit", 20, 500) as usize, 0)
                     .map_err(err)?;
-                Ok(self.memory_list("threads", &found))
+                self.memory_list("threads", &found)
             }
             "pattern_load" => self.pattern_load(a),
             "pattern_list" => self.pattern_list(),
@@ -267,11 +271,11 @@ impl Engine {
                         .note_get(n)
                         .map_err(err)?
                         .ok_or_else(|| format!("no note {n:?}"))?;
-                    Ok(self.memory_list("notes", &[note]))
+                    self.memory_list("notes", &[note])
                 }
                 None => {
                     let notes = m.note_list().map_err(err)?;
-                    Ok(self.memory_list("notes", &notes))
+                    self.memory_list("notes", &notes)
                 }
             },
             "set_note" => {

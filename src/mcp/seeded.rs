@@ -38,7 +38,7 @@ impl Engine {
                     .memories
                     .list_filtered(&filter, top_k, 0)
                     .map_err(err)?;
-                let hits: Vec<SearchHit> = found
+                let mut hits: Vec<SearchHit> = found
                     .iter()
                     .map(|m| SearchHit {
                         key: m.id.clone(),
@@ -57,8 +57,10 @@ impl Engine {
                             .take(200)
                             .collect(),
                         text: Some(m.text.clone()),
+                        stale: None,
                     })
                     .collect();
+                crate::search::mark_stale(self.memories.store(), &mut hits).map_err(err)?;
                 let mut budget = self.gate.budget();
                 let shown = shape::hits(&hits, &mut budget);
                 let mut v = shape::listed("hits", shown, &budget);
@@ -222,15 +224,23 @@ impl Engine {
             let hits = self.memories.recall(focus, 5).map_err(err)?;
             if !hits.is_empty() {
                 text.push_str(&format!("## Focus: {focus}\n"));
+                let ids: Vec<String> = hits.iter().map(|h| h.memory.id.clone()).collect();
+                let marks = crate::stale::of_memories(self.memories.store(), &ids).map_err(err)?;
+                let now = crate::store::now_ms();
                 for h in hits {
                     let first = h.memory.text.lines().next().unwrap_or("");
-                    text.push_str(&format!("- [{}] {first}\n", h.memory.id));
+                    let tag = marks
+                        .get(&h.memory.id)
+                        .and_then(|s| crate::stale::tag(s, now))
+                        .map(|t| format!(" {t}"))
+                        .unwrap_or_default();
+                    text.push_str(&format!("- [{}] {first}{tag}\n", h.memory.id));
                 }
                 text.push('\n');
             }
         }
         let rest = budget.saturating_sub(text.len());
-        text.push_str(&self.memories.project_context(rest).map_err(err)?);
+        text.push_str(&crate::stale::project_context(&self.memories, rest).map_err(err)?);
         let mut warnings = Vec::new();
         let compressed = self.compressed(a, &text, budget, &mut warnings)?;
         let clean = self

@@ -41,6 +41,9 @@ pub fn hits(found: &[SearchHit], budget: &mut Budget) -> Vec<Value> {
             flags.extend(clean.flags);
             v["text"] = json!(clean.text);
         }
+        if let Some(stale) = &h.stale {
+            v["stale"] = json!(stale);
+        }
         flags.sort();
         flags.dedup();
         if !flags.is_empty() {

@@ -37,7 +37,26 @@ impl Memories {
 
     /// The context block for a new session, at most `budget` bytes.
     pub fn project_context(&self, budget: usize) -> Result<String> {
+        self.project_context_marked(budget, &|_| None)
+    }
+
+    /// [`Memories::project_context`] where `mark` may tag an entry (a `[stale: …]`
+    /// label, say): a tagged entry's line ends with the tag, and it is listed after
+    /// the untagged entries of its section (which are otherwise in the same order).
+    pub fn project_context_marked(
+        &self,
+        budget: usize,
+        mark: &dyn Fn(&Memory) -> Option<String>,
+    ) -> Result<String> {
         let first_line = |m: &Memory| m.text.lines().next().unwrap_or("").to_string();
+        let tagged = |m: &Memory, line: String| match mark(m) {
+            Some(tag) => (true, format!("{line} {tag}")),
+            None => (false, line),
+        };
+        let ordered = |mut lines: Vec<(bool, String)>| -> Vec<String> {
+            lines.sort_by_key(|(stale, _)| *stale);
+            lines.into_iter().map(|(_, l)| l).collect()
+        };
         let mut sections: Vec<(String, Vec<String>)> = Vec::new();
         let sessions = self.of_kind("session", 5)?;
         sections.push((
@@ -52,10 +71,12 @@ impl Memories {
             let items = self.list_filtered(&filter, 10, 0)?;
             sections.push((
                 format!("Open {insight}s"),
-                items
-                    .iter()
-                    .map(|m| format!("{} [{}]", first_line(m), m.id))
-                    .collect(),
+                ordered(
+                    items
+                        .iter()
+                        .map(|m| tagged(m, format!("{} [{}]", first_line(m), m.id)))
+                        .collect(),
+                ),
             ));
         }
         let hot = self.analyze_patterns()?.hot_files;
@@ -66,7 +87,7 @@ impl Memories {
                 .map(|(f, n)| format!("{f} ({n} changes)"))
                 .collect(),
         ));
-        let errors: Vec<String> = self
+        let errors: Vec<(bool, String)> = self
             .of_kind("error", 50)?
             .iter()
             .filter(|e| !is_resolved(e))
@@ -77,17 +98,19 @@ impl Memories {
                     .get("frequency")
                     .and_then(Value::as_u64)
                     .unwrap_or(1);
-                format!("{} (seen {n}x) [{}]", first_line(e), e.id)
+                tagged(e, format!("{} (seen {n}x) [{}]", first_line(e), e.id))
             })
             .collect();
-        sections.push(("Unresolved errors".into(), errors));
+        sections.push(("Unresolved errors".into(), ordered(errors)));
         let decisions = self.of_kind("decision", 10)?;
         sections.push((
             "Key decisions".into(),
-            decisions
-                .iter()
-                .map(|d| format!("{} [{}]", first_line(d), d.id))
-                .collect(),
+            ordered(
+                decisions
+                    .iter()
+                    .map(|d| tagged(d, format!("{} [{}]", first_line(d), d.id)))
+                    .collect(),
+            ),
         ));
 
         let mut out = String::new();

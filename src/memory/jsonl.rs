@@ -107,6 +107,11 @@ impl Memories {
                 } else if l.exists(&m.id)? {
                     report.replaced += 1;
                 }
+                // Anchors a line brings are kept (they say what the code was when it
+                // was written); a line without any is anchored to the code here.
+                if m.anchors.is_empty() {
+                    self.anchor_locked(l, &mut m)?;
+                }
                 let mut batch = WriteBatch::new();
                 batch.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
                 if let Some(v) = vector {

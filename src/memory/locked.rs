@@ -42,6 +42,14 @@ impl Locked<'_> {
         })? || self.ids.contains(key))
     }
 
+    /// Read the tracker as of the lock.
+    pub fn with_tracker<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Connection) -> crate::store::Result<T>,
+    ) -> Result<T> {
+        Ok(self.writer.with_tracker(f)?)
+    }
+
     /// Whether this batch already took `id`.
     pub fn taken(&self, id: &str) -> bool {
         self.ids.contains(id)

@@ -5,6 +5,7 @@
 //! memory is and how it is found; it must never reach around the store into files,
 //! and never knows the code index: whoever opens the store chooses its projections.
 
+mod anchor;
 mod coding;
 mod context;
 mod edges;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
+pub use anchor::{Anchor, Anchorer, MAX_ANCHORS};
 pub use coding::{error_signature, normalise_message, Decision, ErrorReport};
 pub use context::PatternReport;
 pub use edges::Related;
@@ -32,7 +34,7 @@ pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub(crate) use locked::Locked;
 pub use locked::{attach_event_to_next_write, take_unattached_event};
-pub use model::{Memory, KINDS};
+pub use model::{Memory, KINDS, MEMORY_TYPE};
 pub use notes::note_name;
 pub use projection::MemoryProjection;
 pub use sessions::{FileChange, CHANGE_ACTIONS};
@@ -85,6 +87,7 @@ pub const TAXONOMY_FILE: &str = "taxonomy.toml";
 pub struct Memories {
     store: Store,
     embedder: Arc<dyn Embedder>,
+    anchorer: Option<Arc<dyn Anchorer>>,
 }
 
 impl Memories {
@@ -116,6 +119,7 @@ impl Memories {
         Memories {
             store,
             embedder: Arc::new(default_embedder()),
+            anchorer: None,
         }
     }
 
@@ -200,6 +204,7 @@ impl Memories {
         memory.validate().map_err(MemoryError::Invalid)?;
         memory.redacted = redact_memory(&mut memory)?;
         self.check_symbols(&memory)?;
+        self.anchor_locked(l, &mut memory)?;
         if memory.id.is_empty() {
             memory.id = self.new_id_locked(l)?;
         } else if l.exists(&memory.id)? {
@@ -231,6 +236,7 @@ impl Memories {
         change.validate().map_err(MemoryError::Invalid)?;
         change.redacted = redact_memory(&mut change)?;
         self.check_symbols(&change)?;
+        self.anchor_locked(l, &mut change)?;
         change.created_ms = old.created_ms;
         change.updated_ms = crate::store::now_ms().max(old.updated_ms);
         change.version = old.version + 1;

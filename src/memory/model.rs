@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::anchor::Anchor;
 use super::taxonomy::{self, Axis};
 use crate::key::Key;
 use crate::store::Record;
@@ -43,6 +44,11 @@ pub struct Memory {
     /// Keys of symbols (or files, chunks) the memory is about.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub symbols: Vec<String>,
+    /// What the referenced code was when this version was written (see
+    /// `format-spec/staleness.md`); opaque to this layer, filled by the store's
+    /// [`Anchorer`](super::Anchorer) when it has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Anchor>,
     /// `user_stated`, `agent_observed`, `llm_extracted` or `inferred`.
     #[serde(default = "default_provenance")]
     pub provenance: String,
@@ -109,6 +115,7 @@ impl Memory {
             contexts: Vec::new(),
             tags: Vec::new(),
             symbols: Vec::new(),
+            anchors: Vec::new(),
             provenance: default_provenance(),
             trust: None,
             session: None,
@@ -160,6 +167,7 @@ impl Memory {
                 }
             }
         }
+        super::anchor::validate_all(&self.anchors)?;
         self.provenance = taxonomy::provenance(&self.provenance)
             .ok_or_else(|| {
                 format!(
@@ -239,6 +247,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "contexts",
     "tags",
     "symbols",
+    "anchors",
     "provenance",
     "trust",
     "session",

@@ -20,6 +20,7 @@ pub use fuse::{fuse, RankedList, K as RRF_K};
 use crate::embed::{default_embedder, is_zero, Embedder};
 use crate::index::{self, IndexError};
 use crate::memory::{MemoryError, MemoryFilter};
+use crate::stale::Staleness;
 use crate::store::{Store, StoreError};
 
 /// What can go wrong while searching.
@@ -31,6 +32,8 @@ pub enum SearchError {
     Index(#[from] IndexError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Stale(#[from] crate::stale::StaleError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -150,6 +153,55 @@ pub struct SearchHit {
     /// A memory's full text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// A memory hit's anchors whose code changed since it was written (empty when
+    /// fresh; absent on code hits). See [`mark_stale`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<Vec<Staleness>>,
+}
+
+/// Fill `stale` on the memory hits among `hits` (one query). Ranking uses it: a
+/// stale memory goes after fresh ones of equal relevance ([`fresh_first`], and the
+/// final order's tie-break).
+pub fn mark_stale<'a>(
+    store: &Store,
+    hits: impl IntoIterator<Item = &'a mut SearchHit>,
+) -> Result<(), SearchError> {
+    let mut mems: Vec<&mut SearchHit> = hits
+        .into_iter()
+        .filter(|h| h.kind == HitKind::Memory)
+        .collect();
+    let ids: Vec<String> = mems.iter().map(|h| h.key.clone()).collect();
+    let mut marks = crate::stale::of_memories(store, &ids)?;
+    for h in &mut mems {
+        h.stale = Some(marks.remove(&h.key).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// Within each run of equal scores of a source's ranked list (equal relevance), put
+/// fresh memories before stale ones, keeping the order otherwise.
+fn fresh_first(store: &Store, ranked: &mut [(String, f64)]) -> Result<(), SearchError> {
+    let ids: Vec<String> = ranked
+        .iter()
+        .filter(|(k, _)| k.starts_with("mem:"))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let stale = crate::stale::stale_ids(store, &ids)?;
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    let mut start = 0;
+    while start < ranked.len() {
+        let mut end = start + 1;
+        while end < ranked.len() && same(ranked[start].1, ranked[end].1) {
+            end += 1;
+        }
+        // A stable sort on one flag: fresh (false) first.
+        ranked[start..end].sort_by_key(|(k, _)| stale.contains(k));
+        start = end;
+    }
+    Ok(())
 }
 
 /// The hits, and why the search was less than hybrid if it was.
@@ -227,7 +279,8 @@ pub fn search(
         });
     }
     if memories {
-        let mems = crate::memory::keyword_ranked(store, query, &opts.memory_filter, fetch)?;
+        let mut mems = crate::memory::keyword_ranked(store, query, &opts.memory_filter, fetch)?;
+        fresh_first(store, &mut mems)?;
         lists.push(RankedList {
             keys: mems.into_iter().map(|(k, _)| k).collect(),
             weight: KEYWORD_WEIGHT,
@@ -240,10 +293,15 @@ pub fn search(
                 let qv = v.pop().unwrap_or_default();
                 if !qv.is_empty() && !is_zero(&qv) {
                     let found = store.vector_search(opts.embedder.name(), &qv, fetch * 2)?;
-                    let mut keys: Vec<String> = found
+                    let mut found: Vec<(String, f64)> = found
                         .into_iter()
                         .filter(|m| m.score >= MIN_VECTOR_SIMILARITY)
-                        .map(|m| m.key)
+                        .map(|m| (m.key, f64::from(m.score)))
+                        .collect();
+                    fresh_first(store, &mut found)?;
+                    let mut keys: Vec<String> = found
+                        .into_iter()
+                        .map(|(k, _)| k)
                         .filter(|k| {
                             (code && opts.kind != Some(HitKind::Symbol) && k.starts_with("chunk:"))
                                 || (memories && k.starts_with("mem:"))

@@ -55,6 +55,7 @@ fn code_hit(key: String, kind: HitKind, path: String, (start, end): (u64, u64)) 
         score: 0.0,
         snippet: String::new(),
         text: None,
+        stale: None,
     }
 }
 
@@ -100,6 +101,7 @@ pub(super) fn hits(
                     score: *score,
                     snippet,
                     text: Some(m.text),
+                    stale: None,
                 },
                 updated,
             )
@@ -164,8 +166,16 @@ pub(super) fn hits(
         }
         out.push((hit, changed_ms));
     }
-    // Best first; among equals the more recent (the tie-breaker memories promise).
-    out.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(b.1.cmp(&a.1)));
+    super::mark_stale(store, out.iter_mut().map(|(h, _)| h))?;
+    // Best first; among equals fresh memories before stale ones, then the more
+    // recent (the tie-breaker memories promise).
+    let is_stale = |h: &SearchHit| h.stale.as_ref().is_some_and(|s| !s.is_empty());
+    out.sort_by(|a, b| {
+        b.0.score
+            .total_cmp(&a.0.score)
+            .then(is_stale(&a.0).cmp(&is_stale(&b.0)))
+            .then(b.1.cmp(&a.1))
+    });
     out.truncate(top_k);
     Ok(out.into_iter().map(|(h, _)| h).collect())
 }

@@ -29,8 +29,12 @@ pub enum Change<'a> {
         meta: &'a Map<String, Value>,
         body: &'a [u8],
     },
-    /// A key deleted.
-    Delete { key_hash: u64, seq: u64 },
+    /// A key deleted (a tombstone names only the key's hash).
+    Delete {
+        key_hash: u64,
+        seq: u64,
+        timestamp_ms: u64,
+    },
     /// An event record (audit trail).
     Event {
         seq: u64,
@@ -402,6 +406,7 @@ fn apply_record(
             let change = Change::Delete {
                 key_hash,
                 seq: rec.seq(),
+                timestamp_ms: rec.timestamp_ms(),
             };
             for p in projections {
                 p.apply(tx, &change)?;

@@ -111,6 +111,8 @@ def base_args(mid, sid):
         "delete_note": {"name": "no-such-note"},
         "search_notes": {"query": "build"},
         "memory_stats": {},
+        "memory_stale": {"limit": 5},
+        "memory_confirm": {"id": mid},
     }
 
 

@@ -1,0 +1,176 @@
+//! Anchors: what code a memory referenced, and a hash of that code when the memory
+//! was written (`format-spec/staleness.md`).
+//!
+//! This layer stores anchors as opaque data in the memory record and checks only
+//! their shape. It never resolves a reference or reads a code table: whoever opens the
+//! store may hand it an [`Anchorer`] that does (the layer above memory and index),
+//! called under the writer lock in the same read-modify-write as the record
+//! ([`Memories::with_anchorer`]; [`Memories::reanchor`] writes a memory again to
+//! anchor it to the code as it is now).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{normalise_id, Locked, Memories, Memory, MemoryError, Result};
+use crate::key::Key;
+
+/// Most anchors one memory may hold.
+pub const MAX_ANCHORS: usize = 64;
+
+/// One referenced piece of code as it was when the memory was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Anchor {
+    /// The `sym:` or `file:` key referenced, as it was at write time.
+    pub key: String,
+    /// The content hash of what `key` named then (opaque here).
+    pub hash: String,
+    /// The symbol's signature then, for a change summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Its length in lines then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
+}
+
+impl Anchor {
+    /// Check the shape: a `sym:` or `file:` key and a hash of 1 to 64 characters.
+    pub fn validate(&self) -> Result<(), String> {
+        match Key::parse(&self.key) {
+            Ok(Key::Symbol { .. } | Key::File { .. }) => {}
+            _ => {
+                return Err(format!(
+                    "anchor key {:?} is not a symbol or file key",
+                    self.key
+                ))
+            }
+        }
+        if self.hash.is_empty() || self.hash.len() > 64 {
+            return Err(format!(
+                "anchor hash of {} must be 1 to 64 characters",
+                self.key
+            ));
+        }
+        if self.signature.as_ref().is_some_and(|s| s.len() > 1024) {
+            return Err(format!(
+                "anchor signature of {} is over 1024 bytes",
+                self.key
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Check every anchor of a memory and how many there are.
+pub(super) fn validate_all(anchors: &[Anchor]) -> Result<(), String> {
+    if anchors.len() > MAX_ANCHORS {
+        return Err(format!(
+            "a memory holds at most {MAX_ANCHORS} anchors, this one has {}",
+            anchors.len()
+        ));
+    }
+    anchors.iter().try_for_each(Anchor::validate)
+}
+
+/// Computes a memory's anchors against the code the store holds. Called under the
+/// writer lock with the tracker as of the lock, for every memory written or updated.
+pub trait Anchorer: Send + Sync {
+    /// The anchors of `memory` (its `symbols` and what its text references), each with
+    /// the current content hash of what it names.
+    fn anchors(
+        &self,
+        db: &rusqlite::Connection,
+        memory: &Memory,
+    ) -> crate::store::Result<Vec<Anchor>>;
+}
+
+impl Memories {
+    /// Compute every written memory's anchors with `anchorer` (under the writer lock).
+    /// Without one, a memory keeps the anchors it is given.
+    pub fn with_anchorer(mut self, anchorer: Arc<dyn Anchorer>) -> Memories {
+        self.anchorer = Some(anchorer);
+        self
+    }
+
+    /// Re-anchor a memory to the code as it is now: a new version with the same
+    /// content and anchors computed afresh (what `engram confirm` does).
+    pub fn reanchor(&self, id: &str) -> Result<Memory> {
+        self.locked(|l| {
+            let id = normalise_id(id)?;
+            let old = l
+                .get(&id)?
+                .ok_or_else(|| MemoryError::NotFound(id.clone()))?;
+            self.update_locked(l, &id, old)
+        })
+    }
+
+    /// Fill `memory.anchors` from the anchorer, as of the lock.
+    pub(super) fn anchor_locked(&self, l: &Locked<'_>, memory: &mut Memory) -> Result<()> {
+        if let Some(a) = &self.anchorer {
+            memory.anchors = l.with_tracker(|db| a.anchors(db, memory))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchor(key: &str) -> Anchor {
+        Anchor {
+            key: key.into(),
+            hash: "0123456789abcdef".into(),
+            signature: Some("def request(self)".into()),
+            lines: Some(12),
+        }
+    }
+
+    #[test]
+    fn anchors_round_trip_through_the_record_metadata() {
+        let mut m = Memory::new("Session.request retries twice");
+        m.id = "mem:0000abcd".into();
+        m.anchors = vec![
+            anchor("sym:src/net.py#Session.request:method:4:15"),
+            Anchor {
+                signature: None,
+                lines: None,
+                ..anchor("file:src/net.py")
+            },
+        ];
+        m.validate().unwrap();
+        let meta = m.to_meta();
+        assert_eq!(
+            meta["anchors"][0]["key"],
+            "sym:src/net.py#Session.request:method:4:15"
+        );
+        assert!(meta["anchors"][1].get("signature").is_none());
+        let back = Memory::from_parts(&m.id, &meta, m.text.as_bytes()).unwrap();
+        assert_eq!(back.anchors, m.anchors);
+        assert!(back.extra.is_empty());
+    }
+
+    #[test]
+    fn a_memory_without_anchors_stores_none() {
+        let m = Memory::new("plain");
+        assert!(m.to_meta().get("anchors").is_none());
+    }
+
+    #[test]
+    fn bad_anchors_are_refused() {
+        let mut m = Memory::new("x");
+        m.anchors = vec![anchor("mem:0000abcd")];
+        assert!(m
+            .validate()
+            .unwrap_err()
+            .contains("not a symbol or file key"));
+        m.anchors = vec![Anchor {
+            hash: String::new(),
+            ..anchor("file:a.py")
+        }];
+        assert!(m.validate().unwrap_err().contains("1 to 64"));
+        m.anchors = vec![anchor("file:a.py"); MAX_ANCHORS + 1];
+        assert!(m.validate().unwrap_err().contains("at most"));
+    }
+}
