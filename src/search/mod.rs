@@ -160,7 +160,7 @@ pub struct SearchHit {
 }
 
 /// Fill `stale` on the memory hits among `hits` (one query). Ranking uses it: a
-/// stale memory goes after fresh ones of equal relevance ([`fresh_first`], and the
+/// stale memory goes after fresh ones of equal relevance (`fresh_first`, and the
 /// final order's tie-break).
 pub fn mark_stale<'a>(
     store: &Store,

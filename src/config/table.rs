@@ -1,0 +1,300 @@
+//! The table of settings: each one's name, environment variable, default, meaning and
+//! the check its value must pass. Data and validators only; loading and precedence
+//! are in `config.rs`.
+
+use super::parse_bool;
+
+/// One setting: its name (as in the file), environment variable, default and meaning.
+pub struct Setting {
+    pub name: &'static str,
+    pub env: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+    pub(super) check: fn(&str) -> Result<(), String>,
+}
+
+fn any(_: &str) -> Result<(), String> {
+    Ok(())
+}
+
+fn boolean(v: &str) -> Result<(), String> {
+    parse_bool(v).map(|_| ())
+}
+
+fn bytes(v: &str) -> Result<(), String> {
+    v.parse::<u64>()
+        .map(|_| ())
+        .map_err(|_| "expected a number of bytes".to_string())
+}
+
+fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Result<(), String> {
+    move |v| {
+        if options.contains(&v) {
+            Ok(())
+        } else {
+            Err(format!("expected one of {}", options.join(", ")))
+        }
+    }
+}
+
+fn durability(v: &str) -> Result<(), String> {
+    one_of(&["always", "batch", "never"])(v)
+}
+
+fn secret_action(v: &str) -> Result<(), String> {
+    one_of(&["redact", "exclude"])(v)
+}
+
+fn tools(v: &str) -> Result<(), String> {
+    one_of(&["core", "code", "memory", "coding", "all"])(v)
+}
+
+fn embedder(v: &str) -> Result<(), String> {
+    crate::embed::check_embedder_name(v)
+}
+
+fn llm_api(v: &str) -> Result<(), String> {
+    one_of(&["openai", "anthropic"])(v)
+}
+
+fn llm_features(v: &str) -> Result<(), String> {
+    const KNOWN: &[&str] = &["summary", "rerank", "extract", "compress", "vision", "all"];
+    for f in v.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        one_of(KNOWN)(f)?;
+    }
+    Ok(())
+}
+
+fn price(v: &str) -> Result<(), String> {
+    match v.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(()),
+        _ => Err("expected a price in US dollars per million tokens, e.g. 0.15".into()),
+    }
+}
+
+fn unit(v: &str) -> Result<(), String> {
+    match v.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(()),
+        _ => Err("expected a number from 0 to 1".into()),
+    }
+}
+
+fn address(v: &str) -> Result<(), String> {
+    v.parse::<std::net::SocketAddr>()
+        .map(|_| ())
+        .map_err(|_| "expected HOST:PORT, e.g. 127.0.0.1:7878".to_string())
+}
+
+/// Every setting engram reads.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "store",
+        env: "ENGRAM_STORE",
+        default: "",
+        help: "store directory (empty: one per repository under the data directory)",
+        check: any,
+    },
+    Setting {
+        name: "home",
+        env: "ENGRAM_HOME",
+        default: "",
+        help: "data directory for per-repository stores (empty: $XDG_DATA_HOME/engram)",
+        check: any,
+    },
+    Setting {
+        name: "durability",
+        env: "ENGRAM_DURABILITY",
+        default: "always",
+        help: "when writes are made durable: always, batch, never",
+        check: durability,
+    },
+    Setting {
+        name: "embedder",
+        env: "ENGRAM_EMBEDDER",
+        default: "hash-v2-256",
+        help: "embedder for code and memories (built-in: hash-v2-DIMS; with the neural feature: minilm, bge-small)",
+        check: embedder,
+    },
+    Setting {
+        name: "model_dir",
+        env: "ENGRAM_MODEL_DIR",
+        default: "",
+        help: "directory of a neural embedder's model files, or of models by name (empty: the data directory's models/)",
+        check: any,
+    },
+    Setting {
+        name: "secret_action",
+        env: "ENGRAM_SECRET_ACTION",
+        default: "redact",
+        help: "what indexing does with a found secret: redact, exclude (the chunk)",
+        check: secret_action,
+    },
+    Setting {
+        name: "max_file_bytes",
+        env: "ENGRAM_MAX_FILE_BYTES",
+        default: "1048576",
+        help: "files larger than this are not indexed",
+        check: bytes,
+    },
+    Setting {
+        name: "cross_repo",
+        env: "ENGRAM_CROSS_REPO",
+        default: "false",
+        help: "allow queries across repositories",
+        check: boolean,
+    },
+    Setting {
+        name: "allowed_repos",
+        env: "ENGRAM_ALLOWED_REPOS",
+        default: "",
+        help: "repositories a caller may reach (comma-separated; empty: the current one)",
+        check: any,
+    },
+    Setting {
+        name: "chunk_cap_bytes",
+        env: "ENGRAM_CHUNK_CAP_BYTES",
+        default: "8192",
+        help: "most bytes of one block put into a prompt",
+        check: bytes,
+    },
+    Setting {
+        name: "total_cap_bytes",
+        env: "ENGRAM_TOTAL_CAP_BYTES",
+        default: "32768",
+        help: "most bytes of context put into a prompt",
+        check: bytes,
+    },
+    Setting {
+        name: "server_addr",
+        env: "ENGRAM_SERVER_ADDR",
+        default: "127.0.0.1:7878",
+        help: "address of `engram serve --http`",
+        check: address,
+    },
+    Setting {
+        name: "tokens_file",
+        env: "ENGRAM_TOKENS_FILE",
+        default: "",
+        help: "file of hashed bearer tokens for the HTTP server",
+        check: any,
+    },
+    Setting {
+        name: "webhook_secret",
+        env: "ENGRAM_WEBHOOK_SECRET",
+        default: "",
+        help: "HMAC secret of POST /api/webhook/push (empty: webhook off)",
+        check: any,
+    },
+    Setting {
+        name: "tools",
+        env: "ENGRAM_TOOLS",
+        default: "all",
+        help: "MCP tool profile: core, code, memory, coding, all",
+        check: tools,
+    },
+    Setting {
+        name: "llm_api",
+        env: "ENGRAM_LLM_API",
+        default: "openai",
+        help: "wire format of the chat model: openai (also Ollama, vLLM, LM Studio, llama.cpp), anthropic",
+        check: llm_api,
+    },
+    Setting {
+        name: "llm_base_url",
+        env: "ENGRAM_LLM_BASE_URL",
+        default: "",
+        help: "chat model endpoint, e.g. http://127.0.0.1:11434/v1 (empty: the provider's public one)",
+        check: any,
+    },
+    Setting {
+        name: "llm_model",
+        env: "ENGRAM_LLM_MODEL",
+        default: "",
+        help: "chat model name (empty: no model; nothing is ever sent). The API key is read from ENGRAM_LLM_API_KEY only",
+        check: any,
+    },
+    Setting {
+        name: "llm_vision_model",
+        env: "ENGRAM_LLM_VISION_MODEL",
+        default: "",
+        help: "model for error screenshots (empty: llm_model)",
+        check: any,
+    },
+    Setting {
+        name: "llm_features",
+        env: "ENGRAM_LLM_FEATURES",
+        default: "",
+        help: "features that call the model unasked (comma-separated: summary, rerank, extract, compress, vision; or all)",
+        check: llm_features,
+    },
+    Setting {
+        name: "llm_timeout_secs",
+        env: "ENGRAM_LLM_TIMEOUT_SECS",
+        default: "120",
+        help: "longest one call to the model may take",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_max_concurrency",
+        env: "ENGRAM_LLM_MAX_CONCURRENCY",
+        default: "2",
+        help: "most calls to the model in flight at once",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_max_retries",
+        env: "ENGRAM_LLM_MAX_RETRIES",
+        default: "3",
+        help: "retries after a 429, a 5xx or a timeout (with backoff; Retry-After honoured)",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_stream",
+        env: "ENGRAM_LLM_STREAM",
+        default: "false",
+        help: "ask the model for streamed replies",
+        check: boolean,
+    },
+    Setting {
+        name: "llm_price_input",
+        env: "ENGRAM_LLM_PRICE_INPUT",
+        default: "0",
+        help: "US dollars per million input tokens, for the cost count",
+        check: price,
+    },
+    Setting {
+        name: "llm_price_output",
+        env: "ENGRAM_LLM_PRICE_OUTPUT",
+        default: "0",
+        help: "US dollars per million output tokens, for the cost count",
+        check: price,
+    },
+    Setting {
+        name: "llm_max_request_bytes",
+        env: "ENGRAM_LLM_MAX_REQUEST_BYTES",
+        default: "32768",
+        help: "most bytes of stored text put into one request to the model",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_rerank_threshold",
+        env: "ENGRAM_LLM_RERANK_THRESHOLD",
+        default: "0.7",
+        help: "least relevance score (0 to 1) a memory needs to be kept by the model's rerank",
+        check: unit,
+    },
+    Setting {
+        name: "llm_rerank_max",
+        env: "ENGRAM_LLM_RERANK_MAX",
+        default: "10",
+        help: "most memories the model's rerank keeps",
+        check: bytes,
+    },
+    Setting {
+        name: "llm_rerank_batch",
+        env: "ENGRAM_LLM_RERANK_BATCH",
+        default: "10",
+        help: "memories scored per call to the model",
+        check: bytes,
+    },
+];
