@@ -244,18 +244,22 @@ fn rebuild_gives_the_same_answers() {
     assert_eq!(stale(&store), before);
     // Compaction drops superseded code records; which memories are stale, and why,
     // stays (a since may move later: format-spec/staleness.md).
-    let why = |list: Vec<Value>| -> Vec<(Value, Value, Value)> {
-        list.iter()
+    // Sorted: the list's order follows since, which compaction may move.
+    let why = |list: Vec<Value>| -> Vec<(String, String, String)> {
+        let mut all: Vec<(String, String, String)> = list
+            .iter()
             .flat_map(|e| {
                 e["stale"].as_array().unwrap().iter().map(|m| {
                     (
-                        e["memory"]["id"].clone(),
-                        m["target"].clone(),
-                        m["reason"].clone(),
+                        e["memory"]["id"].to_string(),
+                        m["target"].to_string(),
+                        m["reason"].to_string(),
                     )
                 })
             })
-            .collect()
+            .collect();
+        all.sort();
+        all
     };
     ok_json(&store, &["compact"]);
     ok_json(&store, &["rebuild"]);

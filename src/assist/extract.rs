@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::parse::{field_str, json_object};
-use super::summary::{session_data, session_entries};
+use super::summary::session_with_data;
 use super::{AssistError, Assistant, Question};
 use crate::memory::{Memories, Memory};
 
@@ -102,12 +102,7 @@ impl Assistant {
         memories: &Memories,
         id: &str,
     ) -> Result<Extracted, AssistError> {
-        let session = memories
-            .get(id)?
-            .filter(|m| m.kind == "session")
-            .ok_or_else(|| AssistError::Unusable(format!("{id} is not a session")))?;
-        let entries = session_entries(memories, &session)?;
-        let data = session_data(&session, &entries);
+        let (session, data) = session_with_data(memories, id)?;
         let answer = self.ask(
             memories,
             &Question {

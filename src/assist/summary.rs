@@ -99,11 +99,23 @@ pub(crate) fn session_data(session: &Memory, entries: &[Memory]) -> String {
     s
 }
 
-/// The entries a session recorded, oldest first.
-pub(crate) fn session_entries(
+/// The session entry `id` and the text describing it and its records, as sent to a
+/// model; an error when `id` is not a session.
+pub(crate) fn session_with_data(
     memories: &Memories,
-    session: &Memory,
-) -> Result<Vec<Memory>, AssistError> {
+    id: &str,
+) -> Result<(Memory, String), AssistError> {
+    let session = memories
+        .get(id)?
+        .filter(|m| m.kind == "session")
+        .ok_or_else(|| AssistError::Unusable(format!("{id} is not a session")))?;
+    let entries = session_entries(memories, &session)?;
+    let data = session_data(&session, &entries);
+    Ok((session, data))
+}
+
+/// The entries a session recorded, oldest first.
+fn session_entries(memories: &Memories, session: &Memory) -> Result<Vec<Memory>, AssistError> {
     let filter = MemoryFilter {
         session: Some(session.id.clone()),
         ..MemoryFilter::default()
@@ -117,12 +129,7 @@ impl Assistant {
     /// The model's Markdown summary of session `id`, stored on the session entry beside
     /// the deterministic one; returns the updated entry.
     pub fn summarize_session(&self, memories: &Memories, id: &str) -> Result<Memory, AssistError> {
-        let session = memories
-            .get(id)?
-            .filter(|m| m.kind == "session")
-            .ok_or_else(|| AssistError::Unusable(format!("{id} is not a session")))?;
-        let entries = session_entries(memories, &session)?;
-        let data = session_data(&session, &entries);
+        let (session, data) = session_with_data(memories, id)?;
         let answer = self.ask(
             memories,
             &Question {
