@@ -14,6 +14,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+#[path = "support/parallel.rs"]
+mod parallel;
+
 use engram::key::hash64;
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
@@ -223,7 +226,7 @@ fn a_last_batch_of_every_kind_cut_at_every_byte_leaves_exactly_the_committed_bat
     let (bytes, ends) = reference();
     let last_start = ends[2] as usize;
     let data_end = ends[3] as usize;
-    for cut in last_start..=data_end {
+    parallel::for_each_parallel(last_start..=data_end, |cut| {
         let committed = if cut == data_end { 4 } else { 3 };
         // A crash that cut the file short, with no tracker (rebuilt from the log) and
         // with the tracker as it was before the last batch (caught up by replay).
@@ -235,7 +238,7 @@ fn a_last_batch_of_every_kind_cut_at_every_byte_leaves_exactly_the_committed_bat
         let dir = store_with(&bytes[..cut], Some(&bytes[..last_start]));
         let context = format!("cut at {cut}, old tracker");
         assert_opens_with_then(dir.path(), committed, write_after, &context);
-    }
+    });
 }
 
 #[test]

@@ -7,6 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+#[path = "support/parallel.rs"]
+mod parallel;
+
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
@@ -89,7 +92,7 @@ fn reference() -> (Vec<u8>, Vec<u64>) {
 fn cut_at_every_byte_of_the_last_batch_opens_with_exactly_the_committed_batches() {
     let (bytes, ends) = reference();
     let last_start = ends[ends.len() - 2] as usize;
-    for cut in last_start..=bytes.len() {
+    parallel::for_each_parallel(last_start..=bytes.len(), |cut| {
         for keep_tracker in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             if keep_tracker {
@@ -110,7 +113,7 @@ fn cut_at_every_byte_of_the_last_batch_opens_with_exactly_the_committed_batches(
                 "cut at {cut}: the tail was dropped on open: {report:?}"
             );
         }
-    }
+    });
 }
 
 #[test]

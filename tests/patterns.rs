@@ -3,11 +3,49 @@
 
 use engram::memory::{Memories, Memory};
 use engram::patterns::{
-    builtin, compile, PatternDef, PatternError, PatternSet, Patterns, ScanTarget,
+    builtin, compile, CompiledSet, PatternDef, PatternError, PatternSet, Patterns, ScanTarget,
 };
 use engram::store::WriteBatch;
 use proptest::prelude::*;
 use serde_json::{json, Map};
+use std::path::Path;
+use std::sync::LazyLock;
+
+/// Every built-in set compiled once for the whole binary: Hyperscan takes seconds
+/// over the secret rules, and the properties below run many cases.
+static COMPILED: LazyLock<Vec<CompiledSet>> = LazyLock::new(|| {
+    builtin::all()
+        .into_iter()
+        .map(|s| compile(&s).unwrap())
+        .collect()
+});
+
+/// A store's compiled-set cache (`patterns/`), filled once by a scan in a warm-up
+/// store; each case's fresh store gets a copy, so its scans load instead of compiling.
+static WARM_CACHE: LazyLock<(tempfile::TempDir, std::path::PathBuf)> = LazyLock::new(|| {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        engram::store::Store::open(dir.path(), Default::default(), engram::projections()).unwrap();
+    let patterns = Patterns::new(&store);
+    for set in builtin::all() {
+        patterns.scan(set.slug(), &ScanTarget::Code).unwrap();
+    }
+    let cache = dir.path().join("patterns");
+    assert!(
+        std::fs::read_dir(&cache).unwrap().count() > 0,
+        "no compiled set was cached"
+    );
+    (dir, cache)
+});
+
+fn copy_warm_cache(store_dir: &Path) {
+    let to = store_dir.join("patterns");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&WARM_CACHE.1).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
 
 #[test]
 fn every_builtin_pattern_has_fixtures_that_behave() {
@@ -61,6 +99,7 @@ proptest! {
     fn scans_in_place_agree_with_the_regex_crate(bodies in proptest::collection::vec(proptest::collection::vec(line_strategy(), 1..12), 1..6)) {
         let dir = tempfile::tempdir().unwrap();
         let store = engram::store::Store::open(dir.path(), Default::default(), engram::projections()).unwrap();
+        copy_warm_cache(dir.path());
         let mut batch = WriteBatch::new();
         let texts: Vec<String> = bodies.iter().map(|lines| lines.join("\n")).collect();
         for (i, t) in texts.iter().enumerate() {
@@ -91,8 +130,8 @@ proptest! {
 
     #[test]
     fn scanning_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
-        for set in builtin::all() {
-            let _ = compile(&set).unwrap().scan(&bytes).unwrap();
+        for compiled in COMPILED.iter() {
+            let _ = compiled.scan(&bytes).unwrap();
         }
     }
 }

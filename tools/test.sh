@@ -13,29 +13,26 @@ step() {
   echo "test.sh: ${name}: $((SECONDS - start)) s" >&2
 }
 
-# Release builds carry line tables for profiling (Cargo.toml); the suite needs none,
-# and leaving them out makes every test binary quicker to build and link.
-export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-0}"
+# Every cargo step uses the `ci` profile (Cargo.toml): release code with this
+# crate's debug assertions and overflow checks on. One profile for lints, docs,
+# benches and tests means each dependency and build script is built once, not once
+# per profile; no separate debug run is needed for the assertions.
+profile=(--profile ci)
 
 # Formatting, lints and doc links are part of the suite: a warning fails it.
 step "fmt --check" cargo fmt --check
-# clippy and doc both check in the dev profile with every feature, so the
-# dependencies' metadata is built once for the two.
-step "clippy" cargo clippy --quiet --all-features --all-targets -- -D warnings
+step "clippy" cargo clippy --quiet "${profile[@]}" --all-features --all-targets -- -D warnings
 step "doc" env RUSTDOCFLAGS="-D warnings" \
-  cargo doc --quiet --no-deps --all-features
+  cargo doc --quiet "${profile[@]}" --no-deps --all-features
 
 # The format layer must build alone, without the store's or the CLI's dependencies.
-step "format layer alone" cargo build --quiet --no-default-features --lib
+step "format layer alone" cargo build --quiet "${profile[@]}" --no-default-features --lib
 # Benchmarks and tools must keep compiling even though CI does not time them.
-# Same profile and features as the release tests below, so nothing is built twice.
-step "benches and bins" cargo build --quiet --release --all-features --benches --bins
+step "benches and bins" cargo build --quiet "${profile[@]}" --all-features --benches --bins
 
-# The unit tests once in debug mode, so debug assertions and overflow checks run
-# (default features: the engine, index, memory, MCP and CLI; the neural embedder's
-# dependencies are built once, in release, below); then everything in release mode.
-step "unit tests (debug)" cargo test --quiet --lib
-step "all tests (release)" cargo test --release --all-features
+# Everything: unit, integration, end-to-end (real MCP clients, killed children) and
+# doc tests, with every feature.
+step "all tests" cargo test "${profile[@]}" --all-features
 
 # The fuzz targets must keep building (running them is tools/fuzz-smoke.sh's job).
 if cargo +nightly --version >/dev/null 2>&1; then
