@@ -7,6 +7,7 @@
 mod args;
 mod assisted;
 mod code;
+mod coding;
 mod inspect;
 mod memories;
 #[cfg(feature = "neural")]

@@ -1,0 +1,205 @@
+//! The coding-record commands: sessions, errors and their solutions, file changes,
+//! decisions, the session context, recurring patterns and related records.
+//! Everything goes through `Memories`; this file only maps arguments and prints.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use engram::memory::{Decision, ErrorReport, FileChange, Memories};
+use serde_json::json;
+
+use super::assisted;
+use super::memories::{human, report_redactions};
+use super::output::Output;
+use super::{store_dir, Cli, Command, ErrorCommand, SessionCommand};
+
+/// Runs one coding-record command (the caller has dispatched only those here).
+pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCode> {
+    match &cli.command {
+        Command::Session {
+            command: SessionCommand::Start { description, tags },
+        } => {
+            let m = memories.start_session(description, tags)?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Session {
+            command:
+                SessionCommand::End {
+                    id,
+                    failed,
+                    llm_summary,
+                    extract,
+                    dry_run,
+                },
+        } => {
+            return assisted::session_end(
+                memories,
+                &store_dir(cli)?,
+                out,
+                (id, *failed),
+                (*llm_summary, *extract, *dry_run),
+            );
+        }
+        Command::Session {
+            command: SessionCommand::Extract { id, dry_run },
+        } => return assisted::session_extract(memories, &store_dir(cli)?, out, id, *dry_run),
+        Command::Error {
+            command: ErrorCommand::Suggest { id, dry_run },
+        } => return assisted::error_suggest(memories, &store_dir(cli)?, out, id, *dry_run),
+        Command::Change {
+            path,
+            action,
+            reason,
+            diff_summary,
+            related,
+            lines,
+            session,
+        } => {
+            let (start_line, end_line) = match lines {
+                None => (None, None),
+                Some(r) => {
+                    let parsed = r
+                        .split_once('-')
+                        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+                    let Some((a, b)) = parsed else {
+                        bail!("--lines {r:?}: expected START-END, e.g. 10-42");
+                    };
+                    (Some(a), Some(b))
+                }
+            };
+            let m = memories.track_file_change(&FileChange {
+                path: path.clone(),
+                action: action.clone(),
+                reason: reason.clone(),
+                diff_summary: diff_summary.clone(),
+                related_files: related.clone(),
+                start_line,
+                end_line,
+                session: session.clone(),
+            })?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Context {
+            budget,
+            compress,
+            dry_run,
+        } => {
+            return assisted::context(
+                memories,
+                &store_dir(cli)?,
+                out,
+                *budget,
+                compress.as_deref(),
+                *dry_run,
+            );
+        }
+        Command::Analyze => {
+            let r = memories.analyze_patterns()?;
+            out.value(&r, || {
+                let mut s = String::new();
+                for (t, n) in &r.recurring_errors {
+                    s.push_str(&format!("error {t}: {n} times\n"));
+                }
+                for (a, b, n) in r.co_changes.iter().take(10) {
+                    s.push_str(&format!("changed together {n}x: {a} + {b}\n"));
+                }
+                for (f, n) in r.hot_files.iter().take(10) {
+                    s.push_str(&format!("hot file {f}: {n} changes\n"));
+                }
+                s
+            })?;
+        }
+        Command::Related { id, hops } => {
+            let rel = memories.related(id, *hops)?;
+            out.value(&json!({"related": rel}), || {
+                rel.iter()
+                    .map(|r| {
+                        format!(
+                            "{} {} ({} from {})",
+                            "  ".repeat(r.hops as usize - 1),
+                            r.key,
+                            r.via,
+                            r.from
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Error {
+            command:
+                ErrorCommand::Record {
+                    error_type,
+                    message,
+                    stack_trace,
+                    file,
+                    line,
+                    solution,
+                    resolved,
+                    screenshot,
+                    session,
+                    resolved_by,
+                },
+        } => {
+            let mut report = ErrorReport {
+                error_type: error_type.clone(),
+                message: message.clone(),
+                stack_trace: stack_trace.clone(),
+                file: file.clone(),
+                line: *line,
+                solution: solution.clone(),
+                resolved: *resolved,
+                screenshot: screenshot.clone(),
+                session: session.clone(),
+                resolved_by: resolved_by.clone(),
+                ..ErrorReport::default()
+            };
+            assisted::screenshot(memories, &store_dir(cli)?, &mut report)?;
+            let m = memories.record_error(&report)?;
+            report_redactions(m.redacted);
+            out.value(&m, || {
+                format!("{} (seen {} times)", m.id, m.metadata["frequency"])
+            })?;
+        }
+        Command::Error {
+            command: ErrorCommand::Search { query, top_k },
+        } => {
+            let hits = memories.search_errors(query, *top_k)?;
+            let rows: Vec<_> = hits
+                .iter()
+                .map(|h| json!({"key": h.memory.id, "kind": "error", "score": h.score, "text": h.memory.text, "metadata": h.memory.metadata}))
+                .collect();
+            out.value(&json!({"hits": rows}), || {
+                hits.iter()
+                    .map(|h| human(&h.memory))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Decision {
+            decision,
+            rationale,
+            alternatives,
+            impact,
+            files,
+            tags,
+            confidence,
+            session,
+        } => {
+            let m = memories.record_decision(&Decision {
+                decision: decision.clone(),
+                rationale: rationale.clone(),
+                alternatives: alternatives.clone(),
+                impact: impact.clone(),
+                tags: tags.clone(),
+                related_files: files.clone(),
+                confidence: *confidence,
+                reviewed: false,
+                session: session.clone(),
+            })?;
+            out.value(&m, || m.id.clone())?;
+        }
+        _ => unreachable!("dispatched in memories::run"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
