@@ -35,7 +35,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fts", &["text"]),
     ("embed", &["text"]),
     ("location", &["key"]),
-    ("llm", &[]),
+    ("llm", &["embed"]),
     ("store", &["key", "format"]),
     ("patterns", &["key", "location", "store"]),
     (

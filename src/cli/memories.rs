@@ -303,7 +303,12 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 })
                 .collect();
             let rows: Vec<serde_json::Value> = found.into_iter().map(|(r, _)| r).collect();
-            out.value(&json!({"hits": rows}), || lines.join("\n"))?;
+            let mut answer = json!({"hits": rows});
+            if let Some(why) = &results.degraded {
+                tracing::warn!("recall degraded: {why}");
+                answer["degraded"] = json!(why);
+            }
+            out.value(&answer, || lines.join("\n"))?;
         }
         Command::Import { file } => {
             let pb = out.spinner(&format!("importing {}", file.display()));

@@ -10,7 +10,7 @@ use engram::assist::{Assistant, Features, RerankOptions};
 use engram::config::Config;
 use engram::embed::Embedder;
 use engram::gate::{Caps, Gate};
-use engram::llm::{HttpProvider, LlmSettings};
+use engram::llm::{HttpProvider, LlmSettings, RemoteEmbedder, RemoteOptions};
 use engram::store::{Durability, StoreOptions};
 
 use super::output::Output;
@@ -30,15 +30,65 @@ pub(crate) fn store_options(cli: &Cli) -> StoreOptions {
     }
 }
 
-/// The configured embedder.
+/// The configured embedder. `auto` picks an HTTP embedder from the environment
+/// (`VOYAGE_API_KEY`, `OPENAI_API_KEY`, `OLLAMA_HOST`), else the built-in one.
 pub(crate) fn embedder() -> Result<Arc<dyn Embedder>> {
+    static CHOSEN: OnceLock<String> = OnceLock::new();
+    let cfg = config();
+    let env = |var: &str| std::env::var(var).ok();
+    let name = CHOSEN.get_or_init(|| {
+        let name = cfg.get("embedder");
+        if name != "auto" {
+            return name.to_string();
+        }
+        match engram::llm::embeddings::detect_remote(env) {
+            Some(remote) => {
+                tracing::info!("embedder auto: using {}", remote.canonical());
+                remote.canonical()
+            }
+            None => {
+                tracing::info!(
+                    "embedder auto: none of VOYAGE_API_KEY, OPENAI_API_KEY, OLLAMA_HOST is set; using the built-in hash-v2-256"
+                );
+                "hash-v2-256".to_string()
+            }
+        }
+    });
+    if let Some(remote) = engram::embed::parse_remote(name) {
+        let mut base_url = cfg.get_opt("embed_base_url").map(str::to_string);
+        if remote.api == engram::embed::RemoteApi::Ollama && base_url.is_none() {
+            // Ollama's own variable, often given without a scheme.
+            base_url = env("OLLAMA_HOST")
+                .filter(|h| !h.trim().is_empty())
+                .map(|h| {
+                    if h.contains("://") {
+                        h
+                    } else {
+                        format!("http://{h}")
+                    }
+                });
+        }
+        let number = |setting: &str| -> Result<u64> {
+            cfg.get(setting)
+                .parse()
+                .with_context(|| format!("setting {setting}"))
+        };
+        let options = RemoteOptions {
+            base_url,
+            api_key: engram::llm::embeddings::api_key_from_env(remote.api, env),
+            batch: number("embed_batch")? as usize,
+            timeout: std::time::Duration::from_secs(number("embed_timeout_secs")?),
+            ..RemoteOptions::default()
+        };
+        let embedder =
+            RemoteEmbedder::new(&remote, options).with_context(|| format!("embedder {name}"))?;
+        return Ok(Arc::new(embedder));
+    }
     // `model_dir` from the configuration, else `ENGRAM_MODEL_DIR` (read by
     // `embedder_by_name`).
-    match config().get_opt("model_dir").filter(|d| !d.is_empty()) {
-        Some(dir) => {
-            engram::embed::embedder_for(config().get("embedder"), Some(std::path::Path::new(dir)))
-        }
-        None => engram::embed::embedder_by_name(config().get("embedder")),
+    match cfg.get_opt("model_dir").filter(|d| !d.is_empty()) {
+        Some(dir) => engram::embed::embedder_for(name, Some(std::path::Path::new(dir))),
+        None => engram::embed::embedder_by_name(name),
     }
     .map_err(anyhow::Error::msg)
 }

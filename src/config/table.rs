@@ -27,6 +27,13 @@ fn bytes(v: &str) -> Result<(), String> {
         .map_err(|_| "expected a number of bytes".to_string())
 }
 
+fn positive(v: &str) -> Result<(), String> {
+    match v.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err("expected a whole number above 0".to_string()),
+    }
+}
+
 fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Result<(), String> {
     move |v| {
         if options.contains(&v) {
@@ -112,7 +119,7 @@ pub const SETTINGS: &[Setting] = &[
         name: "embedder",
         env: "ENGRAM_EMBEDDER",
         default: "hash-v2-256",
-        help: "embedder for code and memories (built-in: hash-v2-DIMS; with the neural feature: minilm, bge-small)",
+        help: "embedder for code and memories (built-in: hash-v2-DIMS; with the neural feature: minilm, bge-small; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto to pick one from the environment)",
         check: embedder,
     },
     Setting {
@@ -121,6 +128,27 @@ pub const SETTINGS: &[Setting] = &[
         default: "",
         help: "directory of a neural embedder's model files, or of models by name (empty: the data directory's models/)",
         check: any,
+    },
+    Setting {
+        name: "embed_base_url",
+        env: "ENGRAM_EMBED_BASE_URL",
+        default: "",
+        help: "an HTTP embedder's endpoint base, e.g. http://127.0.0.1:11434/v1 for Ollama's OpenAI API (empty: the provider's public one); the key is read from ENGRAM_EMBED_API_KEY, else OPENAI_API_KEY or VOYAGE_API_KEY",
+        check: any,
+    },
+    Setting {
+        name: "embed_batch",
+        env: "ENGRAM_EMBED_BATCH",
+        default: "64",
+        help: "texts per HTTP embedding request",
+        check: positive,
+    },
+    Setting {
+        name: "embed_timeout_secs",
+        env: "ENGRAM_EMBED_TIMEOUT_SECS",
+        default: "30",
+        help: "longest one HTTP embedding request may take (then it is retried, then search is keyword-only)",
+        check: positive,
     },
     Setting {
         name: "secret_action",

@@ -6,6 +6,9 @@
 //! with every vector and keeps one vector cache per name: vectors of two embedders are
 //! never compared, and switching embedder means re-embedding, not mixing spaces.
 //!
+//! Embedders reached over HTTP (`openai:…`, `voyage:…`, `ollama:…`) are named here
+//! ([`parse_remote`]) and built by `llm::embeddings` (feature `llm`).
+//!
 //! This module never touches the store or the network; the built-in
 //! [`HashedEmbedder`] needs no model file and no API key. With the `neural` feature,
 //! [`neural`] adds local sentence-transformers (all-MiniLM-L6-v2, bge-small-en-v1.5)
@@ -15,8 +18,10 @@ mod hashed;
 mod lexicon;
 #[cfg(feature = "neural")]
 pub mod neural;
+mod remote_name;
 
 pub use hashed::HashedEmbedder;
+pub use remote_name::{parse_remote, RemoteApi, RemoteName};
 
 /// What can go wrong while embedding.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +75,11 @@ pub fn embedder_for(
         return neural_cached(name, model_dir);
     }
     let _ = model_dir;
+    if name == "auto" || parse_remote(name).is_some() {
+        return Err(format!(
+            "embedder {name:?} is reached over HTTP: build it with engram::llm::RemoteEmbedder (feature llm)"
+        ));
+    }
     Err(unknown(name))
 }
 
@@ -82,6 +92,14 @@ pub fn check_embedder_name(name: &str) -> Result<(), String> {
     #[cfg(feature = "neural")]
     if neural::models::find(name).is_some() {
         return Ok(());
+    }
+    if name == "auto" || parse_remote(name).is_some() {
+        #[cfg(feature = "llm")]
+        return Ok(());
+        #[cfg(not(feature = "llm"))]
+        return Err(format!(
+            "embedder {name:?} is reached over HTTP; this build has no HTTP client (build with --features llm)"
+        ));
     }
     Err(unknown(name))
 }
@@ -97,7 +115,7 @@ fn unknown(name: &str) -> String {
     #[cfg(not(feature = "neural"))]
     let neural = "; local models (minilm, bge-small) need a build with --features neural";
     format!(
-        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256){neural}"
+        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256){neural}; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto"
     )
 }
 

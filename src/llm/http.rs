@@ -63,17 +63,6 @@ impl HttpProvider {
         })
     }
 
-    fn client(&self) -> Result<reqwest::blocking::Client, LlmError> {
-        reqwest::blocking::Client::builder()
-            .connect_timeout(self.settings.timeout.min(Duration::from_secs(10)))
-            .timeout(self.settings.timeout)
-            .build()
-            .map_err(|e| LlmError::Transport {
-                url: self.settings.base_url.clone(),
-                reason: e.to_string(),
-            })
-    }
-
     /// The same provider asking the settings' vision model (sharing the call limit).
     pub fn for_vision(&self) -> HttpProvider {
         HttpProvider {
@@ -87,11 +76,126 @@ impl HttpProvider {
         &self.settings
     }
 
-    fn error(&self, e: &reqwest::Error, url: String) -> LlmError {
+    fn transport(&self) -> Transport {
+        Transport {
+            timeout: self.settings.timeout,
+            max_retries: self.settings.max_retries,
+            backoff: self.settings.backoff,
+            max_wait: self.settings.max_wait,
+        }
+    }
+}
+
+/// How a model endpoint is reached: a JSON POST with a per-attempt timeout and
+/// retries with exponential backoff on 429, 5xx and timeouts (a `Retry-After` header
+/// wins). Shared by the chat provider and the remote embedders.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Transport {
+    /// Longest one HTTP attempt may take.
+    pub timeout: Duration,
+    /// Retries after a 429, a 5xx or a timeout.
+    pub max_retries: u32,
+    /// First backoff delay; doubled per retry.
+    pub backoff: Duration,
+    /// Longest wait a `Retry-After` may ask for before the call gives up instead.
+    pub max_wait: Duration,
+}
+
+impl Transport {
+    /// A blocking client, made on the calling thread (see [`HttpProvider`]).
+    pub fn client(&self, url: &str) -> Result<reqwest::blocking::Client, LlmError> {
+        reqwest::blocking::Client::builder()
+            .connect_timeout(self.timeout.min(Duration::from_secs(10)))
+            .timeout(self.timeout)
+            .build()
+            .map_err(|e| LlmError::Transport {
+                url: url.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// POST `body` to `url` with `headers`, retrying what is transient; the reply's
+    /// body on a 2xx and the attempts it took. `what` names the call in retry
+    /// warnings (never the body).
+    pub fn post(
+        &self,
+        client: &reqwest::blocking::Client,
+        url: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        what: &str,
+    ) -> Result<(String, u32), LlmError> {
+        let mut attempts = 0u32;
+        let mut delay = self.backoff;
+        loop {
+            attempts += 1;
+            match self.send_once(client, url, headers, body) {
+                Ok(body) => return Ok((body, attempts)),
+                Err(f) => {
+                    let wait = f.retry_after.unwrap_or(delay);
+                    if !f.error.is_transient()
+                        || attempts > self.max_retries
+                        || wait > self.max_wait
+                    {
+                        return Err(f.error);
+                    }
+                    tracing::warn!(
+                        attempt = attempts,
+                        wait_ms = wait.as_millis() as u64,
+                        "{what} failed ({}); retrying",
+                        f.error
+                    );
+                    std::thread::sleep(wait);
+                    delay = (delay * 2).min(self.max_wait);
+                }
+            }
+        }
+    }
+
+    fn send_once(
+        &self,
+        client: &reqwest::blocking::Client,
+        url: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<String, Failure> {
+        let mut rb = client.post(url);
+        for (k, v) in headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        let fail = |error| Failure {
+            error,
+            retry_after: None,
+        };
+        let sent = rb
+            .body(body.to_vec())
+            .send()
+            .map_err(|e| fail(self.error(&e, url)))?;
+        let status = sent.status().as_u16();
+        let retry_after = sent
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| retry_after(v, now_unix()));
+        let body = sent.text().map_err(|e| fail(self.error(&e, url)))?;
+        if (200..300).contains(&status) {
+            return Ok(body);
+        }
+        Err(Failure {
+            error: LlmError::Status {
+                status,
+                excerpt: body.chars().take(200).collect(),
+            },
+            retry_after,
+        })
+    }
+
+    fn error(&self, e: &reqwest::Error, url: &str) -> LlmError {
+        let url = url.to_string();
         if e.is_timeout() {
             LlmError::Timeout {
                 url,
-                secs: self.settings.timeout.as_secs(),
+                secs: self.timeout.as_secs(),
             }
         } else {
             // The chain's innermost reason names the cause (refused, reset, …).
@@ -110,46 +214,6 @@ impl HttpProvider {
 struct Failure {
     error: LlmError,
     retry_after: Option<Duration>,
-}
-
-impl HttpProvider {
-    fn send_once(
-        &self,
-        client: &reqwest::blocking::Client,
-        wire: &WireRequest,
-    ) -> Result<String, Failure> {
-        let mut rb = client.post(&wire.url);
-        for (k, v) in &wire.headers {
-            rb = rb.header(k.as_str(), v.as_str());
-        }
-        let fail = |error| Failure {
-            error,
-            retry_after: None,
-        };
-        let sent = rb
-            .body(wire.body.clone())
-            .send()
-            .map_err(|e| fail(self.error(&e, wire.url.clone())))?;
-        let status = sent.status().as_u16();
-        let retry_after = sent
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| retry_after(v, now_unix()));
-        let body = sent
-            .text()
-            .map_err(|e| fail(self.error(&e, wire.url.clone())))?;
-        if (200..300).contains(&status) {
-            return Ok(body);
-        }
-        Err(Failure {
-            error: LlmError::Status {
-                status,
-                excerpt: body.chars().take(200).collect(),
-            },
-            retry_after,
-        })
-    }
 }
 
 fn now_unix() -> u64 {
@@ -222,32 +286,15 @@ impl ChatProvider for HttpProvider {
     fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         let wire = wire::build(&self.settings, &self.model, request, true);
         let _slot = self.slots.take(self.settings.max_concurrency);
-        let client = self.client()?;
-        let mut attempts = 0u32;
-        let mut delay = self.settings.backoff;
-        let body = loop {
-            attempts += 1;
-            match self.send_once(&client, &wire) {
-                Ok(body) => break body,
-                Err(f) => {
-                    let wait = f.retry_after.unwrap_or(delay);
-                    if !f.error.is_transient()
-                        || attempts > self.settings.max_retries
-                        || wait > self.settings.max_wait
-                    {
-                        return Err(f.error);
-                    }
-                    tracing::warn!(
-                        attempt = attempts,
-                        wait_ms = wait.as_millis() as u64,
-                        "LLM call failed ({}); retrying",
-                        f.error
-                    );
-                    std::thread::sleep(wait);
-                    delay = (delay * 2).min(self.settings.max_wait);
-                }
-            }
-        };
+        let transport = self.transport();
+        let client = transport.client(&wire.url)?;
+        let (body, attempts) = transport.post(
+            &client,
+            &wire.url,
+            &wire.headers,
+            wire.body.as_bytes(),
+            "LLM call",
+        )?;
         let (text, model, usage) =
             wire::parse_reply(self.settings.api, &body, self.settings.stream)?;
         let usage = usage.unwrap_or_else(|| {

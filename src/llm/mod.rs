@@ -1,6 +1,8 @@
 //! A chat-model client: one [`ChatProvider`] trait, the OpenAI-compatible and the
 //! Anthropic Messages wire formats, retries with backoff, a concurrency limit, and the
-//! token and cost count of every call.
+//! token and cost count of every call. Beside it, [`RemoteEmbedder`]: embedding APIs
+//! (OpenAI-compatible, Voyage, Ollama) behind the `embed` layer's trait, on the same
+//! retrying transport.
 //!
 //! This module owns the bytes on the wire and nothing else. It must never read a store,
 //! a memory or a file, and never decide what is sent: its callers (the `assist` layer)
@@ -8,10 +10,12 @@
 //! With no model configured nothing here is ever constructed, so no byte leaves the
 //! machine.
 
+pub mod embeddings;
 mod http;
 mod settings;
 mod wire;
 
+pub use embeddings::{RemoteEmbedder, RemoteOptions};
 pub use http::HttpProvider;
 pub use settings::{Api, LlmSettings, SettingsError, API_KEY_ENV};
 pub use wire::{parse_reply, WireRequest};

@@ -1,6 +1,7 @@
 //! A scripted chat-model server on 127.0.0.1 for the LLM tests: it answers each request
 //! with the next scripted reply (any status, headers, body, delay, or a body cut short)
-//! and records every request it was sent.
+//! and records every request it was sent. [`Server::start_fn`] computes each answer
+//! from the request instead (an embeddings server, …).
 
 #![allow(dead_code)]
 
@@ -151,19 +152,35 @@ pub struct Server {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
+/// What answers a request (given every request so far, this one last).
+type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
+
 impl Server {
     pub fn start(script: Vec<Reply>) -> Server {
+        let script = Mutex::new((script, 0usize));
+        Server::start_fn(move |_| {
+            let mut s = script.lock().unwrap();
+            let i = s.1.min(s.0.len().saturating_sub(1));
+            s.1 += 1;
+            s.0.get(i)
+                .cloned()
+                .unwrap_or_else(|| Reply::json(500, "{}"))
+        })
+    }
+
+    /// A server whose every answer is computed from the request.
+    pub fn start_fn(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let seen2 = seen.clone();
-        let script = Arc::new(Mutex::new((script, 0usize)));
+        let handler: Handler = Arc::new(handler);
         thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let seen = seen2.clone();
-                let script = script.clone();
-                thread::spawn(move || serve(stream, seen, script));
+                let handler = handler.clone();
+                thread::spawn(move || serve(stream, seen, handler));
             }
         });
         Server { addr, seen }
@@ -175,7 +192,7 @@ impl Server {
     }
 }
 
-fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>, script: Arc<Mutex<(Vec<Reply>, usize)>>) {
+fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>, handler: Handler) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     loop {
         let mut line = String::new();
@@ -208,20 +225,14 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>, script: Arc<Mutex<(Vec<
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        seen.lock().unwrap().push(Seen {
+        let request = Seen {
             method,
             path,
             headers,
             body: String::from_utf8_lossy(&body).into_owned(),
-        });
-        let reply = {
-            let mut s = script.lock().unwrap();
-            let i = s.1.min(s.0.len().saturating_sub(1));
-            s.1 += 1;
-            s.0.get(i)
-                .cloned()
-                .unwrap_or_else(|| Reply::json(500, "{}"))
         };
+        seen.lock().unwrap().push(request.clone());
+        let reply = handler(&request);
         thread::sleep(reply.delay);
         let mut out = stream.try_clone().unwrap();
         let declared = if reply.truncate {
