@@ -321,3 +321,61 @@ fn with_the_server_gone_search_is_keyword_only_and_says_so() {
     let fresh = ok_json(&store, &up, &["search", "fresh", "--top-k", "1"]);
     assert!(hits(&fresh)[0].0.contains("new.py"), "{fresh}");
 }
+
+/// A slow embedding server must not hold other writers up: vectors are computed before
+/// the store's writer lock is taken.
+#[test]
+fn a_slow_embedder_does_not_hold_the_writer_lock() {
+    let (tmp, _repo) = repo();
+    let slow = Server::start_fn(|req| answer(req).delayed(std::time::Duration::from_secs(4)));
+    let base = format!("{}/v1", slow.addr);
+    let store = tmp.path().join("store");
+    ok_json(
+        &store,
+        &[],
+        &["remember", "the store exists before the race"],
+    );
+    let store2 = store.clone();
+    let waiting = std::thread::spawn(move || {
+        let env = [
+            ("ENGRAM_EMBEDDER", "openai:all-minilm-l6-v2"),
+            ("ENGRAM_EMBED_BASE_URL", base.as_str()),
+        ];
+        ok_json(
+            &store2,
+            &env,
+            &["remember", "written through the slow embedder"],
+        )
+    });
+    // Once the slow write's request has reached the server, it is waiting on it.
+    let started = std::time::Instant::now();
+    while slow.seen().is_empty() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the slow write never called its embedder"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    ok_json(
+        &store,
+        &[],
+        &["remember", "written beside it with the built-in embedder"],
+    );
+    ok_json(
+        &store,
+        &[],
+        &["note", "set", "beside", "a note set meanwhile"],
+    );
+    // Had they waited for the slow write's lock, its memory would be stored by now.
+    let listed = ok_json(&store, &[], &["list"]).to_string();
+    assert!(listed.contains("a note set meanwhile"), "{listed}");
+    assert!(
+        !listed.contains("written through the slow embedder"),
+        "the other writes waited for the slow one's lock: {listed}"
+    );
+    let m = waiting.join().unwrap();
+    assert_eq!(
+        ok_json(&store, &[], &["get", m["id"].as_str().unwrap()])["text"],
+        "written through the slow embedder"
+    );
+}

@@ -8,7 +8,7 @@
 //! not the records this batch has added.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
@@ -22,6 +22,9 @@ pub(crate) struct Locked<'s> {
     writer: BatchWriter<'s>,
     /// Ids this batch has taken, so two new memories in one batch never share one.
     ids: HashSet<String>,
+    /// Vectors embedded before the lock was taken, by the text they embed: an
+    /// embedder may be a network call, which must not hold every other writer up.
+    pub(super) ahead: HashMap<String, Option<Vec<f32>>>,
 }
 
 impl Locked<'_> {
@@ -110,9 +113,22 @@ impl Memories {
     /// Run `f` under the writer lock and commit what it added; nothing is written if
     /// it fails. See the module doc.
     pub(crate) fn locked<T>(&self, f: impl FnOnce(&mut Locked<'_>) -> Result<T>) -> Result<T> {
+        self.locked_ahead(&[], f)
+    }
+
+    /// [`Memories::locked`], with the vectors of `ahead` (memories as they are about
+    /// to be written) embedded first, outside the lock. A memory whose text changes
+    /// under the lock (merged tags, …) is embedded there instead.
+    pub(crate) fn locked_ahead<T>(
+        &self,
+        ahead: &[&Memory],
+        f: impl FnOnce(&mut Locked<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let ahead = self.embed_ahead(ahead)?;
         let mut l = Locked {
             writer: self.store().begin_batch()?,
             ids: HashSet::new(),
+            ahead,
         };
         let out = f(&mut l)?;
         if !l.writer.is_empty() {

@@ -180,7 +180,7 @@ impl Memories {
     /// Store a new memory (its `id`, if set, must be free) after validating every
     /// field; returns it as stored, secrets redacted ([`Memory::redacted`] counts them).
     pub fn write(&self, memory: Memory) -> Result<Memory> {
-        self.locked(|l| self.write_locked(l, memory))
+        self.locked_ahead(&[&memory], |l| self.write_locked(l, memory.clone()))
     }
 
     /// Replace a memory's content with `change` (its id and creation time are kept),
@@ -188,7 +188,24 @@ impl Memories {
     /// The version is read and written under the writer lock, so concurrent updates
     /// each get their own number.
     pub fn update(&self, id: &str, change: Memory) -> Result<Memory> {
-        self.locked(|l| self.update_locked(l, id, change))
+        self.locked_ahead(&[&change], |l| self.update_locked(l, id, change.clone()))
+    }
+
+    /// The vectors of `memories` as they will be written (redacted), keyed by the
+    /// text embedded; one embedder call, made before any lock is taken.
+    pub(crate) fn embed_ahead(
+        &self,
+        memories: &[&Memory],
+    ) -> Result<std::collections::HashMap<String, Option<Vec<f32>>>> {
+        if memories.is_empty() {
+            return Ok(Default::default());
+        }
+        let mut redacted: Vec<Memory> = memories.iter().map(|m| (*m).clone()).collect();
+        for m in &mut redacted {
+            redact_memory(m)?;
+        }
+        let vectors = self.embeddings(redacted.iter())?;
+        Ok(redacted.iter().map(embedding_text).zip(vectors).collect())
     }
 
     /// [`Memories::write`] inside a locked read-modify-write.
@@ -285,7 +302,11 @@ impl Memories {
     fn add_version(&self, l: &mut Locked<'_>, memory: &Memory) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put_keeping_history(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
-        if let Some(v) = self.embedding(memory)? {
+        let vector = match l.ahead.get(&embedding_text(memory)) {
+            Some(v) => v.clone(),
+            None => self.embedding(memory)?,
+        };
+        if let Some(v) = vector {
             batch.put_vector(&memory.id, self.embedder.name(), &v)?;
         }
         l.add(&batch)

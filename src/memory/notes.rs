@@ -31,9 +31,9 @@ impl Memories {
         // Which entry holds the note is read under the writer lock, so two processes
         // setting a new note at once make one entry with two versions, not two notes.
         let label = format!("note:{name}");
-        self.locked(|l| match l.find_by_label(&label)? {
-            Some(old) => self.update_locked(l, &old.id, m),
-            None => self.write_locked(l, m),
+        self.locked_ahead(&[&m], |l| match l.find_by_label(&label)? {
+            Some(old) => self.update_locked(l, &old.id, m.clone()),
+            None => self.write_locked(l, m.clone()),
         })
     }
 
