@@ -187,6 +187,19 @@ fn suggest_solution_with_and_without_a_model() {
     assert_eq!(v["solution"], "pin the version");
     assert_eq!(v["confidence"], 1.0, "clamped into 0..1");
     assert_eq!(v["alternatives"], json!(["vendor it"]));
+    // dry_run: the exact request, and nothing sent.
+    let sent = server.seen().len();
+    let v = ok(
+        &e,
+        "coding_suggest_solution",
+        json!({"error_id": id, "dry_run": true}),
+    );
+    assert_eq!(v["dry_run"], true);
+    let body = v["requests"][0]["request"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(body.contains("crate foo 2.1 breaks the build again"), "{v}");
+    assert_eq!(server.seen().len(), sent, "a dry run sent a request");
     let down = Server::start(vec![Reply::json(200, "{broken")]);
     let e = engine(&dir.path().join("3"), Some(&down), &[]);
     ok(

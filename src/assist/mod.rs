@@ -161,6 +161,21 @@ impl Assistant {
         self
     }
 
+    /// The same assistant as a dry run of its own (nothing prepared yet): for one
+    /// request that asks to see what would be sent, while others go on sending.
+    pub fn dry_run_copy(&self) -> Assistant {
+        Assistant {
+            provider: self.provider.clone(),
+            vision: self.vision.clone(),
+            features: self.features.clone(),
+            max_request_bytes: self.max_request_bytes,
+            rerank: self.rerank.clone(),
+            gate: self.gate.clone(),
+            dry_run: true,
+            prepared: Mutex::new(Vec::new()),
+        }
+    }
+
     /// Whether this is a dry run.
     pub fn is_dry_run(&self) -> bool {
         self.dry_run

@@ -114,6 +114,15 @@ impl Engine {
     /// past error's solution.
     pub(super) fn suggest_solution(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "error_id")?;
+        if a.get("dry_run").and_then(Value::as_bool).unwrap_or(false) {
+            // The exact requests the model would get, sent to nobody.
+            let Some(asst) = self.assistant.as_deref() else {
+                return Err("dry_run shows what would be sent to the chat model, and none is configured (set llm_model)".into());
+            };
+            let dry = asst.dry_run_copy();
+            crate::assist::suggest(Some(&dry), &self.memories, id).map_err(err)?;
+            return Ok(json!({"dry_run": true, "requests": dry.prepared()}));
+        }
         let (s, warning) =
             crate::assist::suggest(self.assistant.as_deref(), &self.memories, id).map_err(err)?;
         let mut budget = self.gate.budget();

@@ -260,7 +260,7 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "coding_suggest_solution",
         description: "Suggest a solution for a recorded error: from the configured chat model given similar past errors and their solutions, else the most similar solved past error's solution. Returns a solution, a confidence (0-1, when the model states one) and alternatives. Call it after coding_record_error when the fix is not obvious.",
-        params: &[req("error_id", Str, "The error's id (mem:…), as coding_record_error returned it (also id).").aka(&["id"])],
+        params: &[req("error_id", Str, "The error's id (mem:…), as coding_record_error returned it (also id).").aka(&["id"]), opt("dry_run", Bool, "Return the exact requests the chat model would be sent, and send nothing (default false).")],
         profiles: &[Coding],
     },
     ToolSpec {
