@@ -167,9 +167,9 @@ impl Assistant {
         Assistant {
             provider: self.provider.clone(),
             vision: self.vision.clone(),
-            features: self.features.clone(),
+            features: self.features,
             max_request_bytes: self.max_request_bytes,
-            rerank: self.rerank.clone(),
+            rerank: self.rerank,
             gate: self.gate.clone(),
             dry_run: true,
             prepared: Mutex::new(Vec::new()),
