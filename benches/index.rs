@@ -5,13 +5,17 @@
 //!   one file changed; throughput is compared with reading the same files once
 //!   (`read`: the least any indexer must do); then cold on one thread against one
 //!   thread per core (`IndexOptions::threads`), in the same run.
-//! - query: hybrid and keyword-only search latency p50/p99 over a store of at least
-//!   100K chunks (5M lines of the registry's Rust sources, cycled if fewer), compared with one FTS5 BM25 query
-//!   (`fts`, any word, 40 best: the query every keyword search ran before
-//!   the all-words-first strategy).
+//! - query: hybrid, keyword-only and vector-only search latency p50/p99 over a store of
+//!   at least 100K chunks (5M lines of the registry's Rust sources, cycled if fewer),
+//!   compared with one FTS5 BM25 query (`fts`, any word, 40 best: the query every
+//!   keyword search ran before the all-words-first strategy); the time from opening
+//!   the store to the first answer (a new process's path: open, replay check, first
+//!   search with the vector cache not yet mapped), and the process's peak memory.
 //!
 //! `cargo bench --bench index`; `ENGRAM_BENCH=index,query` picks parts;
-//! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000).
+//! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000);
+//! `ENGRAM_BENCH_QUERY_LINES=N` the query store's (default 5000000; 50000000 makes
+//! about 1M chunks).
 
 mod common;
 use common::{bench_dir, wanted};
@@ -171,7 +175,11 @@ fn bench_query() {
     if !reuse {
         let repo = bench_dir("query-repo");
         // About 5M lines make 100K chunks; the registry is cycled if it has fewer.
-        let (files, bytes, lines) = make_repo(repo.path(), 5_000_000);
+        let lines = std::env::var("ENGRAM_BENCH_QUERY_LINES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5_000_000);
+        let (files, bytes, lines) = make_repo(repo.path(), lines);
         let (report, t) =
             timed(|| index::index(&store, repo.path(), &IndexOptions::default()).expect("index"));
         println!(
@@ -188,6 +196,16 @@ fn bench_query() {
     if chunks < 100_000 {
         println!("  warning: fewer than 100K chunks");
     }
+    // Open to first answer, as a new process sees it (the OS page cache may be warm).
+    drop(store);
+    let (store, opened) = timed(|| open(&store_dir));
+    let (_, first) = timed(|| search(&store, "first query", &SearchOptions::default()));
+    println!(
+        "  open to first answer: {:.1} ms (open {:.1} ms, first query with the vector cache unmapped {:.1} ms)",
+        (opened + first).as_secs_f64() * 1e3,
+        opened.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3
+    );
     // Queries: identifiers and phrases of the kind agents ask.
     let queries = [
         "parse http request",
@@ -259,19 +277,33 @@ fn bench_query() {
         lat.sort();
         lat
     };
-    let (_, first) = timed(|| search(&store, "first query", &SearchOptions::default()));
-    println!(
-        "  first query after open (cold vector cache): {:.1} ms",
-        first.as_secs_f64() * 1e3
-    );
     let hybrid = run(&SearchOptions::default());
     let keyword = run(&SearchOptions {
         keyword_only: true,
         ..SearchOptions::default()
     });
+    let embedder = SearchOptions::default().embedder;
+    let vector = {
+        let mut lat = Vec::new();
+        for _round in 0..5 {
+            for q in queries {
+                let (r, d) = timed(|| {
+                    let v = embedder.embed(&[q]).expect("embed").remove(0);
+                    store
+                        .vector_search(embedder.name(), &v, 10)
+                        .expect("vector search")
+                });
+                std::hint::black_box(r);
+                lat.push(d);
+            }
+        }
+        lat.sort();
+        lat
+    };
     for (name, lat) in [
         ("hybrid", &hybrid),
         ("keyword only", &keyword),
+        ("vector only", &vector),
         ("fts (baseline)", &fts),
     ] {
         println!(
@@ -280,6 +312,17 @@ fn bench_query() {
             percentile(lat, 0.99),
             percentile(lat, 0.5) / percentile(&fts, 0.5)
         );
+    }
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        for line in status
+            .lines()
+            .filter(|l| l.starts_with("VmHWM") || l.starts_with("VmRSS"))
+        {
+            println!(
+                "  memory: {}",
+                line.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
+        }
     }
 }
 
