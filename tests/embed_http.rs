@@ -379,3 +379,60 @@ fn a_slow_embedder_does_not_hold_the_writer_lock() {
         "written through the slow embedder"
     );
 }
+
+/// A memory written while the embedder is down is kept, without its vector, and gets
+/// the vector at the next `engram index` once the embedder answers.
+#[test]
+fn a_memory_written_while_the_embedder_is_down_is_kept_and_embedded_later() {
+    let (tmp, repo) = repo();
+    let repo_s = repo.to_str().unwrap();
+    let store = tmp.path().join("store");
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1", l.local_addr().unwrap())
+    };
+    let down = [
+        ("ENGRAM_EMBEDDER", "openai:all-minilm-l6-v2"),
+        ("ENGRAM_EMBED_BASE_URL", dead.as_str()),
+        ("ENGRAM_EMBED_TIMEOUT_SECS", "2"),
+    ];
+    let out = engram(
+        &store,
+        &down,
+        &[
+            "remember",
+            "the nightly job rebuilds the staging database",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stored without a vector"));
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let server = Server::start_fn(answer);
+    let base = format!("{}/v1", server.addr);
+    let up = [
+        ("ENGRAM_EMBEDDER", "openai:all-minilm-l6-v2"),
+        ("ENGRAM_EMBED_BASE_URL", base.as_str()),
+    ];
+    // No word in common with the memory: only its vector can find it.
+    let query = "when is the test environment's DB recreated";
+    let before = ok_json(&store, &up, &["recall", query]);
+    assert!(
+        !before.to_string().contains(m["id"].as_str().unwrap()),
+        "{before}"
+    );
+    let report = ok_json(&store, &up, &["index", repo_s]);
+    assert_eq!(report["memories_embedded"], 1, "{report}");
+    let after = ok_json(&store, &up, &["recall", query]);
+    assert_eq!(after["hits"][0]["key"], m["id"], "{after}");
+    // Nothing is left to embed.
+    assert_eq!(
+        ok_json(&store, &up, &["index", repo_s])["memories_embedded"],
+        0
+    );
+}

@@ -55,8 +55,17 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             let report = index::index(&store, &root, &opts);
             pb.finish_and_clear();
             let report = report?;
+            // Memories written while the embedder was unreachable get their vectors now.
+            let memories =
+                engram::memory::Memories::from_store(store).with_embedder(opts.embedder.clone());
+            let embedded = memories.embed_missing(100_000).unwrap_or_else(|e| {
+                tracing::warn!("memories without vectors stay so for now: {e}");
+                0
+            });
+            let store = memories.store();
             let mut v = serde_json::to_value(&report)?;
             v["store"] = json!(dir);
+            v["memories_embedded"] = json!(embedded);
             out.value(&v, || {
                 let redactions: u64 = report.redactions.values().sum();
                 format!(
@@ -72,7 +81,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 )
             })?;
             if *watch {
-                super::watch::watch(&store, &root, &opts, out)?;
+                super::watch::watch(store, &root, &opts, out)?;
             }
         }
         Command::Search {

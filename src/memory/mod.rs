@@ -204,8 +204,60 @@ impl Memories {
         for m in &mut redacted {
             redact_memory(m)?;
         }
-        let vectors = self.embeddings(redacted.iter())?;
+        // An embedder that fails (a server down) does not stop the write: the memory
+        // is stored without its vector, and `embed_missing` adds it later.
+        let vectors = self.embeddings(redacted.iter()).unwrap_or_else(|e| {
+            warn_vectorless(&e);
+            vec![None; redacted.len()]
+        });
         Ok(redacted.iter().map(embedding_text).zip(vectors).collect())
+    }
+
+    /// Embed the memories that have no vector of this store's embedder (written while
+    /// it was unreachable, or under another embedder) — at most `limit` of them, the
+    /// oldest first. The vectors are made outside the writer lock and stored under it,
+    /// each only if its memory still has the text it was made from. Returns how many
+    /// were stored.
+    pub fn embed_missing(&self, limit: usize) -> Result<usize> {
+        let name = self.embedder.name().to_string();
+        let ids: Vec<String> = self.store.with_tracker(|db| {
+            let mut stmt = db.prepare(
+                "SELECT m.id FROM memories m WHERE NOT EXISTS
+                   (SELECT 1 FROM vectors v WHERE v.key_hash = m.key_hash AND v.embedder = ?1)
+                 ORDER BY m.seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![name, limit as i64], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+        })?;
+        let mut stored = 0;
+        for group in ids.chunks(256) {
+            let mut found = Vec::with_capacity(group.len());
+            for id in group {
+                if let Some(m) = self.get(id)? {
+                    found.push(m);
+                }
+            }
+            let vectors = self.embeddings(found.iter())?;
+            stored += self.locked(|l| {
+                let mut batch = WriteBatch::new();
+                let mut n = 0;
+                for (m, v) in found.iter().zip(vectors) {
+                    let Some(v) = v else { continue };
+                    let unchanged = l.get(&m.id)?.is_some_and(|now| {
+                        now.version == m.version && embedding_text(&now) == embedding_text(m)
+                    });
+                    if unchanged {
+                        batch.put_vector(&m.id, &name, &v)?;
+                        n += 1;
+                    }
+                }
+                if n > 0 {
+                    l.add(&batch)?;
+                }
+                Ok(n)
+            })?;
+        }
+        Ok(stored)
     }
 
     /// [`Memories::write`] inside a locked read-modify-write.
@@ -304,7 +356,10 @@ impl Memories {
         batch.put_keeping_history(&memory.id, memory.to_meta(), memory.text.as_bytes())?;
         let vector = match l.ahead.get(&embedding_text(memory)) {
             Some(v) => v.clone(),
-            None => self.embedding(memory)?,
+            None => self.embedding(memory).unwrap_or_else(|e| {
+                warn_vectorless(&e);
+                None
+            }),
         };
         if let Some(v) = vector {
             batch.put_vector(&memory.id, self.embedder.name(), &v)?;
@@ -456,6 +511,12 @@ pub fn normalise_id(id: &str) -> Result<String> {
             "{id:?} is not a memory id; expected mem: followed by eight lowercase hex digits, e.g. mem:a1b2c3d4"
         ))),
     }
+}
+
+fn warn_vectorless(e: &MemoryError) {
+    tracing::warn!(
+        "stored without a vector ({e}); keyword recall finds it, and `engram index` adds its vector once the embedder answers"
+    );
 }
 
 /// What a memory's vector is made of: its text and its tags.
