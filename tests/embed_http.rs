@@ -114,6 +114,21 @@ fn ok_json(store: &Path, env: &[(&str, &str)], args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
+/// An embeddings URL on a port nothing listens on.
+fn dead_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}/v1", l.local_addr().unwrap())
+}
+
+/// The settings of an OpenAI-compatible embedder at `url`, with a short timeout.
+fn down_env(url: &str) -> [(&'static str, &str); 3] {
+    [
+        ("ENGRAM_EMBEDDER", "openai:all-minilm-l6-v2"),
+        ("ENGRAM_EMBED_BASE_URL", url),
+        ("ENGRAM_EMBED_TIMEOUT_SECS", "2"),
+    ]
+}
+
 /// (key, score) of each hit.
 fn hits(v: &Value) -> Vec<(String, f64)> {
     v["hits"]
@@ -270,16 +285,8 @@ fn with_the_server_gone_search_is_keyword_only_and_says_so() {
         ],
     );
 
-    // A port nothing listens on.
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/v1", l.local_addr().unwrap())
-    };
-    let down = [
-        ("ENGRAM_EMBEDDER", "openai:all-minilm-l6-v2"),
-        ("ENGRAM_EMBED_BASE_URL", dead.as_str()),
-        ("ENGRAM_EMBED_TIMEOUT_SECS", "2"),
-    ];
+    let dead = dead_url();
+    let down = down_env(&dead);
     let out = engram(&store, &down, &["search", "polygon_area", "--json"]);
     assert!(
         out.status.success(),
@@ -387,15 +394,8 @@ fn a_memory_written_while_the_embedder_is_down_is_kept_and_embedded_later() {
     let (tmp, repo) = repo();
     let repo_s = repo.to_str().unwrap();
     let store = tmp.path().join("store");
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/v1", l.local_addr().unwrap())
-    };
-    let down = [
-        ("ENGRAM_EMBEDDER", "openai:all-minilm-l6-v2"),
-        ("ENGRAM_EMBED_BASE_URL", dead.as_str()),
-        ("ENGRAM_EMBED_TIMEOUT_SECS", "2"),
-    ];
+    let dead = dead_url();
+    let down = down_env(&dead);
     let out = engram(
         &store,
         &down,
