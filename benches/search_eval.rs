@@ -17,7 +17,9 @@
 //! - `bm25`: a baseline independent of engram's ranking: a plain SQLite FTS5 table
 //!   (default `unicode61` tokenizer) holding the text of the same chunks engram made,
 //!   queried with the query's words OR'ed, ranked by `bm25()`;
-//! - `dense[EMB]`: the store's nearest vectors to the query's embedding, alone.
+//! - `dense[EMB]`: the store's nearest vectors to the query's embedding, alone;
+//! - `bm25+dense[EMB]`: `bm25` and `dense[EMB]` fused by reciprocal rank with equal
+//!   weights (the usual BM25 + embeddings hybrid).
 //!
 //! Embedders come from `ENGRAM_EVAL_EMBEDDERS` (comma-separated names that
 //! `engram::embed::embedder_by_name` knows; default `hash-v2-256`). Every embedder gets
@@ -53,7 +55,7 @@ use std::time::Instant;
 use corpus::{Package, Prepared, Query};
 use engram::embed::Embedder;
 use engram::index::{self, IndexOptions};
-use engram::search::{search, SearchOptions};
+use engram::search::{fuse, search, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use serde_json::json;
 
@@ -104,6 +106,9 @@ enum Mode {
     PlainBm25,
     /// `Store::vector_search` alone.
     Dense,
+    /// The plain BM25 list and the dense list fused by reciprocal rank, equal
+    /// weights: the usual "BM25 + embeddings" hybrid, as a baseline for engram's.
+    Bm25Dense,
 }
 
 /// One configuration: a name in the table, how it ranks, and with which embedder's
@@ -139,6 +144,13 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
         out.push(Config {
             name: format!("dense[{}]", e.name()),
             mode: Mode::Dense,
+            embedder: i,
+        });
+    }
+    for (i, e) in embedders.iter().enumerate() {
+        out.push(Config {
+            name: format!("bm25+dense[{}]", e.name()),
+            mode: Mode::Bm25Dense,
             embedder: i,
         });
     }
@@ -269,6 +281,29 @@ fn run(
                 .filter(|m| m.key.starts_with("chunk:"))
                 .filter_map(|m| chunk_place(store, &m.key))
                 .take(TOP_K)
+                .collect()
+        }
+        Mode::Bm25Dense => {
+            let ranked = |found: Vec<Found>| RankedList {
+                keys: found
+                    .into_iter()
+                    .map(|(p, s, e)| format!("{s}\u{0}{e}\u{0}{p}"))
+                    .collect(),
+                weight: 1.0,
+            };
+            let lists = [
+                ranked(plain.search(query)),
+                ranked(run(Mode::Dense, store, embedder, plain, query)),
+            ];
+            fuse(&lists)
+                .into_iter()
+                .take(TOP_K)
+                .filter_map(|(k, _)| {
+                    let mut parts = k.splitn(3, '\u{0}');
+                    let s = parts.next()?.parse().ok()?;
+                    let e = parts.next()?.parse().ok()?;
+                    Some((parts.next()?.to_string(), s, e))
+                })
                 .collect()
         }
     }
@@ -637,6 +672,16 @@ fn report(
     pairs.push(("engram-keyword", "engram-bm25"));
     for h in &hybrids {
         pairs.push((h, "engram-keyword"));
+    }
+    // engram's hybrid against the usual BM25 + embeddings hybrid with the same vectors
+    // (`configurations` lists the hybrids first, one per embedder, in order).
+    let baselines: Vec<(String, String)> = configs
+        .iter()
+        .filter(|c| c.mode == Mode::Bm25Dense)
+        .map(|c| (configs[c.embedder].name.clone(), c.name.clone()))
+        .collect();
+    for (h, b) in &baselines {
+        pairs.push((h.as_str(), b.as_str()));
     }
     let mut versus = Vec::new();
     println!(
