@@ -49,7 +49,7 @@ fn chunk(rng: &mut Rng, bytes: usize) -> String {
     const RARE: &[&str] = &[
         "    subprocess.run(cmd, shell=True)",
         "    console.log('debug', state)",
-        "AWS_KEY = 'AKIAIOSFODNN7EXAMPLE'",
+        "AWS_KEY = 'AKIAHNHEOABTCPM7PCMI'",
         "    digest = hashlib.md5(data).hexdigest()",
     ];
     let mut s = String::with_capacity(bytes + 128);

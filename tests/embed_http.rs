@@ -70,7 +70,7 @@ fn repo() -> (tempfile::TempDir, PathBuf) {
         ("src/mail.py", "def send_welcome_email(user):\n    \"\"\"Compose and deliver the greeting message to a new account.\"\"\"\n    body = render('welcome', user)\n    smtp.deliver(user.address, body)\n"),
         ("src/geometry.py", "def polygon_area(points):\n    total = 0.0\n    for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1]):\n        total += x1 * y2 - x2 * y1\n    return abs(total) / 2\n"),
         ("src/cache.py", "class LruCache:\n    def evict_oldest(self):\n        key = next(iter(self.order))\n        del self.items[key]\n        self.order.pop(key)\n"),
-        ("src/settings.py", "AWS_KEY = 'AKIAIOSFODNN7EXAMPLE'\ndef load_settings(path):\n    with open(path) as f:\n        return parse_toml(f.read())\n"),
+        ("src/settings.py", "AWS_KEY = 'AKIAHNHEOABTCPM7PCMI'\ndef load_settings(path):\n    with open(path) as f:\n        return parse_toml(f.read())\n"),
     ];
     for (rel, text) in files {
         std::fs::write(repo.join(rel), text).unwrap();
@@ -196,7 +196,7 @@ fn http_embedders_search_like_the_same_model_in_process() {
             );
             // Only redacted text leaves the machine.
             assert!(
-                !req.body.contains("AKIAIOSFODNN7EXAMPLE"),
+                !req.body.contains("AKIAHNHEOABTCPM7PCMI"),
                 "{name}: a secret was sent"
             );
         }

@@ -16,7 +16,7 @@ use engram::llm::{Api, HttpProvider, LlmSettings};
 use engram::memory::{Decision, ErrorReport, FileChange, Memories, Memory};
 use llm_server::{Reply, Server};
 
-const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+const AWS: &str = "AKIAHNHEOABTCPM7PCMI";
 const GITHUB: &str = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";
 
 fn assistant(server: &Server, api: Api, features: Features) -> Assistant {

@@ -52,7 +52,7 @@ fn hostile_arguments_reach_nothing_they_should_not() {
     // The secret sent in an argument is nowhere in store A: not in the log, the
     // tracker or the audit trail.
     let bytes = all_bytes(store_a.path());
-    assert!(!bytes.windows(20).any(|w| w == b"AKIAIOSFODNN7EXAMPLE"));
+    assert!(!bytes.windows(20).any(|w| w == b"AKIAHNHEOABTCPM7PCMI"));
     // Store A holds nothing of repository B.
     assert!(!bytes.windows(13).any(|w| w == b"b-secret-body"));
     for store in [store_a.path(), store_b.path()] {

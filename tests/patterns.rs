@@ -176,13 +176,13 @@ fn a_bad_regex_is_refused_with_its_index_and_hyperscan_message() {
 fn sets_load_list_and_scan_memories_keys_and_code_with_masking() {
     let dir = tempfile::tempdir().unwrap();
     let memories = Memories::open(dir.path()).unwrap();
-    let mut m = Memory::new("deploy note\nthe key is AKIAIOSFODNN7EXAMPLE for staging");
+    let mut m = Memory::new("deploy note\nthe key is AKIAHNHEOABTCPM7PCMI for staging");
     m.task = Some("debug".into());
     m.contexts = vec!["infra".into()];
     // Written today, the key is redacted before it reaches the log...
     let redacted = memories.write(m.clone()).unwrap();
     assert_eq!(redacted.redacted, 1);
-    assert!(!redacted.text.contains("AKIAIOSFODNN7EXAMPLE"));
+    assert!(!redacted.text.contains("AKIAHNHEOABTCPM7PCMI"));
     memories.forget(&redacted.id).unwrap();
     // ...so the record an older engram stored verbatim is put as it was, for the scan
     // to find.

@@ -49,13 +49,13 @@ mod tests {
 
     #[test]
     fn secrets_in_arguments_are_redacted_and_counted() {
-        let (red, n) = redact_secrets("key AKIAIOSFODNN7EXAMPLE here").unwrap();
+        let (red, n) = redact_secrets("key AKIAHNHEOABTCPM7PCMI here").unwrap();
         assert_eq!(n, 1);
-        assert!(!red.contains("AKIAIOSFODNN7EXAMPLE") && red.contains("[REDACTED:"));
+        assert!(!red.contains("AKIAHNHEOABTCPM7PCMI") && red.contains("[REDACTED:"));
         let mut args = json!({
-            "text": "aws AKIAIOSFODNN7EXAMPLE",
-            "tags": ["ok", "AKIAIOSFODNN7EXAMPLE"],
-            "toml": "AKIAIOSFODNN7EXAMPLE",
+            "text": "aws AKIAHNHEOABTCPM7PCMI",
+            "tags": ["ok", "AKIAHNHEOABTCPM7PCMI"],
+            "toml": "AKIAHNHEOABTCPM7PCMI",
             "top_k": 3,
         })
         .as_object()
@@ -64,7 +64,7 @@ mod tests {
         assert_eq!(redact_args(&mut args, &["toml"]).unwrap(), 2);
         assert!(!args["text"].as_str().unwrap().contains("AKIA"));
         assert_eq!(args["tags"][0], "ok");
-        assert_eq!(args["toml"], "AKIAIOSFODNN7EXAMPLE");
+        assert_eq!(args["toml"], "AKIAHNHEOABTCPM7PCMI");
         assert_eq!(
             redact_secrets("nothing here").unwrap(),
             ("nothing here".into(), 0)

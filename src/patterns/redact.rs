@@ -172,6 +172,8 @@ impl Redactor {
                 Check::BasicAuth => basic_auth_is_secret(text, start, end)
                     .then_some((start, extend_token(bytes, end))),
                 Check::None => Some((start, extend_token(bytes, end))),
+                Check::DocExample => (!bytes[start..end].ends_with(b"EXAMPLE"))
+                    .then_some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
                 Check::ConnString => conn_string(bytes, start, end),
                 Check::PrivateKey
@@ -246,7 +248,13 @@ impl Redactor {
     fn weight(&self, rule: usize) -> u8 {
         match self.rules.get(rule).map(|r| r.check) {
             Some(Check::PrivateKey) => 3,
-            Some(Check::None | Check::UrlPassword | Check::BasicAuth | Check::ServiceAccount) => 2,
+            Some(
+                Check::None
+                | Check::DocExample
+                | Check::UrlPassword
+                | Check::BasicAuth
+                | Check::ServiceAccount,
+            ) => 2,
             Some(Check::ConnString) => 1,
             _ => 0,
         }

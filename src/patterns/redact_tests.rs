@@ -444,3 +444,42 @@ proptest! {
         }
     }
 }
+
+/// Test values in credential frames, regexes of tokens, interpolated templates and
+/// documented example keys are left; the same frames with random values are not.
+#[test]
+fn test_values_regexes_templates_and_doc_examples_are_not_flagged() {
+    for text in [
+        "            \"SessionToken\": \"IQote///test\",",
+        "    \"clientSecret\": \"YSBzZWNyZXQ=\",",
+        "const TOKEN_STRINGS = \"[A-Za-z0-9._~+/-]+=*\";",
+        "  const token = `auth:jwk-thumbprint:sha-${alg}`;",
+        "        headers={\"Authorization\": \"Basic notabase64token\"},",
+        "        headers={\"Authorization\": \"Basic notreally\"},",
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    ] {
+        let out = red(text);
+        assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);
+    }
+    for (text, secret) in [
+        (
+            "            \"SessionToken\": \"IQote///Zk5Hc9Jd\",",
+            "IQote///Zk5Hc9Jd",
+        ),
+        (
+            "    \"clientSecret\": \"Zk5Hc9Jd0Pa6Sg2U\",",
+            "Zk5Hc9Jd0Pa6Sg2U",
+        ),
+        (
+            "        headers={\"Authorization\": \"Basic Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox\"},",
+            "Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox",
+        ),
+        (
+            "aws_access_key_id = AKIAHNHEOABTCPM7PCMI",
+            "AKIAHNHEOABTCPM7PCMI",
+        ),
+    ] {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+    }
+}

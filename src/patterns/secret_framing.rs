@@ -9,7 +9,7 @@
 //! request.form[…]` at the start of a line, prose that mentions a login) and nothing
 //! that could be a real credential.
 
-use super::secret_value::{decode_base64, is_placeholder, is_plain_words};
+use super::secret_value::{decode_base64, is_placeholder, is_plain_words, looks_secret};
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
 
@@ -182,21 +182,19 @@ fn is_valid_userinfo(userinfo: &str) -> bool {
 }
 
 /// `Authorization: Basic <base64>` is a secret unless its `user:password` decodes to
-/// a plain-word password (`dXNlcjpwYXNz`, `user:pass`).
+/// a plain-word password (`dXNlcjpwYXNz`, `user:pass`), or it is no `user:password` at
+/// all and, judged as an assigned value, not random (`Basic notreally`).
 pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool {
     let Some(m) = text.get(start..end) else {
         return true;
     };
     let encoded = m.rsplit([' ', '\t']).next().unwrap_or("");
-    let Some(decoded) = decode_base64(encoded) else {
-        return true;
-    };
-    let Ok(decoded) = String::from_utf8(decoded) else {
-        return true;
-    };
-    match decoded.split_once(':') {
+    let decoded = decode_base64(encoded).and_then(|d| String::from_utf8(d).ok());
+    match decoded.as_deref().and_then(|d| d.split_once(':')) {
         Some((_, pw)) => !is_plain_words(pw),
-        None => true,
+        // Not `user:password` (RFC 7617), so not base64 of credentials: a test's
+        // `Basic notreally`, or a raw token, judged as any assigned value is.
+        None => looks_secret("", encoded, true, None),
     }
 }
 

@@ -40,6 +40,10 @@ pub enum Check {
     BasicAuth,
     /// A service-account file's `"type"`: a secret only beside a `private_key` field.
     ServiceAccount,
+    /// A key id that is a secret unless it ends in `EXAMPLE`, the form the provider's
+    /// documentation and SDK tests use (`AKIAIOSFODNN7EXAMPLE` is in every AWS guide); a
+    /// random key id ends so about once in 10^10.
+    DocExample,
 }
 
 /// One kind of secret.
@@ -119,9 +123,10 @@ pub const CORE: &[SecretRule] = &[
         "aws_access_key",
         "AWS access key id (long-term AKIA, temporary ASIA, ABIA/ACCA; not the non-secret user/role ids)",
         r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
-        "key = AKIAIOSFODNN7EXAMPLE",
+        "key = AKIAHNHEOABTCPM7PCMI",
         "AKIAshort and AKIA_not_a_key",
-    ),
+    )
+    .check(Check::DocExample),
     rule(
         "aws_secret_key",
         "AWS secret access key in an assignment",

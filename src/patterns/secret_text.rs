@@ -65,19 +65,19 @@ mod tests {
     #[test]
     fn secrets_are_replaced_counted_and_lines_kept() {
         let r = redact_secrets(
-            "a\nkey AKIAIOSFODNN7EXAMPLE and ghp_abcdefghijklmnopqrstuvwxyz0123456789\nb",
+            "a\nkey AKIAHNHEOABTCPM7PCMI and ghp_abcdefghijklmnopqrstuvwxyz0123456789\nb",
         )
         .unwrap();
         assert_eq!(r.secrets, 2);
-        assert!(!r.text.contains("AKIAIOSFODNN7EXAMPLE") && !r.text.contains("ghp_abc"));
+        assert!(!r.text.contains("AKIAHNHEOABTCPM7PCMI") && !r.text.contains("ghp_abc"));
         assert_eq!(r.text.lines().count(), 3);
         assert_eq!(redact_secrets("nothing").unwrap().secrets, 0);
     }
 
     #[test]
     fn json_strings_are_redacted_at_any_depth() {
-        let mut v = serde_json::json!({"a": ["x", {"b": "AKIAIOSFODNN7EXAMPLE"}], "n": 3});
+        let mut v = serde_json::json!({"a": ["x", {"b": "AKIAHNHEOABTCPM7PCMI"}], "n": 3});
         assert_eq!(redact_json(&mut v).unwrap(), 1);
-        assert!(!v.to_string().contains("AKIAIOSFODNN7EXAMPLE"));
+        assert!(!v.to_string().contains("AKIAHNHEOABTCPM7PCMI"));
     }
 }

@@ -275,12 +275,17 @@ fn is_uuid(v: &str) -> bool {
 /// plain-word password (`dXNlcm5hbWU6cGFzc3dvcmQ=`, `username:password`); not key
 /// material, which decodes to arbitrary bytes.
 fn is_base64_of_text(v: &str) -> bool {
-    if v.trim_end_matches('=').len() < 12 {
-        return false;
-    }
     let Some(out) = decode_base64(v) else {
         return false;
     };
+    if v.trim_end_matches('=').len() < 12 {
+        // Short values: only an encoded phrase (`YSBzZWNyZXQ=`, "a secret"), padded
+        // as an encoder pads it, of letters and spaces with at least one space.
+        // Random bytes decode so about once in 10^6 (8 bytes, each one of 53 of 256).
+        return v.len().is_multiple_of(4)
+            && out.contains(&b' ')
+            && out.iter().all(|&c| c == b' ' || c.is_ascii_alphabetic());
+    }
     let printable = out
         .iter()
         .filter(|&&c| c == b' ' || c.is_ascii_graphic())
@@ -381,7 +386,70 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     if value.contains("::") || is_code_like(value) || is_path(value) || has_sequential_run(value) {
         return false;
     }
+    // `"[A-Za-z0-9._~+/-]+=*"` (a regex of what tokens look like), `IQote///test` (a
+    // test fixture's value), `` `auth:sha-${alg}` `` cut at the interpolation: not
+    // credentials.
+    if is_regex_class(value) || has_test_word(value) || is_interpolated(value, next) {
+        return false;
+    }
     entropy(value) >= min_entropy(value.len())
+}
+
+/// Whether `value` holds a regex character class (`[A-Za-z0-9_]`, `[^a-f]`): brackets
+/// around class characters (letters, digits, `_ . ~ + / \ ^ -`) and a range from
+/// `a`, `A` or `0` to a later character of the same kind. No token alphabet holds
+/// `[`; a random password holds such a class less than once in 10^5.
+fn is_regex_class(value: &str) -> bool {
+    let Some(open) = value.find('[') else {
+        return false;
+    };
+    let Some(close) = value[open..].find(']') else {
+        return false;
+    };
+    let class = &value.as_bytes()[open + 1..open + close];
+    let range = |w: &[u8]| {
+        w[1] == b'-'
+            && match w[0] {
+                b'a' => w[2].is_ascii_lowercase(),
+                b'A' => w[2].is_ascii_uppercase(),
+                b'0' => w[2].is_ascii_digit(),
+                _ => false,
+            }
+            && w[2] > w[0]
+    };
+    class.iter().all(|&c| {
+        c.is_ascii_alphanumeric()
+            || matches!(c, b'_' | b'.' | b'~' | b'+' | b'/' | b'\\' | b'^' | b'-')
+    }) && class.windows(3).any(range)
+}
+
+/// Words a person writes into a test value; see [`has_test_word`].
+const TEST_WORDS: &[&str] = &[
+    "test", "testing", "fake", "mock", "demo", "dummy", "sample", "example",
+];
+
+/// Whether `value` has a part, between punctuation, that is a test word written in
+/// one case (`IQote///test`, `abc.FAKE.def`, `Mock-1x9Kq`): a fixture's value. A random
+/// value needs four or more of the word's letters in one case with punctuation on both
+/// sides: about once in 10^6 even when a third of its alphabet is punctuation (`foo`
+/// and `bar`, three letters, would be ten times likelier there, so they are not here).
+fn has_test_word(value: &str) -> bool {
+    value.contains(|c: char| !c.is_ascii_alphanumeric())
+        && value
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .map(|part| part.trim_end_matches(|c: char| c.is_ascii_digit()))
+            .any(|part| {
+                let lower = part.to_ascii_lowercase();
+                let one_case =
+                    part == lower || part == part.to_ascii_uppercase() || part.get(1..) == lower.get(1..);
+                one_case && TEST_WORDS.contains(&lower.as_str())
+            })
+}
+
+/// Whether the value stops at a template's interpolation (`` `auth:sha-${…}` ``, `"#{…}"`):
+/// the literal around it is a format, and what fills it is not in the text.
+fn is_interpolated(value: &str, next: Option<char>) -> bool {
+    next == Some('{') && value.ends_with(['$', '#'])
 }
 
 /// The entropy a value of `len` characters needs: [`MIN_ENTROPY`], or less for short

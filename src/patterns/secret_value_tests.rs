@@ -64,3 +64,51 @@ fn placeholders_shapes_and_code_are_not_secrets() {
         None
     ));
 }
+
+/// The exemptions for test words, regex classes and short encoded phrases let random
+/// values through rarely: over 200,000 values each of base64 (with `/` and `+`, where a
+/// word between slashes is likeliest) and of every printable character (where `[`,
+/// `-` and `]` can fall in order), at 16 and 40 characters. A fixed-seed generator
+/// keeps the count exact from run to run.
+#[test]
+fn random_values_rarely_pass_for_test_values_regexes_or_phrases() {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let base64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let printable: Vec<u8> = (b'!'..=b'~').collect();
+    for alphabet in [&base64[..], &printable[..]] {
+        for len in [16usize, 40] {
+            let tries = 200_000;
+            let mut exempt = 0;
+            for _ in 0..tries {
+                let v: String = (0..len)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                    .collect();
+                if is_regex_class(&v) || has_test_word(&v) || is_base64_of_text(&v) {
+                    exempt += 1;
+                }
+            }
+            eprintln!(
+                "{len} of {} characters: {exempt} of {tries}",
+                alphabet.len()
+            );
+            // 4 in 200,000 (16 characters of base64) are the older long-phrase rule.
+            assert!(exempt <= 8, "{exempt} of {tries} random values exempted");
+        }
+    }
+    // The short form: 12 characters of padded base64, random bytes underneath.
+    let mut exempt = 0;
+    for _ in 0..200_000 {
+        let mut v: String = (0..11)
+            .map(|_| base64[(next() % 64) as usize] as char)
+            .collect();
+        v.push('=');
+        exempt += usize::from(is_base64_of_text(&v));
+    }
+    assert!(exempt <= 2, "{exempt} short random values read as phrases");
+}

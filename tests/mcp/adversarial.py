@@ -149,11 +149,11 @@ async def attack_a(bin_, store_a, repo_a, repo_b):
             mid = (await call(s, "memory_write", {"text": "keep this memory about parsing"}))["id"]
             sid = (await call(s, "coding_start_session", {"description": "adversarial"}))["id"]
             # A secret written in any argument is redacted before it is stored.
-            r = await call(s, "memory_write", {"text": "aws key AKIAIOSFODNN7EXAMPLE in config"})
+            r = await call(s, "memory_write", {"text": "aws key AKIAHNHEOABTCPM7PCMI in config"})
             if r.get("redacted_secrets") != 1:
                 fail(f"secret not reported redacted: {r}")
             got = (await call(s, "memory_get", {"id": r["id"]}))["memory"]["text"]
-            if "AKIAIOSFODNN7EXAMPLE" in got:
+            if "AKIAHNHEOABTCPM7PCMI" in got:
                 fail("a secret was stored")
             # The symlink into B was not followed by the indexer.
             for q in [CANARY, "b secret body", "b_secret"]:
