@@ -20,8 +20,8 @@ use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_framing::{
-    basic_auth_is_secret, conn_string, near_private_key_field, netrc_lines, pem_has_body,
-    url_password_is_secret,
+    basic_auth_is_secret, conn_string, near_private_key_field, netrc_lines,
+    netrc_password_is_secret, pem_has_body, url_password_is_secret,
 };
 use super::secret_rules::{self, Check, SecretRule};
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
@@ -172,6 +172,10 @@ impl Redactor {
                 Check::BasicAuth => basic_auth_is_secret(text, start, end)
                     .then_some((start, extend_token(bytes, end))),
                 Check::None => Some((start, extend_token(bytes, end))),
+                Check::Netrc => text
+                    .get(start..end)
+                    .is_none_or(netrc_password_is_secret)
+                    .then_some((start, extend_token(bytes, end))),
                 Check::DocExample => (!bytes[start..end].ends_with(b"EXAMPLE"))
                     .then_some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
@@ -251,6 +255,7 @@ impl Redactor {
             Some(
                 Check::None
                 | Check::DocExample
+                | Check::Netrc
                 | Check::UrlPassword
                 | Check::BasicAuth
                 | Check::ServiceAccount,

@@ -483,3 +483,29 @@ fn test_values_regexes_templates_and_doc_examples_are_not_flagged() {
         assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
     }
 }
+
+/// Passwords of URL parsers' tests and database docs, `.netrc` lines of tests,
+/// bracketed placeholders and keyword arguments are left; real-looking ones go.
+#[test]
+fn example_passwords_in_urls_netrc_and_connection_strings_are_not_flagged() {
+    for text in [
+        "    url = \"dbtype://username:apples%2Foranges@hostspec/database\"",
+        "    \"mysql+pymysql://some_user:some_pass@some_host/test\"",
+        "GET http://a%12:b!&*$@example.com/ HTTP/1.1",
+        "    netrc_contents = \"machine example.com login username password pass\\n\",",
+        "        f.write(\"machine 127.0.0.1 login {} password {}\".format(user, pw))",
+        "    \"DRIVER={MySQL ODBC 8.0 ANSI Driver};SERVER=localhost;UID=root;PWD=(whatever)\"",
+        "                password=b\"letmei\",",
+    ] {
+        let out = red(text);
+        assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);
+    }
+    for (text, secret) in [
+        ("    url = \"postgres://app:Zk5Hc9Jd0Pa6@db/prod\"", "Zk5Hc9Jd0Pa6"),
+        ("machine example.com login deploy password Zk5Hc9Jd0Pa6Sg", "Zk5Hc9Jd0Pa6Sg"),
+        ("Server=db;UID=root;PWD=Zk5Hc9Jd0Pa6;", "Zk5Hc9Jd0Pa6"),
+    ] {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+    }
+}

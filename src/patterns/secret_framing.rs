@@ -44,7 +44,10 @@ pub(super) fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usi
     // At the start of a line, `password = request.form["password"]` is code; a
     // connection string's `Password=…;` there is a value without spaces, calls or
     // subscripts.
-    if line_start && (value.contains(['(', '[', ' ', '\t']) || is_code_like(value)) {
+    // So is one of three characters or fewer (`password=b"…"`, a bytes literal's prefix).
+    if line_start
+        && (value.len() < 4 || value.contains(['(', '[', ' ', '\t']) || is_code_like(value))
+    {
         return None;
     }
     let end = if bytes[end - 1] == b';' { end - 1 } else { end };
@@ -71,9 +74,7 @@ pub(super) fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
         }
         if since_entry <= 3 && pairs {
             if let Some(span) = password_word(line) {
-                // `password example-password`: a document's or a test's placeholder.
-                let value = line[span.0..span.1].trim_start_matches("password").trim();
-                if !is_placeholder(value) {
+                if netrc_password_is_secret(&line[span.0..span.1]) {
                     out.push((offset + span.0, offset + span.1));
                 }
             }
@@ -82,6 +83,16 @@ pub(super) fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
         offset += line.len();
     }
     out
+}
+
+/// Whether the value after the last `password` in a `.netrc` match is a secret: not a
+/// placeholder (`password example-password`, `password {}`) nor a plain word
+/// (`password pass`), the examples of documents and tests. A string literal's end
+/// (`pass\n",`) ends the value.
+pub(super) fn netrc_password_is_secret(m: &str) -> bool {
+    let value = m.rsplit_once("password").map_or(m, |(_, v)| v).trim_start();
+    let value = value.split(['"', '\'', '`', '\\']).next().unwrap_or(value);
+    !(is_placeholder(value) || is_plain_words(value))
 }
 
 /// Whether a line is nothing but `.netrc` tokens: `machine|login|password|account|port
@@ -156,7 +167,7 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
 }
 
 /// Whether `userinfo` holds only what RFC 3986 allows there: unreserved characters,
-/// sub-delimiters, `:` and `%` followed by two hex digits.
+/// sub-delimiters, `:` and `%` followed by two hex digits (not a control character's).
 fn is_valid_userinfo(userinfo: &str) -> bool {
     let b = userinfo.as_bytes();
     let mut i = 0;
@@ -166,6 +177,10 @@ fn is_valid_userinfo(userinfo: &str) -> bool {
                 if i + 2 >= b.len()
                     || !(b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
                 {
+                    return false;
+                }
+                // `%12`: a control character, which no typed password holds.
+                if matches!(b[i + 1], b'0' | b'1') {
                     return false;
                 }
                 i += 3;

@@ -44,6 +44,8 @@ pub enum Check {
     /// documentation and SDK tests use (`AKIAIOSFODNN7EXAMPLE` is in every AWS guide); a
     /// random key id ends so about once in 10^10.
     DocExample,
+    /// A `.netrc` entry: a secret unless its password is a placeholder or a plain word.
+    Netrc,
 }
 
 /// One kind of secret.
@@ -423,7 +425,8 @@ pub const CORE: &[SecretRule] = &[
         r"\b(?:machine|login|default)[ \t]+[^\s]+[ \t]+(?:login[ \t]+[^\s]+[ \t]+)?password[ \t]+[^\s]+",
         "machine api.example.com login deploy password Zk5Hc9Jd0Pa6",
         "machine learning models need a login page",
-    ),
+    )
+    .check(Check::Netrc),
     rule(
         "basic_auth_header",
         "HTTP Basic credentials in an Authorization header",

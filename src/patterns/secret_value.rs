@@ -222,7 +222,18 @@ pub fn is_placeholder(value: &str) -> bool {
             one_case && (i == 0 || !v.as_bytes()[i - 1].is_ascii_alphanumeric())
         })
     };
-    PLACEHOLDERS.iter().any(|p| lower.contains(p)) || REFERENCES.iter().any(|r| at_word_start(r))
+    // `(whatever)`, `[password]`: a word in brackets stands for the value.
+    let bracketed_word = v.len() > 2
+        && matches!(
+            (v.as_bytes()[0], v.as_bytes()[v.len() - 1]),
+            (b'(', b')') | (b'[', b']')
+        )
+        && v[1..v.len() - 1]
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'_' | b'-'));
+    bracketed_word
+        || PLACEHOLDERS.iter().any(|p| lower.contains(p))
+        || REFERENCES.iter().any(|r| at_word_start(r))
 }
 
 /// Shapes that look random but are identifiers or digests: UUIDs, lockfile
@@ -305,14 +316,28 @@ fn is_base64_of_text(v: &str) -> bool {
 
 /// A documentation example's password: at most 12 letters, one word (`pass`,
 /// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
-/// `bar:baz`).
+/// `bar:baz`); or one or two lower-case words with punctuation and no digits, at most
+/// 14 letters (`apples/oranges`, `some_pass`, `apples@oranges@@`), the way URL parsers' tests
+/// and database docs write a password. A random value is never all lower-case letters
+/// and punctuation at these lengths more than once in 10^4 (an 8-character password of
+/// 94 characters, the likeliest), and a generated one holds digits or capitals by rule.
 pub(super) fn is_plain_words(password: &str) -> bool {
     let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
-    letters <= 12
+    let one_case_words = letters <= 12
         && (password.bytes().all(|b| b.is_ascii_alphabetic())
             || password
                 .bytes()
-                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')))
+                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')));
+    let words = password
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .count();
+    let joined_words = (1..=2).contains(&words)
+        && (4..=14).contains(&letters)
+        && password
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || (b.is_ascii_punctuation() && b != b'%'));
+    one_case_words || joined_words
 }
 
 /// The bytes of standard or URL-safe base64 (padding optional), or `None` when `v`
@@ -440,8 +465,9 @@ fn has_test_word(value: &str) -> bool {
             .map(|part| part.trim_end_matches(|c: char| c.is_ascii_digit()))
             .any(|part| {
                 let lower = part.to_ascii_lowercase();
-                let one_case =
-                    part == lower || part == part.to_ascii_uppercase() || part.get(1..) == lower.get(1..);
+                let one_case = part == lower
+                    || part == part.to_ascii_uppercase()
+                    || part.get(1..) == lower.get(1..);
                 one_case && TEST_WORDS.contains(&lower.as_str())
             })
 }
