@@ -176,6 +176,10 @@ impl Redactor {
                     .get(start..end)
                     .is_none_or(netrc_password_is_secret)
                     .then_some((start, extend_token(bytes, end))),
+                Check::PercentEncoded => {
+                    let end = extend_token(bytes, end);
+                    (!is_base64_blob(&bytes[start..end])).then_some((start, end))
+                }
                 Check::DocExample => (!bytes[start..end].ends_with(b"EXAMPLE"))
                     .then_some((start, extend_token(bytes, end))),
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
@@ -256,6 +260,7 @@ impl Redactor {
                 Check::None
                 | Check::DocExample
                 | Check::Netrc
+                | Check::PercentEncoded
                 | Check::UrlPassword
                 | Check::BasicAuth
                 | Check::ServiceAccount,
@@ -264,6 +269,18 @@ impl Redactor {
             _ => 0,
         }
     }
+}
+
+/// Standard base64 with at least one `+`, `/` or padding, `=` only at the end (the
+/// length is not checked: test vectors are not always padded right).
+fn is_base64_blob(token: &[u8]) -> bool {
+    let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
+    let (body, pad) = token.split_at(body_len);
+    pad.len() <= 2
+        && body
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+        && (!pad.is_empty() || body.iter().any(|&b| b == b'+' || b == b'/'))
 }
 
 fn is_token_byte(b: u8) -> bool {

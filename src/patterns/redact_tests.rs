@@ -501,9 +501,44 @@ fn example_passwords_in_urls_netrc_and_connection_strings_are_not_flagged() {
         assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);
     }
     for (text, secret) in [
-        ("    url = \"postgres://app:Zk5Hc9Jd0Pa6@db/prod\"", "Zk5Hc9Jd0Pa6"),
-        ("machine example.com login deploy password Zk5Hc9Jd0Pa6Sg", "Zk5Hc9Jd0Pa6Sg"),
+        (
+            "    url = \"postgres://app:Zk5Hc9Jd0Pa6@db/prod\"",
+            "Zk5Hc9Jd0Pa6",
+        ),
+        (
+            "machine example.com login deploy password Zk5Hc9Jd0Pa6Sg",
+            "Zk5Hc9Jd0Pa6Sg",
+        ),
         ("Server=db;UID=root;PWD=Zk5Hc9Jd0Pa6;", "Zk5Hc9Jd0Pa6"),
+    ] {
+        let out = red(text);
+        assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);
+    }
+}
+
+/// Base64 ciphertexts that start with zero bytes are not Twitter bearer tokens, URLs
+/// behind percent escapes and keyboard-run test passwords are not secrets; a bearer
+/// token of letters and digits, and a random value with an escape in it, still go.
+#[test]
+fn ciphertexts_escaped_urls_and_keyboard_runs_are_not_flagged() {
+    for text in [
+        "  \"$binary\": { \"base64\": \"AAAAAAAAAAAAAAAAAAAAACDdw4KFz3ZLquhsbt7RmDjD0N67n0uSXx7IGnQNCLeIKvot6s/ouI21Eo84IOtb6lhwUNPlSEBNY0/hbszWAKJg==\",",
+        "  \"uri\": \"mongodb://localhost/?authMechanismProperties=TOKEN_RESOURCE:mongodb%3A%2F%2Ftest-cluster\",",
+        "      \"TOKEN_RESOURCE\": \"abcd%ef:g&hi\"",
+        "  \"uri\": \"mongodb://user:pass!@#$%^&*()_+@localhost\",",
+    ] {
+        let out = red(text);
+        assert_eq!(out.text, text, "{text} was redacted: {:?}", out.counts);
+    }
+    for (text, secret) in [
+        (
+            "BEARER=AAAAAAAAAAAAAAAAAAAAAMLheAAAAAAA0uSeidULvsea4JtiGRiSDSJSIEUifiRBkKG5E2XzMDjRfl76ZC9Ub0wnz4XsNiRVBChTYbJcE3Fx",
+            "EUifiRBkKG5E2XzMDjRfl76ZC9Ub0wnz4XsNiRVBChTYbJcE3F",
+        ),
+        (
+            "  \"TOKEN_RESOURCE\": \"Zk5Hc9Jd%3A0Pa6Sg2Ue4\"",
+            "Zk5Hc9Jd%3A0Pa6Sg2Ue4",
+        ),
     ] {
         let out = red(text);
         assert!(gone(&out.text, secret, 8), "{text} -> {}", out.text);

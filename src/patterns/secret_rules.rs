@@ -46,6 +46,12 @@ pub enum Check {
     DocExample,
     /// A `.netrc` entry: a secret unless its password is a placeholder or a plain word.
     Netrc,
+    /// A token its issuer percent-encodes (Twitter's bearer tokens): a secret unless
+    /// the whole token is standard base64 with a raw `+`, `/` or padding, which is
+    /// binary data that starts with zero bytes (a ciphertext, a certificate), not
+    /// the issuer's token (whose `+` and `=` are `%2B` and `%3D`, or mid-token when
+    /// decoded by hand).
+    PercentEncoded,
 }
 
 /// One kind of secret.

@@ -3,7 +3,7 @@
 //! file readable. Same constraints as there: Hyperscan syntax, one line, anchored on
 //! a literal prefix or keyword. Nothing here runs; it is data.
 
-use super::secret_rules::{assign, rule, SecretRule};
+use super::secret_rules::{assign, rule, Check, SecretRule};
 
 /// Provider-specific rules beyond the widespread ones.
 pub const EXTRA: &[SecretRule] = &[
@@ -225,7 +225,8 @@ pub const EXTRA: &[SecretRule] = &[
         r"AAAAAAAAAAAAAAAAAAAAA[A-Za-z0-9%]{30,}",
         "TWITTER_BEARER=AAAAAAAAAAAAAAAAAAAAAMLheAAAAAAA0%2BuSeid%2BULvsea4JtiGRiSDSJSI%3DEUifiRBkKG5E2XzMDjRfl76ZC9Ub0wnz4XsNiRVBChTYbJcE3F",
         "AAAA short",
-    ),
+    )
+    .check(Check::PercentEncoded),
     rule(
         "alibaba_access_key",
         "Alibaba Cloud AccessKey id",

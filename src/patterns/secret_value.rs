@@ -32,6 +32,7 @@ pub const MIN_ENTROPY: f64 = 3.0;
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
 
+use super::secret_views::percent_decode;
 use super::secret_words::{is_code_like, is_path};
 
 /// Shannon entropy of `s` in bits per byte.
@@ -96,6 +97,7 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "nonce",
     "signature",
     "scheme",
+    "mechanism",
 ];
 
 /// Words that, right before the keyword, say the `token` is not a credential: a
@@ -317,7 +319,7 @@ fn is_base64_of_text(v: &str) -> bool {
 /// A documentation example's password: at most 12 letters, one word (`pass`,
 /// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
 /// `bar:baz`); or one or two lower-case words with punctuation and no digits, at most
-/// 14 letters (`apples/oranges`, `some_pass`, `apples@oranges@@`), the way URL parsers' tests
+/// 14 letters (`apples/oranges`, `some_pass`, `pass!@#$%^&*()_+`), the way URL parsers' tests
 /// and database docs write a password. A random value is never all lower-case letters
 /// and punctuation at these lengths more than once in 10^4 (an 8-character password of
 /// 94 characters, the likeliest), and a generated one holds digits or capitals by rule.
@@ -336,7 +338,7 @@ pub(super) fn is_plain_words(password: &str) -> bool {
         && (4..=14).contains(&letters)
         && password
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || (b.is_ascii_punctuation() && b != b'%'));
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation());
     one_case_words || joined_words
 }
 
@@ -396,7 +398,11 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     {
         return false;
     }
+    // `mongodb%3A%2F%2Fhost`: what the escapes spell is what is judged for a URL.
+    let decoded = percent_decode(value);
+    let spelled = decoded.as_ref().map_or(value, |v| v.text.as_str());
     if value.len() < MIN_LEN
+        || spelled.contains("://")
         || value.chars().any(char::is_whitespace)
         || is_placeholder(value)
         || value.contains("://")
@@ -488,10 +494,12 @@ pub fn min_entropy(len: usize) -> f64 {
     MIN_ENTROPY.min(0.7 * (len.max(2) as f64).log2())
 }
 
-/// A run of 6 or more consecutive ascending characters (`bcdefghij`, `123456`,
-/// `abcdef`): a made-up test value, which a random one holds about once in 10^8.
+/// A run of 6 or more consecutive ascending letters or digits (`bcdefghij`, `123456`,
+/// `abcd%ef:g&hi`), punctuation between them set aside: a made-up test value, which a
+/// random one holds about once in 10^8.
 pub fn has_sequential_run(value: &str) -> bool {
-    let b = value.as_bytes();
+    // Punctuation between the letters (`abcd%ef:g&hi`) does not break the run.
+    let b: Vec<u8> = value.bytes().filter(u8::is_ascii_alphanumeric).collect();
     let mut run = 1;
     for w in b.windows(2) {
         if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) {
