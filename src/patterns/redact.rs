@@ -20,7 +20,7 @@ use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_framing::{
-    basic_auth_is_secret, conn_string, near_private_key_field, netrc_lines,
+    basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, url_password_is_secret,
 };
 use super::secret_rules::{self, Check, SecretRule};
@@ -269,18 +269,6 @@ impl Redactor {
             _ => 0,
         }
     }
-}
-
-/// Standard base64 with at least one `+`, `/` or padding, `=` only at the end (the
-/// length is not checked: test vectors are not always padded right).
-fn is_base64_blob(token: &[u8]) -> bool {
-    let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
-    let (body, pad) = token.split_at(body_len);
-    pad.len() <= 2
-        && body
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
-        && (!pad.is_empty() || body.iter().any(|&b| b == b'+' || b == b'/'))
 }
 
 fn is_token_byte(b: u8) -> bool {

@@ -213,6 +213,18 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
     }
 }
 
+/// Standard base64 with at least one `+`, `/` or padding, `=` only at the end (the
+/// length is not checked: test vectors are not always padded right).
+pub(super) fn is_base64_blob(token: &[u8]) -> bool {
+    let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
+    let (body, pad) = token.split_at(body_len);
+    pad.len() <= 2
+        && body
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+        && (!pad.is_empty() || body.iter().any(|&b| b == b'+' || b == b'/'))
+}
+
 /// Whether a PEM header (`-----BEGIN … PRIVATE KEY-----`, ending at `header_end`) is
 /// followed by a key's body: base64 after any armour headers (`Proc-Type: …`,
 /// `Version: …`), line breaks (real or escaped), string-literal joins (`"…\n" + "…`,

@@ -398,14 +398,10 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     {
         return false;
     }
-    // `mongodb%3A%2F%2Fhost`: what the escapes spell is what is judged for a URL.
-    let decoded = percent_decode(value);
-    let spelled = decoded.as_ref().map_or(value, |v| v.text.as_str());
     if value.len() < MIN_LEN
-        || spelled.contains("://")
         || value.chars().any(char::is_whitespace)
         || is_placeholder(value)
-        || value.contains("://")
+        || is_url(value)
         || is_known_shape(value)
     {
         return false;
@@ -424,6 +420,11 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
         return false;
     }
     entropy(value) >= min_entropy(value.len())
+}
+
+/// Whether `value` is a URL, directly or behind percent escapes (`mongodb%3A%2F%2Fhost`).
+fn is_url(value: &str) -> bool {
+    percent_decode(value).map_or(value.contains("://"), |v| v.text.contains("://"))
 }
 
 /// Whether `value` holds a regex character class (`[A-Za-z0-9_]`, `[^a-f]`): brackets
@@ -498,11 +499,10 @@ pub fn min_entropy(len: usize) -> f64 {
 /// `abcd%ef:g&hi`), punctuation between them set aside: a made-up test value, which a
 /// random one holds about once in 10^8.
 pub fn has_sequential_run(value: &str) -> bool {
-    // Punctuation between the letters (`abcd%ef:g&hi`) does not break the run.
-    let b: Vec<u8> = value.bytes().filter(u8::is_ascii_alphanumeric).collect();
     let mut run = 1;
-    for w in b.windows(2) {
-        if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) {
+    let mut prev: Option<u8> = None;
+    for c in value.bytes().filter(u8::is_ascii_alphanumeric) {
+        if prev.is_some_and(|p| c == p.wrapping_add(1)) {
             run += 1;
             if run >= 6 {
                 return true;
@@ -510,6 +510,7 @@ pub fn has_sequential_run(value: &str) -> bool {
         } else {
             run = 1;
         }
+        prev = Some(c);
     }
     false
 }
