@@ -92,7 +92,13 @@ fn record_json(offset: u64, rec: &RecordView<'_>) -> Value {
             });
         }
     } else if rec.kind == RecordKind::Vector {
-        v["dim"] = json!(rec.body.len() / 4);
+        if rec.header.flags.get() & engram::format::FLAG_SEALED != 0 {
+            // Sealed (format-spec/encryption.md): the dimension is in the metadata,
+            // and the values are not shown.
+            v["sealed"] = json!(true);
+        } else {
+            v["dim"] = json!(rec.body.len() / 4);
+        }
     } else {
         match std::str::from_utf8(rec.body) {
             Ok(s) => v["body"] = json!(s),

@@ -12,8 +12,13 @@ use super::FormatError;
 
 /// The first eight bytes of every `blob.dat`.
 pub const BLOB_MAGIC: [u8; 8] = *b"ENGRBLOB";
-/// The format version this code writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this code reads.
+pub const FORMAT_VERSION: u32 = FORMAT_VERSION_SEALED;
+/// The format version of a plain store's log (what [`FileHeader::new`] writes).
+pub const FORMAT_VERSION_PLAIN: u32 = 1;
+/// The format version of a log that may hold sealed vector records
+/// (format-spec/encryption.md): readers that know only version 1 refuse it by name.
+pub const FORMAT_VERSION_SEALED: u32 = 2;
 /// Size of the file header; the first record starts here.
 pub const FILE_HEADER_LEN: usize = 64;
 
@@ -37,11 +42,22 @@ pub struct FileHeader {
 const _: () = assert!(std::mem::size_of::<FileHeader>() == FILE_HEADER_LEN);
 
 impl FileHeader {
-    /// A header for a new file.
+    /// A header for a new plain file (format version 1).
     pub fn new(generation: u64, store_id: [u8; 16], created_ms: u64) -> FileHeader {
+        Self::with_version(FORMAT_VERSION_PLAIN, generation, store_id, created_ms)
+    }
+
+    /// A header for a new file of the given format version
+    /// ([`FORMAT_VERSION_SEALED`] for a sealed store).
+    pub fn with_version(
+        format_version: u32,
+        generation: u64,
+        store_id: [u8; 16],
+        created_ms: u64,
+    ) -> FileHeader {
         let mut h = FileHeader {
             magic: BLOB_MAGIC,
-            format_version: U32::new(FORMAT_VERSION),
+            format_version: U32::new(format_version),
             header_len: U32::new(FILE_HEADER_LEN as u32),
             generation: U64::new(generation),
             store_id,

@@ -8,13 +8,17 @@
 pub mod commit;
 pub mod file_header;
 pub mod record;
+pub mod sealed;
 pub mod vector_file;
 
 pub use commit::{BatchCrc, CommitBody, COMMIT_BODY_LEN};
-pub use file_header::{FileHeader, BLOB_MAGIC, FILE_HEADER_LEN, FORMAT_VERSION};
+pub use file_header::{
+    FileHeader, BLOB_MAGIC, FILE_HEADER_LEN, FORMAT_VERSION, FORMAT_VERSION_PLAIN,
+    FORMAT_VERSION_SEALED,
+};
 pub use record::{
     decode_record, encode_record, padded_len, RecordFields, RecordHeader, RecordKind, RecordView,
-    FLAG_KEEP_HISTORY, MAX_PAYLOAD_LEN, RECORD_ALIGN, RECORD_HEADER_LEN,
+    FLAG_KEEP_HISTORY, FLAG_SEALED, MAX_PAYLOAD_LEN, RECORD_ALIGN, RECORD_HEADER_LEN,
 };
 
 /// What is wrong with a run of bytes that should hold engram's format.

@@ -25,6 +25,9 @@ pub const MAX_PAYLOAD_LEN: u32 = 1 << 30;
 pub const FLAG_KEEP_HISTORY: u16 = 0x0001;
 /// Flag bits 8..16: a reader that does not know a set bit must refuse the record.
 pub const FLAGS_MUST_UNDERSTAND: u16 = 0xff00;
+/// Flag bit 8 (must-understand), on a vector: the body is sealed
+/// (format-spec/encryption.md). Valid on vector records only.
+pub const FLAG_SEALED: u16 = 0x0100;
 
 /// What a record is. Kinds below 0x80 must be understood; unknown kinds from 0x81 up
 /// are skipped (see format-spec/blob-log.md).
@@ -254,8 +257,12 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordView<'_>, FormatError> {
         return Err(FormatError::BadRecord("padding is not zero"));
     }
     let kind = RecordKind::from_u8(header.kind).ok_or(FormatError::UnknownKind(header.kind))?;
-    if header.flags.get() & FLAGS_MUST_UNDERSTAND != 0 {
+    let must_understand = header.flags.get() & FLAGS_MUST_UNDERSTAND;
+    if must_understand & !FLAG_SEALED != 0 {
         return Err(FormatError::BadRecord("unknown must-understand flag"));
+    }
+    if must_understand == FLAG_SEALED && kind != RecordKind::Vector {
+        return Err(FormatError::BadRecord("sealed flag on a record that is not a vector"));
     }
     Ok(RecordView {
         header,

@@ -20,10 +20,11 @@ use zerocopy::IntoBytes;
 use super::blob_log::{sync_dir, BlobLog};
 use super::error::{Result, StoreError};
 use super::scan::{scan_batches, ScanStart};
+use super::seal::{self, VectorKey};
 use super::{vectors, Store, BLOB_FILE};
 use crate::format::{
     encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, RecordView,
-    FILE_HEADER_LEN, FLAG_KEEP_HISTORY,
+    FILE_HEADER_LEN, FLAG_KEEP_HISTORY, FLAG_SEALED, FORMAT_VERSION_SEALED,
 };
 
 /// What compaction did.
@@ -45,12 +46,19 @@ pub type Rewrite<'a> = dyn FnMut(&RecordView<'_>) -> Option<(Vec<u8>, Vec<u8>)> 
 pub(super) fn compact(
     store: &Store,
     mut rewrite: Option<&mut Rewrite<'_>>,
+    seal: Option<&VectorKey>,
 ) -> Result<CompactReport> {
     let _writer = store.exclusive()?;
     let mut db = store.db()?;
     let meta = store.refresh_locked(&mut db)?;
     let blob = store.blob()?;
     let snap = blob.snapshot(meta.applied_end)?;
+    // Sealing (or rotating) opens sealed vectors under the current key first: checked
+    // before anything is written.
+    let mut resealer = match seal {
+        Some(new) => Some(Resealer::new(store, &db, new)?),
+        None => None,
+    };
 
     let mut live: HashSet<u64> = HashSet::new();
     let mut live_keys: HashSet<u64> = HashSet::new();
@@ -93,7 +101,17 @@ pub(super) fn compact(
 
     let new_path = store.dir.join("blob.dat.compact");
     let old = blob.header();
-    let header = FileHeader::new(old.generation.get() + 1, old.store_id, old.created_ms.get());
+    let version = if seal.is_some() {
+        FORMAT_VERSION_SEALED
+    } else {
+        old.format_version.get()
+    };
+    let header = FileHeader::with_version(
+        version,
+        old.generation.get() + 1,
+        old.store_id,
+        old.created_ms.get(),
+    );
     let out = File::create(&new_path).map_err(StoreError::io("create", &new_path))?;
     let mut writer = Appender {
         file: &out,
@@ -130,19 +148,23 @@ pub(super) fn compact(
                     || matches!(rec.kind, RecordKind::Event | RecordKind::Skippable)
                     || live.contains(&offset)
                 {
-                    let replaced = match rewrite.as_mut() {
-                        Some(f) if rec.kind != RecordKind::Skippable => f(&rec),
+                    let replaced = match (rewrite.as_mut(), resealer.as_mut()) {
+                        (_, Some(r)) if rec.kind == RecordKind::Vector => {
+                            Some(r.reseal(store, &rec, offset)?)
+                        }
+                        (Some(f), _) if rec.kind != RecordKind::Skippable => f(&rec)
+                            .map(|(meta, body)| (rec.header.flags.get(), meta, body)),
                         _ => None,
                     };
                     match replaced {
-                        Some((meta, body)) => {
+                        Some((flags, meta, body)) => {
                             // Same kind, flags, key, sequence number and time: only what
                             // the record says changes, and its checksum with it.
                             let mut encoded = Vec::with_capacity(meta.len() + body.len() + 64);
                             let record_crc = encode_record(
                                 &RecordFields {
                                     kind: rec.kind,
-                                    flags: rec.header.flags.get(),
+                                    flags,
                                     key_hash: rec.key_hash(),
                                     seq: rec.seq(),
                                     timestamp_ms: rec.timestamp_ms(),
@@ -217,13 +239,40 @@ pub(super) fn compact(
         first_seq = event_seq;
     }
     kept += 1;
+    // Sealing ends the batch with the event naming the new key: the last `sealed`
+    // event in the log is the store's key (encryption.md).
+    let mut last_seq = event_seq;
+    if let Some(key) = seal {
+        last_seq += 1;
+        let sealed_meta = serde_json::to_vec(&serde_json::json!({
+            "event": "sealed",
+            "key_id": key.id_hex(),
+            "time_ms": now,
+        }))
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let sealed_crc = encode_record(
+            &RecordFields {
+                kind: RecordKind::Event,
+                flags: 0,
+                key_hash: 0,
+                seq: last_seq,
+                timestamp_ms: now,
+                meta: &sealed_meta,
+                body: b"",
+            },
+            &mut tail,
+        )
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        crc.push(sealed_crc);
+        kept += 1;
+    }
     let commit = CommitBody::new(FILE_HEADER_LEN as u64, 0, kept, crc.finish(), first_seq);
     encode_record(
         &RecordFields {
             kind: RecordKind::Commit,
             flags: 0,
             key_hash: 0,
-            seq: event_seq + 1,
+            seq: last_seq + 1,
             timestamp_ms: now,
             meta: b"",
             body: commit.as_bytes(),
@@ -237,6 +286,12 @@ pub(super) fn compact(
     out.sync_all().map_err(StoreError::io("sync", &new_path))?;
     drop(out);
 
+    if seal.is_some() {
+        // Cache files hold vectors in the clear. They go before the sealed log takes
+        // over, so no crash leaves a sealed store beside them (nothing recreates them
+        // meanwhile: only a writer does, and this one holds the lock).
+        vectors::remove_cache_files(&store.dir)?;
+    }
     // Rebuild the tracker from the new file inside a transaction that commits only
     // after the rename (see the module comment for why this order is crash-safe).
     let fresh = BlobLog::open(&new_path)?;
@@ -272,6 +327,14 @@ pub(super) fn compact(
         .write()
         .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))? =
         std::sync::Arc::new(BlobLog::open(&blob_path)?);
+    if let Some(key) = seal {
+        *store
+            .vector_key
+            .write()
+            .map_err(|_| StoreError::Invalid("vector key poisoned by a panic".into()))? =
+            Some(key.clone());
+    }
+    store.sealed_caches.clear();
     vectors::rebuild_caches(store, &db)?;
     Ok(CompactReport {
         bytes_before: meta.applied_end,
@@ -281,6 +344,64 @@ pub(super) fn compact(
         records_rewritten: rewritten,
         generation: header.generation.get(),
     })
+}
+
+/// Rewrites each live vector sealed under a new key (sealing or rotation).
+struct Resealer {
+    new: VectorKey,
+    /// The key the store is sealed under now, when it is sealed.
+    old: Option<VectorKey>,
+}
+
+impl Resealer {
+    fn new(store: &Store, db: &rusqlite::Connection, new: &VectorKey) -> Result<Resealer> {
+        let old = match super::tracker::sealed_key_id(db)? {
+            Some(id) => Some(store.sealing_key(&id)?),
+            None => None,
+        };
+        Ok(Resealer {
+            new: new.clone(),
+            old,
+        })
+    }
+
+    /// The flags, metadata and body of `rec` (a vector at `offset`) sealed under the
+    /// new key, with its position unchanged.
+    fn reseal(
+        &mut self,
+        store: &Store,
+        rec: &RecordView<'_>,
+        offset: u64,
+    ) -> Result<(u16, Vec<u8>, Vec<u8>)> {
+        let corrupt = |reason: String| StoreError::Corrupt {
+            path: store.dir.join(BLOB_FILE),
+            offset,
+            reason,
+        };
+        let (mut meta, _) = super::tracker::record_meta(rec).map_err(corrupt)?;
+        let values: Vec<f32> = if seal::is_sealed(rec) {
+            match &self.old {
+                Some(old) => old.open(rec, offset)?,
+                None => return Err(corrupt("a sealed vector in a store that is not sealed".into())),
+            }
+        } else {
+            rec.body
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let embedder = meta
+            .get("embedder")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| corrupt("vector record names no embedder".into()))?
+            .to_string();
+        meta.insert("dim".into(), values.len().into());
+        meta.insert("key_id".into(), self.new.id_hex().into());
+        let le: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let body = self.new.seal(rec.key_hash(), rec.seq(), &embedder, &le)?;
+        let meta = serde_json::to_vec(&meta).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        Ok((rec.header.flags.get() | FLAG_SEALED, meta, body))
+    }
 }
 
 /// Buffered sequential writer for the new log.

@@ -40,6 +40,10 @@ pub enum StoreError {
     /// silently replace the other.
     #[error("key {new:?} has the same 64-bit hash as the stored key {existing:?}; the write was refused (rename one of them)")]
     KeyHashCollision { new: String, existing: String },
+    #[error(transparent)]
+    Seal(#[from] crate::store::SealError),
+    #[error("this store's vectors are sealed under key {key_id}, and no key was given; set key_file (or ENGRAM_KEY_FILE / ENGRAM_KEY) to that key")]
+    KeyRequired { key_id: String },
     #[error("the store at {path} was opened read-only; it cannot be written")]
     ReadOnly { path: PathBuf },
 }

@@ -15,6 +15,8 @@ mod lock;
 mod read_view;
 mod recovery;
 mod scan;
+mod seal;
+mod sealed_cache;
 mod small_file;
 mod tracker;
 pub mod vector_cache;
@@ -40,6 +42,7 @@ pub use error::{Result, StoreError};
 pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
+pub use seal::{SealError, VectorKey};
 pub use small_file::update_small_file;
 pub use tracker::{Change, Projection, RecordLocation, TrackerMeta};
 pub use vectors::VectorMatch;
@@ -91,6 +94,10 @@ pub struct StoreOptions {
     /// it. Also chosen by itself when `blob.dat` cannot be opened for writing (no
     /// permission, a read-only mount). Writes fail with [`StoreError::ReadOnly`].
     pub read_only: bool,
+    /// The key a sealed store's vectors are sealed under (format-spec/encryption.md).
+    /// Needed to search or write vectors of a sealed store; unused by a plain one
+    /// until [`Store::seal_vectors`] seals it.
+    pub vector_key: Option<VectorKey>,
 }
 
 impl Default for StoreOptions {
@@ -99,6 +106,7 @@ impl Default for StoreOptions {
             durability: Durability::Always,
             create: true,
             read_only: false,
+            vector_key: None,
         }
     }
 }
@@ -135,6 +143,11 @@ pub struct Store {
     /// The open `LOCK` file, opened on first write (a read-only user never needs it).
     lock_file: std::sync::OnceLock<std::fs::File>,
     open_report: OpenReport,
+    /// The key for sealed vectors: the options' key, replaced when this handle
+    /// rotates it.
+    vector_key: RwLock<Option<VectorKey>>,
+    /// A sealed store's vector caches, decrypted into this process's memory.
+    sealed_caches: sealed_cache::SealedCaches,
 }
 
 impl Store {
@@ -333,7 +346,17 @@ impl Store {
 
     /// Rewrite the log without dead records and swap it in atomically.
     pub fn compact(&self) -> Result<CompactReport> {
-        compact::compact(self, None)
+        compact::compact(self, None, None)
+    }
+
+    /// Seal every vector of the store under `key` (format-spec/encryption.md): a
+    /// compaction that rewrites each live vector sealed — opened first under the
+    /// current key when the store is already sealed, which makes this key rotation —
+    /// deletes every vector cache file, and names `key` in a `sealed` event. From then
+    /// on every vector written is sealed under `key`, and searching or writing
+    /// vectors needs it ([`StoreOptions::vector_key`]).
+    pub fn seal_vectors(&self, key: &VectorKey) -> Result<CompactReport> {
+        compact::compact(self, None, Some(key))
     }
 
     /// [`Store::compact`], replacing the metadata and body of each kept record for
@@ -343,7 +366,7 @@ impl Store {
     /// it the old bytes are in no file of the store. Follow it with
     /// [`Store::purge_tracker`] to clear `tracker.db`'s freed pages too.
     pub fn compact_rewriting(&self, rewrite: &mut Rewrite<'_>) -> Result<CompactReport> {
-        compact::compact(self, Some(rewrite))
+        compact::compact(self, Some(rewrite), None)
     }
 
     /// Rewrite `tracker.db` so no freed page keeps old contents: checkpoint and

@@ -205,6 +205,8 @@ impl Store {
     ) -> Store {
         Store {
             dir: dir.to_path_buf(),
+            vector_key: RwLock::new(options.vector_key.clone()),
+            sealed_caches: Default::default(),
             options,
             blob: RwLock::new(Arc::new(blob)),
             db: Mutex::new(db),

@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS embedders (name TEXT PRIMARY KEY, dim INTEGER NOT NUL
 ";
 
 /// Version of the core tables above; part of the schema fingerprint.
-const CORE_VERSION: u32 = 2;
+const CORE_VERSION: u32 = 3;
 
 /// The schema fingerprint for a set of projections.
 pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
@@ -247,6 +247,15 @@ pub fn write_meta(db: &Connection, m: &TrackerMeta) -> Result<()> {
             m.applied_seq, m.applied_end, m.last_commit
         )])?;
     Ok(())
+}
+
+/// The key id the store's vectors are sealed under (the last `sealed` event's), or
+/// `None` for a plain store.
+pub fn sealed_key_id(db: &Connection) -> Result<Option<String>> {
+    Ok(db
+        .prepare_cached("SELECT value FROM meta WHERE name = 'sealed'")?
+        .query_row([], |r| r.get(0))
+        .optional()?)
 }
 
 /// Write which log and schema the tracker reflects (when it is built).
@@ -418,9 +427,17 @@ fn apply_record(
                 .get("embedder")
                 .and_then(Value::as_str)
                 .ok_or_else(|| corrupt("vector record names no embedder".into()))?;
-            if !rec.body.len().is_multiple_of(4) || rec.body.is_empty() {
-                return Err(corrupt("vector body is not a whole number of f32".into()));
-            }
+            let dim = if super::seal::is_sealed(rec) {
+                let sealed = super::seal::parse_sealed_meta(rec).map_err(corrupt)?;
+                crate::format::sealed::SealedBody::parse(rec.body, sealed.dim)
+                    .map_err(|e| corrupt(e.to_string()))?;
+                sealed.dim
+            } else {
+                if !rec.body.len().is_multiple_of(4) || rec.body.is_empty() {
+                    return Err(corrupt("vector body is not a whole number of f32".into()));
+                }
+                rec.body.len() / 4
+            };
             tx.prepare_cached(
                 "INSERT INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (key_hash, embedder) DO UPDATE SET offset = excluded.offset,
@@ -430,15 +447,25 @@ fn apply_record(
                 key_hash as i64,
                 embedder,
                 offset as i64,
-                (rec.body.len() / 4) as i64,
+                dim as i64,
                 rec.seq() as i64
             ])?;
             // The embedder's latest dimension is the one its cache holds.
             tx.prepare_cached("INSERT INTO embedders (name, dim) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET dim = excluded.dim")?
-                .execute(params![embedder, (rec.body.len() / 4) as i64])?;
+                .execute(params![embedder, dim as i64])?;
         }
         RecordKind::Event => {
             let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
+            // The store's sealing is the last `sealed` event's key (encryption.md).
+            if meta.get("event").and_then(Value::as_str) == Some("sealed") {
+                let key_id = meta
+                    .get("key_id")
+                    .and_then(Value::as_str)
+                    .filter(|k| crate::format::sealed::parse_key_id(k).is_some())
+                    .ok_or_else(|| corrupt("sealed event names no valid key_id".into()))?;
+                tx.prepare_cached("INSERT INTO meta (name, value) VALUES ('sealed', ?1) ON CONFLICT (name) DO UPDATE SET value = excluded.value")?
+                    .execute([key_id])?;
+            }
             let change = Change::Event {
                 seq: rec.seq(),
                 timestamp_ms: rec.timestamp_ms(),

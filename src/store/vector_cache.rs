@@ -35,7 +35,7 @@ mod grow;
 mod mapping;
 use error::format_error;
 pub use error::VectorCacheError;
-use mapping::{create_mapped, slice_of, write_row_into, CacheMap, CreateError};
+use mapping::{create_anon, create_mapped, slice_of, write_row_into, CacheMap, CreateError};
 
 /// Caller-supplied identity and shape of a cache file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,16 @@ pub struct VectorCacheOptions {
     pub with_i8: bool,
     /// Slots allocated by [`VectorCache::create`]; ignored by `open`. Minimum 1.
     pub initial_capacity: u64,
+}
+
+/// What [`VectorCache::path`] names for a cache in memory.
+const MEMORY_PATH: &str = "(in memory)";
+
+fn create_error(e: CreateError) -> VectorCacheError {
+    match e {
+        CreateError::Io(e) => VectorCacheError::Io(e),
+        CreateError::Format(e) => VectorCacheError::InvalidOptions(e.to_string()),
+    }
 }
 
 /// Stable 64-bit id for an embedder name (FNV-1a). Stable across builds and
@@ -66,7 +76,9 @@ pub fn embedder_id(name: &str) -> u64 {
 /// search meanwhile.
 pub struct VectorCache {
     path: PathBuf,
-    file: File,
+    /// Keeps the backing file open; `None` for a cache in anonymous memory
+    /// ([`VectorCache::in_memory`]).
+    file: Option<File>,
     map: CacheMap,
     header: VectorFileHeader,
     layout: VectorFileLayout,
@@ -77,6 +89,40 @@ pub struct VectorCache {
 impl VectorCache {
     /// Create (or truncate and replace) the cache file at `path`.
     pub fn create(path: &Path, opts: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
+        let header = Self::new_header(opts)?;
+        let (file, map, layout) = create_mapped(path, &header).map_err(create_error)?;
+        Ok(VectorCache {
+            path: path.to_path_buf(),
+            file: Some(file),
+            map: CacheMap::Writable(map),
+            header,
+            layout,
+            index: HashMap::new(),
+        })
+    }
+
+    /// A cache with the file's layout in anonymous memory, backed by no file: what a
+    /// sealed store searches (format-spec/encryption.md), whose vectors must not
+    /// reach the disk in the clear. It grows in memory; `flush` does nothing.
+    pub fn in_memory(opts: &VectorCacheOptions) -> Result<Self, VectorCacheError> {
+        let header = Self::new_header(opts)?;
+        let (map, layout) = create_anon(&header).map_err(create_error)?;
+        Ok(VectorCache {
+            path: PathBuf::from(MEMORY_PATH),
+            file: None,
+            map: CacheMap::Writable(map),
+            header,
+            layout,
+            index: HashMap::new(),
+        })
+    }
+
+    /// Whether this cache lives in anonymous memory ([`VectorCache::in_memory`]).
+    pub fn is_in_memory(&self) -> bool {
+        self.file.is_none()
+    }
+
+    fn new_header(opts: &VectorCacheOptions) -> Result<VectorFileHeader, VectorCacheError> {
         if opts.dim == 0 || opts.dim > MAX_DIM {
             return Err(VectorCacheError::InvalidOptions(format!(
                 "dim {} is outside 1..={MAX_DIM}",
@@ -84,19 +130,12 @@ impl VectorCache {
             )));
         }
         let capacity = opts.initial_capacity.max(1);
-        let header = VectorFileHeader::new(opts.dim, opts.with_i8, capacity, opts.embedder_id);
-        let (file, map, layout) = create_mapped(path, &header).map_err(|e| match e {
-            CreateError::Io(e) => VectorCacheError::Io(e),
-            CreateError::Format(e) => VectorCacheError::InvalidOptions(e.to_string()),
-        })?;
-        Ok(VectorCache {
-            path: path.to_path_buf(),
-            file,
-            map: CacheMap::Writable(map),
-            header,
-            layout,
-            index: HashMap::new(),
-        })
+        Ok(VectorFileHeader::new(
+            opts.dim,
+            opts.with_i8,
+            capacity,
+            opts.embedder_id,
+        ))
     }
 
     /// Open an existing cache for searching only: mapped read-only, never repaired.
@@ -178,7 +217,7 @@ impl VectorCache {
         }
         let mut cache = VectorCache {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             map,
             header,
             layout,
@@ -355,6 +394,9 @@ impl VectorCache {
 
     /// Write dirty pages to disk (msync) and wait for completion.
     pub fn flush(&self) -> Result<(), VectorCacheError> {
+        if self.is_in_memory() {
+            return Ok(());
+        }
         if let CacheMap::Writable(m) = &self.map {
             m.flush()?;
         }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use super::blob_log::LogSnapshot;
 use super::error::Result;
 use super::tracker;
+use super::Store;
 use crate::format::commit::CommitBody;
 use crate::format::RecordKind;
 
@@ -37,6 +38,7 @@ impl VectorDelta {
     /// `last_commit` (whose batch ends the tracker's applied state), or `None` when
     /// the chain does not lead back to `cache_seq` within the limits.
     pub(super) fn since(
+        store: &Store,
         snap: &LogSnapshot,
         last_commit: u64,
         cache_seq: u64,
@@ -84,13 +86,10 @@ impl VectorDelta {
                             return Ok(None);
                         };
                         let ours = meta.get("embedder").and_then(|v| v.as_str()) == Some(embedder);
-                        if ours && rec.body.len() == dim * 4 {
-                            let v = rec
-                                .body
-                                .chunks_exact(4)
-                                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                                .collect();
-                            delta.changes.insert(rec.key_hash(), Some(v));
+                        if ours {
+                            if let Some(v) = store.vector_values(&rec, off, dim)? {
+                                delta.changes.insert(rec.key_hash(), Some(v));
+                            }
                         }
                     }
                     _ => {}

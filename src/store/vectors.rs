@@ -19,6 +19,7 @@ use super::tracker;
 use super::vector_cache::{
     embedder_id, Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions,
 };
+use super::sealed_cache;
 use super::vector_delta::VectorDelta;
 use super::vector_scan::{score_f32, VectorHit};
 use super::Store;
@@ -90,6 +91,10 @@ pub(super) fn after_commit(
 ) -> Result<()> {
     let meta = tracker::read_meta(db)?
         .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))?;
+    if tracker::sealed_key_id(db)?.is_some() {
+        // A sealed store has no cache file; searches catch up in memory.
+        return Ok(());
+    }
     for (embedder, dim) in embedders(db)? {
         let path = cache_path(&store.dir, &embedder);
         let cache = match VectorCache::open(&path, &options(dim, &embedder)) {
@@ -151,6 +156,10 @@ pub(super) fn after_commit(
 
 /// Rebuild every embedder's cache from the log (writer lock held).
 pub(super) fn rebuild_caches(store: &Store, db: &Connection) -> Result<()> {
+    if tracker::sealed_key_id(db)?.is_some() {
+        store.sealed_caches.clear();
+        return remove_cache_files(&store.dir);
+    }
     for (embedder, dim) in embedders(db)? {
         rebuild_one(store, db, &embedder, dim)?;
     }
@@ -193,6 +202,46 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     Ok(())
 }
 
+/// Delete every vector cache file in `dir` (and the temporary files of one being
+/// written): a sealed store must hold no vector in the clear.
+pub(super) fn remove_cache_files(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(StoreError::io("read", dir))?;
+    for entry in entries {
+        let entry = entry.map_err(StoreError::io("read", dir))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("vectors-") && name.contains(".vec") {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(StoreError::io("remove", &path))?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The values of the vector record `rec` at `offset` if it has `dim` of them:
+    /// opened under the store key when sealed (refused without the right key).
+    pub(super) fn vector_values(
+        &self,
+        rec: &crate::format::RecordView<'_>,
+        offset: u64,
+        dim: usize,
+    ) -> Result<Option<Vec<f32>>> {
+        if super::seal::is_sealed(rec) {
+            let sealed = super::seal::parse_sealed_meta(rec).map_err(|reason| {
+                StoreError::Corrupt {
+                    path: self.dir.join(super::BLOB_FILE),
+                    offset,
+                    reason,
+                }
+            })?;
+            let v = self.sealing_key(&sealed.key_id)?.open(rec, offset)?;
+            return Ok((v.len() == dim).then_some(v));
+        }
+        Ok((rec.body.len() == dim * 4).then(|| f32s(rec.body)))
+    }
+}
+
 fn f32s(body: &[u8]) -> Vec<f32> {
     body.chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -206,7 +255,7 @@ pub(super) fn search(
     k: usize,
 ) -> Result<Vec<VectorMatch>> {
     // The tracker's state and the log it describes, read together (one generation).
-    let ((dim, meta), view) = store.read_with(|db| {
+    let ((dim, meta, sealed), view) = store.read_with(|db| {
         let dim: Option<i64> = db
             .query_row(
                 "SELECT dim FROM embedders WHERE name = ?1",
@@ -217,7 +266,7 @@ pub(super) fn search(
             .flatten();
         let meta = tracker::read_meta(db)?
             .ok_or_else(|| StoreError::Invalid("tracker.db is not initialised".into()))?;
-        Ok((dim, meta))
+        Ok((dim, meta, tracker::sealed_key_id(db)?))
     })?;
     let Some(dim) = dim else {
         return Ok(Vec::new());
@@ -228,35 +277,12 @@ pub(super) fn search(
             query.len()
         )));
     }
-    let path = cache_path(&store.dir, embedder);
-    let opts = options(dim as u32, embedder);
-    // A cache stamped at or after the state read above is current (the writer stamps
-    // only after the tracker commits). One a few batches behind — a writer is applying
-    // its last batch right now — is brought up to date in memory from the log; only a
-    // missing or long-stale cache waits for the writer lock to be rebuilt.
-    let (cache, delta) = match VectorCache::open_read_only(&path, &opts) {
-        Ok(c) if c.seq() >= meta.applied_seq => (c, None),
-        Ok(c) => match VectorDelta::since(
-            view.snapshot(),
-            meta.last_commit,
-            c.seq(),
-            embedder,
-            dim as usize,
-        )? {
-            Some(delta) => (c, Some(delta)),
-            None => match rebuilt_cache(store, embedder, dim as u32)? {
-                Some(c) => (c, None),
-                None => return Ok(Vec::new()),
-            },
-        },
-        Err(_) => match rebuilt_cache(store, embedder, dim as u32)? {
-            Some(c) => (c, None),
-            None => return Ok(Vec::new()),
-        },
-    };
-    let hits = match &delta {
-        None => scan(&cache, query, k)?,
-        Some(delta) => scan_with_delta(&cache, delta, query, k)?,
+    let hits = match sealed {
+        Some(key_id) => {
+            drop(view);
+            sealed_cache::search(store, &key_id, embedder, dim as u32, &meta, query, k)?
+        }
+        None => plain_hits(store, embedder, dim as u32, &meta, &view, query, k)?,
     };
     let db = store.db()?;
     let mut out = Vec::with_capacity(hits.len());
@@ -274,6 +300,49 @@ pub(super) fn search(
         }
     }
     Ok(out)
+}
+
+/// Top `k` from a plain store's cache file (brought up to date first).
+fn plain_hits(
+    store: &Store,
+    embedder: &str,
+    dim: u32,
+    meta: &tracker::TrackerMeta,
+    view: &super::ReadView,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<VectorHit>> {
+    let path = cache_path(&store.dir, embedder);
+    let opts = options(dim, embedder);
+    // A cache stamped at or after the state read above is current (the writer stamps
+    // only after the tracker commits). One a few batches behind — a writer is applying
+    // its last batch right now — is brought up to date in memory from the log; only a
+    // missing or long-stale cache waits for the writer lock to be rebuilt.
+    let (cache, delta) = match VectorCache::open_read_only(&path, &opts) {
+        Ok(c) if c.seq() >= meta.applied_seq => (c, None),
+        Ok(c) => match VectorDelta::since(
+            store,
+            view.snapshot(),
+            meta.last_commit,
+            c.seq(),
+            embedder,
+            dim as usize,
+        )? {
+            Some(delta) => (c, Some(delta)),
+            None => match rebuilt_cache(store, embedder, dim)? {
+                Some(c) => (c, None),
+                None => return Ok(Vec::new()),
+            },
+        },
+        Err(_) => match rebuilt_cache(store, embedder, dim)? {
+            Some(c) => (c, None),
+            None => return Ok(Vec::new()),
+        },
+    };
+    match &delta {
+        None => scan(&cache, query, k),
+        Some(delta) => scan_with_delta(&cache, delta, query, k),
+    }
 }
 
 /// The cache of `embedder`, rebuilt under the writer lock unless it is current by
@@ -298,7 +367,7 @@ fn rebuilt_cache(store: &Store, embedder: &str, dim: u32) -> Result<Option<Vecto
     }
 }
 
-fn scan(cache: &VectorCache, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+pub(super) fn scan(cache: &VectorCache, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
     let candidates = (k * 10).max(100);
     Ok(cache.search(query, k, Metric::Cosine, ScanMode::I8Rerank { candidates })?)
 }

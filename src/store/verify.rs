@@ -156,7 +156,14 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
                         live.remove(&rec.key_hash());
                         vecs.retain(|(h, _), _| *h != rec.key_hash());
                     }
-                    RecordKind::Vector => match record_meta(&rec) {
+                    RecordKind::Vector => match record_meta(&rec).and_then(|m| {
+                        if super::seal::is_sealed(&rec) {
+                            let sealed = super::seal::parse_sealed_meta(&rec)?;
+                            crate::format::sealed::SealedBody::parse(rec.body, sealed.dim)
+                                .map_err(|e| e.to_string())?;
+                        }
+                        Ok(m)
+                    }) {
                         Ok((meta, _)) => {
                             let emb = meta
                                 .get("embedder")

@@ -15,7 +15,7 @@ use super::error::{Result, StoreError};
 use super::scan::{scan_batches, ScanStart};
 use super::tracker::{self, TrackerMeta};
 use super::{vectors, CommitInfo, Durability, Store, WriteGuard};
-use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind};
+use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind, FLAG_SEALED};
 use crate::key::hash64;
 
 const FLUSH_AT: usize = 4 << 20;
@@ -27,6 +27,8 @@ pub struct BatchWriter<'s> {
     writer: Option<WriteGuard<'s>>,
     blob: std::sync::Arc<BlobLog>,
     meta: TrackerMeta,
+    /// The key id of a sealed store (its vectors are sealed as they are written).
+    sealed_under: Option<String>,
     buf: Vec<u8>,
     /// Where the next flush writes.
     written_to: u64,
@@ -44,7 +46,11 @@ impl<'s> BatchWriter<'s> {
         let writer = store.exclusive()?;
         // The tracker connection is taken only to refresh and to apply, so readers in
         // this process are not blocked while a long batch streams in.
-        let meta = store.refresh_locked(&mut *store.db()?)?;
+        let (meta, sealed_under) = {
+            let mut db = store.db()?;
+            let meta = store.refresh_locked(&mut db)?;
+            (meta, tracker::sealed_key_id(&db)?)
+        };
         let blob = store.blob()?;
         if !blob.is_writable() {
             return Err(StoreError::ReadOnly {
@@ -57,6 +63,7 @@ impl<'s> BatchWriter<'s> {
             blob,
             written_to: meta.applied_end,
             next_seq: meta.applied_seq + 1,
+            sealed_under,
             meta,
             buf: Vec::with_capacity(64 << 10),
             records: 0,
@@ -157,10 +164,38 @@ impl<'s> BatchWriter<'s> {
                 flags,
             } => (RecordKind::Put, *flags, hash64(key), meta, body),
             Op::Delete { key } => (RecordKind::Tombstone, 0, hash64(key), b"", b""),
-            Op::Vector { key, meta, body } => (RecordKind::Vector, 0, hash64(key), meta, body),
+            Op::Vector { key, meta, body } => {
+                if let Some(key_id) = self.sealed_under.clone() {
+                    return self.push_sealed_vector(&key_id, hash64(key), meta, body);
+                }
+                (RecordKind::Vector, 0, hash64(key), meta, body)
+            }
             Op::Event { meta, body } => (RecordKind::Event, 0, 0, meta, body),
         };
         self.push_record(kind, flags, key_hash, meta, body)
+    }
+
+    /// A vector of a sealed store: its values sealed under the store key for the
+    /// record's sequence number, its metadata naming the key (encryption.md).
+    fn push_sealed_vector(
+        &mut self,
+        key_id: &str,
+        key_hash: u64,
+        meta: &[u8],
+        values_le: &[u8],
+    ) -> Result<()> {
+        let key = self.store.sealing_key(key_id)?;
+        let mut meta: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(meta)
+            .map_err(|e| StoreError::Invalid(format!("vector metadata: {e}")))?;
+        let embedder = meta
+            .get("embedder")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string();
+        meta.insert("key_id".into(), key_id.into());
+        let meta = serde_json::to_vec(&meta).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let body = key.seal(key_hash, self.next_seq, &embedder, values_le)?;
+        self.push_record(RecordKind::Vector, FLAG_SEALED, key_hash, &meta, &body)
     }
 
     fn push_record(

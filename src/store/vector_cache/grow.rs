@@ -13,7 +13,7 @@ use zerocopy::IntoBytes;
 
 use super::error::format_error;
 use super::mapping::CacheMap;
-use super::mapping::{create_mapped, tmp_path, write_row_into, CreateError};
+use super::mapping::{create_anon, create_mapped, tmp_path, write_row_into, CreateError};
 use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
 
@@ -29,8 +29,15 @@ impl VectorCache {
         header.capacity = U64::new(capacity);
         header.count = U64::new(0);
         let tmp = tmp_path(&self.path);
-        let (file, mut map, layout) = create_mapped(&tmp, &header).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
+        let created = if self.is_in_memory() {
+            create_anon(&header).map(|(map, layout)| (None, map, layout))
+        } else {
+            create_mapped(&tmp, &header).map(|(file, map, layout)| (Some(file), map, layout))
+        };
+        let (file, mut map, layout) = created.map_err(|e| {
+            if !self.is_in_memory() {
+                let _ = fs::remove_file(&tmp);
+            }
             match e {
                 CreateError::Io(e) => VectorCacheError::Io(e),
                 CreateError::Format(e) => format_error(&self.path, e),
@@ -58,21 +65,27 @@ impl VectorCache {
             header.count = U64::new(next);
             header.seal();
             map[..HEADER_LEN].copy_from_slice(header.as_bytes());
-            map.flush()?;
-            file.sync_all()?;
+            if let Some(file) = &file {
+                map.flush()?;
+                file.sync_all()?;
+            }
             Ok::<_, VectorCacheError>(index)
         })();
         let index = match result {
             Ok(index) => index,
             Err(e) => {
-                let _ = fs::remove_file(&tmp);
+                if file.is_some() {
+                    let _ = fs::remove_file(&tmp);
+                }
                 return Err(e);
             }
         };
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent().and_then(|d| File::open(d).ok()) {
-            // Best effort: makes the rename durable; the cache is rebuildable anyway.
-            let _ = dir.sync_all();
+        if file.is_some() {
+            fs::rename(&tmp, &self.path)?;
+            if let Some(dir) = self.path.parent().and_then(|d| File::open(d).ok()) {
+                // Best effort: makes the rename durable; the cache is rebuildable anyway.
+                let _ = dir.sync_all();
+            }
         }
         self.file = file;
         self.map = CacheMap::Writable(map);
