@@ -193,6 +193,18 @@ pub enum Command {
     Rebuild,
     /// Rewrite blob.dat without dead records and swap it in atomically.
     Compact,
+    /// Seal the store's vectors under a key (XChaCha20-Poly1305), or rotate it: a
+    /// compaction that re-encrypts every vector and deletes the vector cache files.
+    /// The current key, when the store is already sealed, comes from key_file /
+    /// ENGRAM_KEY_FILE / ENGRAM_KEY.
+    Encrypt {
+        /// The key to seal under: 32 bytes or 64 hex digits, outside the store.
+        #[arg(long, value_name = "FILE")]
+        key_file: PathBuf,
+        /// Write a fresh random key to FILE first (mode 0600; never over an existing file).
+        #[arg(long)]
+        new_key: bool,
+    },
     /// Index a repository (incremental): files and chunks, secrets redacted before writing.
     Index {
         /// The repository (default: the current directory).

@@ -29,7 +29,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 .with_context(|| format!("{} is not readable", root.display()))?;
             // The store of the repository being indexed, unless one is named.
             let dir = super::store_dir_for(cli, &root)?;
-            let store = Store::open(&dir, store_options(cli), engram::projections())
+            let store = Store::open(&dir, store_options(cli, &dir)?, engram::projections())
                 .with_context(|| format!("opening store {}", dir.display()))?;
             let cfg = super::config();
             let opts = IndexOptions {
@@ -95,7 +95,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             keyword_only,
         } => {
             let dir = store_dir(cli)?;
-            let store = Store::open(&dir, store_options(cli), engram::projections())
+            let store = Store::open(&dir, store_options(cli, &dir)?, engram::projections())
                 .with_context(|| format!("opening store {}", dir.display()))?;
             let kind = kind.as_deref().map(str::parse::<HitKind>).transpose()?;
             let results = search::search(
@@ -135,7 +135,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         }
         Command::Symbol { name, limit } => {
             let dir = store_dir(cli)?;
-            let store = Store::open(&dir, store_options(cli), engram::projections())
+            let store = Store::open(&dir, store_options(cli, &dir)?, engram::projections())
                 .with_context(|| format!("opening store {}", dir.display()))?;
             let found = index::lookup_symbols(&store, name, *limit)?;
             out.value(&json!({"symbols": found}), || {

@@ -220,7 +220,7 @@ fn emit(w: &mut impl Write, out: &Output, v: &Value, shown: &mut usize) -> Resul
 
 pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
     let store = memories.store();
     let meta = store.meta()?;
     let snap = store.snapshot()?;
@@ -280,7 +280,7 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
 
 pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
     let pb = out.spinner("rebuilding derived files from blob.dat");
     let r = memories.store().rebuild();
     pb.finish_and_clear();
@@ -294,7 +294,7 @@ pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
 
 pub fn compact(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
     let pb = out.spinner("compacting blob.dat");
     let r = memories.store().compact();
     pb.finish_and_clear();
@@ -328,7 +328,7 @@ pub(crate) fn parse_hash64(s: &str) -> Result<u64> {
 pub fn key_lookup(cli: &Cli, out: &Output, hash: &str) -> Result<ExitCode> {
     let h = parse_hash64(hash)?;
     let dir = existing_store(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli))?;
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
     let key = memories.store().key_for_hash(h)?;
     match key {
         Some(k) => {

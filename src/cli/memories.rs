@@ -17,7 +17,7 @@ use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields, No
 
 fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
-    let m = Memories::open_with(&dir, store_options(cli))
+    let m = Memories::open_with(&dir, store_options(cli, &dir)?)
         .with_context(|| format!("opening store {}", dir.display()))?
         .with_embedder(super::embedder()?);
     let r = m.store().open_report();

@@ -8,6 +8,7 @@ mod args;
 mod assisted;
 mod code;
 mod coding;
+mod encrypt;
 mod inspect;
 mod memories;
 #[cfg(feature = "neural")]
@@ -79,6 +80,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats => inspect::stats(&cli, &out),
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
+        Command::Encrypt { key_file, new_key } => {
+            encrypt::encrypt(&cli, &out, key_file, *new_key)
+        }
         Command::Key {
             command: KeyCommand::Lookup { hash },
         } => inspect::key_lookup(&cli, &out, hash),

@@ -13,7 +13,7 @@ use super::{store_dir, store_options, Cli, Command, PatternCommand};
 
 pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = store_dir(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli))
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)
         .with_context(|| format!("opening store {}", dir.display()))?
         .with_embedder(super::embedder()?);
     let patterns = Patterns::new(memories.store());

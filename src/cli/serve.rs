@@ -20,7 +20,7 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
     let start = repo.cloned().unwrap_or(cwd);
     let root = engram::location::repo_root(&start).unwrap_or_else(|| start.clone());
     let dir = store_dir_for(cli, &root)?;
-    let memories = Memories::open_with(&dir, store_options(cli))
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)
         .with_context(|| format!("opening store {}", dir.display()))?
         .with_embedder(embedder()?);
     let cfg = config();

@@ -2,6 +2,7 @@
 //! (`engram::config`), and what commands derive from it and from the global flags
 //! (store options, the embedder), plus `engram config show`. It never opens a store.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
@@ -11,23 +12,54 @@ use engram::config::Config;
 use engram::embed::Embedder;
 use engram::gate::{Caps, Gate};
 use engram::llm::{HttpProvider, LlmSettings, RemoteEmbedder, RemoteOptions};
-use engram::store::{Durability, StoreOptions};
+use engram::store::{Durability, SealError, StoreOptions, VectorKey};
 
 use super::output::Output;
 use super::Cli;
 
-pub(crate) fn store_options(cli: &Cli) -> StoreOptions {
+/// How to open the store in `dir`: durability, and the key for sealed vectors
+/// (`ENGRAM_KEY`, else the `key_file` setting / `ENGRAM_KEY_FILE`).
+pub(crate) fn store_options(cli: &Cli, dir: &Path) -> Result<StoreOptions> {
     let durability = cli.durability.unwrap_or_else(|| {
         config()
             .get("durability")
             .parse()
             .unwrap_or(Durability::Always)
     });
-    StoreOptions {
+    Ok(StoreOptions {
         durability,
         create: true,
         read_only: false,
+        vector_key: vector_key(dir)?,
+    })
+}
+
+/// The configured key for sealed vectors, if any; a key file must live outside the
+/// store directory (format-spec/encryption.md).
+pub(crate) fn vector_key(dir: &Path) -> Result<Option<VectorKey>> {
+    if let Ok(hex) = std::env::var("ENGRAM_KEY") {
+        return Ok(Some(
+            VectorKey::from_hex(&hex).context("reading the key in ENGRAM_KEY")?,
+        ));
     }
+    match config().get_opt("key_file") {
+        Some(path) => load_key_file(Path::new(path), dir).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Read a key file, refusing one inside the store directory `dir`.
+pub(crate) fn load_key_file(path: &Path, dir: &Path) -> Result<VectorKey> {
+    let key = VectorKey::from_file(path)?;
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    if canonical(path).starts_with(canonical(dir)) {
+        return Err(SealError::KeyInsideStore {
+            key: path.to_path_buf(),
+            store: dir.to_path_buf(),
+        }
+        .into());
+    }
+    Ok(key)
 }
 
 /// The configured embedder. `auto` picks an HTTP embedder from the environment

@@ -116,6 +116,13 @@ pub const SETTINGS: &[Setting] = &[
         check: durability,
     },
     Setting {
+        name: "key_file",
+        env: "ENGRAM_KEY_FILE",
+        default: "",
+        help: "file holding the key a sealed store's vectors are encrypted under (32 bytes or 64 hex digits, outside the store directory; ENGRAM_KEY may hold the hex instead); see engram encrypt",
+        check: any,
+    },
+    Setting {
         name: "embedder",
         env: "ENGRAM_EMBEDDER",
         default: "hash-v2-256",

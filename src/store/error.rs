@@ -44,6 +44,8 @@ pub enum StoreError {
     Seal(#[from] crate::store::SealError),
     #[error("this store's vectors are sealed under key {key_id}, and no key was given; set key_file (or ENGRAM_KEY_FILE / ENGRAM_KEY) to that key")]
     KeyRequired { key_id: String },
+    #[error("a key for sealed vectors was given, but this store's vectors are not sealed; run `engram encrypt --key-file FILE` to seal them, or give no key")]
+    NotSealed,
     #[error("the store at {path} was opened read-only; it cannot be written")]
     ReadOnly { path: PathBuf },
 }

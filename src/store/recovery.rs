@@ -135,6 +135,12 @@ pub(super) fn open(
     }
     drop(db);
     let mut store = store;
+    // A store created with a key is sealed from its first record (encryption.md).
+    if report.created {
+        if let Some(key) = store.options.vector_key.clone() {
+            store.seal_vectors(&key)?;
+        }
+    }
     store.open_report = report;
     Ok(store)
 }

@@ -168,6 +168,10 @@ impl<'s> BatchWriter<'s> {
                 if let Some(key_id) = self.sealed_under.clone() {
                     return self.push_sealed_vector(&key_id, hash64(key), meta, body);
                 }
+                if self.store.options.vector_key.is_some() {
+                    // The user asked for sealed vectors: never one in the clear.
+                    return Err(StoreError::NotSealed);
+                }
                 (RecordKind::Vector, 0, hash64(key), meta, body)
             }
             Op::Event { meta, body } => (RecordKind::Event, 0, 0, meta, body),
