@@ -334,3 +334,67 @@ fn a_plain_store_with_data_is_never_given_vectors_in_the_clear_by_a_keyed_engram
     assert!(!out.status.success());
     assert!(stderr(&out).contains("inside the store"), "{}", stderr(&out));
 }
+
+/// A store handle with `key`, as a second process would hold one.
+fn keyed(dir: &Path, key: &engram::store::VectorKey) -> engram::store::Store {
+    let opts = engram::store::StoreOptions {
+        vector_key: Some(key.clone()),
+        ..Default::default()
+    };
+    engram::store::Store::open(dir, opts, engram::projections()).unwrap()
+}
+
+fn unit(dim: usize, hot: usize) -> Vec<f32> {
+    (0..dim).map(|i| if i == hot { 1.0 } else { 0.01 }).collect()
+}
+
+#[test]
+fn a_warm_in_memory_cache_follows_other_writers_batch_by_batch_and_past_the_replay_limit() {
+    use engram::store::WriteBatch;
+    let tmp = tempfile::tempdir().unwrap();
+    let key = engram::store::VectorKey::generate().unwrap();
+    let reader = keyed(tmp.path(), &key);
+    assert_eq!(reader.sealed_key_id().unwrap(), Some(key.id_hex()));
+    let writer = keyed(tmp.path(), &key);
+    let put = |name: &str, hot: usize| {
+        let mut b = WriteBatch::new();
+        b.put(name, Default::default(), name.as_bytes().to_vec())
+            .unwrap();
+        b.put_vector(name, "e", &unit(128, hot)).unwrap();
+        writer.commit(&b).unwrap();
+    };
+    put("doc:a", 0);
+    let top = |hot: usize| reader.vector_search("e", &unit(128, hot), 1).unwrap()[0].key.clone();
+    assert_eq!(top(0), "doc:a"); // the reader's cache is warm from here on
+
+    // One batch behind: replayed from the log into the warm cache.
+    put("doc:b", 1);
+    assert_eq!(top(1), "doc:b");
+    // A vector replaced and a key deleted by the other handle.
+    put("doc:a", 2);
+    assert_eq!(top(2), "doc:a");
+    let mut del = WriteBatch::new();
+    del.delete("doc:b").unwrap();
+    writer.commit(&del).unwrap();
+    assert!(reader
+        .vector_search("e", &unit(128, 1), 5)
+        .unwrap()
+        .iter()
+        .all(|m| m.key != "doc:b"));
+    // More batches than a search replays: the cache is rebuilt from the log.
+    for i in 0..70 {
+        put(&format!("doc:n{i}"), 3 + i);
+    }
+    assert_eq!(reader.vector_search("e", &unit(128, 2), 200).unwrap().len(), 71);
+    assert_eq!(top(31), "doc:n28");
+
+    // A handle without the key reads nothing sealed, and says why.
+    let keyless = engram::store::Store::open(
+        tmp.path(),
+        Default::default(),
+        engram::projections(),
+    )
+    .unwrap();
+    let err = keyless.vector_search("e", &unit(128, 0), 1).unwrap_err();
+    assert!(err.to_string().contains(&key.id_hex()), "{err}");
+}
