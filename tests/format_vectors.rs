@@ -98,3 +98,54 @@ fn spec_files_open_as_stores_with_the_stated_contents() {
         );
     }
 }
+
+#[test]
+fn the_sealed_vector_matches_the_spec_vector() {
+    use engram::format::sealed::{associated_data, SealedBody};
+    use engram::store::VectorKey;
+    let v = vectors();
+    let s = &v["sealed_vector"];
+    let key = VectorKey::from_hex(s["store_key_hex"].as_str().unwrap()).unwrap();
+    assert_eq!(key.id_hex(), s["key_id"].as_str().unwrap());
+    let key_hash: u64 = s["key_hash"].as_str().unwrap().parse().unwrap();
+    let seq = s["seq"].as_u64().unwrap();
+    let embedder = s["embedder"].as_str().unwrap();
+    let values: Vec<f32> = s["vector"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect();
+    assert_eq!(
+        associated_data(key_hash, seq, values.len() as u32, embedder),
+        unhex(s["aad_hex"].as_str().unwrap())
+    );
+    let le: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let nonce: [u8; 24] = unhex(s["nonce_hex"].as_str().unwrap()).try_into().unwrap();
+    let body = key
+        .seal_with_nonce(key_hash, seq, embedder, &le, &nonce)
+        .unwrap();
+    assert_eq!(body, unhex(s["body_hex"].as_str().unwrap()));
+
+    // The whole record, both ways.
+    let mut encoded = Vec::new();
+    let crc = encode_record(
+        &RecordFields {
+            kind: RecordKind::Vector,
+            flags: s["flags"].as_u64().unwrap() as u16,
+            key_hash,
+            seq,
+            timestamp_ms: s["timestamp_ms"].as_u64().unwrap(),
+            meta: s["meta"].as_str().unwrap().as_bytes(),
+            body: &body,
+        },
+        &mut encoded,
+    )
+    .unwrap();
+    assert_eq!(crc as u64, s["crc"].as_u64().unwrap());
+    let hex = unhex(s["hex"].as_str().unwrap());
+    assert_eq!(encoded, hex);
+    let rec = decode_record(&hex).unwrap();
+    assert_eq!(key.open(&rec, 64).unwrap(), values);
+    assert!(SealedBody::parse(rec.body, values.len()).is_ok());
+}

@@ -51,6 +51,50 @@ out["files"] = [
      "hex": (header + put + commit + tomb + second_commit).hex()},
 ]
 out["file_header"] = {"generation": 1, "store_id_hex": bytes(range(16)).hex(), "created_ms": TS, "hex": header.hex()}
+
+# encryption.md: a sealed vector record. XChaCha20-Poly1305 is HChaCha20 (written out
+# here from draft-irtf-cfrg-xchacha-03) plus RFC 8439's ChaCha20-Poly1305, which the
+# `cryptography` package provides.
+def hchacha20(key: bytes, nonce16: bytes) -> bytes:
+    mask = 0xffffffff
+    def rotl(v, n): return ((v << n) & mask) | (v >> (32 - n))
+    def qr(x, a, b, c, d):
+        x[a] = (x[a] + x[b]) & mask; x[d] = rotl(x[d] ^ x[a], 16)
+        x[c] = (x[c] + x[d]) & mask; x[b] = rotl(x[b] ^ x[c], 12)
+        x[a] = (x[a] + x[b]) & mask; x[d] = rotl(x[d] ^ x[a], 8)
+        x[c] = (x[c] + x[d]) & mask; x[b] = rotl(x[b] ^ x[c], 7)
+    x = list(struct.unpack("<4I", b"expand 32-byte k") + struct.unpack("<8I", key) + struct.unpack("<4I", nonce16))
+    for _ in range(10):
+        qr(x, 0, 4, 8, 12); qr(x, 1, 5, 9, 13); qr(x, 2, 6, 10, 14); qr(x, 3, 7, 11, 15)
+        qr(x, 0, 5, 10, 15); qr(x, 1, 6, 11, 12); qr(x, 2, 7, 8, 13); qr(x, 3, 4, 9, 14)
+    return struct.pack("<8I", *(x[0:4] + x[12:16]))
+
+def xchacha20poly1305_seal(key: bytes, nonce24: bytes, msg: bytes, aad: bytes) -> bytes:
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    sub = hchacha20(key, nonce24[:16])
+    return ChaCha20Poly1305(sub).encrypt(b"\0" * 4 + nonce24[16:], msg, aad)
+
+# draft-irtf-cfrg-xchacha-03, A.3.1: the construction above must reproduce it.
+_k = bytes(range(0x80, 0xa0)); _n = bytes(range(0x40, 0x58))
+_aad = bytes.fromhex("50515253c0c1c2c3c4c5c6c7")
+_pt = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it."
+assert xchacha20poly1305_seal(_k, _n, _pt, _aad)[-16:].hex() == "c0875924c1c7987947deafd8780acf49", "XChaCha20-Poly1305 self-check"
+
+SEAL_KEY = bytes(range(32))
+SEAL_NONCE = bytes(range(0x40, 0x58))
+seal_key_id = hashlib.blake2b(b"engram vector key id v1\0" + SEAL_KEY, digest_size=8).hexdigest()
+seal_vec = struct.pack("<3f", 1.0, -0.5, 0.25)
+seal_seq, seal_key, seal_embedder = 5, "file:src/main.py", "test"
+seal_aad = b"engram sealed vector v1\0" + struct.pack("<QQI", hash64(seal_key), seal_seq, 3) + seal_embedder.encode()
+seal_body = SEAL_NONCE + xchacha20poly1305_seal(SEAL_KEY, SEAL_NONCE, seal_vec, seal_aad)
+seal_meta = json.dumps({"dim": 3, "embedder": seal_embedder, "key": seal_key, "key_id": seal_key_id}, separators=(",", ":")).encode()
+seal_rec, seal_crc = record(4, hash64(seal_key), seal_seq, TS, seal_meta, seal_body, flags=0x0100)
+out["sealed_vector"] = {
+    "store_key_hex": SEAL_KEY.hex(), "key_id": seal_key_id, "nonce_hex": SEAL_NONCE.hex(),
+    "vector": [1.0, -0.5, 0.25], "key": seal_key, "key_hash": str(hash64(seal_key)), "seq": seal_seq,
+    "embedder": seal_embedder, "timestamp_ms": TS, "flags": 0x0100, "meta": seal_meta.decode(),
+    "aad_hex": seal_aad.hex(), "body_hex": seal_body.hex(), "crc": seal_crc, "hex": seal_rec.hex(),
+}
 path = pathlib.Path(__file__).resolve().parent.parent / "format-spec" / "test-vectors.json"
 path.write_text(json.dumps(out, indent=1) + "\n")
 print(f"wrote {path}")
