@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use engram::store::{read_log, scan_batches, RecordKind, ScanStart};
-use serde_json::Value;
 use engram_cli::stderr;
 use leaks::files_under;
+use serde_json::Value;
 
 /// `engram --store STORE ARGS…` with the key file `key` (or none) as the only key.
 fn engram(store: &Path, key: Option<&Path>, args: &[&str]) -> Output {
@@ -230,7 +230,9 @@ fn a_sealed_store_holds_no_vector_in_the_clear_and_answers_like_a_plain_one() {
 
     let sealed_records = vector_records(&t.sealed);
     assert_eq!(sealed_records.len(), vector_records(&t.plain).len());
-    assert!(sealed_records.iter().all(|(_, _, flags)| flags & 0x0100 != 0));
+    assert!(sealed_records
+        .iter()
+        .all(|(_, _, flags)| flags & 0x0100 != 0));
     let names: Vec<String> = std::fs::read_dir(&t.sealed)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -251,7 +253,12 @@ fn a_sealed_store_holds_no_vector_in_the_clear_and_answers_like_a_plain_one() {
     let r = ok_json(
         &t.plain,
         None,
-        &["encrypt", "--new-key", "--key-file", later_key.to_str().unwrap()],
+        &[
+            "encrypt",
+            "--new-key",
+            "--key-file",
+            later_key.to_str().unwrap(),
+        ],
     );
     assert_eq!(r["action"], "sealed", "{r}");
     assert_eq!(files_with(&t.plain, &windows), Vec::<String>::new());
@@ -282,7 +289,11 @@ fn a_wrong_or_missing_key_is_refused_and_rotation_keeps_every_vector() {
     assert!(msg.contains(&sealed_id) && msg.contains(&other_id), "{msg}");
     let missing = engram(&t.sealed, None, &["recall", "refunds"]);
     assert!(!missing.status.success());
-    assert!(stderr(&missing).contains("no key was given"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("no key was given"),
+        "{}",
+        stderr(&missing)
+    );
     // Nothing was written by the refused calls.
     assert_eq!(ok_json(&t.sealed, Some(&t.key), &["stats"]), first_id);
 
@@ -291,11 +302,19 @@ fn a_wrong_or_missing_key_is_refused_and_rotation_keeps_every_vector() {
     let r = ok_json(
         &t.sealed,
         Some(&t.key),
-        &["encrypt", "--new-key", "--key-file", rotated_key.to_str().unwrap()],
+        &[
+            "encrypt",
+            "--new-key",
+            "--key-file",
+            rotated_key.to_str().unwrap(),
+        ],
     );
     assert_eq!(r["action"], "rotated", "{r}");
     let records = vector_records(&t.sealed);
-    assert_eq!(r["vectors_sealed"].as_u64().unwrap() as usize, records.len());
+    assert_eq!(
+        r["vectors_sealed"].as_u64().unwrap() as usize,
+        records.len()
+    );
     let new_id = r["key_id"].as_str().unwrap();
     assert!(records.iter().all(|(m, _, _)| m["key_id"] == new_id));
     assert_eq!(answers(&t.sealed, Some(&rotated_key)), expected);
@@ -329,10 +348,18 @@ fn a_plain_store_with_data_is_never_given_vectors_in_the_clear_by_a_keyed_engram
         &["encrypt", "--key-file", inside.to_str().unwrap()],
     );
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("inside the store"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("inside the store"),
+        "{}",
+        stderr(&out)
+    );
     let out = engram(&store, Some(&inside), &["recall", "written"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("inside the store"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("inside the store"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A store handle with `key`, as a second process would hold one.
@@ -345,7 +372,9 @@ fn keyed(dir: &Path, key: &engram::store::VectorKey) -> engram::store::Store {
 }
 
 fn unit(dim: usize, hot: usize) -> Vec<f32> {
-    (0..dim).map(|i| if i == hot { 1.0 } else { 0.01 }).collect()
+    (0..dim)
+        .map(|i| if i == hot { 1.0 } else { 0.01 })
+        .collect()
 }
 
 #[test]
@@ -364,7 +393,11 @@ fn a_warm_in_memory_cache_follows_other_writers_batch_by_batch_and_past_the_repl
         writer.commit(&b).unwrap();
     };
     put("doc:a", 0);
-    let top = |hot: usize| reader.vector_search("e", &unit(128, hot), 1).unwrap()[0].key.clone();
+    let top = |hot: usize| {
+        reader.vector_search("e", &unit(128, hot), 1).unwrap()[0]
+            .key
+            .clone()
+    };
     assert_eq!(top(0), "doc:a"); // the reader's cache is warm from here on
 
     // One batch behind: replayed from the log into the warm cache.
@@ -385,16 +418,15 @@ fn a_warm_in_memory_cache_follows_other_writers_batch_by_batch_and_past_the_repl
     for i in 0..70 {
         put(&format!("doc:n{i}"), 3 + i);
     }
-    assert_eq!(reader.vector_search("e", &unit(128, 2), 200).unwrap().len(), 71);
+    assert_eq!(
+        reader.vector_search("e", &unit(128, 2), 200).unwrap().len(),
+        71
+    );
     assert_eq!(top(31), "doc:n28");
 
     // A handle without the key reads nothing sealed, and says why.
-    let keyless = engram::store::Store::open(
-        tmp.path(),
-        Default::default(),
-        engram::projections(),
-    )
-    .unwrap();
+    let keyless =
+        engram::store::Store::open(tmp.path(), Default::default(), engram::projections()).unwrap();
     let err = keyless.vector_search("e", &unit(128, 0), 1).unwrap_err();
     assert!(err.to_string().contains(&key.id_hex()), "{err}");
 }

@@ -41,7 +41,11 @@ pub fn encrypt(cli: &Cli, out: &Output, key_file: &Path, new_key: bool) -> Resul
     let r = memories.store().seal_vectors(&key);
     pb.finish_and_clear();
     let r = r?;
-    let action = if before.is_some() { "rotated" } else { "sealed" };
+    let action = if before.is_some() {
+        "rotated"
+    } else {
+        "sealed"
+    };
     out.value(
         &json!({
             "action": action,

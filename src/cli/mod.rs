@@ -80,9 +80,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats => inspect::stats(&cli, &out),
         Command::Rebuild => inspect::rebuild(&cli, &out),
         Command::Compact => inspect::compact(&cli, &out),
-        Command::Encrypt { key_file, new_key } => {
-            encrypt::encrypt(&cli, &out, key_file, *new_key)
-        }
+        Command::Encrypt { key_file, new_key } => encrypt::encrypt(&cli, &out, key_file, *new_key),
         Command::Key {
             command: KeyCommand::Lookup { hash },
         } => inspect::key_lookup(&cli, &out, hash),

@@ -262,7 +262,9 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordView<'_>, FormatError> {
         return Err(FormatError::BadRecord("unknown must-understand flag"));
     }
     if must_understand == FLAG_SEALED && kind != RecordKind::Vector {
-        return Err(FormatError::BadRecord("sealed flag on a record that is not a vector"));
+        return Err(FormatError::BadRecord(
+            "sealed flag on a record that is not a vector",
+        ));
     }
     Ok(RecordView {
         header,

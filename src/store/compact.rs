@@ -152,8 +152,9 @@ pub(super) fn compact(
                         (_, Some(r)) if rec.kind == RecordKind::Vector => {
                             Some(r.reseal(store, &rec, offset)?)
                         }
-                        (Some(f), _) if rec.kind != RecordKind::Skippable => f(&rec)
-                            .map(|(meta, body)| (rec.header.flags.get(), meta, body)),
+                        (Some(f), _) if rec.kind != RecordKind::Skippable => {
+                            f(&rec).map(|(meta, body)| (rec.header.flags.get(), meta, body))
+                        }
                         _ => None,
                     };
                     match replaced {
@@ -382,7 +383,11 @@ impl Resealer {
         let values: Vec<f32> = if seal::is_sealed(rec) {
             match &self.old {
                 Some(old) => old.open(rec, offset)?,
-                None => return Err(corrupt("a sealed vector in a store that is not sealed".into())),
+                None => {
+                    return Err(corrupt(
+                        "a sealed vector in a store that is not sealed".into(),
+                    ))
+                }
             }
         } else {
             rec.body

@@ -15,11 +15,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::blob_log::LogSnapshot;
 use super::error::{Result, StoreError};
 use super::scan::Batch;
+use super::sealed_cache;
 use super::tracker;
 use super::vector_cache::{
     embedder_id, Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions,
 };
-use super::sealed_cache;
 use super::vector_delta::VectorDelta;
 use super::vector_scan::{score_f32, VectorHit};
 use super::Store;
@@ -228,13 +228,12 @@ impl Store {
         dim: usize,
     ) -> Result<Option<Vec<f32>>> {
         if super::seal::is_sealed(rec) {
-            let sealed = super::seal::parse_sealed_meta(rec).map_err(|reason| {
-                StoreError::Corrupt {
+            let sealed =
+                super::seal::parse_sealed_meta(rec).map_err(|reason| StoreError::Corrupt {
                     path: self.dir.join(super::BLOB_FILE),
                     offset,
                     reason,
-                }
-            })?;
+                })?;
             let v = self.sealing_key(&sealed.key_id)?.open(rec, offset)?;
             return Ok((v.len() == dim).then_some(v));
         }

@@ -46,14 +46,18 @@ pub(crate) fn create_mapped(
 
 /// Map anonymous memory sized for `header` and write the header (a cache backed by
 /// no file).
-pub(crate) fn create_anon(header: &VectorFileHeader) -> Result<(MmapMut, VectorFileLayout), CreateError> {
+pub(crate) fn create_anon(
+    header: &VectorFileHeader,
+) -> Result<(MmapMut, VectorFileLayout), CreateError> {
     let layout =
         VectorFileLayout::compute(header.dim.get(), header.has_i8(), header.capacity.get())
             .map_err(CreateError::Format)?;
-    let len = usize::try_from(layout.total_len).map_err(|_| {
-        CreateError::Io(std::io::Error::other("vector cache too large for memory"))
-    })?;
-    let mut map = MmapOptions::new().len(len).map_anon().map_err(CreateError::Io)?;
+    let len = usize::try_from(layout.total_len)
+        .map_err(|_| CreateError::Io(std::io::Error::other("vector cache too large for memory")))?;
+    let mut map = MmapOptions::new()
+        .len(len)
+        .map_anon()
+        .map_err(CreateError::Io)?;
     let mut h = *header;
     h.seal();
     map[..HEADER_LEN].copy_from_slice(h.as_bytes());
