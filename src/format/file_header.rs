@@ -129,6 +129,15 @@ mod tests {
     }
 
     #[test]
+    fn plain_logs_are_version_1_and_sealed_ones_version_2_both_read() {
+        let plain = FileHeader::new(1, [0; 16], 0);
+        assert_eq!(plain.format_version.get(), FORMAT_VERSION_PLAIN);
+        let sealed = FileHeader::with_version(FORMAT_VERSION_SEALED, 1, [0; 16], 0);
+        assert_eq!(FileHeader::decode(sealed.as_bytes()).unwrap(), sealed);
+        assert_eq!(FileHeader::decode(plain.as_bytes()).unwrap(), plain);
+    }
+
+    #[test]
     fn a_newer_version_is_refused_by_name() {
         let mut h = FileHeader::new(1, [0; 16], 0);
         h.format_version = U32::new(FORMAT_VERSION + 1);
@@ -138,8 +147,8 @@ mod tests {
             matches!(
                 e,
                 FormatError::VersionTooNew {
-                    found: 2,
-                    supported: 1
+                    found: 3,
+                    supported: 2
                 }
             ),
             "{e}"
