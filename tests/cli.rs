@@ -172,7 +172,7 @@ fn foreign_and_newer_directories_are_refused_clearly() {
     ok_json(&newer, &["remember", "x"]);
     let blob = newer.join("blob.dat");
     let mut bytes = std::fs::read(&blob).unwrap();
-    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&3u32.to_le_bytes()); // 2 is a sealed store's
     let crc = crc32fast::hash(&bytes[..60]);
     bytes[60..64].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&blob, &bytes).unwrap();
@@ -181,7 +181,7 @@ fn foreign_and_newer_directories_are_refused_clearly() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("newer engram") && err.contains("version 2"),
+        err.contains("newer engram") && err.contains("version 3"),
         "{err}"
     );
     assert_eq!(
