@@ -327,3 +327,49 @@ fn a_key_is_found_by_its_hash_and_an_unknown_hash_finds_nothing() {
     );
     assert_eq!(s.key_for_hash(h ^ 1).unwrap(), None);
 }
+
+/// A search keeps its read-only handle on a cache file between calls; whatever another
+/// handle does to the file meanwhile (append, tombstone, grow, rebuild, compaction) the
+/// next search answers from the file as it is now.
+#[test]
+fn a_kept_vector_cache_handle_follows_every_change_to_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let reader = open(dir.path());
+    let writer = open(dir.path());
+    let one_hot = |hot: usize| -> Vec<f32> {
+        (0..64).map(|i| if i == hot { 1.0 } else { 0.001 }).collect()
+    };
+    let put = |key: &str, hot: usize| {
+        let mut b = WriteBatch::new();
+        b.put(key, Map::new(), key.as_bytes().to_vec()).unwrap();
+        b.put_vector(key, "e", &one_hot(hot)).unwrap();
+        writer.commit(&b).unwrap();
+    };
+    let top = |hot: usize| {
+        reader
+            .vector_search("e", &one_hot(hot), 1)
+            .unwrap()
+            .first()
+            .map(|m| m.key.clone())
+    };
+    put("doc:a", 0);
+    assert_eq!(top(0).as_deref(), Some("doc:a"));
+    assert_eq!(top(0).as_deref(), Some("doc:a")); // the kept handle
+    put("doc:b", 1);
+    assert_eq!(top(1).as_deref(), Some("doc:b"));
+    let mut del = WriteBatch::new();
+    del.delete("doc:b").unwrap();
+    writer.commit(&del).unwrap();
+    assert_ne!(top(1).as_deref(), Some("doc:b"));
+    // Past the initial capacity (1024 slots): the file grows, renamed over the old one.
+    for i in 0..1100 {
+        put(&format!("doc:n{i}"), 2 + i % 60);
+    }
+    assert_eq!(reader.vector_search("e", &one_hot(5), 2000).unwrap().len(), 1101);
+    writer.rebuild().unwrap();
+    assert_eq!(reader.vector_search("e", &one_hot(5), 2000).unwrap().len(), 1101);
+    writer.compact().unwrap();
+    put("doc:last", 63);
+    assert_eq!(top(63).as_deref(), Some("doc:last"));
+    assert_eq!(reader.vector_search("e", &one_hot(5), 2000).unwrap().len(), 1102);
+}

@@ -336,6 +336,7 @@ pub(super) fn compact(
             Some(key.clone());
     }
     store.sealed_caches.clear();
+    store.plain_caches.clear();
     vectors::rebuild_caches(store, &db)?;
     Ok(CompactReport {
         bytes_before: meta.applied_end,

@@ -148,6 +148,8 @@ pub struct Store {
     vector_key: RwLock<Option<VectorKey>>,
     /// A sealed store's vector caches, decrypted into this process's memory.
     sealed_caches: sealed_cache::SealedCaches,
+    /// Read-only handles on a plain store's cache files, reused between searches.
+    plain_caches: vectors::PlainCaches,
 }
 
 impl Store {

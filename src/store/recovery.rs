@@ -213,6 +213,7 @@ impl Store {
             dir: dir.to_path_buf(),
             vector_key: RwLock::new(options.vector_key.clone()),
             sealed_caches: Default::default(),
+            plain_caches: Default::default(),
             options,
             blob: RwLock::new(Arc::new(blob)),
             db: Mutex::new(db),

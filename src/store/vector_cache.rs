@@ -138,6 +138,23 @@ impl VectorCache {
         ))
     }
 
+    /// Whether this handle still shows what its file holds: the file at its path is
+    /// the one it mapped (not replaced by a grow or a rebuild) and the header in the
+    /// mapping is the one it validated (no slot appended, no new stamp since). A
+    /// search may then reuse the handle instead of opening and indexing the file
+    /// again; tombstones the writer sets meanwhile are read from the mapping anyway.
+    pub fn is_current(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Some(file) = &self.file else {
+            return true;
+        };
+        let same_file = match (file.metadata(), std::fs::metadata(&self.path)) {
+            (Ok(mapped), Ok(named)) => mapped.ino() == named.ino() && mapped.dev() == named.dev(),
+            _ => false,
+        };
+        same_file && self.map.get(..HEADER_LEN) == Some(self.header.as_bytes())
+    }
+
     /// Open an existing cache for searching only: mapped read-only, never repaired.
     /// A cache that needs a repair (a key live in two slots after a crash) is refused
     /// with [`VectorCacheError::Corrupt`]; the writer repairs it.

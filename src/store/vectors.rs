@@ -8,7 +8,9 @@
 //! is rebuilt from the log under the writer lock. Never the other way round: nothing
 //! here writes to the log or the tracker's core tables.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -317,7 +319,7 @@ fn plain_hits(
     // only after the tracker commits). One a few batches behind — a writer is applying
     // its last batch right now — is brought up to date in memory from the log; only a
     // missing or long-stale cache waits for the writer lock to be rebuilt.
-    let (cache, delta) = match VectorCache::open_read_only(&path, &opts) {
+    let (cache, delta) = match store.plain_caches.open(embedder, &path, &opts) {
         Ok(c) if c.seq() >= meta.applied_seq => (c, None),
         Ok(c) => match VectorDelta::since(
             store,
@@ -329,18 +331,56 @@ fn plain_hits(
         )? {
             Some(delta) => (c, Some(delta)),
             None => match rebuilt_cache(store, embedder, dim)? {
-                Some(c) => (c, None),
+                Some(c) => (Arc::new(c), None),
                 None => return Ok(Vec::new()),
             },
         },
         Err(_) => match rebuilt_cache(store, embedder, dim)? {
-            Some(c) => (c, None),
+            Some(c) => (Arc::new(c), None),
             None => return Ok(Vec::new()),
         },
     };
     match &delta {
         None => scan(&cache, query, k),
         Some(delta) => scan_with_delta(&cache, delta, query, k),
+    }
+}
+
+/// Read-only handles on a plain store's cache files, kept between searches: opening
+/// one indexes every slot (milliseconds per 100K rows), which a search then need not
+/// repeat while the file is unchanged ([`VectorCache::is_current`]).
+#[derive(Default)]
+pub(super) struct PlainCaches {
+    by_embedder: Mutex<HashMap<String, Arc<VectorCache>>>,
+}
+
+impl PlainCaches {
+    /// A current read-only handle on `path`: the kept one, or a new one (kept).
+    fn open(
+        &self,
+        embedder: &str,
+        path: &Path,
+        opts: &VectorCacheOptions,
+    ) -> Result<Arc<VectorCache>, VectorCacheError> {
+        let mut map = self.by_embedder.lock().map_err(|_| {
+            VectorCacheError::InvalidOptions("vector cache handles poisoned by a panic".into())
+        })?;
+        if let Some(c) = map.get(embedder) {
+            if c.is_current() && c.dim() == opts.dim {
+                return Ok(c.clone());
+            }
+        }
+        map.remove(embedder);
+        let c = Arc::new(VectorCache::open_read_only(path, opts)?);
+        map.insert(embedder.to_string(), c.clone());
+        Ok(c)
+    }
+
+    /// Drop every kept handle (their files are being replaced or removed).
+    pub(super) fn clear(&self) {
+        if let Ok(mut map) = self.by_embedder.lock() {
+            map.clear();
+        }
     }
 }
 
