@@ -101,6 +101,8 @@ pub struct SearchOptions {
     pub keyword_only: bool,
     /// Embeds the query; must be the embedder the store's vectors were made with.
     pub embedder: Arc<dyn Embedder>,
+    /// How much each source counts in the fusion.
+    pub weights: FusionWeights,
 }
 
 impl Default for SearchOptions {
@@ -115,6 +117,7 @@ impl Default for SearchOptions {
             memory_filter: MemoryFilter::default(),
             keyword_only: false,
             embedder: Arc::new(default_embedder()),
+            weights: FusionWeights::default(),
         }
     }
 }
@@ -214,11 +217,28 @@ pub struct SearchResults {
     pub degraded: Option<String>,
 }
 
-/// How much each source's ranks count in the fusion.
-const KEYWORD_WEIGHT: f64 = 1.0;
-const VECTOR_WEIGHT: f64 = 0.8;
-/// A query naming a symbol is the strongest evidence there is.
-const SYMBOL_WEIGHT: f64 = 1.2;
+/// How much each source's ranks count in the fusion (reciprocal rank fusion: a list
+/// adds `weight / (K + rank)` to each key it holds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusionWeights {
+    /// Symbols whose names, signatures or docs hold the query's words. A query naming
+    /// a symbol is the strongest evidence there is.
+    pub symbol: f64,
+    /// Keyword (BM25) lists over code chunks and memories.
+    pub keyword: f64,
+    /// Nearest vectors to the query's embedding.
+    pub vector: f64,
+}
+
+impl Default for FusionWeights {
+    fn default() -> Self {
+        FusionWeights {
+            symbol: 1.2,
+            keyword: 1.0,
+            vector: 0.8,
+        }
+    }
+}
 
 /// Nearest vectors below this cosine similarity are not hits: the nearest
 /// neighbours of a query that matches nothing are noise, not answers. (Unrelated
@@ -268,14 +288,14 @@ pub fn search(
         }
         lists.push(RankedList {
             keys,
-            weight: SYMBOL_WEIGHT,
+            weight: opts.weights.symbol,
         });
     }
     if code && opts.kind != Some(HitKind::Symbol) {
         let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
         lists.push(RankedList {
             keys: keys.into_iter().map(|(k, _)| k).collect(),
-            weight: KEYWORD_WEIGHT,
+            weight: opts.weights.keyword,
         });
     }
     if memories {
@@ -283,7 +303,7 @@ pub fn search(
         fresh_first(store, &mut mems)?;
         lists.push(RankedList {
             keys: mems.into_iter().map(|(k, _)| k).collect(),
-            weight: KEYWORD_WEIGHT,
+            weight: opts.weights.keyword,
         });
     }
     let mut degraded = None;
@@ -323,7 +343,7 @@ pub fn search(
                     }
                     lists.push(RankedList {
                         keys,
-                        weight: VECTOR_WEIGHT,
+                        weight: opts.weights.vector,
                     });
                 }
             }
