@@ -20,8 +20,17 @@ fn sample_passwords_are_samples_and_chosen_ones_are_not() {
         "admin123",
         "Secret1!",
         "pass",
+        "withPwd",
+        "secretKey",
     ] {
         assert!(is_sample_password(pw), "{pw}");
+    }
+    // Plain words are written in one case; letters in a random mix of cases are not.
+    for pw in ["Secret", "PASS", "pass pass", "bar:baz", "apples/oranges"] {
+        assert!(is_plain_words(pw), "{pw}");
+    }
+    for pw in ["XkQpRzTw", "hUnTeR", "aBcDeFgHiJkL"] {
+        assert!(!is_plain_words(pw), "{pw}");
     }
     for pw in [
         "Zk5Hc9Jd0Pa6",
@@ -34,6 +43,8 @@ fn sample_passwords_are_samples_and_chosen_ones_are_not() {
         "X_Q",
         "admin12345",
         "p@s",
+        "XkQpRzTw",
+        "ZkHcJdPaSg",
     ] {
         assert!(!is_sample_password(pw), "{pw}");
     }
@@ -62,16 +73,17 @@ fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 
 /// The false-negative rates of the module comment: over 200,000 random passwords per
 /// alphabet and length, how many pass as a short number, a constant's name or a
-/// respelled word (the shapes this module adds; plain words are `secret_value`'s and
-/// printed apart). A fixed seed keeps the counts exact from run to run: base62 at 8
-/// characters 0, the password alphabet at 8 characters 0, and 0 for both at 12 and 16.
+/// respelled word or camel-hump words, and, counted apart, as plain words. A fixed seed keeps the counts
+/// exact from run to run: samples 0 of base62 and 1 of the password alphabet at 8
+/// characters, 0 at 12 and 16; plain words 563 and 734 at 8, 16 and 17 at 12, 0 and
+/// 1 at 16.
 #[test]
 fn random_passwords_rarely_pass_as_samples() {
     let mut next = xorshift(0x5DEE_CE66_D1A4_F87Bu64);
     let base62 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let password = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#%&*+-=?@^_~.";
     for alphabet in [&base62[..], &password[..]] {
-        for (len, allowed) in [(8usize, 2usize), (12, 0), (16, 0)] {
+        for (len, allowed, plain_allowed) in [(8usize, 2usize, 900usize), (12, 0, 40), (16, 0, 2)] {
             let tries = 200_000;
             let (mut sample, mut plain) = (0, 0);
             for _ in 0..tries {
@@ -79,7 +91,10 @@ fn random_passwords_rarely_pass_as_samples() {
                     .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
                     .collect();
                 sample += usize::from(
-                    is_short_number(&v) || is_constant_name(&v) || is_respelled_word(&v),
+                    is_camel_words(&v)
+                        || is_short_number(&v)
+                        || is_constant_name(&v)
+                        || is_respelled_word(&v),
                 );
                 plain += usize::from(is_plain_words(&v));
             }
@@ -88,6 +103,7 @@ fn random_passwords_rarely_pass_as_samples() {
                 alphabet.len()
             );
             assert!(sample <= allowed, "{sample} of {tries} random passwords");
+            assert!(plain <= plain_allowed, "{plain} of {tries} plain words");
         }
     }
 }
