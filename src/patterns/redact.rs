@@ -4,7 +4,8 @@
 //! It owns turning Hyperscan matches of the secret rules into whole secret spans:
 //! keyword matches are judged by `secret_value` (entropy, placeholders, known
 //! shapes, code), framed ones by `secret_framing` (connection strings, URLs, Basic
-//! headers, multi-line `.netrc` entries), a private key header is extended to its END
+//! headers, multi-line `.netrc` entries), tokens that are mostly one character are
+//! dropped (`secret_placeholder::is_filler`), a private key header is extended to its END
 //! line (or over its base64 body when END is missing, `\n`-escaped or not), a token
 //! cut short by a bounded regex is extended to the end of its run, text is scanned
 //! also as it reads decoded (`secret_views`: escapes, percent-encoding), and
