@@ -13,6 +13,7 @@ mod compile;
 pub mod redact;
 mod scan;
 mod secret_framing;
+mod secret_placeholder;
 pub mod secret_rules;
 mod secret_rules_extra;
 pub mod secret_text;

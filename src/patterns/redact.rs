@@ -4,7 +4,8 @@
 //! It owns turning Hyperscan matches of the secret rules into whole secret spans:
 //! keyword matches are judged by `secret_value` (entropy, placeholders, known
 //! shapes, code), framed ones by `secret_framing` (connection strings, URLs, Basic
-//! headers, multi-line `.netrc` entries), a private key header is extended to its END
+//! headers, multi-line `.netrc` entries), tokens that are mostly one character are
+//! dropped (`secret_placeholder::is_filler`), a private key header is extended to its END
 //! line (or over its base64 body when END is missing, `\n`-escaped or not), a token
 //! cut short by a bounded regex is extended to the end of its run, text is scanned
 //! also as it reads decoded (`secret_views`: escapes, percent-encoding), and
@@ -23,6 +24,7 @@ use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, url_password_is_secret,
 };
+use super::secret_placeholder::is_filler;
 use super::secret_rules::{self, Check, SecretRule};
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
 use super::secret_views::views;
@@ -191,6 +193,13 @@ impl Redactor {
                 }
                 Check::PrivateKey => Some((start, private_key_end(bytes, start, end))),
             };
+            // A token that is mostly one character (`AAAA…A`, `ghp_000…0`) is a zero
+            // buffer or a mask, not an issued token (`secret_placeholder::is_filler`).
+            let token_rule = matches!(
+                r.check,
+                Check::None | Check::DocExample | Check::PercentEncoded
+            );
+            let span = span.filter(|&(s, e)| !(token_rule && is_filler(&bytes[s..e])));
             if let Some((start, end)) = span {
                 out.push(Finding { rule, start, end });
             }

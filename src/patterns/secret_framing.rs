@@ -9,7 +9,8 @@
 //! request.form[…]` at the start of a line, prose that mentions a login) and nothing
 //! that could be a real credential.
 
-use super::secret_value::{decode_base64, is_placeholder, is_plain_words, looks_secret};
+use super::secret_placeholder::{is_plain_words, is_sample_password};
+use super::secret_value::{decode_base64, is_placeholder, looks_secret};
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
 
@@ -92,7 +93,7 @@ pub(super) fn netrc_lines(text: &str) -> Vec<(usize, usize)> {
 pub(super) fn netrc_password_is_secret(m: &str) -> bool {
     let value = m.rsplit_once("password").map_or(m, |(_, v)| v).trim_start();
     let value = value.split(['"', '\'', '`', '\\']).next().unwrap_or(value);
-    !(is_placeholder(value) || is_plain_words(value))
+    !(is_placeholder(value) || is_sample_password(value))
 }
 
 /// Whether a line is nothing but `.netrc` tokens: `machine|login|password|account|port
@@ -141,8 +142,8 @@ fn password_word(line: &str) -> Option<(usize, usize)> {
 }
 
 /// The password of `scheme://user:password@` (the match ends at `@`) is a secret unless
-/// it is a placeholder or a plain word (`password`, `pass`, `secret`, `xxx`), as in
-/// documentation's examples.
+/// it is a placeholder or a sample (`password`, `pass`, `xxx`, `123123`, `SAS_KEY`,
+/// `p@ss`), as in documentation's examples and tests.
 pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bool {
     let Some(m) = text.get(start..end) else {
         return true;
@@ -158,11 +159,10 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
     let password = userinfo.split_once(':').map_or("", |(_, p)| p);
     let decoded = percent_decode(password);
     let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
-    // `https://abc:123@…`: a few digits are a document's sample, not a password.
-    let sample_digits = password.len() <= 4 && password.bytes().all(|b| b.is_ascii_digit());
+    // `https://abc:123@…`, `user3:123123@`, `SAS_POLICY_NAME:SAS_KEY@`, `us%40r:p%40ss@`:
+    // a document's or a test's sample (`secret_placeholder`), not a password.
     !(is_placeholder(password)
-        || is_plain_words(password)
-        || sample_digits
+        || is_sample_password(password)
         || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
 }
 
@@ -206,7 +206,7 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
     let encoded = m.rsplit([' ', '\t']).next().unwrap_or("");
     let decoded = decode_base64(encoded).and_then(|d| String::from_utf8(d).ok());
     match decoded.as_deref().and_then(|d| d.split_once(':')) {
-        Some((_, pw)) => !is_plain_words(pw),
+        Some((_, pw)) => !is_sample_password(pw),
         // Not `user:password` (RFC 7617), so not base64 of credentials: a test's
         // `Basic notreally`, or a raw token, judged as any assigned value is.
         None => looks_secret("", encoded, true, None),

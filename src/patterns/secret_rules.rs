@@ -15,7 +15,8 @@
 /// What the redactor does after Hyperscan reports a match of a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
-    /// The match is the secret: redact it as it is.
+    /// The match is the secret: redact it as it is, unless it is mostly one character
+    /// (`secret_placeholder::is_filler`, as for the token checks below).
     None,
     /// A keyword assignment (`password = …`): redact only when the value is not a
     /// placeholder, not a known hash/UUID shape and random enough (see
@@ -31,12 +32,13 @@ pub enum Check {
     /// the base64 body when END is missing. A PEM header with no body after it is a
     /// marker in code that parses keys, not a key.
     PrivateKey,
-    /// `scheme://user:password@`: a secret unless the password is a placeholder, a
-    /// plain word or a few digits, or the userinfo is one RFC 3986 forbids (a parser's
-    /// test vector).
+    /// `scheme://user:password@`: a secret unless the password is a placeholder or a
+    /// sample (plain words, a short number, a constant's name, a respelled word: see
+    /// `secret_placeholder`), or the userinfo is one RFC 3986 forbids (a parser's test
+    /// vector).
     UrlPassword,
-    /// `Authorization: Basic <base64>`: a secret unless it decodes to a plain-word
-    /// password.
+    /// `Authorization: Basic <base64>`: a secret unless it decodes to a sample
+    /// password (`secret_placeholder`).
     BasicAuth,
     /// A service-account file's `"type"`: a secret only beside a `private_key` field.
     ServiceAccount,
@@ -44,7 +46,8 @@ pub enum Check {
     /// documentation and SDK tests use (`AKIAIOSFODNN7EXAMPLE` is in every AWS guide); a
     /// random key id ends so about once in 10^10.
     DocExample,
-    /// A `.netrc` entry: a secret unless its password is a placeholder or a plain word.
+    /// A `.netrc` entry: a secret unless its password is a placeholder or a sample
+    /// (`secret_placeholder`).
     Netrc,
     /// A token its issuer percent-encodes (Twitter's bearer tokens): a secret unless
     /// the whole token is standard base64 with a raw `+`, `/` or padding, which is

@@ -32,6 +32,7 @@ pub const MIN_ENTROPY: f64 = 3.0;
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
 
+use super::secret_placeholder::is_plain_words;
 use super::secret_views::percent_decode;
 use super::secret_words::{is_code_like, is_path};
 
@@ -314,32 +315,6 @@ fn is_base64_of_text(v: &str) -> bool {
             .and_then(|t| t.split_once(':'))
             .is_some_and(|(_, pw)| pw.is_empty() || is_plain_words(pw) || is_placeholder(pw));
     sentence || json || plain_login
-}
-
-/// A documentation example's password: at most 12 letters, one word (`pass`,
-/// `Secret`) or lower-case words separated by spaces, `:` or `#` (`pass pass`,
-/// `bar:baz`); or one or two lower-case words with punctuation and no digits, at most
-/// 14 letters (`apples/oranges`, `some_pass`, `pass!@#$%^&*()_+`), the way URL parsers' tests
-/// and database docs write a password. A random value is never all lower-case letters
-/// and punctuation at these lengths more than once in 10^4 (an 8-character password of
-/// 94 characters, the likeliest), and a generated one holds digits or capitals by rule.
-pub(super) fn is_plain_words(password: &str) -> bool {
-    let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
-    let one_case_words = letters <= 12
-        && (password.bytes().all(|b| b.is_ascii_alphabetic())
-            || password
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')));
-    let words = password
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .filter(|w| !w.is_empty())
-        .count();
-    let joined_words = (1..=2).contains(&words)
-        && (4..=14).contains(&letters)
-        && password
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation());
-    one_case_words || joined_words
 }
 
 /// The bytes of standard or URL-safe base64 (padding optional), or `None` when `v`

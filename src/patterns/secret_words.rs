@@ -173,6 +173,11 @@ fn identifier_words() -> &'static std::collections::HashSet<&'static str> {
     })
 }
 
+/// Whether `word` (lower case) is one of the common identifier words.
+pub(super) fn is_identifier_word(word: &str) -> bool {
+    identifier_words().contains(word)
+}
+
 /// Most of a value's letters are in common identifier words of three letters or more
 /// (`SignInWithOAuthCredentials`, `Base64URLString`, `DjangoOAuth1App`),
 /// one of them of four or more: names made of acronyms and words, which the letter-pair

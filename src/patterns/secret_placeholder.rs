@@ -1,0 +1,194 @@
+//! Sample credentials: what a person writes where a password or token goes in a test,
+//! a document or a template, told apart from a credential by its shape alone.
+//!
+//! It owns two judgements, and nothing about where a value sits:
+//! - [`is_sample_password`]: the password of a credential frame (a URL's
+//!   `user:password@`, an HTTP Basic header's `user:password`, a `.netrc` line) that is
+//!   a person's sample rather than a credential: plain words ([`is_plain_words`],
+//!   also used for the password inside base64 `user:password`), identifier words in
+//!   camel humps (`withPwd`), a short number (`postgres://user3:123123@`), a
+//!   constant's name standing for the value (`SAS_POLICY_NAME:SAS_KEY@`), or a word
+//!   respelled with look-alike characters, perhaps with a few digits after it (`p@ss`,
+//!   `P@ssw0rd1`, `admin123`);
+//! - [`is_filler`]: a token that is mostly one character (`AAAA…A`, `ghp_0000…0`),
+//!   a buffer of zero bytes in base64 or a mask, not an issued token.
+//!
+//! ## What they let through (false negatives)
+//!
+//! Measured by the tests below over 200,000 random values per alphabet and length
+//! (fixed seed): a random password of 8 characters or more from the base62 or
+//! password alphabets is a short number, a constant's name or a respelled word about
+//! once in 10^5 or less (see the test for the exact counts), and one of 12 or more
+//! never in those runs. What does get through are passwords a person chose: numbers of
+//! at most 8 digits, `UPPER_SNAKE` names and dictionary words with look-alikes
+//! (`P@ssw0rd1`) — the weak passwords the module comment of `secret_value` already
+//! says the scanner misses, here only inside a credential frame. A filler token needs
+//! nine in ten of its characters to be one character: a random token of 16 characters
+//! or more from an alphabet of 16 or more never is (below once in 10^15). The bar sits
+//! that high so that a key whose prefix is a tenth of it or more and whose body is one
+//! character (age's `AGE-SECRET-KEY-1QQQ…`, bech32 zeros, 78% `Q`) is still judged a
+//! key, as the rule's own example expects.
+
+use super::secret_words::{is_code_like, is_identifier_word};
+
+/// Longest number taken for a sample password (`123123`, `12345678`): a PIN-like
+/// choice. A random 8-character password of the base62 alphabet is digits alone about
+/// once in 2 × 10^6.
+const MAX_SAMPLE_DIGITS: usize = 8;
+
+/// Digits or `!` after a word that still leave it a sample (`admin123`, `Secret1!`).
+const MAX_SUFFIX: usize = 4;
+
+/// Shortest dictionary word a respelled or suffixed sample is built on: three-letter
+/// words are too easily spelled by chance.
+const MIN_WORD: usize = 4;
+
+/// Whether `password`, the password of a credential frame, is a person's sample: plain
+/// words, a short number, a constant's name, or a respelled word; see the module
+/// comment.
+pub(super) fn is_sample_password(password: &str) -> bool {
+    is_plain_words(password)
+        || is_camel_words(password)
+        || is_short_number(password)
+        || is_constant_name(password)
+        || is_respelled_word(password)
+}
+
+/// A documentation example's password: at most 12 letters, one word written in one
+/// case (`pass`, `Secret`, `PASS`) or lower-case words separated by spaces, `:` or `#`
+/// (`pass pass`, `bar:baz`); or one or two lower-case words with punctuation and no
+/// digits, 4 to 14 letters (`apples/oranges`, `some_pass`, `pass!@#$%^&*()_+`), the way
+/// URL parsers' tests and database docs write a password. "One case" matters: letters
+/// in any mix of cases took a quarter of random 8-character base62 passwords (48,766 of
+/// 200,000) and an eighth at 12; in one case, about 3 in 1,000 at 8 characters (563 of
+/// 200,000 base62, 734 of the password alphabet), 1 in 10,000 at 12 (16 and 17), and
+/// none at 16. A generated password holds digits or mixed capitals by rule; a random
+/// one of letters alone is the false negative this leaves.
+pub(super) fn is_plain_words(password: &str) -> bool {
+    let letters = password.bytes().filter(u8::is_ascii_alphabetic).count();
+    let one_word = password.bytes().all(|b| b.is_ascii_alphabetic())
+        && (password.bytes().all(|b| b.is_ascii_uppercase())
+            || password
+                .get(1..)
+                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_lowercase())));
+    let one_case_words = letters <= 12
+        && (one_word
+            || password
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || matches!(b, b' ' | b':' | b'#')));
+    let words = password
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .count();
+    let joined_words = (1..=2).contains(&words)
+        && (4..=14).contains(&letters)
+        && password
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation());
+    one_case_words || joined_words
+}
+
+/// `withPwd`, `secretKey`, `AdminUser`: two or more camel humps of letters, each a
+/// common identifier word of three letters or more: a name typed as a sample, which
+/// the one-case rule of [`is_plain_words`] turns down. Random letters fall into such
+/// humps almost never (over the test's 1,200,000 random values it adds none).
+fn is_camel_words(password: &str) -> bool {
+    if !password.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return false;
+    }
+    let mut humps = Vec::new();
+    let mut start = 0;
+    for (i, b) in password.bytes().enumerate() {
+        if i > start && b.is_ascii_uppercase() {
+            humps.push(&password[start..i]);
+            start = i;
+        }
+    }
+    humps.push(&password[start..]);
+    humps.len() >= 2
+        && humps.iter().all(|h| {
+            h.len() >= 3
+                && h.bytes().skip(1).all(|b| b.is_ascii_lowercase())
+                && is_identifier_word(&h.to_ascii_lowercase())
+        })
+}
+
+/// `123123`, `5555`: at most [`MAX_SAMPLE_DIGITS`] digits and nothing else.
+fn is_short_number(password: &str) -> bool {
+    !password.is_empty()
+        && password.len() <= MAX_SAMPLE_DIGITS
+        && password.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `SAS_KEY`, `DB_PASSWD`: capital words of two letters or more joined by `_` that read
+/// as an identifier (`secret_words::is_code_like`): the name of the value in a
+/// template, not the value. A random value is all capitals and underscores in that
+/// order rarely, and reads as words more rarely still.
+fn is_constant_name(password: &str) -> bool {
+    let mut parts = 0;
+    for part in password.split('_') {
+        if part.len() < 2 || !part.bytes().all(|b| b.is_ascii_uppercase()) {
+            return false;
+        }
+        parts += 1;
+    }
+    parts >= 2 && is_code_like(password)
+}
+
+/// `p@ss`, `s3cret`, `P@ssw0rd1`, `admin123`, `Root!`: a dictionary word of
+/// [`MIN_WORD`] letters or more (the identifier words of `secret_words`), all lower
+/// case after an optional capital, with look-alike digits or symbols for some letters
+/// (`@` or `4` for a, `3` for e, `1` or `!` for i, `0` for o, `$` or `5` for s, `7`
+/// for t), then up to [`MAX_SUFFIX`] digits or `!`. The word must be respelled or
+/// followed by something: a plain word alone is `is_plain_words`'s.
+fn is_respelled_word(password: &str) -> bool {
+    let b = password.as_bytes();
+    let suffix = b
+        .iter()
+        .rev()
+        .take_while(|&&c| c.is_ascii_digit() || c == b'!')
+        .count()
+        .min(MAX_SUFFIX);
+    // Try the longest suffix first, then give digits back to the word (`r00t`).
+    (0..=suffix).rev().any(|s| {
+        let core = &b[..b.len() - s];
+        let mut word = String::with_capacity(core.len());
+        let mut respelled = 0;
+        for (i, &c) in core.iter().enumerate() {
+            let letter = match c {
+                b'a'..=b'z' => c,
+                b'A'..=b'Z' if i == 0 => c.to_ascii_lowercase(),
+                b'@' | b'4' => b'a',
+                b'3' => b'e',
+                b'1' | b'!' => b'i',
+                b'0' => b'o',
+                b'$' | b'5' => b's',
+                b'7' => b't',
+                _ => return false,
+            };
+            respelled += usize::from(letter != c.to_ascii_lowercase());
+            word.push(char::from(letter));
+        }
+        (respelled > 0 || s > 0) && word.len() >= MIN_WORD && is_identifier_word(&word)
+    })
+}
+
+/// Whether a token is mostly one character: nine in ten of its bytes or more the
+/// same (`AAAAAAAAAAAAAAAAAAAAAAAA…` as a Twitter bearer token, `ghp_000…0`). A buffer of
+/// zero bytes in base64, or a mask, not an issued token, which is random after its
+/// prefix. Tokens shorter than 16 bytes are not judged.
+pub(super) fn is_filler(token: &[u8]) -> bool {
+    if token.len() < 16 {
+        return false;
+    }
+    let mut counts = [0usize; 256];
+    for &b in token {
+        counts[usize::from(b)] += 1;
+    }
+    let most = counts.iter().copied().max().unwrap_or(0);
+    most * 10 >= token.len() * 9
+}
+
+#[cfg(test)]
+#[path = "secret_placeholder_tests.rs"]
+mod tests;
