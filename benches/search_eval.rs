@@ -21,6 +21,9 @@
 //! - `bm25+dense[EMB]`: `bm25` and `dense[EMB]` fused by reciprocal rank with equal
 //!   weights (the usual BM25 + embeddings hybrid).
 //!
+//! `ENGRAM_EVAL_WEIGHTS` adds engram's hybrid under other fusion weights
+//! (`symbol/keyword/vector` triples separated by `;`), named `engram[EMB] w=S/K/V`.
+//!
 //! Embedders come from `ENGRAM_EVAL_EMBEDDERS` (comma-separated names that
 //! `engram::embed::embedder_by_name` knows; default `hash-v2-256`). Every embedder gets
 //! its own index per package, timed; the keyword configurations do not depend on the
@@ -55,7 +58,7 @@ use std::time::Instant;
 use corpus::{Package, Prepared, Query};
 use engram::embed::Embedder;
 use engram::index::{self, IndexOptions};
-use engram::search::{fuse, search, RankedList, SearchOptions};
+use engram::search::{fuse, search, FusionWeights, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use serde_json::json;
 
@@ -117,6 +120,31 @@ struct Config {
     name: String,
     mode: Mode,
     embedder: usize,
+    /// Fusion weights of a hybrid configuration (engram's defaults when `None`).
+    weights: Option<FusionWeights>,
+}
+
+/// Extra weightings of engram's hybrid to measure, from `ENGRAM_EVAL_WEIGHTS`:
+/// `symbol/keyword/vector` triples separated by `;` (e.g. `1.2/1/0.8;1/1/1.5`).
+fn extra_weights() -> Vec<FusionWeights> {
+    let Ok(spec) = std::env::var("ENGRAM_EVAL_WEIGHTS") else {
+        return Vec::new();
+    };
+    spec.split(';')
+        .filter(|s| !s.trim().is_empty())
+        .map(|triple| {
+            let w: Vec<f64> = triple
+                .split('/')
+                .map(|x| x.trim().parse().expect("ENGRAM_EVAL_WEIGHTS: a number"))
+                .collect();
+            assert_eq!(w.len(), 3, "ENGRAM_EVAL_WEIGHTS: symbol/keyword/vector");
+            FusionWeights {
+                symbol: w[0],
+                keyword: w[1],
+                vector: w[2],
+            }
+        })
+        .collect()
 }
 
 /// Every configuration measured. The keyword ones run on the first embedder's index.
@@ -127,7 +155,16 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             name: format!("engram[{}]", e.name()),
             mode: Mode::Hybrid,
             embedder: i,
+            weights: None,
         });
+        for w in extra_weights() {
+            out.push(Config {
+                name: format!("engram[{}] w={}/{}/{}", e.name(), w.symbol, w.keyword, w.vector),
+                mode: Mode::Hybrid,
+                embedder: i,
+                weights: Some(w),
+            });
+        }
     }
     for (name, mode) in [
         ("engram-keyword", Mode::KeywordOnly),
@@ -138,6 +175,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             name: name.into(),
             mode,
             embedder: 0,
+            weights: None,
         });
     }
     for (i, e) in embedders.iter().enumerate() {
@@ -145,6 +183,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             name: format!("dense[{}]", e.name()),
             mode: Mode::Dense,
             embedder: i,
+            weights: None,
         });
     }
     for (i, e) in embedders.iter().enumerate() {
@@ -152,6 +191,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             name: format!("bm25+dense[{}]", e.name()),
             mode: Mode::Bm25Dense,
             embedder: i,
+            weights: None,
         });
     }
     out
@@ -240,6 +280,7 @@ impl PlainBm25 {
 /// The top results of `query` under `mode`.
 fn run(
     mode: Mode,
+    weights: Option<FusionWeights>,
     store: &Store,
     embedder: &Arc<dyn Embedder>,
     plain: &PlainBm25,
@@ -251,6 +292,7 @@ fn run(
                 top_k: TOP_K,
                 keyword_only: mode == Mode::KeywordOnly,
                 embedder: embedder.clone(),
+                weights: weights.unwrap_or_default(),
                 ..Default::default()
             };
             search(store, query, &opts)
@@ -293,7 +335,7 @@ fn run(
             };
             let lists = [
                 ranked(plain.search(query)),
-                ranked(run(Mode::Dense, store, embedder, plain, query)),
+                ranked(run(Mode::Dense, None, store, embedder, plain, query)),
             ];
             fuse(&lists)
                 .into_iter()
@@ -511,7 +553,14 @@ fn main() {
             let store = &stores[c.embedder].1;
             let t = Instant::now();
             for q in queries {
-                let found = run(c.mode, store, &embedders[c.embedder], &plain, &q.text);
+                let found = run(
+                    c.mode,
+                    c.weights,
+                    store,
+                    &embedders[c.embedder],
+                    &plain,
+                    &q.text,
+                );
                 ranks[ci].push(rank(q, &found));
             }
             query_seconds[ci] += t.elapsed().as_secs_f64();
