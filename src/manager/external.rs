@@ -110,6 +110,9 @@ pub struct ExternalAnswer {
     pub notes: Vec<ProviderNote>,
 }
 
+/// How long after the latest deadline a late report is still waited for.
+const GRACE: Duration = Duration::from_millis(200);
+
 /// Ask every provider for `query` at once; wait for each at most its deadline.
 ///
 /// Each provider runs on a thread of its own; one that has not answered by its
@@ -146,11 +149,14 @@ pub fn ask_all(
         }
     }
     drop(tx);
+    // A provider that enforces its own deadline (as `McpProvider` does, cleaning up
+    // as it gives up) reports just after it: that report is waited for.
     let latest = providers
         .iter()
         .map(|p| p.deadline())
         .max()
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + GRACE;
     while replies.iter().any(Option::is_none) {
         let Some(left) = latest.checked_sub(start.elapsed()) else {
             break;
@@ -164,7 +170,7 @@ pub fn ask_all(
     for (p, reply) in providers.iter().zip(replies) {
         let deadline = p.deadline();
         let (status, reason, elapsed, hits) = match reply {
-            Some((_, took)) if took > deadline => {
+            Some((_, took)) if took >= deadline => {
                 (ProviderStatus::Timeout, Some(late(deadline)), took, vec![])
             }
             Some((Ok(hits), took)) => (ProviderStatus::Ok, None, took, hits),

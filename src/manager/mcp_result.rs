@@ -22,7 +22,11 @@ pub fn hits(texts: &[String], structured: Option<&Value>) -> Vec<ExternalHit> {
     }
     let mut out = Vec::new();
     for t in texts {
-        match serde_json::from_str::<Value>(t).ok().as_ref().and_then(from_json) {
+        match serde_json::from_str::<Value>(t)
+            .ok()
+            .as_ref()
+            .and_then(from_json)
+        {
             Some(found) => out.extend(found),
             None if t.trim().is_empty() => {}
             None => out.push(ExternalHit {
@@ -126,7 +130,12 @@ mod tests {
         let h = hits(&[engram.to_string()], None);
         assert_eq!(h.len(), 1);
         assert_eq!(
-            (h[0].path.as_deref(), h[0].start_line, h[0].end_line, h[0].score),
+            (
+                h[0].path.as_deref(),
+                h[0].start_line,
+                h[0].end_line,
+                h[0].score
+            ),
             (Some("src/a.rs"), Some(3), Some(9), Some(0.5))
         );
         assert_eq!(h[0].text, "fn a() {}");

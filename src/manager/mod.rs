@@ -11,6 +11,8 @@
 mod external;
 #[cfg(feature = "mcp")]
 mod mcp_provider;
+#[cfg(feature = "mcp")]
+mod mcp_result;
 mod providers;
 
 use std::sync::Arc;
