@@ -262,6 +262,7 @@ fn read_file(
                 known: SETTINGS
                     .iter()
                     .map(|s| s.name)
+                    .chain(["[[mcp_providers]]"])
                     .collect::<Vec<_>>()
                     .join(", "),
             });
