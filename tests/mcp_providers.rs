@@ -201,6 +201,10 @@ fn providers_are_merged_with_attribution_and_hostile_text_is_sanitised_and_flagg
             .any(|l| l.starts_with("[source: src/trusted.rs")),
         "{ctx}"
     );
+    assert!(
+        ctx.contains("\n(source: src/trusted.rs:1-2]\nfn trusted()"),
+        "{ctx}"
+    );
     let evil = v["blocks"]
         .as_array()
         .unwrap()

@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 
 pub use audit::{read_audit, AuditEvent, AuditQueue, LlmCall};
-pub use external::{external_attribution, external_note, NOTE_BYTES};
+pub use external::{external_attribution, external_note, external_text, NOTE_BYTES};
 pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};
 pub use secrets::{redact_args, redact_secrets};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::ContextItem;
-use crate::gate::{external_attribution, external_note};
+use crate::gate::{external_attribution, external_note, external_text};
 
 /// One result of an external provider, as it gave it (nothing checked yet).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -124,11 +124,11 @@ pub fn ask_all(
     query: &str,
     top_k: usize,
 ) -> ExternalAnswer {
-    type Reply = (usize, Result<Vec<ExternalHit>, String>, Duration);
+    /// What one provider said, and how long it took.
+    type Said = (Result<Vec<ExternalHit>, String>, Duration);
     let start = Instant::now();
-    let (tx, rx) = mpsc::channel::<Reply>();
-    let mut replies: Vec<Option<(Result<Vec<ExternalHit>, String>, Duration)>> =
-        providers.iter().map(|_| None).collect();
+    let (tx, rx) = mpsc::channel::<(usize, Said)>();
+    let mut replies: Vec<Option<Said>> = providers.iter().map(|_| None).collect();
     for (i, p) in providers.iter().enumerate() {
         let p = p.clone();
         let tx = tx.clone();
@@ -142,7 +142,7 @@ pub fn ask_all(
                 }))
                 .unwrap_or_else(|_| Err("the provider panicked".into()));
                 // The receiver may be gone (deadline passed): nothing to do then.
-                let _ = tx.send((i, found, began.elapsed()));
+                let _ = tx.send((i, (found, began.elapsed())));
             });
         if let Err(e) = spawned {
             replies[i] = Some((Err(format!("no thread to ask it on: {e}")), Duration::ZERO));
@@ -162,7 +162,7 @@ pub fn ask_all(
             break;
         };
         match rx.recv_timeout(left) {
-            Ok((i, found, took)) => replies[i] = Some((found, took)),
+            Ok((i, said)) => replies[i] = Some(said),
             Err(_) => break,
         }
     }
@@ -218,7 +218,7 @@ fn items(provider: &str, hits: Vec<ExternalHit>, top_k: usize) -> Vec<ContextIte
                 h.start_line,
                 h.end_line,
             ),
-            text: h.text,
+            text: external_text(&h.text),
             // Without a score of its own, the provider's order is the score.
             score: h.score.unwrap_or((n - i) as f64),
         })
