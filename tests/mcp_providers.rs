@@ -463,14 +463,16 @@ fn code_search_with_providers_lists_their_hits_apart_from_the_stores() {
         query_arg: query_arg.into(),
         deadline: Duration::from_millis(ms),
     };
-    let providers: Vec<Arc<dyn ExternalProvider>> = McpProvider::all(vec![
+    let made = McpProvider::all(vec![
         spec("docs", "docs", "search_docs", "q", 20_000),
         spec("stuck", "hang", "search", "query", 3_000),
     ])
-    .unwrap()
-    .into_iter()
-    .map(|p| p as Arc<dyn ExternalProvider>)
-    .collect();
+    .unwrap();
+    let docs = made[0].clone();
+    let providers: Vec<Arc<dyn ExternalProvider>> = made
+        .into_iter()
+        .map(|p| p as Arc<dyn ExternalProvider>)
+        .collect();
     let engine = Engine::new(memories, gate, IndexOptions::default()).with_external(providers);
     let call = |args: Value| {
         engine
@@ -503,4 +505,15 @@ fn code_search_with_providers_lists_their_hits_apart_from_the_stores() {
         assert_eq!(note(&v, "docs")["status"], "ok");
         assert_eq!(note(&v, "stuck")["status"], "timeout");
     }
+
+    // Asked from inside an async runtime (a library user's), a provider still works.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let health = rt.block_on(async { docs.health() });
+    assert!(
+        health.reachable && health.tool_present == Some(true),
+        "{health:?}"
+    );
 }

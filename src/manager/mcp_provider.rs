@@ -117,13 +117,18 @@ impl McpProvider {
         &self.spec
     }
 
-    /// Run `f` on the providers' runtime within the deadline.
-    fn run<T>(&self, f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    /// Run `f` on the providers' runtime within the deadline. Blocks the caller; from
+    /// inside another async runtime (where blocking on this one is not allowed) it
+    /// blocks a thread of its own instead.
+    fn run<T: Send>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, String>> + Send,
+    ) -> Result<T, String> {
         let Some(rt) = self.runtime.0.as_ref() else {
             return Err("the providers' runtime is gone".into());
         };
         let deadline = self.spec.deadline;
-        rt.block_on(async {
+        let work = async {
             match tokio::time::timeout(deadline, f).await {
                 Ok(r) => r,
                 Err(_) => {
@@ -135,6 +140,14 @@ impl McpProvider {
                     ))
                 }
             }
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return rt.block_on(work);
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| rt.block_on(work))
+                .join()
+                .unwrap_or_else(|_| Err("the provider's thread panicked".into()))
         })
     }
 
