@@ -391,3 +391,26 @@ fn code_search_with_providers_lists_their_hits_apart_from_the_stores() {
         "{health:?}"
     );
 }
+
+#[test]
+fn engram_serve_asks_providers_for_enrich_prompt_and_code_search_over_mcp() {
+    let pids = tempfile::NamedTempFile::new().unwrap();
+    let config = [
+        stdio_provider(
+            "docs",
+            "docs",
+            "search_docs",
+            "query_arg = \"q\"\ntimeout_ms = 20000",
+            pids.path(),
+        ),
+        stdio_provider("stuck", "hang", "search", "timeout_ms = 2000", pids.path()),
+    ]
+    .concat();
+    let r = repo("src/lib.rs", "pub fn retry() {}\n", &config);
+    python_mcp::run_client(
+        "providers_client.py",
+        &[r.store.path(), &r.config, r.root.path()],
+    );
+    // The servers it started, the hanging one restarted once, are all gone.
+    assert!(all_gone(pids.path()));
+}
