@@ -213,8 +213,15 @@ impl MemoryManager {
             .filter_map(|(key, _)| by_key.remove(&key))
             .map(|i| (i.attribution, i.text))
             .collect();
+        // Notes about skipped providers end the context, inside the same budget.
+        let notes: Vec<String> = outside
+            .notes
+            .iter()
+            .filter_map(ProviderNote::line)
+            .collect();
+        let noted: usize = notes.iter().map(|n| n.len() + 1).sum();
         let mut gate = self.gate.clone();
-        gate.caps.total_bytes = budget.min(self.gate.caps.total_bytes);
+        gate.caps.total_bytes = budget.min(self.gate.caps.total_bytes).saturating_sub(noted);
         let blocks = gate.blocks(items);
         let mut flagged: Vec<&'static str> = blocks
             .iter()
@@ -232,7 +239,7 @@ impl MemoryManager {
             context.push_str(b.text.trim_end());
             context.push_str("\n\n");
         }
-        for line in outside.notes.iter().filter_map(ProviderNote::line) {
+        for line in notes {
             context.push_str(&line);
             context.push('\n');
         }
