@@ -30,7 +30,13 @@ fn providers_are_merged_with_attribution_and_hostile_text_is_sanitised_and_flagg
             "query_arg = \"q\"\ntimeout_ms = 20000",
             pids.path(),
         ),
-        stdio_provider("wiki", "text", "lookup", "timeout_ms = 20000", pids.path()),
+        stdio_provider(
+            "wiki",
+            "text",
+            "lookup",
+            "timeout_ms = 20000\nenv = [\"WIKI_LANG\"]",
+            pids.path(),
+        ),
         stdio_provider(
             "evil",
             "hostile",
@@ -51,7 +57,13 @@ fn providers_are_merged_with_attribution_and_hostile_text_is_sanitised_and_flagg
     assert!(plain.get("providers").is_none(), "{plain}");
     assert!(!plain["context"].as_str().unwrap().contains("docs:"));
 
-    let v = r.json(&["enrich", "retry policy backoff", "--providers"], &[]);
+    // A started program gets the variables its table names, not engram's others.
+    let env = [
+        ("WIKI_LANG", "fr"),
+        ("SECRET_FOR_ENGRAM_TEST", "hunter2"),
+        ("ENGRAM_LLM_API_KEY", "sk-not-for-providers"),
+    ];
+    let v = r.json(&["enrich", "retry policy backoff", "--providers"], &env);
     let ctx = v["context"].as_str().unwrap();
     for name in ["docs", "wiki", "evil"] {
         let n = note(&v, name);
@@ -71,6 +83,10 @@ fn providers_are_merged_with_attribution_and_hostile_text_is_sanitised_and_flagg
     );
     assert!(
         ctx.contains("[source: wiki]\nWiki: the ingest pipeline"),
+        "{ctx}"
+    );
+    assert!(
+        ctx.contains("(lang fr; engram's variables seen: none)"),
         "{ctx}"
     );
 
@@ -332,7 +348,10 @@ fn code_search_with_providers_lists_their_hits_apart_from_the_stores() {
     let gate = Gate::new("repo", None, Vec::new(), Caps::default());
     let spec = |name: &str, mode: &str, tool: &str, query_arg: &str, ms: u64| McpProviderSpec {
         name: name.into(),
-        transport: McpTransport::Command(vec!["python3".into(), server_script(), mode.into()]),
+        transport: McpTransport::Command {
+            argv: vec!["python3".into(), server_script(), mode.into()],
+            env: Vec::new(),
+        },
         tool: tool.into(),
         query_arg: query_arg.into(),
         deadline: Duration::from_millis(ms),

@@ -16,7 +16,10 @@ fn spec(c: &McpProviderConfig) -> McpProviderSpec {
     McpProviderSpec {
         name: c.name.clone(),
         transport: match &c.transport {
-            ProviderTransport::Command(words) => McpTransport::Command(words.clone()),
+            ProviderTransport::Command { argv, env } => McpTransport::Command {
+                argv: argv.clone(),
+                env: env.clone(),
+            },
             ProviderTransport::Url { url, token_env } => McpTransport::Http {
                 url: url.clone(),
                 token_env: token_env.clone(),

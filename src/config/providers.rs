@@ -14,8 +14,10 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderTransport {
-    /// A program started with these arguments, spoken to over its stdin and stdout.
-    Command(Vec<String>),
+    /// A program started with these arguments (`argv`, the program first), spoken to
+    /// over its stdin and stdout, with only the environment variables named in `env`
+    /// passed on from engram's (beside a few basic ones, see the README).
+    Command { argv: Vec<String>, env: Vec<String> },
     /// Streamable HTTP at `url` (plain `http://`); the bearer token, if any, is read from the
     /// environment variable `token_env` when connecting (never from the file).
     Url {
@@ -46,6 +48,7 @@ const KEYS: &[&str] = &[
     "command",
     "url",
     "token_env",
+    "env",
     "tool",
     "query_arg",
     "timeout_ms",
@@ -122,13 +125,21 @@ fn one(item: &toml::Value) -> Result<McpProviderConfig, String> {
         (Some(c), None) => {
             if t.contains_key("token_env") {
                 return Err(
-                    "token_env is for a url provider; a command provider gets its environment from engram's"
+                    "token_env is for a url provider; pass a command provider the variables it needs with env = [\"NAME\", …]"
                         .into(),
                 );
             }
-            ProviderTransport::Command(command(c)?)
+            ProviderTransport::Command {
+                argv: command(c)?,
+                env: env_names(t.get("env"))?,
+            }
         }
         (None, Some(url)) => {
+            if t.contains_key("env") {
+                return Err(
+                    "env is for a command provider (the variables passed to the program it starts)".into(),
+                );
+            }
             if url.starts_with("https://") {
                 // The providers' HTTP client is built without TLS (it would bring a
                 // second TLS stack into the build).
@@ -141,11 +152,7 @@ fn one(item: &toml::Value) -> Result<McpProviderConfig, String> {
             }
             let token_env = string(t, "token_env")?;
             if let Some(v) = &token_env {
-                let ok = v
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    && !v.starts_with(|c: char| c.is_ascii_digit());
-                if !ok {
+                if !is_var_name(v) {
                     return Err(format!(
                         "token_env {v:?} must be the name of an environment variable (letters, digits, '_'), not the token itself"
                     ));
@@ -186,6 +193,37 @@ fn string(t: &toml::Table, key: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// Whether `v` can name an environment variable.
+fn is_var_name(v: &str) -> bool {
+    !v.is_empty()
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !v.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// The names of `env = ["NAME", …]` (none when absent).
+fn env_names(v: Option<&toml::Value>) -> Result<Vec<String>, String> {
+    let hint = "env must be a list of environment variable names: env = [\"DOCS_API_KEY\"]";
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let toml::Value::Array(items) = v else {
+        return Err(hint.into());
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item.as_str() {
+            Some(n) if is_var_name(n) => Ok(n.to_string()),
+            // Not echoed: it may be a value (a key) written where a name belongs.
+            Some(_) => Err(format!(
+                "env: entry {} is not an environment variable's name (give names; the values are read from engram's environment)",
+                i + 1
+            )),
+            None => Err(hint.into()),
+        })
+        .collect()
+}
+
 fn command(v: &toml::Value) -> Result<Vec<String>, String> {
     let hint = "command must be a list of strings, the program first: command = [\"python3\", \"server.py\"]";
     let toml::Value::Array(items) = v else {
@@ -218,6 +256,7 @@ mod tests {
             [[mcp_providers]]
             name = "docs"
             command = ["python3", "docs_server.py", "--quiet"]
+            env = ["DOCS_API_KEY"]
             tool = "search_docs"
 
             [[mcp_providers]]
@@ -234,11 +273,10 @@ mod tests {
         assert_eq!(ps[0].name, "docs");
         assert_eq!(
             ps[0].transport,
-            ProviderTransport::Command(vec![
-                "python3".into(),
-                "docs_server.py".into(),
-                "--quiet".into()
-            ])
+            ProviderTransport::Command {
+                argv: vec!["python3".into(), "docs_server.py".into(), "--quiet".into()],
+                env: vec!["DOCS_API_KEY".into()]
+            }
         );
         assert_eq!(ps[0].query_arg, "query");
         assert_eq!(ps[0].timeout_ms, DEFAULT_TIMEOUT_MS);
@@ -316,6 +354,14 @@ mod tests {
                 "used twice",
             ),
             ("mcp_providers = \"docs\"\n", "[[mcp_providers]]"),
+            (
+                "[[mcp_providers]]\nname = \"a\"\ncommand = [\"x\"]\nenv = [\"KEY=s3cret\"]\ntool = \"t\"\n",
+                "not an environment variable's name",
+            ),
+            (
+                "[[mcp_providers]]\nname = \"a\"\nurl = \"http://h/mcp\"\nenv = [\"K\"]\ntool = \"t\"\n",
+                "env is for a command provider",
+            ),
         ];
         for (text, want) in cases {
             let err = load(text).unwrap_err();

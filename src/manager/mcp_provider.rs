@@ -25,8 +25,10 @@ use crate::gate::external_note;
 /// How engram reaches an external MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpTransport {
-    /// A program and its arguments, spoken to over its stdin and stdout.
-    Command(Vec<String>),
+    /// A program and its arguments (`argv`, the program first), spoken to over its
+    /// stdin and stdout. It gets [`BASIC_ENV`] and the variables named in `env` from
+    /// engram's environment, nothing else (not engram's keys and tokens).
+    Command { argv: Vec<String>, env: Vec<String> },
     /// Streamable HTTP at `url`, with the bearer token in the environment variable
     /// `token_env` (read when connecting).
     Http {
@@ -53,11 +55,18 @@ impl McpTransport {
     /// `stdio: PROGRAM ARGS…` or the URL (never a token).
     pub fn describe(&self) -> String {
         match self {
-            McpTransport::Command(words) => format!("stdio: {}", words.join(" ")),
+            McpTransport::Command { argv, .. } => format!("stdio: {}", argv.join(" ")),
             McpTransport::Http { url, .. } => url.clone(),
         }
     }
 }
+
+/// The environment variables every started program gets from engram's environment
+/// (as the official SDKs' stdio clients pass by default): enough to find programs
+/// and a home directory, nothing secret.
+pub const BASIC_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
+];
 
 /// A live connection: the client and, for stdio, the program it talks to (killed
 /// when the connection is dropped).
@@ -174,11 +183,21 @@ impl McpProvider {
 
     async fn connect(&self) -> Result<Connection, String> {
         match &self.spec.transport {
-            McpTransport::Command(words) => {
-                let (program, args) = words
+            McpTransport::Command { argv, env } => {
+                let (program, args) = argv
                     .split_first()
                     .ok_or("the command is empty; give the program to start")?;
                 let mut cmd = tokio::process::Command::new(program);
+                cmd.env_clear();
+                for name in BASIC_ENV
+                    .iter()
+                    .copied()
+                    .chain(env.iter().map(String::as_str))
+                {
+                    if let Some(v) = std::env::var_os(name) {
+                        cmd.env(name, v);
+                    }
+                }
                 cmd.args(args)
                     .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::piped())

@@ -24,7 +24,7 @@ pub use external::{
     ProviderStatus,
 };
 #[cfg(feature = "mcp")]
-pub use mcp_provider::{McpProvider, McpProviderSpec, McpTransport};
+pub use mcp_provider::{McpProvider, McpProviderSpec, McpTransport, BASIC_ENV};
 pub use providers::{
     Chunker, CodeMemoryProvider, ContextItem, HyperscanSecretScanner, NoteProvider, SecretScanner,
     SessionMemoryProvider, StoreProviders, StoreVectorStore, SymbolChunker, VectorStore,

@@ -2,7 +2,7 @@
 provider in tests/mcp_providers.rs. One behaviour per run, named by the first argument:
 
   docs     search_docs(q): JSON hits with a path, lines and a score
-  text     lookup(query): one plain-text answer
+  text     lookup(query): one plain-text answer, naming the environment it got
   hostile  search(query): text with terminal escapes, invisible characters and
            injection phrasing, and a path that tries to close its attribution
   hang     search(query): never answers
@@ -50,8 +50,13 @@ elif mode == "text":
 
     @server.tool()
     def lookup(query: str) -> str:
-        """Look something up in the wiki."""
-        return f"Wiki: the ingest pipeline owns {query} handling."
+        """Look something up in the wiki (and say which variables it was given)."""
+        lang = os.environ.get("WIKI_LANG", "unset")
+        seen = sorted(k for k in os.environ if k.startswith("ENGRAM") or k == "SECRET_FOR_ENGRAM_TEST")
+        return (
+            f"Wiki: the ingest pipeline owns {query} handling. "
+            f"(lang {lang}; engram's variables seen: {', '.join(seen) or 'none'})"
+        )
 
 elif mode == "hostile":
 
