@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+mod providers;
 mod table;
+pub use providers::{McpProviderConfig, ProviderTransport, DEFAULT_TIMEOUT_MS};
 pub use table::{Setting, SETTINGS};
 
 /// Where a value came from.
@@ -52,6 +54,8 @@ pub enum ConfigError {
         name: String,
         known: String,
     },
+    #[error("{path}: {reason}")]
+    Provider { path: String, reason: String },
     #[error("setting {name} = {value:?} (from {source_}): {reason}")]
     Invalid {
         name: String,
@@ -66,6 +70,7 @@ pub enum ConfigError {
 pub struct Config {
     values: BTreeMap<&'static str, (String, Source)>,
     file: Option<PathBuf>,
+    mcp_providers: Vec<McpProviderConfig>,
 }
 
 impl Config {
@@ -92,10 +97,11 @@ impl Config {
         };
         let explicit = file.is_some() || env("ENGRAM_CONFIG").is_some_and(|v| !v.is_empty());
         let mut used_file = None;
+        let mut mcp_providers = Vec::new();
         if let Some(path) = path {
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
-                    read_file(&path, &text, &mut values)?;
+                    mcp_providers = read_file(&path, &text, &mut values)?;
                     used_file = Some(path);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {}
@@ -127,6 +133,7 @@ impl Config {
         Ok(Config {
             values,
             file: used_file,
+            mcp_providers,
         })
     }
 
@@ -138,7 +145,14 @@ impl Config {
                 .map(|s| (s.name, (s.default.to_string(), Source::Default)))
                 .collect(),
             file: None,
+            mcp_providers: Vec::new(),
         }
+    }
+
+    /// The external MCP servers of the config file's `[[mcp_providers]]` tables, in
+    /// the file's order (checked at load).
+    pub fn mcp_providers(&self) -> &[McpProviderConfig] {
+        &self.mcp_providers
     }
 
     /// The config file that was read, if any.
@@ -219,12 +233,20 @@ fn read_file(
     path: &Path,
     text: &str,
     values: &mut BTreeMap<&'static str, (String, Source)>,
-) -> Result<(), ConfigError> {
+) -> Result<Vec<McpProviderConfig>, ConfigError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Toml {
         path: path.display().to_string(),
         reason: e.message().to_string(),
     })?;
+    let mut mcp_providers = Vec::new();
     for (name, value) in table {
+        if name == "mcp_providers" {
+            mcp_providers = providers::parse(&value).map_err(|reason| ConfigError::Provider {
+                path: path.display().to_string(),
+                reason,
+            })?;
+            continue;
+        }
         if name.contains("api_key") {
             return Err(ConfigError::Invalid {
                 name,
@@ -240,6 +262,7 @@ fn read_file(
                 known: SETTINGS
                     .iter()
                     .map(|s| s.name)
+                    .chain(["[[mcp_providers]]"])
                     .collect::<Vec<_>>()
                     .join(", "),
             });
@@ -261,7 +284,7 @@ fn read_file(
         };
         values.insert(s.name, (text, Source::File(path.to_path_buf())));
     }
-    Ok(())
+    Ok(mcp_providers)
 }
 
 fn parse_bool(v: &str) -> Result<bool, String> {
@@ -325,5 +348,34 @@ mod tests {
         // A missing default file is fine; a missing named file is not.
         assert!(Config::load_with(None, |k| (k == "HOME").then(|| "/nonexistent".into())).is_ok());
         assert!(Config::load_with(Some(&dir.path().join("nope.toml")), |_| None).is_err());
+    }
+
+    #[test]
+    fn mcp_provider_tables_sit_beside_the_settings_and_fail_with_the_file_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "tools = \"code\"\n[[mcp_providers]]\nname = \"docs\"\ncommand = [\"docs-server\"]\ntool = \"search\"\n",
+        )
+        .unwrap();
+        let c = Config::load_with(Some(&file), |_| None).unwrap();
+        assert_eq!(c.get("tools"), "code");
+        assert_eq!(c.mcp_providers().len(), 1);
+        assert_eq!(c.mcp_providers()[0].name, "docs");
+        assert!(Config::defaults().mcp_providers().is_empty());
+
+        std::fs::write(
+            &file,
+            "[[mcp_providers]]\nname = \"docs\"\ntool = \"search\"\n",
+        )
+        .unwrap();
+        let err = Config::load_with(Some(&file), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("config.toml") && err.contains("\"docs\"") && err.contains("command"),
+            "{err}"
+        );
     }
 }

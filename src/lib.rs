@@ -35,7 +35,9 @@
 //! - [`stale`]: what code a memory references, and whether it has changed since.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
 //! - [`gate`]: scope, caps, sanitising and the audit trail for callers outside.
-//! - [`manager`]: code, memory and note providers composed behind the gate.
+//! - [`manager`]: code, memory and note providers composed behind the gate, and other
+//!   MCP servers asked beside them (`[[mcp_providers]]`, through rmcp's client; their
+//!   results untrusted, never stored).
 //! - `llm` and `assist` (cargo feature `llm`): a chat-model client (OpenAI-compatible
 //!   and Anthropic APIs) and the optional features built on it — summaries, relevance
 //!   scoring, suggested solutions, extraction, compression, screenshots — each sending

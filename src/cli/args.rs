@@ -253,7 +253,12 @@ pub enum Command {
         /// Most bytes of context.
         #[arg(long, default_value_t = 8000)]
         budget: usize,
+        /// Also ask the external MCP providers of the config file ([[mcp_providers]]).
+        #[arg(long)]
+        providers: bool,
     },
+    /// The external MCP providers of the config file, each with its health.
+    Providers,
     /// The audit trail: one event per read and write through the MCP tools.
     Audit {
         /// Only events since: Unix ms or an age like 7d, 12h.

@@ -15,6 +15,7 @@ mod memories;
 mod model;
 mod output;
 mod patterns;
+mod providers;
 mod serve;
 mod settings;
 mod store_location;
@@ -68,7 +69,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Token {
             command: TokenCommand::New { name, repos },
         } => serve::new_token(&cli, &out, name, repos),
-        Command::Enrich { prompt, budget } => serve::enrich(&cli, &out, prompt, *budget),
+        Command::Enrich {
+            prompt,
+            budget,
+            providers,
+        } => serve::enrich(&cli, &out, prompt, *budget, *providers),
+        Command::Providers => providers::list(&out),
         Command::Audit { since } => serve::audit(&cli, &out, since.as_deref()),
         Command::Verify => inspect::verify(&cli, &out),
         Command::Dump {

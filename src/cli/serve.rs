@@ -1,5 +1,6 @@
 //! `engram serve` (MCP over stdio), `engram enrich` and `engram audit`: the commands
-//! that go through the security gate.
+//! that go through the security gate (with the external providers of the config
+//! file, asked when a call wants them).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,7 +54,9 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
         ..IndexOptions::default()
     };
     let assistant = super::assistant(&dir, false)?;
-    Ok(Engine::new(memories, gate, index_options).with_assistant(assistant))
+    Ok(Engine::new(memories, gate, index_options)
+        .with_assistant(assistant)
+        .with_external(super::providers::external()?))
 }
 
 /// `engram serve`: MCP over stdio until the client goes away, or over HTTP.
@@ -142,12 +145,18 @@ pub fn new_token(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Resul
 }
 
 /// `engram enrich PROMPT`: the context block an agent would get.
-pub fn enrich(cli: &Cli, out: &Output, prompt: &str, budget: usize) -> Result<ExitCode> {
+pub fn enrich(
+    cli: &Cli,
+    out: &Output,
+    prompt: &str,
+    budget: usize,
+    providers: bool,
+) -> Result<ExitCode> {
     let engine = engine(cli, None)?;
     let v = engine
         .call(
             "enrich_prompt",
-            &json!({"prompt": prompt, "budget": budget})
+            &json!({"prompt": prompt, "budget": budget, "providers": providers})
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),

@@ -187,8 +187,9 @@ pub(crate) fn load(cli: &Cli) -> Result<()> {
 pub(crate) fn show(out: &Output) -> Result<ExitCode> {
     let entries = config().entries();
     let file = config().file().map(|p| p.display().to_string());
+    let providers = config().mcp_providers();
     out.value(
-        &serde_json::json!({"file": file, "settings": entries}),
+        &serde_json::json!({"file": file, "settings": entries, "mcp_providers": providers}),
         || {
             let mut lines = vec![format!(
                 "# config file: {}",
@@ -201,6 +202,12 @@ pub(crate) fn show(out: &Output) -> Result<ExitCode> {
                     format!("{:?}", e.value),
                     e.source,
                     e.env
+                ));
+            }
+            for p in providers {
+                lines.push(format!(
+                    "[[mcp_providers]] {:?}: tool {} ({} = query), deadline {} ms  # `engram providers` checks it",
+                    p.name, p.tool, p.query_arg, p.timeout_ms
                 ));
             }
             lines.join("\n")

@@ -4,10 +4,13 @@
 //! It owns the caller's scope (which repositories, which paths), the byte caps on
 //! what is returned, sanitising and attributing every block put into a prompt, and
 //! the audit trail: one event per read and write, appended to the store's log so it
-//! cannot be rewritten quietly; and what may be sent to a chat model (`outbound`). It never decides what is relevant (that is search's
-//! job) and never writes anything but audit events itself.
+//! cannot be rewritten quietly; what may be sent to a chat model (`outbound`); and
+//! the attribution of what other MCP servers return, which is untrusted
+//! (`external`). It never decides what is relevant (that is search's job) and never
+//! writes anything but audit events itself.
 
 mod audit;
+mod external;
 mod inject;
 mod outbound;
 mod sanitize;
@@ -18,6 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 
 pub use audit::{read_audit, AuditEvent, AuditQueue, LlmCall};
+pub use external::{external_attribution, external_note, external_text, NOTE_BYTES};
 pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};
 pub use secrets::{redact_args, redact_secrets};
@@ -222,10 +226,18 @@ impl Gate {
             let limit = self.caps.chunk_bytes.min(room);
             let (text, truncated) = truncate(&clean.text, limit);
             total += attribution.len() + 2 + text.len();
+            // An attribution may carry another server's path (see `external`): its
+            // phrasing is flagged like the text's.
+            let mut flags = clean.flags;
+            for f in sanitize(&attribution).flags {
+                if !flags.contains(&f) {
+                    flags.push(f);
+                }
+            }
             out.push(Block {
                 attribution,
                 text,
-                flags: clean.flags,
+                flags,
                 truncated,
             });
         }

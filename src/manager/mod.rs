@@ -1,17 +1,30 @@
 //! The memory manager: providers composed behind the security gate.
 //!
 //! [`MemoryManager::enrich_prompt`] asks the code, session-memory and note providers
-//! at once (one thread each), fuses their ranked answers by reciprocal rank, and hands
-//! the result to the gate, which checks the repository, sanitises, caps and
-//! attributes every block. The manager decides what to ask and how to merge; it
-//! never touches files or tables itself — providers do.
+//! at once (one thread each), and, when asked, the external providers (other MCP
+//! servers, `external`, `mcp_provider`) beside them under their deadlines; it fuses
+//! their ranked answers by reciprocal rank and hands the result to the gate, which
+//! checks the repository, sanitises, caps and attributes every block. The manager
+//! decides what to ask and how to merge; it never touches files or tables itself —
+//! providers do — and never stores what an external provider returns.
 
+mod external;
+#[cfg(feature = "mcp")]
+mod mcp_provider;
+#[cfg(feature = "mcp")]
+mod mcp_result;
 mod providers;
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use external::{
+    ask_all, ExternalAnswer, ExternalHit, ExternalProvider, ProviderHealth, ProviderNote,
+    ProviderStatus,
+};
+#[cfg(feature = "mcp")]
+pub use mcp_provider::{McpProvider, McpProviderSpec, McpTransport, BASIC_ENV};
 pub use providers::{
     Chunker, CodeMemoryProvider, ContextItem, HyperscanSecretScanner, NoteProvider, SecretScanner,
     SessionMemoryProvider, StoreProviders, StoreVectorStore, SymbolChunker, VectorStore,
@@ -49,6 +62,9 @@ pub struct Enriched {
     pub blocks: Vec<Block>,
     /// Injection phrasings found in any block.
     pub flagged: Vec<&'static str>,
+    /// What happened to each external provider asked (none unless asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderNote>,
 }
 
 /// Providers composed behind a gate.
@@ -56,6 +72,9 @@ pub struct MemoryManager {
     pub code: Arc<dyn CodeMemoryProvider>,
     pub sessions: Arc<dyn SessionMemoryProvider>,
     pub notes: Arc<dyn NoteProvider>,
+    /// Other services asked beside the built-in providers when a caller wants them
+    /// (never written into the store).
+    pub external: Vec<Arc<dyn ExternalProvider>>,
     pub gate: Gate,
     /// A chat model scoring the memories `enrich_prompt` finds, when its `rerank`
     /// feature is on (and the memories to score are reachable).
@@ -109,10 +128,23 @@ impl MemoryManager {
             code: p.clone(),
             sessions: p.clone(),
             notes: p,
+            external: Vec::new(),
             gate,
             #[cfg(feature = "llm")]
             rerank: None,
         }
+    }
+
+    /// The same manager asking `external` providers too when a caller wants them.
+    pub fn with_external(mut self, external: Vec<Arc<dyn ExternalProvider>>) -> MemoryManager {
+        self.external = external;
+        self
+    }
+
+    /// Ask the external providers alone (at once, each under its deadline); nothing
+    /// when none are configured.
+    pub fn external_search(&self, query: &str, top_k: usize) -> ExternalAnswer {
+        ask_all(&self.external, query, top_k)
     }
 
     /// Relevant code, notes and memories for `prompt` in repository `repo`, within
@@ -123,8 +155,29 @@ impl MemoryManager {
         prompt: &str,
         budget: usize,
     ) -> Result<Enriched, ManagerError> {
+        self.enrich_prompt_with(repo, prompt, budget, false)
+    }
+
+    /// [`Self::enrich_prompt`], asking the external providers beside the built-in
+    /// ones when `external` is set: their results are fused with the rest and pass
+    /// the gate the same way; a provider that is late or fails is skipped with a
+    /// note (in [`Enriched::providers`] and at the end of the context).
+    pub fn enrich_prompt_with(
+        &self,
+        repo: &str,
+        prompt: &str,
+        budget: usize,
+        external: bool,
+    ) -> Result<Enriched, ManagerError> {
         self.gate.check_repo(repo)?;
-        let (code, memories, notes) = std::thread::scope(|s| {
+        let (code, memories, notes, outside) = std::thread::scope(|s| {
+            let outside = s.spawn(|| {
+                if external {
+                    self.external_search(prompt, PER_PROVIDER)
+                } else {
+                    ExternalAnswer::default()
+                }
+            });
             let code = s.spawn(|| self.code.search(prompt, PER_PROVIDER));
             let memories = s.spawn(|| {
                 self.sessions
@@ -137,11 +190,13 @@ impl MemoryManager {
                         Err(ManagerError::Invalid("a provider panicked".into()))
                     })
                 };
-            (join(code), join(memories), join(notes))
+            let outside = outside.join().unwrap_or_default();
+            (join(code), join(memories), join(notes), outside)
         });
         #[cfg(feature = "llm")]
         let memories = memories.map(|m| self.reranked(prompt, m));
-        let lists = [code?, memories?, notes?];
+        let mut lists = vec![code?, memories?, notes?];
+        lists.extend(outside.lists);
         let mut by_key = std::collections::HashMap::new();
         let ranked: Vec<RankedList> = lists
             .iter()
@@ -158,8 +213,15 @@ impl MemoryManager {
             .filter_map(|(key, _)| by_key.remove(&key))
             .map(|i| (i.attribution, i.text))
             .collect();
+        // Notes about skipped providers end the context, inside the same budget.
+        let notes: Vec<String> = outside
+            .notes
+            .iter()
+            .filter_map(ProviderNote::line)
+            .collect();
+        let noted: usize = notes.iter().map(|n| n.len() + 1).sum();
         let mut gate = self.gate.clone();
-        gate.caps.total_bytes = budget.min(self.gate.caps.total_bytes);
+        gate.caps.total_bytes = budget.min(self.gate.caps.total_bytes).saturating_sub(noted);
         let blocks = gate.blocks(items);
         let mut flagged: Vec<&'static str> = blocks
             .iter()
@@ -177,10 +239,15 @@ impl MemoryManager {
             context.push_str(b.text.trim_end());
             context.push_str("\n\n");
         }
+        for line in notes {
+            context.push_str(&line);
+            context.push('\n');
+        }
         Ok(Enriched {
             context,
             blocks,
             flagged,
+            providers: outside.notes,
         })
     }
 }

@@ -177,6 +177,9 @@ impl Engine {
                 if opts.kind.is_none() {
                     opts.kind = Some(HitKind::Chunk);
                 }
+                if a.get("providers").and_then(Value::as_bool) == Some(true) {
+                    return self.search_with_providers(required_str(a, "query")?, opts);
+                }
                 self.search(required_str(a, "query")?, opts)
             }
             "symbol_search" => {
@@ -312,9 +315,10 @@ impl Engine {
             "coding_analyze_patterns" => {
                 Ok(serde_json::to_value(m.analyze_patterns().map_err(err)?).map_err(err)?)
             }
-            "enrich_prompt" => self.enrich(
+            "enrich_prompt" => self.enrich_with(
                 required_str(a, "prompt")?,
                 bounded_count(a, "budget", 8000, self.gate.caps.total_bytes as u64) as usize,
+                a.get("providers").and_then(Value::as_bool) == Some(true),
             ),
             other => Err(format!("unknown tool {other:?}")),
         }

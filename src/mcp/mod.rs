@@ -16,6 +16,7 @@ mod extra;
 pub mod handlers;
 pub mod http;
 pub mod normalise;
+mod outward;
 mod seeded;
 mod shape;
 mod tool_table;

@@ -23,6 +23,12 @@ const TOP_K: Param = opt(
     "How many results (1-100, default 10); also k, topK.",
 )
 .aka(&["k", "topK"]);
+/// Ask the configured external MCP servers too.
+const PROVIDERS: Param = opt(
+    "providers",
+    Bool,
+    "Also ask the configured external MCP providers (default false): their results are attributed [source: NAME: path:line], sanitised and flagged; one that is slow or down is skipped with a note.",
+);
 /// The session a record belongs to.
 const SESSION: Param =
     opt("session", Str, "The session id (also session_id).").aka(&["session_id"]);
@@ -64,7 +70,7 @@ pub static TOOLS: &[ToolSpec] = &[
         description: "Search the indexed code of this repository (keyword, meaning and symbol names fused). Call it whenever you need to find where something is done before reading or changing code. Returns attributed hits with path, lines and a snippet.",
         params: &[req("query", Str, "What you look for, in words or identifiers."), TOP_K,
             opt("lang", Str, "Only this language (rust, python, ...)."), opt("path", Str, "Only paths matching this glob."),
-            opt("kind", Str, "Only file, symbol or chunk hits.")],
+            opt("kind", Str, "Only file, symbol or chunk hits."), PROVIDERS],
         profiles: &[Core, Code],
     },
     ToolSpec {
@@ -272,7 +278,7 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "enrich_prompt",
         description: "The context block to put before a prompt: relevant code, notes and memories, each attributed [source: path:line] or [memory: mem:id], sanitised and within a byte budget. Call it with the user's request at the start of a task.",
-        params: &[req("prompt", Str, "The user's request."), opt("budget", Int, "Most bytes (default 8000, at most the total cap).")],
+        params: &[req("prompt", Str, "The user's request."), opt("budget", Int, "Most bytes (default 8000, at most the total cap)."), PROVIDERS],
         profiles: &[Core, Code, Memory],
     },
 ];
