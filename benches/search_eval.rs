@@ -159,7 +159,13 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
         });
         for w in extra_weights() {
             out.push(Config {
-                name: format!("engram[{}] w={}/{}/{}", e.name(), w.symbol, w.keyword, w.vector),
+                name: format!(
+                    "engram[{}] w={}/{}/{}",
+                    e.name(),
+                    w.symbol,
+                    w.keyword,
+                    w.vector
+                ),
                 mode: Mode::Hybrid,
                 embedder: i,
                 weights: Some(w),
@@ -292,7 +298,7 @@ fn run(
                 top_k: TOP_K,
                 keyword_only: mode == Mode::KeywordOnly,
                 embedder: embedder.clone(),
-                weights: weights.unwrap_or_default(),
+                weights,
                 ..Default::default()
             };
             search(store, query, &opts)

@@ -8,6 +8,7 @@
 
 mod fuse;
 mod resolve;
+mod weights;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use fuse::{fuse, RankedList, K as RRF_K};
+pub use weights::FusionWeights;
 
 use crate::embed::{default_embedder, is_zero, Embedder};
 use crate::index::{self, IndexError};
@@ -101,8 +103,9 @@ pub struct SearchOptions {
     pub keyword_only: bool,
     /// Embeds the query; must be the embedder the store's vectors were made with.
     pub embedder: Arc<dyn Embedder>,
-    /// How much each source counts in the fusion.
-    pub weights: FusionWeights,
+    /// How much each source counts in the fusion; `None`: engram's choice for the
+    /// query ([`FusionWeights::for_query`]).
+    pub weights: Option<FusionWeights>,
 }
 
 impl Default for SearchOptions {
@@ -117,7 +120,7 @@ impl Default for SearchOptions {
             memory_filter: MemoryFilter::default(),
             keyword_only: false,
             embedder: Arc::new(default_embedder()),
-            weights: FusionWeights::default(),
+            weights: None,
         }
     }
 }
@@ -217,29 +220,6 @@ pub struct SearchResults {
     pub degraded: Option<String>,
 }
 
-/// How much each source's ranks count in the fusion (reciprocal rank fusion: a list
-/// adds `weight / (K + rank)` to each key it holds).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FusionWeights {
-    /// Symbols whose names, signatures or docs hold the query's words. A query naming
-    /// a symbol is the strongest evidence there is.
-    pub symbol: f64,
-    /// Keyword (BM25) lists over code chunks and memories.
-    pub keyword: f64,
-    /// Nearest vectors to the query's embedding.
-    pub vector: f64,
-}
-
-impl Default for FusionWeights {
-    fn default() -> Self {
-        FusionWeights {
-            symbol: 1.2,
-            keyword: 1.0,
-            vector: 0.8,
-        }
-    }
-}
-
 /// Nearest vectors below this cosine similarity are not hits: the nearest
 /// neighbours of a query that matches nothing are noise, not answers. (Unrelated
 /// texts sit near 0 with the hashed embedder; real paraphrases well above this.)
@@ -267,6 +247,9 @@ pub fn search(
         (top_k * 4).max(40)
     };
 
+    let weights = opts
+        .weights
+        .unwrap_or_else(|| FusionWeights::for_query(query, opts.embedder.name()));
     let mut lists = Vec::new();
     if code {
         // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
@@ -288,14 +271,14 @@ pub fn search(
         }
         lists.push(RankedList {
             keys,
-            weight: opts.weights.symbol,
+            weight: weights.symbol,
         });
     }
     if code && opts.kind != Some(HitKind::Symbol) {
         let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
         lists.push(RankedList {
             keys: keys.into_iter().map(|(k, _)| k).collect(),
-            weight: opts.weights.keyword,
+            weight: weights.keyword,
         });
     }
     if memories {
@@ -303,11 +286,12 @@ pub fn search(
         fresh_first(store, &mut mems)?;
         lists.push(RankedList {
             keys: mems.into_iter().map(|(k, _)| k).collect(),
-            weight: opts.weights.keyword,
+            weight: weights.keyword,
         });
     }
     let mut degraded = None;
-    if !opts.keyword_only {
+    // A list that counts for nothing is not worth its embedding and scan.
+    if !opts.keyword_only && weights.vector > 0.0 {
         match opts.embedder.embed(&[query]) {
             Ok(mut v) => {
                 let qv = v.pop().unwrap_or_default();
@@ -343,7 +327,7 @@ pub fn search(
                     }
                     lists.push(RankedList {
                         keys,
-                        weight: opts.weights.vector,
+                        weight: weights.vector,
                     });
                 }
             }

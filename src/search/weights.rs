@@ -1,0 +1,121 @@
+//! How much each ranked list counts in the fusion, per query.
+//!
+//! Owns: the weights of the symbol, keyword and vector lists, and the rule that picks
+//! them from a query's shape and the embedder. Must never: look at the store (the
+//! choice is made before any list is fetched).
+
+/// How much each source's ranks count in the fusion (reciprocal rank fusion: a list
+/// adds `weight / (K + rank)` to each key it holds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusionWeights {
+    /// Symbols whose names, signatures or docs hold the query's words. A query naming
+    /// a symbol is the strongest evidence there is.
+    pub symbol: f64,
+    /// Keyword (BM25) lists over code chunks and memories.
+    pub keyword: f64,
+    /// Nearest vectors to the query's embedding.
+    pub vector: f64,
+}
+
+impl Default for FusionWeights {
+    /// The fixed weights engram used before they depended on the query's shape.
+    fn default() -> Self {
+        FusionWeights {
+            symbol: 1.2,
+            keyword: 1.0,
+            vector: 0.8,
+        }
+    }
+}
+
+impl FusionWeights {
+    /// The weights engram uses for `query` when none are given: chosen on the tune
+    /// half of the search eval (benches/search_eval.rs, third-party code), per query
+    /// shape and kind of embedder.
+    ///
+    /// - A query shaped like an identifier (`parse_http_request`, `getQueryData`,
+    ///   `Session.request`) is answered by names and words; the vector list only
+    ///   pulls other code in front of the named one, so it does not count.
+    /// - A query in words (a doc sentence, a paraphrase) keeps the symbol list (docs
+    ///   and signatures hold its words) and the keyword list, and counts the vector
+    ///   list as much as the embedder has earned: the built-in hashed embedder's list
+    ///   half as much as keywords, a neural or HTTP embedder's as much as keywords.
+    pub fn for_query(query: &str, embedder_name: &str) -> FusionWeights {
+        let builtin = embedder_name.starts_with("hash-");
+        if looks_like_identifier(query) {
+            FusionWeights {
+                symbol: 1.2,
+                keyword: 1.0,
+                vector: 0.0,
+            }
+        } else if builtin {
+            FusionWeights {
+                symbol: 1.2,
+                keyword: 1.0,
+                vector: 0.4,
+            }
+        } else {
+            FusionWeights {
+                symbol: 1.2,
+                keyword: 1.0,
+                vector: 1.0,
+            }
+        }
+    }
+}
+
+/// One token with the marks of code: `_`, `.`, `::`, `#`, `$`, `/`, or a lower-case
+/// letter followed by a capital (camelCase). A single plain word (`retry`) is not:
+/// its synonyms are what the vector list is for.
+fn looks_like_identifier(query: &str) -> bool {
+    let q = query.trim();
+    if q.is_empty() || q.chars().any(char::is_whitespace) {
+        return false;
+    }
+    let marked = q.contains(['_', '.', '#', '$', '/']) || q.contains("::");
+    let camel = q
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    marked || camel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_told_from_words() {
+        for q in [
+            "parse_http_request",
+            "getQueryData",
+            "Session.request",
+            "std::mem",
+            "a/b.rs",
+            "$el",
+        ] {
+            assert!(looks_like_identifier(q), "{q}");
+        }
+        for q in [
+            "retry",
+            "Retry",
+            "parse http request",
+            "URL",
+            "",
+            "  ",
+            "remove a user",
+        ] {
+            assert!(!looks_like_identifier(q), "{q}");
+        }
+    }
+
+    #[test]
+    fn vectors_count_for_words_and_more_for_a_learned_embedder() {
+        let id = FusionWeights::for_query("getQueryData", "minilm");
+        assert_eq!(id.vector, 0.0);
+        let hashed = FusionWeights::for_query("fetch the query data", "hash-v2-256");
+        let neural = FusionWeights::for_query("fetch the query data", "minilm");
+        assert!(hashed.vector > 0.0 && neural.vector > hashed.vector);
+        assert_eq!(hashed.symbol, neural.symbol);
+    }
+}
