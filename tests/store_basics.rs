@@ -337,7 +337,9 @@ fn a_kept_vector_cache_handle_follows_every_change_to_its_file() {
     let reader = open(dir.path());
     let writer = open(dir.path());
     let one_hot = |hot: usize| -> Vec<f32> {
-        (0..64).map(|i| if i == hot { 1.0 } else { 0.001 }).collect()
+        (0..64)
+            .map(|i| if i == hot { 1.0 } else { 0.001 })
+            .collect()
     };
     let put = |key: &str, hot: usize| {
         let mut b = WriteBatch::new();
@@ -365,11 +367,20 @@ fn a_kept_vector_cache_handle_follows_every_change_to_its_file() {
     for i in 0..1100 {
         put(&format!("doc:n{i}"), 2 + i % 60);
     }
-    assert_eq!(reader.vector_search("e", &one_hot(5), 2000).unwrap().len(), 1101);
+    assert_eq!(
+        reader.vector_search("e", &one_hot(5), 2000).unwrap().len(),
+        1101
+    );
     writer.rebuild().unwrap();
-    assert_eq!(reader.vector_search("e", &one_hot(5), 2000).unwrap().len(), 1101);
+    assert_eq!(
+        reader.vector_search("e", &one_hot(5), 2000).unwrap().len(),
+        1101
+    );
     writer.compact().unwrap();
     put("doc:last", 63);
     assert_eq!(top(63).as_deref(), Some("doc:last"));
-    assert_eq!(reader.vector_search("e", &one_hot(5), 2000).unwrap().len(), 1102);
+    assert_eq!(
+        reader.vector_search("e", &one_hot(5), 2000).unwrap().len(),
+        1102
+    );
 }
