@@ -300,3 +300,21 @@ fn held_out_7_frames_stay_and_random_values_in_them_go() {
         assert!(!out.contains(secret), "{text} -> {out}");
     }
 }
+
+/// A credential keyword counts in a value only as a person writes it; the redactor
+/// test's leak (`…MtOkEn-…` in a random client secret) is a secret again.
+#[test]
+fn keyword_words_in_values_are_written_in_one_case() {
+    for v in ["testpassword", "mySecret", "HTTP_X_CSRFTOKEN", "Tokenizer"] {
+        assert!(holds_keyword_word(v), "{v}");
+    }
+    for v in [
+        "iexuyCffeMtOkEn-DWQbJTnW6GYqJ~mAhWMroX.X",
+        "pAsSwOrD",
+        "sEcReT",
+    ] {
+        assert!(!holds_keyword_word(v), "{v}");
+    }
+    let out = redact("client_secret: iexuyCffeMtOkEn-DWQbJTnW6GYqJ~mAhWMroX.X");
+    assert!(!out.contains("DWQbJTnW6GYq"), "{out}");
+}
