@@ -13,6 +13,8 @@ mod compile;
 pub mod redact;
 mod scan;
 mod secret_framing;
+mod secret_inert;
+mod secret_keyword;
 mod secret_placeholder;
 pub mod secret_rules;
 mod secret_rules_extra;

@@ -2,11 +2,13 @@
 //! followed by as many line breaks as the secret spanned, so line numbers stay.
 //!
 //! It owns turning Hyperscan matches of the secret rules into whole secret spans:
-//! keyword matches are judged by `secret_value` (entropy, placeholders, known
-//! shapes, code), framed ones by `secret_framing` (connection strings, URLs, Basic
-//! headers, multi-line `.netrc` entries), tokens that are mostly one character are
-//! dropped (`secret_placeholder::is_filler`), a private key header is extended to its END
-//! line (or over its base64 body when END is missing, `\n`-escaped or not), a token
+//! keyword matches are judged by `secret_keyword` and `secret_value` (entropy,
+//! placeholders, known shapes, code), framed ones by `secret_framing` (connection
+//! strings, URLs, Basic headers, multi-line `.netrc` entries), tokens that are mostly
+//! one character are dropped (`secret_placeholder::is_filler`), and so are credentials
+//! that cannot authenticate (unsigned JWTs, documented AWS key ids: `secret_inert`);
+//! a private key header is extended to its END line (or over its base64 body when
+//! END is missing, `\n`-escaped or not), a token
 //! cut short by a bounded regex is extended to the end of its run, text is scanned
 //! also as it reads decoded (`secret_views`: escapes, percent-encoding), and
 //! overlapping spans are merged. Where framing hides a boundary it redacts more
@@ -24,9 +26,10 @@ use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, url_password_is_secret,
 };
+use super::secret_inert::{is_doc_example_key_id, is_unsigned_jwt};
+use super::secret_keyword::keyword_secret;
 use super::secret_placeholder::is_filler;
 use super::secret_rules::{self, Check, SecretRule};
-use super::secret_value::{looks_secret, qualifier_says_not_secret};
 use super::secret_views::views;
 use super::{builtin, PatternError};
 
@@ -182,8 +185,14 @@ impl Redactor {
                     let end = extend_token(bytes, end);
                     (!is_base64_blob(&bytes[start..end])).then_some((start, end))
                 }
-                Check::DocExample => (!bytes[start..end].ends_with(b"EXAMPLE"))
+                Check::DocExample => (!is_doc_example_key_id(&bytes[start..end]))
                     .then_some((start, extend_token(bytes, end))),
+                Check::Signed => {
+                    let end = extend_token(bytes, end);
+                    text.get(start..end)
+                        .is_none_or(|t| !is_unsigned_jwt(t))
+                        .then_some((start, end))
+                }
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
                 Check::ConnString => conn_string(bytes, start, end),
                 Check::PrivateKey
@@ -197,7 +206,7 @@ impl Redactor {
             // buffer or a mask, not an issued token (`secret_placeholder::is_filler`).
             let token_rule = matches!(
                 r.check,
-                Check::None | Check::DocExample | Check::PercentEncoded
+                Check::None | Check::DocExample | Check::PercentEncoded | Check::Signed
             );
             let span = span.filter(|&(s, e)| !(token_rule && is_filler(&bytes[s..e])));
             if let Some((start, end)) = span {
@@ -268,6 +277,7 @@ impl Redactor {
             Some(
                 Check::None
                 | Check::DocExample
+                | Check::Signed
                 | Check::Netrc
                 | Check::PercentEncoded
                 | Check::UrlPassword
@@ -296,84 +306,6 @@ fn extend_token(bytes: &[u8], end: usize) -> usize {
         e += 1;
     }
     e
-}
-
-/// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
-/// identifier and value, and judge the value.
-fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
-    let Some(m) = text.get(start..end) else {
-        // A match ending inside a UTF-8 character: the value holds non-ASCII text;
-        // judge what is there rather than guess.
-        return keyword_secret_lossy(text, start, end);
-    };
-    let b = m.as_bytes();
-    let mut i = 0;
-    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'.' | b'-')) {
-        i += 1;
-    }
-    let ident = &m[..i];
-    // `NextContinuationToken`, `page_token`: the word before the keyword says what
-    // kind of token it is.
-    if qualifier_says_not_secret(&text[..start]) {
-        return false;
-    }
-    let mut name_quoted = false;
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"') {
-        name_quoted |= b[i] != b' ' && b[i] != b'\t';
-        i += 1;
-    }
-    // `token::Brace`, `crate::token::Custom`: a path, not an assignment.
-    if m[i..].starts_with("::") {
-        return false;
-    }
-    let mut comma = false;
-    for op in [":=", "=>", "?=", "=", ":", ","] {
-        if m[i..].starts_with(op) {
-            i += op.len();
-            comma = op == ",";
-            break;
-        }
-    }
-    let mut quoted = false;
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"' | b'`') {
-        quoted |= b[i] != b' ' && b[i] != b'\t';
-        i += 1;
-    }
-    // `("TOKEN", "value")` pairs a name with a literal; `parser, token, func=…` is an
-    // argument list, and `[Events.AcquireToken, "label"]` an enum member with a label.
-    if comma && !(quoted && name_quoted) {
-        return false;
-    }
-    let mut value = &m[i..];
-    // `None\r\nAccess-…` in a literal: the escape ends the value here (the decoded
-    // reading of the text judges what follows it on its own line).
-    if let Some(at) = find(value.as_bytes(), b"\\") {
-        value = &value[..at];
-    }
-    let value = value.trim_end_matches(['\'', '"', '`']);
-    // `access_token=abc&expires_in=…`: in a query string, `&` ends the value.
-    let value = if quoted {
-        value
-    } else {
-        value.split('&').next().unwrap_or(value)
-    };
-    let next = text[end..].chars().next();
-    // `cred: CcsCredential | undefined`: a TypeScript type, not a value.
-    if !quoted {
-        let after = text[end..].trim_start_matches([' ', '\t']);
-        let after = after.strip_prefix('|').unwrap_or("").trim_start();
-        if after.starts_with("undefined") || after.starts_with("null") {
-            return false;
-        }
-    }
-    looks_secret(ident, value, quoted, next)
-}
-
-fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {
-    let s = floor_boundary(text, start);
-    let e = ceil_boundary(text, end);
-    text.get(s..e)
-        .is_some_and(|m| keyword_secret(m, 0, m.len()))
 }
 
 /// Where a private key that starts at `start` (header ends at `header_end`) ends: the
@@ -451,7 +383,7 @@ fn line_end(bytes: &[u8], from: usize) -> usize {
         .map_or(bytes.len(), |p| from + p)
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+pub(super) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
@@ -459,7 +391,7 @@ fn newlines(s: &str) -> u64 {
     s.bytes().filter(|&b| b == b'\n').count() as u64
 }
 
-fn floor_boundary(s: &str, mut i: usize) -> usize {
+pub(super) fn floor_boundary(s: &str, mut i: usize) -> usize {
     i = i.min(s.len());
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
@@ -467,7 +399,7 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-fn ceil_boundary(s: &str, mut i: usize) -> usize {
+pub(super) fn ceil_boundary(s: &str, mut i: usize) -> usize {
     while i < s.len() && !s.is_char_boundary(i) {
         i += 1;
     }

@@ -9,7 +9,7 @@
 //! request.form[…]` at the start of a line, prose that mentions a login) and nothing
 //! that could be a real credential.
 
-use super::secret_placeholder::{is_plain_words, is_sample_password};
+use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
 use super::secret_value::{decode_base64, is_placeholder, looks_secret};
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
@@ -32,7 +32,17 @@ pub(super) fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usi
         .trim()
         .trim_end_matches([';', '"', '\''])
         .trim();
-    if is_placeholder(value) {
+    // `Password=\"…\"` inside a string literal: the regex stops at the escaped quote,
+    // and the password is the quoted value after it, judged (and redacted) whole.
+    if value == "\\" {
+        let inner_end = quoted_value_end(bytes, end);
+        let inner = std::str::from_utf8(&bytes[end..inner_end]).ok()?;
+        let sample = inner.is_empty() || is_placeholder(inner) || is_sample_conn_password(inner);
+        return (!sample).then_some((start, inner_end));
+    }
+    // A placeholder, or a sample as in URLs and `.netrc` lines (`Password=pw;`,
+    // `pwd=Naukio;`, `Password=café`): a document's or a parser test's value.
+    if is_placeholder(value) || is_sample_conn_password(value) {
         return None;
     }
     // `password=bar&username=foo` is a form body; its password is the part before `&`,
@@ -53,6 +63,15 @@ pub(super) fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usi
     }
     let end = if bytes[end - 1] == b';' { end - 1 } else { end };
     Some((start, end))
+}
+
+/// Where a value that opens with an escaped quote (`\"`) ends: at the next quote, `\`,
+/// `;` or line break after `from`.
+fn quoted_value_end(bytes: &[u8], from: usize) -> usize {
+    bytes[from..]
+        .iter()
+        .position(|b| matches!(b, b'"' | b'\'' | b'\\' | b';' | b'\r' | b'\n'))
+        .map_or(bytes.len(), |p| from + p)
 }
 
 /// Password lines of multi-line `.netrc` entries: `password <token>` on a line of

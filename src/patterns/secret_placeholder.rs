@@ -1,15 +1,23 @@
 //! Sample credentials: what a person writes where a password or token goes in a test,
 //! a document or a template, told apart from a credential by its shape alone.
 //!
-//! It owns two judgements, and nothing about where a value sits:
+//! It owns these judgements, and nothing about where a value sits:
 //! - [`is_sample_password`]: the password of a credential frame (a URL's
-//!   `user:password@`, an HTTP Basic header's `user:password`, a `.netrc` line) that is
-//!   a person's sample rather than a credential: plain words ([`is_plain_words`],
-//!   also used for the password inside base64 `user:password`), identifier words in
-//!   camel humps (`withPwd`), a short number (`postgres://user3:123123@`), a
-//!   constant's name standing for the value (`SAS_POLICY_NAME:SAS_KEY@`), or a word
-//!   respelled with look-alike characters, perhaps with a few digits after it (`p@ss`,
-//!   `P@ssw0rd1`, `admin123`);
+//!   `user:password@`, an HTTP Basic header's `user:password`, a `.netrc` line, a
+//!   connection string's `Password=…;`) that is a person's sample rather than a
+//!   credential: plain words ([`is_plain_words`], also used for the password inside
+//!   base64 `user:password`), identifier words in camel humps (`withPwd`), a short
+//!   number (`postgres://user3:123123@`), a constant's name standing for the value
+//!   (`SAS_POLICY_NAME:SAS_KEY@`), a word respelled with look-alike characters, perhaps
+//!   with a few digits after it (`p@ss`, `P@ssw0rd1`, `admin123`), a word with
+//!   non-ASCII letters (`café`) or a word in padded base64 (`Zm9vYmFy==`);
+//!   [`is_sample_conn_password`] is its narrower form for a connection string's
+//!   `Password=…;` (one word in one case, a non-ASCII or base64 word, words joined by
+//!   `=`);
+//! - [`is_sample_phrase`]: an assigned value made of such words and numbers joined by
+//!   separators (`p@ss;word=42`);
+//! - [`holds_keyword_word`]: a value that names what it stands for (`mySecret`,
+//!   `testpassword`), the keyword written in one case;
 //! - [`is_filler`]: a token that is mostly one character (`AAAA…A`, `ghp_0000…0`),
 //!   a buffer of zero bytes in base64 or a mask, not an issued token.
 //!
@@ -27,8 +35,13 @@
 //! or more from an alphabet of 16 or more never is (below once in 10^15). The bar sits
 //! that high so that a key whose prefix is a tenth of it or more and whose body is one
 //! character (age's `AGE-SECRET-KEY-1QQQ…`, bech32 zeros, 78% `Q`) is still judged a
-//! key, as the rule's own example expects.
+//! key, as the rule's own example expects. The round-7 forms, over the same 200,000
+//! random values per alphabet and length: a padded base64 word 1 at 8 characters and
+//! none at 12 or 16, a non-ASCII word or a sample phrase never; a connection string's
+//! sample password at the plain-word rate (580 of base62 at 8 characters, 14 at 12,
+//! none at 16); a keyword in one case about 36 × 3 × 66^-5 at 40 characters.
 
+use super::secret_value::decode_base64;
 use super::secret_words::{is_code_like, is_identifier_word};
 
 /// Longest number taken for a sample password (`123123`, `12345678`): a PIN-like
@@ -52,6 +65,107 @@ pub(super) fn is_sample_password(password: &str) -> bool {
         || is_short_number(password)
         || is_constant_name(password)
         || is_respelled_word(password)
+        || is_non_ascii_word(password)
+        || is_encoded_word(password)
+}
+
+/// `café`, `Straße`: one word of at most 12 letters with one outside ASCII or more, all
+/// lower case (or caseless) after the first: a word a person typed, as a parser's test of
+/// non-ASCII input does. Password generators draw from ASCII alphabets, so no random
+/// value of the base62 or password alphabets ever passes (none can hold a non-ASCII
+/// letter).
+fn is_non_ascii_word(password: &str) -> bool {
+    let mut chars = password.chars();
+    !password.is_ascii()
+        && password.chars().count() <= 12
+        && chars.next().is_some_and(char::is_alphabetic)
+        && chars.all(|c| c.is_alphabetic() && !c.is_uppercase())
+}
+
+/// `Zm9vYmFy==` ("foobar"): padded base64 of six lower-case letters or more: a parser's
+/// test of a value with `=` in it, or an encoded sample word. The padding is required
+/// (random base62 values have none), and random bytes decode to six lower-case letters
+/// about once in 10^6: the test counts padded random values of 8 to 16 characters.
+fn is_encoded_word(password: &str) -> bool {
+    let body = password.trim_end_matches('=');
+    let pad = password.len() - body.len();
+    if body.len() < 8 || !(1..=2).contains(&pad) {
+        return false;
+    }
+    let Some(decoded) = decode_base64(body) else {
+        return false;
+    };
+    decoded.len() >= MIN_WORD && decoded.iter().all(u8::is_ascii_lowercase)
+}
+
+/// The credential keywords, written into a value by a person.
+const KEYWORD_WORDS: &[&str] = &["password", "passwd", "secret", "token"];
+
+/// Whether `value` holds a credential keyword as a word a person writes: all lower case,
+/// all capitals, or capitalized (`testpassword`, `mySecret`, `HTTP_X_CSRFTOKEN`): the
+/// value names what it stands for. Letters in a random mix of cases (`tOkEn`) are not
+/// such a word: matched regardless of case, a random 40-character value of mixed-case
+/// letters held one about once in 10^6, and the redactor test's random client secrets
+/// leaked that way. In these three forms it is about 36 × 3 × 66^-5, under 10^-7.
+pub(super) fn holds_keyword_word(value: &str) -> bool {
+    KEYWORD_WORDS.iter().any(|word| {
+        let capitalized: String = word
+            .char_indices()
+            .map(|(i, c)| if i == 0 { c.to_ascii_uppercase() } else { c })
+            .collect();
+        value.contains(word)
+            || value.contains(&word.to_ascii_uppercase())
+            || value.contains(&capitalized)
+    })
+}
+
+/// The password of a connection string's `Password=…;` that is a sample: one word of
+/// letters in one case (`pw`, `a`, `Naukio`; the rate of [`is_plain_words`]), a
+/// non-ASCII word (`café`) or a padded word in base64 (`Zm9vYmFy==`), or such words
+/// joined by `=` (`ab=cd`, a parser's test of `=` in a value). Narrower than
+/// [`is_sample_password`]: a connection string's value is not a URL's, and a respelled
+/// word (`s3cr3t!`) or words joined by `.` (`request.form`) there are taken as given.
+pub(super) fn is_sample_conn_password(password: &str) -> bool {
+    password.split('=').all(|word| {
+        let one_word = !word.is_empty()
+            && word.len() <= 12
+            && word.bytes().all(|b| b.is_ascii_alphabetic())
+            && (word.bytes().all(|b| b.is_ascii_uppercase())
+                || word
+                    .get(1..)
+                    .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_lowercase())));
+        one_word || is_non_ascii_word(word)
+    }) || is_encoded_word(password)
+}
+
+/// `p@ss;word=42`, `admin=secret1`: words and numbers joined by `;`, `=`, `,`, `&`, `+`
+/// or `|`, as a document writes a password with separators in it to show they are
+/// escaped. Two parts or more, none empty (so base64 padding is no separator), each a
+/// short number or a dictionary word of [`MIN_WORD`] letters or more, plain or
+/// respelled (`p@ss`), and one at least a word. Random values hold a run of four
+/// letters or more that is an identifier word between such separators rarely: the test
+/// counts at most the numbers it states over 200,000 values per alphabet and length.
+pub(super) fn is_sample_phrase(value: &str) -> bool {
+    let mut words = 0;
+    let mut parts = 0;
+    for part in value.split([';', '=', ',', '&', '+', '|']) {
+        parts += 1;
+        if is_short_number(part) {
+            continue;
+        }
+        let lower = part.to_ascii_lowercase();
+        let plain = part.len() >= MIN_WORD
+            && part
+                .get(1..)
+                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_lowercase()))
+            && part.bytes().all(|b| b.is_ascii_alphabetic())
+            && is_identifier_word(&lower);
+        if !(plain || is_respelled_word(part)) {
+            return false;
+        }
+        words += 1;
+    }
+    parts >= 2 && words >= 1
 }
 
 /// A documentation example's password: at most 12 letters, one word written in one

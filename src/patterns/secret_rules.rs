@@ -42,10 +42,15 @@ pub enum Check {
     BasicAuth,
     /// A service-account file's `"type"`: a secret only beside a `private_key` field.
     ServiceAccount,
-    /// A key id that is a secret unless it ends in `EXAMPLE`, the form the provider's
-    /// documentation and SDK tests use (`AKIAIOSFODNN7EXAMPLE` is in every AWS guide); a
-    /// random key id ends so about once in 10^10.
+    /// A key id that is a secret unless it holds `EXAMPLE`, the form the provider's
+    /// documentation and SDK tests use (`AKIAIOSFODNN7EXAMPLE` is in every AWS guide,
+    /// `ASIA4ZP5EXAMPLETOKEN` in SDK docs); a random key id holds it about once in 10^10
+    /// (`secret_inert`).
     DocExample,
+    /// A signed token (a JWT): a secret unless it carries no signature (an empty third
+    /// part, or `"alg":"none"` in its header), which no server should accept as a
+    /// credential (`secret_inert`).
+    Signed,
     /// A `.netrc` entry: a secret unless its password is a placeholder or a sample
     /// (`secret_placeholder`).
     Netrc,
@@ -387,7 +392,8 @@ pub const CORE: &[SecretRule] = &[
         r"eyJ[A-Za-z0-9_\-]{8,}\.ey[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-+/=]*",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "eyJ alone",
-    ),
+    )
+    .check(Check::Signed),
     rule(
         "private_key",
         "Private key block (PEM, OpenSSH, PGP; redacted to its END line; a header with no body after it is a marker in code, not a key)",

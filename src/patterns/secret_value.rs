@@ -32,7 +32,7 @@ pub const MIN_ENTROPY: f64 = 3.0;
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
 
-use super::secret_placeholder::is_plain_words;
+use super::secret_placeholder::{holds_keyword_word, is_plain_words};
 use super::secret_views::percent_decode;
 use super::secret_words::{is_code_like, is_path};
 
@@ -175,12 +175,6 @@ const PLACEHOLDERS: &[&str] = &[
     "yours",
     "insert",
     "replace",
-    // The keyword itself in the value (`testpassword`, `mysecret`, `HTTP_X_CSRFTOKEN`):
-    // a word chosen by a person, which a random value holds about once in 10^8.
-    "password",
-    "passwd",
-    "secret",
-    "token",
 ];
 
 /// References to where a value comes from (`process.env.TOKEN`, `os.environ[…]`,
@@ -236,6 +230,7 @@ pub fn is_placeholder(value: &str) -> bool {
             .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'_' | b'-'));
     bracketed_word
         || PLACEHOLDERS.iter().any(|p| lower.contains(p))
+        || holds_keyword_word(v)
         || REFERENCES.iter().any(|r| at_word_start(r))
 }
 

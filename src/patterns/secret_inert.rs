@@ -1,0 +1,143 @@
+//! Credential-shaped text that cannot authenticate anyone: a JWT with no signature, an
+//! AWS key id of the form AWS's documentation reserves, a SigV4 credential scope.
+//!
+//! It owns these three judgements of a matched token's shape, and nothing about where
+//! the token sits. It must never exempt a token that a server would accept: each test
+//! reads a property a working credential cannot have (a signature, a random key id,
+//! a secret in the scope), never a guess about who wrote it.
+//!
+//! ## What they let through (false negatives)
+//!
+//! - [`is_unsigned_jwt`]: a JWT whose signature part is empty, or whose header says
+//!   `"alg":"none"`. A signed JWT always has a signature, and a server that accepts
+//!   `alg: none` is broken whatever the scanner does; what passes is the claims of an
+//!   unsigned token, which may be personal data but are no credential. Random tokens
+//!   of the `jwt` rule's shape with a signature never pass (the test below: 0 of
+//!   200,000).
+//! - [`is_doc_example_key_id`]: an AWS key id holding `EXAMPLE` anywhere
+//!   (`AKIAIOSFODNN7EXAMPLE`, `ASIA4ZP5EXAMPLETOKEN`). A random key id holds those
+//!   seven letters about 10 × 36^-7 ≈ 1.3 × 10^-10 of the time (0 of 1,000,000 in the
+//!   test).
+//! - [`is_sigv4_scope`]: `<key id>/<date>/<region>/<service>/aws4_request`, the
+//!   credential scope of a SigV4 `Authorization` header: the access key id (an
+//!   identifier, still caught by `aws_access_key` when it is one of AWS's) and where
+//!   it was used, never the secret key, which SigV4 does not send. A value passes only
+//!   with the literal `/aws4_request` ending, which no random value has (0 of 200,000).
+
+/// Whether `token` (`header.payload.signature`, base64url parts) is a JWT that carries
+/// no signature: an empty third part, or a header whose `alg` is `none`.
+pub(super) fn is_unsigned_jwt(token: &str) -> bool {
+    let token = token.trim_end_matches(['"', '\'', '`']);
+    let mut parts = token.split('.');
+    let (Some(header), Some(_payload), Some(signature)) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    if parts.next().is_some() || !header.starts_with("eyJ") {
+        return false;
+    }
+    signature.is_empty() || header_alg_is_none(header)
+}
+
+/// Whether a JWT header (base64url of a JSON object) says `"alg": "none"`.
+fn header_alg_is_none(header: &str) -> bool {
+    let Some(json) = super::secret_value::decode_base64(header) else {
+        return false;
+    };
+    let text: String = String::from_utf8_lossy(&json)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    text.contains("\"alg\":\"none\"")
+}
+
+/// Whether an AWS key id holds `EXAMPLE`: the form AWS's documentation and SDK tests use
+/// (`AKIAIOSFODNN7EXAMPLE`, `ASIA4ZP5EXAMPLETOKEN`), not an issued key.
+pub(super) fn is_doc_example_key_id(id: &[u8]) -> bool {
+    id.windows(7).any(|w| w == b"EXAMPLE")
+}
+
+/// Whether `value` is a SigV4 credential scope (`AKID/20220809/us-east-1/s3/aws4_request`),
+/// the `Credential=` of an AWS `Authorization` header.
+pub(super) fn is_sigv4_scope(value: &str) -> bool {
+    value
+        .trim_end_matches(['"', '\'', '`', ',', ';'])
+        .ends_with("/aws4_request")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    #[test]
+    fn unsigned_jwts_example_key_ids_and_scopes_are_inert() {
+        assert!(is_unsigned_jwt(
+            "eyJhbGciOiJIUzI1NiJ9.eyJzb21lIjoicGF5bG9hZCJ9."
+        ));
+        assert!(is_unsigned_jwt(
+            "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.e30.\""
+        ));
+        // `{"alg":"none"}` with a signature part still says it is unsigned.
+        assert!(is_unsigned_jwt(
+            "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl"
+        ));
+        assert!(!is_unsigned_jwt(
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+        ));
+        assert!(is_doc_example_key_id(b"ASIA4ZP5EXAMPLETOKEN"));
+        assert!(is_doc_example_key_id(b"AKIAIOSFODNN7EXAMPLE"));
+        assert!(!is_doc_example_key_id(b"AKIAHNHEOABTCPM7PCMI"));
+        assert!(is_sigv4_scope(
+            "H20ABqCkLZID4rLe/20220809/us-east-1/s3/aws4_request,"
+        ));
+        assert!(!is_sigv4_scope("H20ABqCkLZID4rLe/20220809/us-east-1/s3"));
+    }
+
+    /// The false-negative rates of the module comment: random signed JWTs, random key
+    /// ids and random values are never inert.
+    #[test]
+    fn random_tokens_are_never_inert() {
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
+        let b64url = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let upper = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        let upper36 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        let mut pick = |alphabet: &[u8], len: usize| -> String {
+            (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                .collect::<String>()
+        };
+        let mut inert = 0;
+        for _ in 0..200_000 {
+            let jwt = format!(
+                "eyJ{}.ey{}.{}",
+                pick(b64url, 30),
+                pick(b64url, 40),
+                pick(b64url, 43)
+            );
+            inert += usize::from(is_unsigned_jwt(&jwt));
+            inert += usize::from(is_sigv4_scope(&pick(b64url, 40)));
+        }
+        for _ in 0..1_000_000 {
+            let alphabet: &[u8] = if pick(b"01", 1) == "0" {
+                upper
+            } else {
+                upper36
+            };
+            let id = format!("AKIA{}", pick(alphabet, 16));
+            inert += usize::from(is_doc_example_key_id(id.as_bytes()));
+        }
+        assert_eq!(inert, 0);
+    }
+}

@@ -1,0 +1,102 @@
+//! Judging a keyword rule's match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`): it
+//! splits the match into the identifier and the assigned value, turns down what the
+//! text around the value says is code (paths like `token::Brace`, argument lists,
+//! union types, optional chaining, a qualifier such as `page_token`), and hands the
+//! value to `secret_value::looks_secret`, after the inert shapes of `secret_inert`
+//! and the sample phrases of `secret_placeholder`. It never widens a span and never
+//! fails: any match gives a yes or a no.
+
+use super::redact::{ceil_boundary, find, floor_boundary};
+use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt};
+use super::secret_placeholder::is_sample_phrase;
+use super::secret_value::{looks_secret, qualifier_says_not_secret};
+
+/// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
+/// identifier and value, and judge the value.
+pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        // A match ending inside a UTF-8 character: the value holds non-ASCII text;
+        // judge what is there rather than guess.
+        return keyword_secret_lossy(text, start, end);
+    };
+    let b = m.as_bytes();
+    let mut i = 0;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'.' | b'-')) {
+        i += 1;
+    }
+    let ident = &m[..i];
+    // `NextContinuationToken`, `page_token`: the word before the keyword says what
+    // kind of token it is.
+    if qualifier_says_not_secret(&text[..start]) {
+        return false;
+    }
+    let mut name_quoted = false;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"') {
+        name_quoted |= b[i] != b' ' && b[i] != b'\t';
+        i += 1;
+    }
+    // `token::Brace`, `crate::token::Custom`: a path, not an assignment.
+    if m[i..].starts_with("::") {
+        return false;
+    }
+    let mut comma = false;
+    for op in [":=", "=>", "?=", "=", ":", ","] {
+        if m[i..].starts_with(op) {
+            i += op.len();
+            comma = op == ",";
+            break;
+        }
+    }
+    let mut quoted = false;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"' | b'`') {
+        quoted |= b[i] != b' ' && b[i] != b'\t';
+        i += 1;
+    }
+    // `("TOKEN", "value")` pairs a name with a literal; `parser, token, func=…` is an
+    // argument list, and `[Events.AcquireToken, "label"]` an enum member with a label.
+    if comma && !(quoted && name_quoted) {
+        return false;
+    }
+    let mut value = &m[i..];
+    // `None\r\nAccess-…` in a literal: the escape ends the value here (the decoded
+    // reading of the text judges what follows it on its own line).
+    if let Some(at) = find(value.as_bytes(), b"\\") {
+        value = &value[..at];
+    }
+    let value = value.trim_end_matches(['\'', '"', '`']);
+    // `access_token=abc&expires_in=…`: in a query string, `&` ends the value.
+    let value = if quoted {
+        value
+    } else {
+        value.split('&').next().unwrap_or(value)
+    };
+    let next = text[end..].chars().next();
+    // `cred: CcsCredential | undefined`, `private_key: Ed25519PrivateKey | Ed448PrivateKey`:
+    // a union type (TypeScript, Python), not a value.
+    if !quoted {
+        let after = text[end..].trim_start_matches([' ', '\t']);
+        let after = after.strip_prefix('|').unwrap_or("").trim_start();
+        let type_name = value.starts_with(|c: char| c.is_ascii_uppercase())
+            && value.bytes().all(|b| b.is_ascii_alphanumeric());
+        if after.starts_with("undefined")
+            || after.starts_with("null")
+            || (type_name && after.starts_with(|c: char| c.is_ascii_uppercase()))
+        {
+            return false;
+        }
+    }
+    // `token = "eyJ….e30."` (no signature), `Credential=AKID/…/aws4_request` (a SigV4
+    // scope): nothing there authenticates anyone (`secret_inert`); `'p@ss;word=42'`:
+    // sample words and numbers joined by punctuation (`secret_placeholder`).
+    if is_unsigned_jwt(value) || is_sigv4_scope(value) || is_sample_phrase(value) {
+        return false;
+    }
+    looks_secret(ident, value, quoted, next)
+}
+
+fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {
+    let s = floor_boundary(text, start);
+    let e = ceil_boundary(text, end);
+    text.get(s..e)
+        .is_some_and(|m| keyword_secret(m, 0, m.len()))
+}
