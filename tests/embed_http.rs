@@ -287,7 +287,8 @@ fn with_the_server_gone_search_is_keyword_only_and_says_so() {
 
     let dead = dead_url();
     let down = down_env(&dead);
-    let out = engram(&store, &down, &["search", "polygon_area", "--json"]);
+    // A query in words: an identifier-shaped one would not ask the embedder at all.
+    let out = engram(&store, &down, &["search", "polygon area", "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -304,7 +305,7 @@ fn with_the_server_gone_search_is_keyword_only_and_says_so() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("degraded"));
 
-    let r = ok_json(&store, &down, &["recall", "polygon_area"]);
+    let r = ok_json(&store, &down, &["recall", "polygon area"]);
     assert!(
         r["degraded"].as_str().unwrap().starts_with("keyword only"),
         "{r}"
