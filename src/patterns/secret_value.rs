@@ -191,6 +191,23 @@ const REFERENCES: &[&str] = &[
     "vault:",
 ];
 
+/// Whether `v` holds the placeholder word `p` (lower case) as a person writes it: all
+/// lower case, all capitals, or capitalised (`your_key`, `YOUR_KEY`, `Yours`). Matched
+/// in any mix of cases, a random password (`YctDp0RnQ50jBhyouRP5`, the corpus test's
+/// seed 1795608266854813693) held `yourp` and was let through; in these three forms a
+/// random base62 value holds a given five-letter word about 3 × 62^-5 per position.
+fn holds_written_word(v: &str, lower: &str, p: &str) -> bool {
+    lower.match_indices(p).any(|(i, _)| {
+        let Some(found) = v.get(i..i + p.len()) else {
+            return false;
+        };
+        let rest_lower = found
+            .get(1..)
+            .is_some_and(|r| !r.bytes().any(|b| b.is_ascii_uppercase()));
+        found == p || found == p.to_ascii_uppercase() || rest_lower
+    })
+}
+
 /// Whether `value` is a placeholder or reference (`${TOKEN}`, `%s`, `<password>`,
 /// `os.environ`, `your-api-key`) rather than a literal credential.
 pub fn is_placeholder(value: &str) -> bool {
@@ -229,7 +246,9 @@ pub fn is_placeholder(value: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'_' | b'-'));
     bracketed_word
-        || PLACEHOLDERS.iter().any(|p| lower.contains(p))
+        || PLACEHOLDERS
+            .iter()
+            .any(|p| holds_written_word(v, &lower, p))
         || holds_keyword_word(v)
         || REFERENCES.iter().any(|r| at_word_start(r))
 }
