@@ -15,20 +15,11 @@ const DIM: usize = 384;
 const BATCH: usize = 1000;
 const QUERIES: usize = 200;
 
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn vector(&mut self) -> Vec<f32> {
-        (0..DIM)
-            .map(|_| (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0)
-            .collect()
-    }
+mod common;
+use common::Rng;
+
+fn vector(rng: &mut Rng) -> Vec<f32> {
+    (0..DIM).map(|_| rng.symmetric()).collect()
 }
 
 fn open(dir: &std::path::Path, key: Option<&VectorKey>) -> Store {
@@ -48,7 +39,8 @@ fn fill(store: &Store, rows: usize) -> Duration {
         for i in first..(first + BATCH).min(rows) {
             let key = format!("chunk:bench.rs:{i}");
             b.put(&key, Default::default(), b"x".to_vec()).expect("put");
-            b.put_vector(&key, "bench", &rng.vector()).expect("vector");
+            b.put_vector(&key, "bench", &vector(&mut rng))
+                .expect("vector");
         }
         store.commit(&b).expect("commit");
     }
@@ -68,14 +60,14 @@ fn searches(
 ) -> (Duration, Duration, Duration, Vec<String>) {
     let store = open(dir, key);
     let mut rng = Rng(99);
-    let q = rng.vector();
+    let q = vector(&mut rng);
     let start = Instant::now();
     let first = store.vector_search("bench", &q, 10).expect("search");
     let cold = start.elapsed();
     let mut keys: Vec<String> = first.into_iter().map(|m| m.key).collect();
     let mut times = Vec::with_capacity(QUERIES);
     for _ in 0..QUERIES {
-        let q = rng.vector();
+        let q = vector(&mut rng);
         let start = Instant::now();
         let hits = store.vector_search("bench", &q, 10).expect("search");
         times.push(start.elapsed());

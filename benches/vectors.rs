@@ -17,22 +17,16 @@ const DIM: usize = 384;
 const K: usize = 10;
 const QUERIES: usize = 20;
 
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+mod common;
+use common::Rng;
+
+/// Fill `out` with a random unit vector.
+fn unit(rng: &mut Rng, out: &mut [f32]) {
+    for x in out.iter_mut() {
+        *x = rng.symmetric();
     }
-    fn unit(&mut self, out: &mut [f32]) {
-        for x in out.iter_mut() {
-            *x = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
-        }
-        let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt();
-        out.iter_mut().for_each(|x| *x /= norm);
-    }
+    let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt();
+    out.iter_mut().for_each(|x| *x /= norm);
 }
 
 fn gbps(bytes: u64, t: Duration) -> f64 {
@@ -61,7 +55,7 @@ fn run(rows: u64) {
     let mut cache = VectorCache::create(&path, &opts).expect("create");
     let mut v = vec![0f32; DIM];
     for i in 0..rows {
-        rng.unit(&mut v);
+        unit(&mut rng, &mut v);
         cache
             .upsert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), &v)
             .expect("upsert");
@@ -101,7 +95,7 @@ fn run(rows: u64) {
     let queries: Vec<Vec<f32>> = (0..QUERIES)
         .map(|_| {
             let mut q = vec![0f32; DIM];
-            rng.unit(&mut q);
+            unit(&mut rng, &mut q);
             q
         })
         .collect();
