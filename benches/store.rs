@@ -4,11 +4,17 @@
 //!
 //! - append: 1 KiB records, batch 1 and batch 1000, durability `always`, against
 //!   SQLite (WAL, synchronous=FULL) inserting the same payloads in the same batches;
+//! - concurrent: batch-1 durable commits from 8 threads of one process (engram shares
+//!   one sync per group of waiting commits) against SQLite WAL FULL with the same
+//!   threads on one connection behind a mutex (SQLite's best case in one process; it
+//!   syncs every transaction); beside both, the device floor: a loop of 1 KiB
+//!   `pwrite` + `fdatasync` into a preallocated file, which no single writer that
+//!   syncs each batch can beat;
 //! - point reads by key against SQLite looking up the same rows, and a full checked
 //!   scan of the log against a plain sequential read of the same file;
 //! - clean open time of a store with 100K and with 1M records.
 //!
-//! `cargo bench --bench store` runs everything; `ENGRAM_BENCH=append,read,open`
+//! `cargo bench --bench store` runs everything; `ENGRAM_BENCH=append,concurrent,read,open`
 //! picks parts; `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run.
 
 mod common;
@@ -113,6 +119,14 @@ fn bench_append() {
             }
         }
         let mb = |r: f64| r * 1024.0 / 1e6;
+        if batch == 1 {
+            let f = device_floor(total);
+            println!(
+                "device floor (1 KiB pwrite+fdatasync, preallocated): {f:>8.0} syncs/s; sqlite/floor {:.2}x, engram/floor {:.2}x",
+                s / f,
+                e / f
+            );
+        }
         println!(
             "batch {batch:>4}: engram {e:>10.0} rec/s {:>7.1} MB/s | sqlite {s:>10.0} rec/s {:>7.1} MB/s | ratio {:.2}x",
             mb(e),
@@ -120,6 +134,106 @@ fn bench_append() {
             e / s
         );
     }
+}
+
+/// Records per second: `threads` threads each committing `per_thread` batch-1 records.
+fn engram_append_threads(threads: usize, per_thread: usize) -> f64 {
+    let dir = bench_dir("append-threads");
+    let store = open(dir.path(), Durability::Always);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let store = &store;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    let n = (t * per_thread + i) as u64;
+                    let mut b = WriteBatch::new();
+                    b.put(&format!("file:bench/{n}"), Map::new(), payload(n, 1024))
+                        .expect("put");
+                    store.commit(&b).expect("commit");
+                }
+            });
+        }
+    });
+    (threads * per_thread) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn sqlite_append_threads(threads: usize, per_thread: usize) -> f64 {
+    let dir = bench_dir("sqlite-threads");
+    let db = rusqlite::Connection::open(dir.path().join("bench.db")).expect("open sqlite");
+    db.pragma_update(None, "journal_mode", "WAL").expect("wal");
+    db.pragma_update(None, "synchronous", "FULL").expect("sync");
+    db.execute_batch("CREATE TABLE kv (key_hash INTEGER PRIMARY KEY, key TEXT, body BLOB)")
+        .expect("schema");
+    let db = std::sync::Mutex::new(db);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let db = &db;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    let n = (t * per_thread + i) as u64;
+                    let key = format!("file:bench/{n}");
+                    let body = payload(n, 1024);
+                    let mut db = db.lock().expect("sqlite mutex");
+                    let tx = db.transaction().expect("tx");
+                    tx.prepare_cached(
+                        "INSERT OR REPLACE INTO kv (key_hash, key, body) VALUES (?1, ?2, ?3)",
+                    )
+                    .expect("prepare")
+                    .execute(rusqlite::params![engram::key::hash64_i64(&key), key, body])
+                    .expect("insert");
+                    tx.commit().expect("commit");
+                }
+            });
+        }
+    });
+    (threads * per_thread) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Syncs per second of the simplest durable append there is: 1 KiB `pwrite` +
+/// `fdatasync` into space written (and synced) ahead.
+fn device_floor(total: usize) -> f64 {
+    use std::os::unix::fs::FileExt;
+    let dir = bench_dir("floor");
+    let path = dir.path().join("floor.dat");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("open floor file");
+    file.write_all_at(&vec![0u8; total * 1024 + (1 << 20)], 0)
+        .expect("preallocate");
+    file.sync_all().expect("sync");
+    let rec = vec![b'x'; 1024];
+    let start = Instant::now();
+    for i in 0..total {
+        file.write_all_at(&rec, (i * 1024) as u64).expect("write");
+        file.sync_data().expect("sync");
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+fn bench_concurrent() {
+    let threads = 8;
+    let per_thread = if quick() { 20 } else { 1000 };
+    println!(
+        "\n## concurrent batch-1 commits, {threads} threads x {per_thread}, 1 KiB, durability always"
+    );
+    println!("   baseline: SQLite journal_mode=WAL synchronous=FULL, one connection shared by the threads behind a mutex, one transaction per record");
+    let (mut e, mut s, mut f) = (0f64, 0f64, 0f64);
+    for _ in 0..3 {
+        e = e.max(engram_append_threads(threads, per_thread));
+        s = s.max(sqlite_append_threads(threads, per_thread));
+        f = f.max(device_floor(threads * per_thread / 4));
+    }
+    println!(
+        "engram {e:>8.0} rec/s | sqlite {s:>8.0} rec/s | ratio {:.2}x | device floor (one writer, 1 KiB pwrite+fdatasync) {f:>8.0} syncs/s, sqlite/floor {:.2}x",
+        e / s,
+        s / f
+    );
 }
 
 fn build_store(dir: &Path, n: u64, len: usize) {
@@ -298,6 +412,9 @@ fn main() {
     }
     if wanted("append") {
         bench_append();
+    }
+    if wanted("concurrent") {
+        bench_concurrent();
     }
     if wanted("read") {
         bench_read();

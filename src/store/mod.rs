@@ -11,6 +11,7 @@ mod batch;
 mod blob_log;
 mod compact;
 mod error;
+mod group_commit;
 mod lock;
 mod read_view;
 mod recovery;
@@ -140,6 +141,8 @@ pub struct Store {
     projections: Vec<Box<dyn Projection>>,
     /// Serialises writers inside this process; the file lock does it across processes.
     write_mutex: Mutex<()>,
+    /// Where concurrent `commit`s meet to share a sync.
+    commit_queue: group_commit::CommitQueue,
     /// The open `LOCK` file, opened on first write (a read-only user never needs it).
     lock_file: std::sync::OnceLock<std::fs::File>,
     open_report: OpenReport,
@@ -227,16 +230,15 @@ impl Store {
     }
 
     /// Commit a batch: durable (per [`Durability`]) and visible to every reader when
-    /// this returns.
+    /// this returns. Batches committed at the same time from several threads share one
+    /// sync (group commit), each still its own batch of the log.
     pub fn commit(&self, batch: &WriteBatch) -> Result<CommitInfo> {
         if batch.is_empty() {
             return Err(StoreError::Invalid(
                 "an empty batch cannot be committed".into(),
             ));
         }
-        let mut writer = BatchWriter::begin(self)?;
-        writer.extend(batch)?;
-        writer.finish()
+        group_commit::commit(self, batch)
     }
 
     /// Start a batch streamed straight into the log (for batches larger than memory).

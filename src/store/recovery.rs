@@ -219,6 +219,7 @@ impl Store {
             db: Mutex::new(db),
             projections,
             write_mutex: Mutex::new(()),
+            commit_queue: Default::default(),
             lock_file: std::sync::OnceLock::new(),
             open_report: OpenReport::default(),
         }

@@ -6,6 +6,10 @@
 //! dropped, fails or the process dies first, the bytes written are an uncommitted tail
 //! that is cut off (now, or by the next open). This is the only code that appends to
 //! `blob.dat` outside compaction.
+//!
+//! One writer may also carry several batches ([`BatchWriter::seal_batch`]): each is
+//! committed in the log as its own batch, and one sync makes all of them durable.
+//! That is how [`super::group_commit`] shares a sync between concurrent committers.
 
 use zerocopy::IntoBytes;
 
@@ -35,6 +39,13 @@ pub struct BatchWriter<'s> {
     next_seq: u64,
     records: u32,
     crc: BatchCrc,
+    /// Where the batch being added to starts, and its first sequence number.
+    batch_start: u64,
+    batch_first_seq: u64,
+    /// The offset of the last commit record written (before this writer: the store's).
+    prev_commit: u64,
+    /// Batches sealed by this writer, in log order; acknowledged by `finish`.
+    sealed: Vec<CommitInfo>,
     now_ms: u64,
     finished: bool,
     /// When the writer lock was taken, for the hold time logged at commit.
@@ -63,6 +74,10 @@ impl<'s> BatchWriter<'s> {
             blob,
             written_to: meta.applied_end,
             next_seq: meta.applied_seq + 1,
+            batch_start: meta.applied_end,
+            batch_first_seq: meta.applied_seq + 1,
+            prev_commit: meta.last_commit,
+            sealed: Vec::new(),
             sealed_under,
             meta,
             buf: Vec::with_capacity(64 << 10),
@@ -93,7 +108,7 @@ impl<'s> BatchWriter<'s> {
         self.store
     }
 
-    /// Records added so far.
+    /// Records added so far to the batch not yet sealed.
     pub fn len(&self) -> u32 {
         self.records
     }
@@ -239,25 +254,82 @@ impl<'s> BatchWriter<'s> {
         Ok(())
     }
 
-    /// Write the commit record, make the batch durable, apply it to the tracker and
-    /// the vector caches. The batch is acknowledged when this returns `Ok`.
-    pub fn finish(mut self) -> Result<CommitInfo> {
+    /// Where the writer stands: [`BatchWriter::rollback`] returns to it.
+    pub(super) fn mark(&self) -> WriterMark {
+        WriterMark {
+            at: self.written_to + self.buf.len() as u64,
+            next_seq: self.next_seq,
+            records: self.records,
+            crc: self.crc.clone(),
+        }
+    }
+
+    /// Forget everything added since `mark` (a grouped batch that could not be
+    /// encoded), so the batches around it commit as if it had never come. Bytes of it
+    /// already flushed to the log are zeroed: nothing of it may follow the last commit.
+    pub(super) fn rollback(&mut self, mark: WriterMark) -> Result<()> {
+        if mark.at >= self.written_to {
+            self.buf.truncate((mark.at - self.written_to) as usize);
+        } else {
+            let end = self.written_to + self.buf.len() as u64;
+            self.buf.clear();
+            self.blob.discard(mark.at, end)?;
+            self.written_to = mark.at;
+        }
+        self.next_seq = mark.next_seq;
+        self.records = mark.records;
+        self.crc = mark.crc;
+        Ok(())
+    }
+
+    /// Write the commit record of the records added since the last seal: they become
+    /// one batch of the log, acknowledged (with every other sealed batch) by `finish`.
+    pub(super) fn seal_batch(&mut self) -> Result<CommitInfo> {
         if self.records == 0 {
             return Err(StoreError::Invalid(
                 "an empty batch cannot be committed".into(),
             ));
         }
-        let start = self.meta.applied_end;
-        let first_seq = self.meta.applied_seq + 1;
         let commit = CommitBody::new(
-            start,
-            self.meta.last_commit,
+            self.batch_start,
+            self.prev_commit,
             self.records,
             self.crc.finish(),
-            first_seq,
+            self.batch_first_seq,
         );
+        let commit_offset = self.written_to + self.buf.len() as u64;
         self.push_record(RecordKind::Commit, 0, 0, b"", commit.as_bytes())?;
-        let commit_seq = self.next_seq - 1;
+        let info = CommitInfo {
+            first_seq: self.batch_first_seq,
+            commit_seq: self.next_seq - 1,
+            commit_offset,
+        };
+        self.sealed.push(info);
+        self.prev_commit = commit_offset;
+        self.batch_start = self.written_to + self.buf.len() as u64;
+        self.batch_first_seq = self.next_seq;
+        self.records = 0;
+        self.crc = BatchCrc::new();
+        Ok(info)
+    }
+
+    /// Write the commit record, make the batch durable, apply it to the tracker and
+    /// the vector caches. The batch is acknowledged when this returns `Ok`.
+    pub fn finish(self) -> Result<CommitInfo> {
+        let mut sealed = self.finish_sealed()?;
+        sealed
+            .pop()
+            .ok_or_else(|| StoreError::Invalid("an empty batch cannot be committed".into()))
+    }
+
+    /// Seal what is open, then make every sealed batch durable with one sync and
+    /// apply them all to the tracker in one transaction. Each is acknowledged when this
+    /// returns `Ok`; on an error none is.
+    pub(super) fn finish_sealed(mut self) -> Result<Vec<CommitInfo>> {
+        if self.records > 0 || self.sealed.is_empty() {
+            self.seal_batch()?;
+        }
+        let start = self.meta.applied_end;
         let finishing = std::time::Instant::now();
         self.flush_buf()?;
         if self.store.options.durability == Durability::Always {
@@ -302,13 +374,12 @@ impl<'s> BatchWriter<'s> {
         // with its old stamp, which makes it stale, and is rebuilt from the log by
         // the next search or writer.
         self.finished = true;
-        let commit_offset = meta.last_commit;
         if let Err(e) = vectors::after_commit(self.store, &db, &snap, start, touches_vectors) {
             tracing::warn!(store = %self.store.dir.display(), "vector cache left stale after commit: {e}");
         }
         // Other processes wait this long for the lock: `RUST_LOG=engram=debug` shows it.
         tracing::debug!(
-            records = self.records,
+            batches = self.sealed.len(),
             bytes = self.written_to - start,
             held_ms = self.locked_at.elapsed().as_millis() as u64,
             sync_ms = synced.as_millis() as u64,
@@ -322,12 +393,16 @@ impl<'s> BatchWriter<'s> {
         drop(db);
         drop(self.writer.take());
         self.store.checkpoint_if_due();
-        Ok(CommitInfo {
-            first_seq,
-            commit_seq,
-            commit_offset,
-        })
+        Ok(std::mem::take(&mut self.sealed))
     }
+}
+
+/// A point a [`BatchWriter`] can return to.
+pub(super) struct WriterMark {
+    at: u64,
+    next_seq: u64,
+    records: u32,
+    crc: BatchCrc,
 }
 
 impl Drop for BatchWriter<'_> {
