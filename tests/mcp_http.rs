@@ -113,3 +113,151 @@ fn http_server_needs_tokens_checks_webhooks_and_serves_the_tools() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `engram` with `ENGRAM_HOME` (a store per repository, no `--store`), run in `cwd`.
+fn engram_home(home: &Path, cwd: &Path, env: &[(&str, &Path)], args: &[&str]) -> serde_json::Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
+    cmd.arg("--json")
+        .args(args)
+        .current_dir(cwd)
+        .env("ENGRAM_HOME", home)
+        .env_remove("ENGRAM_STORE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "engram {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn one_http_server_serves_several_repositories_each_behind_its_own_tokens() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    std::fs::write(
+        a.path().join("alpha.py"),
+        "def only_in_alpha():\n    return 'alpha'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        b.path().join("beta.py"),
+        "def only_in_beta():\n    return 'beta'\n",
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let etc = tempfile::tempdir().unwrap();
+    let tokens = etc.path().join("tokens.toml");
+    let env = [("ENGRAM_TOKENS_FILE", tokens.as_path())];
+    engram_home(home.path(), a.path(), &env, &["index", "."]);
+    engram_home(home.path(), b.path(), &env, &["index", "."]);
+    let token_a = engram_home(
+        home.path(),
+        a.path(),
+        &env,
+        &["token", "new", "--name", "a"],
+    );
+    let token_b = engram_home(
+        home.path(),
+        b.path(),
+        &env,
+        &["token", "new", "--name", "b"],
+    );
+    let (name_a, name_b) = (
+        token_a["repos"][0].as_str().unwrap().to_string(),
+        token_b["repos"][0].as_str().unwrap().to_string(),
+    );
+    assert_ne!(name_a, name_b);
+    let both = engram_home(
+        home.path(),
+        a.path(),
+        &env,
+        &[
+            "token",
+            "new",
+            "--name",
+            "both",
+            &format!("--repo={name_a}"),
+            &format!("--repo={name_b}"),
+        ],
+    );
+
+    let secret = "webhook-secret-for-tests";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
+        .arg(a.path())
+        .arg("--repo")
+        .arg(b.path())
+        .env("ENGRAM_HOME", home.path())
+        .env_remove("ENGRAM_STORE")
+        .env("ENGRAM_TOKENS_FILE", &tokens)
+        .env("ENGRAM_WEBHOOK_SECRET", secret)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Killed(child);
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    let listening: serde_json::Value =
+        serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    let mut served: Vec<&str> = listening["repos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    served.sort();
+    let mut expected = vec![name_a.as_str(), name_b.as_str()];
+    expected.sort();
+    assert_eq!(served, expected);
+    let base = format!("http://{}", listening["listening"].as_str().unwrap());
+
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mcp/multi_repo_client.py"
+    );
+    let out = Command::new("python3")
+        .arg(script)
+        .args([
+            &base,
+            &name_a,
+            &name_b,
+            token_a["token"].as_str().unwrap(),
+            both["token"].as_str().unwrap(),
+            secret,
+        ])
+        .arg(b.path())
+        .output()
+        .unwrap();
+    drop(server);
+    assert!(
+        out.status.success(),
+        "multi-repository client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Several repositories with one --store is refused, with what to do instead.
+    let store = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--store")
+        .arg(store.path())
+        .args(["serve", "--http", "127.0.0.1:0", "--repo"])
+        .arg(a.path())
+        .arg("--repo")
+        .arg(b.path())
+        .env("ENGRAM_TOKENS_FILE", &tokens)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ENGRAM_HOME"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

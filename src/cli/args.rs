@@ -231,9 +231,11 @@ pub enum Command {
     },
     /// Serve the MCP tools over stdio (one process per agent window; they share the store).
     Serve {
-        /// The repository (default: the one containing the current directory).
+        /// The repository (default: the one containing the current directory). With
+        /// --http, give it once per repository to serve several, each at /mcp/NAME
+        /// with its own store (under ENGRAM_HOME; --store serves one only).
         #[arg(long)]
-        repo: Option<PathBuf>,
+        repo: Vec<PathBuf>,
         /// Tool profile: core, code, memory, coding, all (setting `tools`).
         #[arg(long)]
         tools: Option<String>,

@@ -64,7 +64,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             command: ConfigCommand::Show,
         } => settings::show(&out),
         Command::Serve { repo, tools, http } => {
-            serve::serve(&cli, repo.as_ref(), tools.as_deref(), http.as_deref())
+            serve::serve(&cli, repo, tools.as_deref(), http.as_deref())
         }
         Command::Token {
             command: TokenCommand::New { name, repos },

@@ -59,10 +59,11 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
         .with_external(super::providers::external()?))
 }
 
-/// `engram serve`: MCP over stdio until the client goes away, or over HTTP.
+/// `engram serve`: MCP over stdio until the client goes away, or over HTTP (for one
+/// repository or several).
 pub fn serve(
     cli: &Cli,
-    repo: Option<&PathBuf>,
+    repos: &[PathBuf],
     tools: Option<&str>,
     http: Option<&str>,
 ) -> Result<ExitCode> {
@@ -70,14 +71,28 @@ pub fn serve(
         .unwrap_or_else(|| config().get("tools"))
         .parse()
         .map_err(anyhow::Error::msg)?;
-    let engine = engine(cli, repo)?;
+    if repos.len() > 1 && http.is_none() {
+        anyhow::bail!("several --repo need --http: over stdio a server serves one repository");
+    }
+    if repos.len() > 1 && (cli.store.is_some() || config().get_opt("store").is_some()) {
+        anyhow::bail!(
+            "several repositories need a store each: unset --store / ENGRAM_STORE and let each live under ENGRAM_HOME"
+        );
+    }
+    let mut servers = Vec::with_capacity(repos.len().max(1));
+    if repos.is_empty() {
+        servers.push(Server::new(engine(cli, None)?, profile));
+    }
+    for repo in repos {
+        servers.push(Server::new(engine(cli, Some(repo))?, profile));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let server = Server::new(engine, profile);
     let Some(addr) = http else {
+        let server = servers.remove(0);
         runtime
             .block_on(server.serve_stdio())
             .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
@@ -103,13 +118,24 @@ pub fn serve(
         webhook_secret: cfg.get_opt("webhook_secret").map(String::from),
     };
     let json = cli.json;
+    let names: Vec<String> = servers
+        .iter()
+        .map(|s| s.engine().gate.repo.clone())
+        .collect();
     runtime
-        .block_on(engram::mcp::http::serve_http(server, opts, |bound| {
+        .block_on(engram::mcp::http::serve_http(servers, opts, |bound| {
             // The one line on stdout: where to connect (the port may have been 0).
             if json {
-                println!("{}", json!({"listening": bound.to_string()}));
+                println!(
+                    "{}",
+                    json!({"listening": bound.to_string(), "repos": names})
+                );
             } else {
-                println!("listening on http://{bound}/mcp");
+                let urls: Vec<String> = names
+                    .iter()
+                    .map(|n| format!("http://{bound}/mcp/{n}"))
+                    .collect();
+                println!("listening on {}", urls.join(" "));
             }
             tracing::info!("serving MCP over HTTP on {bound}");
         }))

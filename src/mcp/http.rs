@@ -1,12 +1,17 @@
-//! `engram serve --http ADDR`: the same tools over streamable HTTP for a team, plus
-//! `GET /healthz`, `GET /api/memory/{repo}/stats` and `POST /api/webhook/push`.
+//! `engram serve --http ADDR`: the same tools over streamable HTTP for a team, for one
+//! or many repositories: `/mcp/{repo}` (and `/mcp` when there is one),
+//! `GET /api/repos`, `GET /healthz`, `GET /api/memory/{repo}/stats` and
+//! `POST /api/webhook/push/{repo}` (`/api/webhook/push` when there is one).
 //!
 //! Every endpoint but the webhook needs `Authorization: Bearer TOKEN`; tokens live
 //! hashed (SHA-256) in the tokens file, each with the repositories it may reach, and
-//! are compared in constant time. The webhook is authenticated by its GitHub-style
-//! `X-Hub-Signature-256` HMAC instead, since pushers cannot send bearer tokens. A
-//! server serves one repository's store.
+//! are compared in constant time. A token that may not reach a repository gets 403
+//! whether or not the server has it, so a token learns nothing of other repositories.
+//! The webhook is authenticated by its GitHub-style `X-Hub-Signature-256` HMAC
+//! instead, since pushers cannot send bearer tokens. Each repository is its own
+//! engine over its own store: one repository's calls never open another's store.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -16,8 +21,8 @@ use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::routing::{any_service, get, post};
+use axum::{Extension, Json, Router};
 use hmac::{Hmac, Mac};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -148,16 +153,44 @@ pub struct HttpOptions {
 
 #[derive(Clone)]
 struct AppState {
-    server: Server,
+    /// Every repository served, by name.
+    servers: Arc<BTreeMap<String, Server>>,
     tokens: Arc<Tokens>,
     webhook_secret: Option<Arc<String>>,
+}
+
+impl AppState {
+    /// The repository a request without one in its path means: the only one.
+    fn only(&self) -> Option<&str> {
+        match self.servers.len() {
+            1 => self.servers.keys().next().map(String::as_str),
+            _ => None,
+        }
+    }
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({"error": message}))).into_response()
 }
 
-async fn require_token(State(st): State<AppState>, req: Request, next: Next) -> Response {
+/// The repository a path is about: `/mcp/{repo}…`, `/api/memory/{repo}/…`, or the
+/// only repository for `/mcp`; `None` for paths about no repository.
+fn repo_of_path<'a>(path: &'a str, st: &'a AppState) -> Option<&'a str> {
+    let rest = path
+        .strip_prefix("/mcp")
+        .or_else(|| path.strip_prefix("/api/memory"))?;
+    match rest.strip_prefix('/') {
+        Some(tail) if !tail.is_empty() => tail.split('/').next(),
+        _ if path.starts_with("/mcp") => Some(st.only().unwrap_or("")),
+        _ => None,
+    }
+}
+
+/// The token entry a request presented, for the handlers behind the check.
+#[derive(Clone)]
+struct Caller(Arc<TokenEntry>);
+
+async fn require_token(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let presented = req
         .headers()
         .get("authorization")
@@ -166,13 +199,31 @@ async fn require_token(State(st): State<AppState>, req: Request, next: Next) -> 
     let Some(entry) = presented.and_then(|t| st.tokens.check(t)) else {
         return error(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
     };
-    let repo = &st.server.engine().gate.repo;
-    if !entry.repos.iter().any(|r| r == repo || r == "*") {
-        return error(
-            StatusCode::FORBIDDEN,
-            "this token may not reach this repository",
-        );
+    let reaches = |repo: &str| entry.repos.iter().any(|r| r == repo || r == "*");
+    match repo_of_path(req.uri().path(), &st) {
+        Some(repo) if !reaches(repo) => {
+            return error(
+                StatusCode::FORBIDDEN,
+                "this token may not reach this repository",
+            );
+        }
+        Some(repo) if !st.servers.contains_key(repo) => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "no such repository on this server; GET /api/repos lists them",
+            );
+        }
+        Some(_) => {}
+        // A path about no repository is for tokens that reach one of this server's.
+        None if !st.servers.keys().any(|name| reaches(name)) => {
+            return error(
+                StatusCode::FORBIDDEN,
+                "this token may reach none of this server's repositories",
+            );
+        }
+        None => {}
     }
+    req.extensions_mut().insert(Caller(Arc::new(entry.clone())));
     next.run(req).await
 }
 
@@ -180,11 +231,22 @@ async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
+/// The repositories the caller's token may reach, with their MCP paths.
+async fn repos(State(st): State<AppState>, Extension(caller): Extension<Caller>) -> Json<Value> {
+    let list: Vec<Value> = st
+        .servers
+        .keys()
+        .filter(|name| caller.0.repos.iter().any(|r| r == *name || r == "*"))
+        .map(|name| json!({"repo": name, "mcp": format!("/mcp/{name}")}))
+        .collect();
+    Json(json!({"repos": list}))
+}
+
 async fn stats(State(st): State<AppState>, UrlPath(repo): UrlPath<String>) -> Response {
-    let engine = st.server.engine().clone();
-    if engine.gate.check_repo(&repo).is_err() {
+    let Some(server) = st.servers.get(&repo) else {
         return error(StatusCode::NOT_FOUND, "no such repository on this server");
-    }
+    };
+    let engine = server.engine().clone();
     let r = tokio::task::spawn_blocking(move || engine.stats()).await;
     match r {
         Ok(Ok(v)) => Json(v).into_response(),
@@ -193,7 +255,27 @@ async fn stats(State(st): State<AppState>, UrlPath(repo): UrlPath<String>) -> Re
     }
 }
 
-async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn webhook_only(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(repo) = st.only().map(String::from) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "this server has several repositories: POST /api/webhook/push/{repo}",
+        );
+    };
+    push(st, repo, headers, body).await
+}
+
+async fn webhook(
+    State(st): State<AppState>,
+    UrlPath(repo): UrlPath<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    push(st, repo, headers, body).await
+}
+
+/// Re-index `repo` for a push whose HMAC checks out.
+async fn push(st: AppState, repo: String, headers: HeaderMap, body: Bytes) -> Response {
     let Some(secret) = &st.webhook_secret else {
         return error(
             StatusCode::FORBIDDEN,
@@ -216,7 +298,12 @@ async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes) ->
             "missing or wrong X-Hub-Signature-256",
         );
     }
-    let engine = st.server.engine().clone();
+    // The signature is checked first: an unsigned request learns nothing, not even
+    // whether the repository exists.
+    let Some(server) = st.servers.get(&repo) else {
+        return error(StatusCode::NOT_FOUND, "no such repository on this server");
+    };
+    let engine = server.engine().clone();
     let r =
         tokio::task::spawn_blocking(move || engine.call("jit_index_directory", &Map::new())).await;
     match r {
@@ -227,32 +314,51 @@ async fn webhook(State(st): State<AppState>, headers: HeaderMap, body: Bytes) ->
 }
 
 /// Serve until the process is stopped; `on_listening` gets the bound address (the
-/// port may have been 0).
+/// port may have been 0). Each server is one repository, reached at `/mcp/{name}`
+/// where `name` is its gate's repository name (and at `/mcp` when it is the only one).
 pub async fn serve_http(
-    server: Server,
+    servers: Vec<Server>,
     opts: HttpOptions,
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let factory = server.clone();
-    let mcp = StreamableHttpService::new(
-        move || Ok(factory.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().disable_allowed_hosts(),
-    );
+    let mut by_name = BTreeMap::new();
+    for server in servers {
+        let name = server.engine().gate.repo.clone();
+        if by_name.insert(name.clone(), server).is_some() {
+            return Err(format!("repository {name} is served twice").into());
+        }
+    }
     let state = AppState {
-        server,
+        servers: Arc::new(by_name),
         tokens: Arc::new(opts.tokens),
         webhook_secret: opts.webhook_secret.map(Arc::new),
     };
-    let app = Router::new()
-        .nest_service("/mcp", mcp)
+    let mut app = Router::new();
+    for (name, server) in state.servers.iter() {
+        let mcp = mcp_service(server.clone());
+        app = app.nest_service(&format!("/mcp/{name}"), mcp.clone());
+        if state.servers.len() == 1 {
+            app = app.route_service("/mcp", any_service(mcp));
+        }
+    }
+    let app = app
         .route("/healthz", get(healthz))
+        .route("/api/repos", get(repos))
         .route("/api/memory/{repo}/stats", get(stats))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
-        .route("/api/webhook/push", post(webhook))
+        .route("/api/webhook/push", post(webhook_only))
+        .route("/api/webhook/push/{repo}", post(webhook))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(opts.addr).await?;
     on_listening(listener.local_addr()?);
     axum::serve(listener, app).await?;
     Ok(())
+}
+
+fn mcp_service(server: Server) -> StreamableHttpService<Server, LocalSessionManager> {
+    StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+    )
 }
