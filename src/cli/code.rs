@@ -69,9 +69,10 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&v, || {
                 let redactions: u64 = report.redactions.values().sum();
                 format!(
-                    "indexed {} files ({} unchanged, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s\nstore: {}",
+                    "indexed {} files ({} unchanged, {} re-embedded, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s\nstore: {}",
                     report.files_indexed,
                     report.files_unchanged,
+                    report.files_reembedded,
                     report.files_deleted,
                     report.files_skipped,
                     report.chunks,

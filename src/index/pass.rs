@@ -339,13 +339,33 @@ fn commit_files(
                     chunks: now.as_ref().map_or(0, |k| k.chunks),
                     symbol_keys: &old_symbols,
                 };
-                file::write(&mut writer, content, previous)?;
-                let w = &content.written;
-                report.files_indexed += 1;
-                report.chunks += w.chunks;
-                report.chunks_excluded += w.chunks_excluded;
-                report.symbols += w.symbols;
-                (w.chunks + w.chunks_excluded, w.symbols, json!(w.imports))
+                // Same content under another embedder: when the stored records are
+                // exactly what this preparation made, only the new vectors are added,
+                // and the old embedder's stay searchable until the switch completes.
+                let reembed = match now {
+                    Some(k)
+                        if k.hash == p.hash
+                            && k.embedder != embedder
+                            && file::same_records(&writer, content, &previous)? =>
+                    {
+                        Some(k)
+                    }
+                    _ => None,
+                };
+                if let Some(k) = reembed {
+                    file::write_vectors(&mut writer, content)?;
+                    report.files_reembedded += 1;
+                    let imports = serde_json::from_str(&k.imports).unwrap_or_else(|_| json!([]));
+                    (k.chunks, k.symbols, imports)
+                } else {
+                    file::write(&mut writer, content, previous)?;
+                    let w = &content.written;
+                    report.files_indexed += 1;
+                    report.chunks += w.chunks;
+                    report.chunks_excluded += w.chunks_excluded;
+                    report.symbols += w.symbols;
+                    (w.chunks + w.chunks_excluded, w.symbols, json!(w.imports))
+                }
             }
             // Same content as indexed: only the file record's size and time change.
             (None, Some(k)) if k.hash == p.hash && k.embedder == embedder => {
