@@ -117,6 +117,9 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             if let Some(why) = &results.degraded {
                 tracing::warn!("search degraded: {why}");
             }
+            if let Some(space) = &results.vector_space {
+                tracing::info!("search used {space}'s vectors: the configured embedder's are incomplete (run `engram index` to finish re-embedding)");
+            }
             out.value(&results, || {
                 if results.hits.is_empty() {
                     return "no hits".into();

@@ -46,7 +46,7 @@ pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use seal::{SealError, VectorKey};
 pub use small_file::update_small_file;
 pub use tracker::{Change, Projection, RecordLocation, TrackerMeta};
-pub use vectors::VectorMatch;
+pub use vectors::{VectorMatch, VectorSpace};
 pub use verify::{verify, Problem, VerifyReport};
 pub use writer::BatchWriter;
 
@@ -402,6 +402,12 @@ impl Store {
         if let Err(e) = done {
             tracing::debug!("tracker checkpoint left for later: {e}");
         }
+    }
+
+    /// Every embedder with live vectors in the store, with how many, most first. Cheap:
+    /// the tracker keeps the counts in a table of one row per embedder.
+    pub fn vector_spaces(&self) -> Result<Vec<VectorSpace>> {
+        self.with_tracker(vectors::spaces)
     }
 
     /// Top-k nearest keys to `query` among `embedder`'s vectors (cosine similarity).
