@@ -172,6 +172,13 @@ fn a_switch_keeps_the_old_space_searchable_until_the_new_one_is_complete() {
     // A's vectors are all still there, and the chunks were not rewritten.
     assert_eq!(count(&store, A), a_vectors);
     assert_eq!(chunk_seqs(&store), seqs);
+    // Mid-switch, A is not superseded: nothing retires it.
+    let r = store
+        .compact_retiring(&|db, name| Ok(!index::embedder_in_use(db, name)?))
+        .unwrap();
+    assert!(r.retired_embedders.is_empty(), "{r:?}");
+    assert_eq!(count(&store, A), a_vectors);
+    let seqs = chunk_seqs(&store);
     // Search reads A's space, the most complete, and says so.
     let mid = vector_search(&store, b.clone());
     assert_eq!(mid.vector_space.as_deref(), Some(A));
@@ -196,7 +203,7 @@ fn a_switch_keeps_the_old_space_searchable_until_the_new_one_is_complete() {
         .is_none());
 
     // Another pass with B changes nothing.
-    let again = index_with(&store, repo.path(), b_done);
+    let again = index_with(&store, repo.path(), b_done.clone());
     assert_eq!(again.files_unchanged, FILES as u64);
     assert_eq!(again.files_reembedded, 0);
 
@@ -206,6 +213,30 @@ fn a_switch_keeps_the_old_space_searchable_until_the_new_one_is_complete() {
     let store = open(dir.path());
     assert_eq!(count(&store, A), a_vectors);
     assert_eq!(count(&store, "test-b-64"), a_vectors);
+
+    // A plain compaction keeps A's vectors; one retiring superseded embedders drops
+    // them, now that every file is on B and B has a vector for every key A had.
+    assert!(store.compact().unwrap().retired_embedders.is_empty());
+    assert_eq!(count(&store, A), a_vectors);
+    let r = store
+        .compact_retiring(&|db, name| Ok(!index::embedder_in_use(db, name)?))
+        .unwrap();
+    assert_eq!(r.retired_embedders, vec![A.to_string()]);
+    assert_eq!(count(&store, A), 0);
+    assert_eq!(count(&store, "test-b-64"), a_vectors);
+    assert_eq!(chunk_seqs(&store), seqs);
+    let after = vector_search(&store, b_done.clone());
+    assert_eq!(after.vector_space, None);
+    assert!(vector_hits(&after) > 0, "{after:?}");
+    let caches: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("vectors-"))
+        .collect();
+    assert!(
+        caches.iter().all(|n| !n.contains("hash-v2-256")),
+        "{caches:?}"
+    );
 }
 
 #[test]

@@ -478,3 +478,13 @@ fn symbol_keys(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Ve
     let rows = stmt.query_map([path], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
+
+/// Whether an indexed file's record names `embedder` (its chunks' vectors are, or are
+/// still to be, of it): such an embedder's vectors must not be retired.
+pub fn embedder_in_use(db: &rusqlite::Connection, embedder: &str) -> crate::store::Result<bool> {
+    Ok(db
+        .prepare_cached("SELECT 1 FROM code_files WHERE embedder = ?1 LIMIT 1")?
+        .query_row([embedder], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
