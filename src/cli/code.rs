@@ -69,9 +69,10 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&v, || {
                 let redactions: u64 = report.redactions.values().sum();
                 format!(
-                    "indexed {} files ({} unchanged, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s\nstore: {}",
+                    "indexed {} files ({} unchanged, {} re-embedded, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s\nstore: {}",
                     report.files_indexed,
                     report.files_unchanged,
+                    report.files_reembedded,
                     report.files_deleted,
                     report.files_skipped,
                     report.chunks,
@@ -115,6 +116,9 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             )?;
             if let Some(why) = &results.degraded {
                 tracing::warn!("search degraded: {why}");
+            }
+            if let Some(space) = &results.vector_space {
+                tracing::info!("search used {space}'s vectors: the configured embedder's are incomplete (run `engram index` to finish re-embedding)");
             }
             out.value(&results, || {
                 if results.hits.is_empty() {

@@ -295,17 +295,39 @@ pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
 pub fn compact(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
     let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
+    // The vectors of an embedder another one superseded go, unless it is the
+    // configured one or an indexed file still names it (a switch of embedder not
+    // finished).
+    let configured = match super::embedder() {
+        Ok(e) => Some(e.name().to_string()),
+        Err(e) => {
+            tracing::warn!("no embedder's vectors retired: the configured embedder: {e:#}");
+            None
+        }
+    };
     let pb = out.spinner("compacting blob.dat");
-    let r = memories.store().compact();
+    let r = match &configured {
+        Some(configured) => memories.store().compact_retiring(&|db, name| {
+            Ok(name != configured && !engram::index::embedder_in_use(db, name)?)
+        }),
+        None => memories.store().compact(),
+    };
     pb.finish_and_clear();
     let r = r?;
     out.value(
-        &json!({"bytes_before": r.bytes_before, "bytes_after": r.bytes_after, "records_before": r.records_before, "records_after": r.records_after, "generation": r.generation}),
+        &json!({"bytes_before": r.bytes_before, "bytes_after": r.bytes_after, "records_before": r.records_before, "records_after": r.records_after, "generation": r.generation, "retired_embedders": r.retired_embedders}),
         || {
-            format!(
+            let mut s = format!(
                 "compacted blob.dat: {} → {} bytes, {} → {} records (generation {})",
                 r.bytes_before, r.bytes_after, r.records_before, r.records_after, r.generation
-            )
+            );
+            if !r.retired_embedders.is_empty() {
+                s.push_str(&format!(
+                    "\nretired the vectors of {}",
+                    r.retired_embedders.join(", ")
+                ));
+            }
+            s
         },
     )?;
     Ok(ExitCode::SUCCESS)

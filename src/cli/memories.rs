@@ -308,6 +308,12 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                 tracing::warn!("recall degraded: {why}");
                 answer["degraded"] = json!(why);
             }
+            if let Some(space) = &results.vector_space {
+                tracing::info!(
+                    "recall used {space}'s vectors: the configured embedder's are incomplete"
+                );
+                answer["vector_space"] = json!(space);
+            }
             out.value(&answer, || lines.join("\n"))?;
         }
         Command::Import { file } => {

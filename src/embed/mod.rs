@@ -83,6 +83,13 @@ pub fn embedder_for(
     Err(unknown(name))
 }
 
+/// The built-in embedder `name` names (`hash-v2-DIMS`), if it is one: these need no
+/// model file, no network and no configuration, so any of them can be made from the
+/// name alone (search uses that to read another embedder's vectors).
+pub fn builtin_embedder(name: &str) -> Option<std::sync::Arc<dyn Embedder>> {
+    hashed_dims(name).map(|d| std::sync::Arc::new(HashedEmbedder::new(d)) as _)
+}
+
 /// Checks that `name` is an embedder this build has, without loading a model (for
 /// validating configuration).
 pub fn check_embedder_name(name: &str) -> Result<(), String> {

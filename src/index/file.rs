@@ -192,6 +192,62 @@ pub(super) fn prepare(
     Ok(out)
 }
 
+/// Whether the store already holds exactly the records `file` would write — the
+/// same chunk count, each chunk's text and metadata, the same symbol keys with the
+/// same metadata — read under the writer lock (`previous` is what the tracker says
+/// the file had). Then only the vectors differ, and [`write_vectors`] adds the new
+/// embedder's without re-putting the chunks (which would make every other
+/// embedder's vectors of them stale).
+pub(super) fn same_records(
+    writer: &BatchWriter<'_>,
+    file: &Prepared,
+    previous: &Previous<'_>,
+) -> Result<bool, IndexError> {
+    if previous.chunks != file.chunks.len() as u64
+        || previous.symbol_keys.len() != file.symbols.len()
+    {
+        return Ok(false);
+    }
+    let holds = |stored: &serde_json::Map<String, serde_json::Value>,
+                 meta: &serde_json::Map<String, serde_json::Value>| {
+        meta.iter().all(|(k, v)| stored.get(k) == Some(v))
+    };
+    for (key, chunk) in &file.chunks {
+        let stored = writer.get(key)?;
+        let same = match (chunk, &stored) {
+            (Some((meta, text)), Some(r)) => r.body == text.as_bytes() && holds(&r.meta, meta),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            return Ok(false);
+        }
+    }
+    let old: HashSet<&str> = previous.symbol_keys.iter().map(String::as_str).collect();
+    for (key, meta) in &file.symbols {
+        if !old.contains(key.as_str()) {
+            return Ok(false);
+        }
+        match writer.get(key)? {
+            Some(r) if holds(&r.meta, meta) => {}
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// Add a prepared file's vectors to its existing chunk records (see
+/// [`same_records`]); nothing else is written.
+pub(super) fn write_vectors(
+    writer: &mut BatchWriter<'_>,
+    file: &Prepared,
+) -> Result<(), IndexError> {
+    for (key, v) in &file.vectors {
+        writer.put_vector(key, &file.embedder, v)?;
+    }
+    Ok(())
+}
+
 /// Write a prepared file's records into `writer`, tombstoning what `previous` had
 /// that the file no longer has. Vectors follow their chunks in the same batch: a put
 /// makes older vectors of the key stale.

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 pub use chunk::{line_windows, Chunk};
 pub use file::symbol_key;
-pub use pass::index;
+pub use pass::{embedder_in_use, index};
 pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};
@@ -99,6 +99,9 @@ impl std::fmt::Debug for IndexOptions {
 pub struct IndexReport {
     pub files_indexed: u64,
     pub files_unchanged: u64,
+    /// Files whose content was already indexed under another embedder: only the
+    /// configured embedder's vectors were added to their existing chunks.
+    pub files_reembedded: u64,
     pub files_deleted: u64,
     /// Binary, secrets, too large or unreadable.
     pub files_skipped: u64,

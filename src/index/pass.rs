@@ -339,13 +339,33 @@ fn commit_files(
                     chunks: now.as_ref().map_or(0, |k| k.chunks),
                     symbol_keys: &old_symbols,
                 };
-                file::write(&mut writer, content, previous)?;
-                let w = &content.written;
-                report.files_indexed += 1;
-                report.chunks += w.chunks;
-                report.chunks_excluded += w.chunks_excluded;
-                report.symbols += w.symbols;
-                (w.chunks + w.chunks_excluded, w.symbols, json!(w.imports))
+                // Same content under another embedder: when the stored records are
+                // exactly what this preparation made, only the new vectors are added,
+                // and the old embedder's stay searchable until the switch completes.
+                let reembed = match now {
+                    Some(k)
+                        if k.hash == p.hash
+                            && k.embedder != embedder
+                            && file::same_records(&writer, content, &previous)? =>
+                    {
+                        Some(k)
+                    }
+                    _ => None,
+                };
+                if let Some(k) = reembed {
+                    file::write_vectors(&mut writer, content)?;
+                    report.files_reembedded += 1;
+                    let imports = serde_json::from_str(&k.imports).unwrap_or_else(|_| json!([]));
+                    (k.chunks, k.symbols, imports)
+                } else {
+                    file::write(&mut writer, content, previous)?;
+                    let w = &content.written;
+                    report.files_indexed += 1;
+                    report.chunks += w.chunks;
+                    report.chunks_excluded += w.chunks_excluded;
+                    report.symbols += w.symbols;
+                    (w.chunks + w.chunks_excluded, w.symbols, json!(w.imports))
+                }
             }
             // Same content as indexed: only the file record's size and time change.
             (None, Some(k)) if k.hash == p.hash && k.embedder == embedder => {
@@ -457,4 +477,14 @@ fn symbol_keys(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Ve
     )?;
     let rows = stmt.query_map([path], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Whether an indexed file's record names `embedder` (its chunks' vectors are, or are
+/// still to be, of it): such an embedder's vectors must not be retired.
+pub fn embedder_in_use(db: &rusqlite::Connection, embedder: &str) -> crate::store::Result<bool> {
+    Ok(db
+        .prepare_cached("SELECT 1 FROM code_files WHERE embedder = ?1 LIMIT 1")?
+        .query_row([embedder], |_| Ok(()))
+        .optional()?
+        .is_some())
 }

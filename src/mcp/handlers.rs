@@ -76,6 +76,9 @@ impl Engine {
         let hits = shape::hits(&r.hits, &mut budget);
         let mut v = shape::listed("hits", hits, &budget);
         v["degraded"] = json!(r.degraded);
+        if let Some(space) = &r.vector_space {
+            v["vector_space"] = json!(space);
+        }
         Ok(v)
     }
 

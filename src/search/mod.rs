@@ -103,6 +103,10 @@ pub struct SearchOptions {
     pub keyword_only: bool,
     /// Embeds the query; must be the embedder the store's vectors were made with.
     pub embedder: Arc<dyn Embedder>,
+    /// Other embedders whose vectors search may use while `embedder`'s are
+    /// incomplete (a switch of embedder under way): see [`SearchResults::vector_space`].
+    /// The built-in `hash-v2-*` embedders need not be listed; they are made by name.
+    pub fallback_embedders: Vec<Arc<dyn Embedder>>,
     /// How much each source counts in the fusion; `None`: engram's choice for the
     /// query ([`FusionWeights::for_query`]).
     pub weights: Option<FusionWeights>,
@@ -120,6 +124,7 @@ impl Default for SearchOptions {
             memory_filter: MemoryFilter::default(),
             keyword_only: false,
             embedder: Arc::new(default_embedder()),
+            fallback_embedders: Vec::new(),
             weights: None,
         }
     }
@@ -137,6 +142,14 @@ impl std::fmt::Debug for SearchOptions {
             .field("memory_filter", &self.memory_filter)
             .field("keyword_only", &self.keyword_only)
             .field("embedder", &self.embedder.name())
+            .field(
+                "fallback_embedders",
+                &self
+                    .fallback_embedders
+                    .iter()
+                    .map(|e| e.name())
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -218,6 +231,42 @@ pub struct SearchResults {
     /// embedder was unavailable and only keywords were used).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
+    /// Set when the vector list came from another embedder's vectors than the
+    /// configured one's: the name of that embedder. The configured embedder's vectors
+    /// cover fewer keys (a switch of embedder is under way: `engram index` re-embeds),
+    /// so search used the most complete space it can embed a query for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_space: Option<String>,
+}
+
+/// The embedder whose vectors the vector list should come from: the configured one,
+/// unless another embedder that search can make (a built-in one, or one of
+/// `opts.fallback_embedders`) has more live vectors in the store — then the one of
+/// those with the most. One read of the tracker's per-embedder counts.
+fn vector_space(store: &Store, opts: &SearchOptions) -> Result<Arc<dyn Embedder>, SearchError> {
+    let configured = opts.embedder.name();
+    let spaces = store.vector_spaces()?;
+    let own = spaces
+        .iter()
+        .find(|s| s.embedder == configured)
+        .map_or(0, |s| s.count);
+    // Most vectors first.
+    for space in spaces.iter().filter(|s| s.count > own) {
+        if space.embedder == configured {
+            continue;
+        }
+        let usable = opts
+            .fallback_embedders
+            .iter()
+            .find(|e| e.name() == space.embedder)
+            .cloned()
+            .or_else(|| crate::embed::builtin_embedder(&space.embedder))
+            .filter(|e| e.dimensions() == space.dim as usize);
+        if let Some(e) = usable {
+            return Ok(e);
+        }
+    }
+    Ok(opts.embedder.clone())
 }
 
 /// Nearest vectors below this cosine similarity are not hits: the nearest
@@ -247,9 +296,16 @@ pub fn search(
         (top_k * 4).max(40)
     };
 
+    // The vector space: the configured embedder's, or while a switch of embedder is
+    // under way the most complete one search can embed the query for.
+    let embedder = if opts.keyword_only {
+        opts.embedder.clone()
+    } else {
+        vector_space(store, opts)?
+    };
     let weights = opts
         .weights
-        .unwrap_or_else(|| FusionWeights::for_query(query, opts.embedder.name()));
+        .unwrap_or_else(|| FusionWeights::for_query(query, embedder.name()));
     let mut lists = Vec::new();
     if code {
         // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
@@ -290,13 +346,17 @@ pub fn search(
         });
     }
     let mut degraded = None;
+    let mut vector_space = None;
     // A list that counts for nothing is not worth its embedding and scan.
     if !opts.keyword_only && weights.vector > 0.0 {
-        match opts.embedder.embed(&[query]) {
+        match embedder.embed(&[query]) {
             Ok(mut v) => {
                 let qv = v.pop().unwrap_or_default();
                 if !qv.is_empty() && !is_zero(&qv) {
-                    let found = store.vector_search(opts.embedder.name(), &qv, fetch * 2)?;
+                    if embedder.name() != opts.embedder.name() {
+                        vector_space = Some(embedder.name().to_string());
+                    }
+                    let found = store.vector_search(embedder.name(), &qv, fetch * 2)?;
                     let mut found: Vec<(String, f64)> = found
                         .into_iter()
                         .filter(|m| m.score >= MIN_VECTOR_SIMILARITY)
@@ -339,7 +399,11 @@ pub fn search(
     }
     let fused = fuse(&lists);
     let hits = resolve::hits(store, query, &fused, opts, &filter, top_k)?;
-    Ok(SearchResults { hits, degraded })
+    Ok(SearchResults {
+        hits,
+        degraded,
+        vector_space,
+    })
 }
 
 /// The directory part of a repository-relative path (`""` at the root).

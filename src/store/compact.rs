@@ -37,6 +37,32 @@ pub struct CompactReport {
     /// Records whose metadata and body a rewrite replaced.
     pub records_rewritten: u64,
     pub generation: u64,
+    /// Embedders whose vectors this compaction dropped (see
+    /// [`Store::compact_retiring`]), by name.
+    pub retired_embedders: Vec<String>,
+}
+
+/// Asked, under the writer lock, whether a superseded embedder's vectors may go (see
+/// [`Store::compact_retiring`]).
+pub type Retire<'a> = dyn Fn(&rusqlite::Connection, &str) -> Result<bool> + 'a;
+
+/// Embedders every one of whose vectors is matched by a vector of one other embedder
+/// for the same key, that other embedder having written the newest vector of the
+/// two: its keys lose no vector space by dropping them, and it is no longer the one
+/// being written. A full read of `vectors`, as compaction is anyway.
+pub(super) fn superseded_embedders(db: &rusqlite::Connection) -> Result<Vec<String>> {
+    let mut stmt = db.prepare(
+        "SELECT x.name FROM embedders x WHERE x.count > 0 AND EXISTS (
+           SELECT 1 FROM embedders y WHERE y.name != x.name AND y.count >= x.count
+             AND (SELECT max(seq) FROM vectors WHERE embedder = y.name)
+               > (SELECT max(seq) FROM vectors WHERE embedder = x.name)
+             AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.embedder = x.name
+               AND NOT EXISTS (SELECT 1 FROM vectors w
+                 WHERE w.key_hash = v.key_hash AND w.embedder = y.name)))
+         ORDER BY x.name",
+    )?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// A new metadata and body for a record compaction keeps, or `None` to copy it as it
@@ -47,10 +73,21 @@ pub(super) fn compact(
     store: &Store,
     mut rewrite: Option<&mut Rewrite<'_>>,
     seal: Option<&VectorKey>,
+    retire: Option<&Retire<'_>>,
 ) -> Result<CompactReport> {
     let _writer = store.exclusive()?;
     let mut db = store.db()?;
     let meta = store.refresh_locked(&mut db)?;
+    // Decided under the lock, so no vector of a retired embedder is written between
+    // the decision and the rewrite.
+    let mut retired = Vec::new();
+    if let Some(retire) = retire {
+        for name in superseded_embedders(&db)? {
+            if retire(&db, &name)? {
+                retired.push(name);
+            }
+        }
+    }
     let blob = store.blob()?;
     let snap = blob.snapshot(meta.applied_end)?;
     // Sealing (or rotating) opens sealed vectors under the current key first: checked
@@ -64,13 +101,20 @@ pub(super) fn compact(
     let mut live_keys: HashSet<u64> = HashSet::new();
     {
         let mut stmt = db.prepare(
-            "SELECT offset, key_hash FROM records UNION ALL SELECT offset, NULL FROM vectors",
+            "SELECT offset, key_hash, NULL FROM records UNION ALL SELECT offset, NULL, embedder FROM vectors",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
         })?;
         for row in rows {
-            let (offset, key_hash) = row?;
+            let (offset, key_hash, embedder) = row?;
+            if embedder.is_some_and(|e| retired.contains(&e)) {
+                continue;
+            }
             live.insert(offset as u64);
             if let Some(h) = key_hash {
                 live_keys.insert(h as u64);
@@ -213,13 +257,16 @@ pub(super) fn compact(
     // sequence numbers on past the old log's last, even when nothing else was kept,
     // so numbering never goes backwards.
     let now = super::now_ms();
-    let event_meta = serde_json::to_vec(&serde_json::json!({
+    let mut event = serde_json::json!({
         "event": "compacted",
         "generation": header.generation.get(),
         "bytes_before": meta.applied_end,
         "records_kept": kept,
-    }))
-    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    });
+    if !retired.is_empty() {
+        event["retired_embedders"] = serde_json::json!(retired);
+    }
+    let event_meta = serde_json::to_vec(&event).map_err(|e| StoreError::Invalid(e.to_string()))?;
     let mut tail = Vec::new();
     let event_seq = meta.applied_seq + 1;
     let event_crc = encode_record(
@@ -337,12 +384,24 @@ pub(super) fn compact(
     }
     store.sealed_caches.clear();
     store.plain_caches.clear();
+    for name in &retired {
+        // The retired embedders are no longer in the tracker: nothing keeps their
+        // cache files up to date, and nothing searches them.
+        let path = vectors::cache_path(&store.dir, name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                tracing::warn!(cache = %path.display(), "left a retired embedder's cache file: {e}");
+            }
+            _ => {}
+        }
+    }
     vectors::rebuild_caches(store, &db)?;
     Ok(CompactReport {
         bytes_before: meta.applied_end,
         bytes_after,
         records_before,
         records_after: kept as u64 + 1,
+        retired_embedders: retired,
         records_rewritten: rewritten,
         generation: header.generation.get(),
     })

@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 pub use crate::format::{RecordKind, RecordView};
 pub use batch::WriteBatch;
 pub use blob_log::LogSnapshot;
-pub use compact::{CompactReport, Rewrite};
+pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};
 pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
@@ -46,7 +46,7 @@ pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use seal::{SealError, VectorKey};
 pub use small_file::update_small_file;
 pub use tracker::{Change, Projection, RecordLocation, TrackerMeta};
-pub use vectors::VectorMatch;
+pub use vectors::{VectorMatch, VectorSpace};
 pub use verify::{verify, Problem, VerifyReport};
 pub use writer::BatchWriter;
 
@@ -350,7 +350,18 @@ impl Store {
 
     /// Rewrite the log without dead records and swap it in atomically.
     pub fn compact(&self) -> Result<CompactReport> {
-        compact::compact(self, None, None)
+        compact::compact(self, None, None, None)
+    }
+
+    /// [`Store::compact`], also dropping every vector of each embedder that another
+    /// embedder has superseded — every key with a vector of it also has one of the
+    /// other, which wrote the newest of the two — and for which `retire` (asked under
+    /// the writer lock, with the tracker) says yes: the upper layers know whether the
+    /// embedder is still in use. What finishes a switch of embedder: the old space
+    /// stops costing disk, cache files and tracker rows. The retired names are in the
+    /// report and in the compaction's event (`retired_embedders`).
+    pub fn compact_retiring(&self, retire: &Retire<'_>) -> Result<CompactReport> {
+        compact::compact(self, None, None, Some(retire))
     }
 
     /// Seal every vector of the store under `key` (format-spec/encryption.md): a
@@ -360,7 +371,7 @@ impl Store {
     /// on every vector written is sealed under `key`, and searching or writing
     /// vectors needs it ([`StoreOptions::vector_key`]).
     pub fn seal_vectors(&self, key: &VectorKey) -> Result<CompactReport> {
-        compact::compact(self, None, Some(key))
+        compact::compact(self, None, Some(key), None)
     }
 
     /// [`Store::compact`], replacing the metadata and body of each kept record for
@@ -370,7 +381,7 @@ impl Store {
     /// it the old bytes are in no file of the store. Follow it with
     /// [`Store::purge_tracker`] to clear `tracker.db`'s freed pages too.
     pub fn compact_rewriting(&self, rewrite: &mut Rewrite<'_>) -> Result<CompactReport> {
-        compact::compact(self, Some(rewrite), None)
+        compact::compact(self, Some(rewrite), None, None)
     }
 
     /// Rewrite `tracker.db` so no freed page keeps old contents: checkpoint and
@@ -402,6 +413,12 @@ impl Store {
         if let Err(e) = done {
             tracing::debug!("tracker checkpoint left for later: {e}");
         }
+    }
+
+    /// Every embedder with live vectors in the store, with how many, most first. Cheap:
+    /// the tracker keeps the counts in a table of one row per embedder.
+    pub fn vector_spaces(&self) -> Result<Vec<VectorSpace>> {
+        self.with_tracker(vectors::spaces)
     }
 
     /// Top-k nearest keys to `query` among `embedder`'s vectors (cosine similarity).

@@ -91,11 +91,16 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE TABLE IF NOT EXISTS vectors (
     key_hash INTEGER NOT NULL, embedder TEXT NOT NULL, offset INTEGER NOT NULL,
     dim INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key_hash, embedder)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS embedders (name TEXT PRIMARY KEY, dim INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS embedders (
+    name TEXT PRIMARY KEY, dim INTEGER NOT NULL, count INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS vectors_counted AFTER INSERT ON vectors
+    BEGIN UPDATE embedders SET count = count + 1 WHERE name = new.embedder; END;
+CREATE TRIGGER IF NOT EXISTS vectors_uncounted AFTER DELETE ON vectors
+    BEGIN UPDATE embedders SET count = count - 1 WHERE name = old.embedder; END;
 ";
 
 /// Version of the core tables above; part of the schema fingerprint.
-const CORE_VERSION: u32 = 3;
+const CORE_VERSION: u32 = 4;
 
 /// The schema fingerprint for a set of projections.
 pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
@@ -438,6 +443,10 @@ fn apply_record(
                 }
                 rec.body.len() / 4
             };
+            // The embedder's latest dimension is the one its cache holds. Its row comes
+            // first: the `vectors` triggers count the embedder's live vectors in it.
+            tx.prepare_cached("INSERT INTO embedders (name, dim) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET dim = excluded.dim")?
+                .execute(params![embedder, dim as i64])?;
             tx.prepare_cached(
                 "INSERT INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (key_hash, embedder) DO UPDATE SET offset = excluded.offset,
@@ -450,9 +459,6 @@ fn apply_record(
                 dim as i64,
                 rec.seq() as i64
             ])?;
-            // The embedder's latest dimension is the one its cache holds.
-            tx.prepare_cached("INSERT INTO embedders (name, dim) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET dim = excluded.dim")?
-                .execute(params![embedder, dim as i64])?;
         }
         RecordKind::Event => {
             let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();

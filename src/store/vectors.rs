@@ -36,6 +36,33 @@ pub struct VectorMatch {
     pub score: f32,
 }
 
+/// One embedder's vectors in the store: see [`Store::vector_spaces`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorSpace {
+    /// The embedder's name.
+    pub embedder: String,
+    /// The dimension of its latest vector (the one its cache holds).
+    pub dim: u32,
+    /// How many live vectors it has (keys with a vector of it).
+    pub count: u64,
+}
+
+/// Every embedder with vectors in the store, most vectors first (one read of a table
+/// with a row per embedder).
+pub(super) fn spaces(db: &Connection) -> Result<Vec<VectorSpace>> {
+    let mut stmt = db.prepare_cached(
+        "SELECT name, dim, count FROM embedders WHERE count > 0 ORDER BY count DESC, name",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(VectorSpace {
+            embedder: r.get(0)?,
+            dim: r.get::<_, i64>(1)? as u32,
+            count: r.get::<_, i64>(2)?.max(0) as u64,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
 /// The cache file of an embedder: readable name, and a hash so names never collide.
 pub fn cache_path(dir: &Path, embedder: &str) -> PathBuf {
     let slug: String = embedder
