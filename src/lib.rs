@@ -77,6 +77,8 @@ pub mod manager;
 pub mod mcp;
 #[cfg(feature = "store")]
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod memory_pg;
 #[cfg(feature = "store")]
 pub mod patterns;
 #[cfg(feature = "index")]
