@@ -104,10 +104,13 @@ s.close()
 EOF
 }
 
+# Free for a server to listen on: as PostgreSQL binds (SO_REUSEADDR), so connections of
+# the previous run still in TIME_WAIT do not count.
 port_free() {
   python3 - "$1" <<'EOF'
 import socket, sys
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
     s.bind(("127.0.0.1", int(sys.argv[1])))
 except OSError:
