@@ -500,3 +500,47 @@ fn postgres_down_fails_fast_and_clearly_then_recovers_with_every_acknowledged_wr
     drop(db);
     drop(server);
 }
+
+#[test]
+fn engram_db_migrate_and_status_name_the_server_never_the_password() {
+    let url = pg::url();
+    let password = url
+        .split('@')
+        .next()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let engram = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(args)
+            .env("ENGRAM_DATABASE_URL", &url)
+            .env("ENGRAM_CONFIG", &config)
+            .env_remove("ENGRAM_STORE")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stdout.contains(&password) && !stderr.contains(&password));
+        (out.status.code(), stdout, stderr)
+    };
+    let (code, out, err) = engram(&["db", "migrate"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = engram(&["--json", "db", "status"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["current"], SCHEMA_VERSION);
+    assert!(status["server"]
+        .as_str()
+        .unwrap()
+        .starts_with("postgres 127.0.0.1:"));
+    let (_, out, _) = engram(&["config", "show"]);
+    assert!(
+        out.contains("database_url") && out.contains(":***@"),
+        "{out}"
+    );
+}
