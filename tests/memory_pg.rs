@@ -544,3 +544,67 @@ fn engram_db_migrate_and_status_name_the_server_never_the_password() {
         "{out}"
     );
 }
+
+#[test]
+fn with_database_url_set_the_memory_commands_use_the_team_backend() {
+    let url = pg::url();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    // The repository is named after the store directory it would use locally.
+    let store = dir.path().join(pg::unique_repo("cli"));
+    let engram = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .env("ENGRAM_DATABASE_URL", &url)
+            .env("ENGRAM_CONFIG", &config)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "engram {args:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let id = engram(&[
+        "remember",
+        "team memories live in postgres",
+        "--tag",
+        "team",
+    ]);
+    let id = id.trim();
+    assert!(engram(&["get", id]).contains("team memories live in postgres"));
+    let recall: serde_json::Value =
+        serde_json::from_str(&engram(&["--json", "recall", "postgres memories"])).unwrap();
+    assert_eq!(recall["hits"][0]["key"], id);
+    for n in 1..=2 {
+        let e: serde_json::Value = serde_json::from_str(&engram(&[
+            "--json",
+            "error",
+            "record",
+            "--type",
+            "IoError",
+            "--message",
+            &format!("disk {n} full"),
+        ]))
+        .unwrap();
+        assert_eq!(e["metadata"]["frequency"], n);
+    }
+    engram(&["note", "set", "owner", "team"]);
+    assert_eq!(engram(&["note", "get", "owner"]).trim(), "team");
+    assert_eq!(engram(&["export"]).lines().count(), 3);
+    // Nothing was written locally.
+    assert!(!store.exists());
+    // The same repository through the library holds them.
+    let b = pg::database()
+        .memories(
+            store.file_name().unwrap().to_str().unwrap(),
+            Arc::new(default_embedder()),
+        )
+        .unwrap();
+    assert_eq!(b.count().unwrap(), 3);
+}

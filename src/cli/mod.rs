@@ -20,6 +20,7 @@ mod providers;
 mod serve;
 mod settings;
 mod store_location;
+mod team;
 mod watch;
 
 use std::process::ExitCode;
