@@ -125,7 +125,7 @@ impl Config {
             }
             (s.check)(value).map_err(|reason| ConfigError::Invalid {
                 name: s.name.into(),
-                value: value.clone(),
+                value: shown(s.name, value),
                 source_: source.to_string(),
                 reason,
             })?;
@@ -198,7 +198,7 @@ impl Config {
                 let (value, source) = &self.values[s.name];
                 ConfigEntry {
                     name: s.name,
-                    value: value.clone(),
+                    value: shown(s.name, value),
                     source: source.to_string(),
                     env: s.env,
                     help: s.help,
@@ -287,6 +287,80 @@ fn read_file(
     Ok(mcp_providers)
 }
 
+/// Settings whose value holds a password in URL form (`scheme://user:PASSWORD@host`).
+const URL_WITH_PASSWORD: &[&str] = &["database_url"];
+
+/// A value as it may be shown (`engram config show`, errors): a URL's password
+/// replaced by `***`.
+fn shown(name: &str, value: &str) -> String {
+    if URL_WITH_PASSWORD.contains(&name) {
+        hide_password(value)
+    } else {
+        value.to_string()
+    }
+}
+
+/// `scheme://user:secret@host/…` as `scheme://user:***@host/…`; anything else as it
+/// is, except a `password=` pair of a key/value connection string.
+pub fn hide_password(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        if let Some((userinfo, host)) = authority.rsplit_once('@') {
+            if let Some((user, _)) = userinfo.split_once(':') {
+                return format!("{scheme}://{user}:***@{host}{tail}");
+            }
+        }
+        return url.to_string();
+    }
+    url.split_whitespace()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A PostgreSQL URL engram can use: `postgres://` or `postgresql://`, a host, a
+/// database name. The message never repeats the password.
+pub fn check_database_url(v: &str) -> Result<(), String> {
+    let expected = "expected postgres://USER:PASSWORD@HOST:PORT/DATABASE";
+    let rest = v
+        .strip_prefix("postgres://")
+        .or_else(|| v.strip_prefix("postgresql://"))
+        .ok_or_else(|| format!("not a PostgreSQL URL; {expected}"))?;
+    if v.chars().any(char::is_whitespace) {
+        return Err(format!("a URL holds no spaces; {expected}"));
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host_only, port) = match host.strip_prefix('[') {
+        // [IPv6]:port
+        Some(r) => match r.split_once(']') {
+            Some((h, rest)) => (h, rest.strip_prefix(':')),
+            None => return Err(format!("unclosed [ in the host; {expected}")),
+        },
+        None => match host.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host, None),
+        },
+    };
+    if host_only.is_empty() {
+        return Err(format!("no host; {expected}"));
+    }
+    if let Some(p) = port {
+        if p.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err(format!("port {p:?} is not a port number; {expected}"));
+        }
+    }
+    let db = path.split('?').next().unwrap_or("");
+    if db.is_empty() {
+        return Err(format!("no database name; {expected}"));
+    }
+    Ok(())
+}
+
 fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
@@ -348,6 +422,44 @@ mod tests {
         // A missing default file is fine; a missing named file is not.
         assert!(Config::load_with(None, |k| (k == "HOME").then(|| "/nonexistent".into())).is_ok());
         assert!(Config::load_with(Some(&dir.path().join("nope.toml")), |_| None).is_err());
+    }
+
+    #[test]
+    fn database_url_is_checked_and_its_password_never_shown() {
+        let url = "postgres://engram:s3cr3t-pw@db.example:5432/engram";
+        let c = Config::load_with(None, |k| {
+            (k == "ENGRAM_DATABASE_URL").then(|| url.to_string())
+        })
+        .unwrap();
+        assert_eq!(c.get("database_url"), url);
+        let shown = c
+            .entries()
+            .into_iter()
+            .find(|e| e.name == "database_url")
+            .unwrap();
+        assert_eq!(shown.value, "postgres://engram:***@db.example:5432/engram");
+        assert_eq!(shown.source, "env ENGRAM_DATABASE_URL");
+        for bad in [
+            "mysql://engram:s3cr3t-pw@h/db",
+            "postgres://engram:s3cr3t-pw@:5432/db",
+            "postgres://engram:s3cr3t-pw@h:99999/db",
+            "postgres://engram:s3cr3t-pw@h:5432",
+        ] {
+            let err = Config::load_with(None, |k| {
+                (k == "ENGRAM_DATABASE_URL").then(|| bad.to_string())
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("database_url") && !err.contains("s3cr3t"),
+                "{err}"
+            );
+        }
+        assert!(check_database_url("postgresql://localhost/engram").is_ok());
+        assert_eq!(
+            hide_password("host=h password=pw dbname=d"),
+            "host=h password=*** dbname=d"
+        );
     }
 
     #[test]

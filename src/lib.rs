@@ -7,6 +7,7 @@
 //! ```text
 //!   cli                     the binary: uses the library as engram::…
 //!   mcp                     the MCP server
+//!   memory_pg               memories on PostgreSQL + pgvector (the team backend)
 //!   manager                 providers composed behind the gate
 //!   assist                  optional chat-model features, through the gate
 //!   gate       search       scope, caps, audit · one query, hits fused
@@ -30,7 +31,10 @@
 //!   [`location`] says where stores and caches live.
 //! - [`patterns`]: Hyperscan pattern sets scanned over the stored bodies in place, and
 //!   the secret redactor every way into the store calls.
-//! - [`memory`]: memories, the first user of the store.
+//! - [`memory`]: memories, the first user of the store, and the `MemoryBackend`
+//!   trait every backend of memories implements.
+//! - `memory_pg` (cargo feature `postgres`): the team backend, memories on
+//!   PostgreSQL with pgvector, isolated per repository by row-level security.
 //! - [`index`]: a repository walked, secrets redacted, chunked and made searchable.
 //! - [`stale`]: what code a memory references, and whether it has changed since.
 //! - [`search`]: one query over code and memories, keyword and vector hits fused.
@@ -77,6 +81,8 @@ pub mod manager;
 pub mod mcp;
 #[cfg(feature = "store")]
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod memory_pg;
 #[cfg(feature = "store")]
 pub mod patterns;
 #[cfg(feature = "index")]

@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 /// - `memory` and `index` are peers: neither knows the other. `search` fuses them;
 ///   `stale` compares them (which memories' code changed), beneath `search`.
 /// - `gate` knows memory (its audit events share the memory writer) but not the index.
+/// - `memory_pg` (the PostgreSQL backend) sits above `memory`: it stores what that
+///   layer builds, validates and redacts, and never touches a local store.
 /// - `open` is the one place that knows every tracker projection of the build.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("key", &[]),
@@ -46,6 +48,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "index",
         &["key", "text", "fts", "embed", "store", "patterns"],
     ),
+    ("memory_pg", &["text", "fts", "embed", "memory"]),
     ("stale", &["key", "store", "memory", "index"]),
     (
         "search",

@@ -30,6 +30,22 @@ step "format layer alone" cargo build --quiet "${profile[@]}" --no-default-featu
 # Benchmarks and tools must keep compiling even though CI does not time them.
 step "benches and bins" cargo build --quiet "${profile[@]}" --all-features --benches --bins
 
+# The PostgreSQL backend's tests (tests/memory_backends.rs, tests/memory_pg.rs) run
+# against a real server with pgvector: one of this run's own, in a temporary
+# directory, stopped however the run ends. They fail without it, never skip. An
+# ENGRAM_TEST_DATABASE_URL already set names a server to use instead.
+start_postgres() {
+  if [ -n "${ENGRAM_TEST_DATABASE_URL:-}" ]; then
+    echo "test.sh: using the PostgreSQL server in ENGRAM_TEST_DATABASE_URL" >&2
+    return 0
+  fi
+  pg_dir=$(mktemp -d)
+  trap 'tools/postgres.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
+  ENGRAM_TEST_DATABASE_URL=$(tools/postgres.sh start "$pg_dir" | tail -n 1)
+  export ENGRAM_TEST_DATABASE_URL
+}
+step "postgres" start_postgres
+
 # Everything: unit, integration, end-to-end (real MCP clients, killed children) and
 # doc tests, with every feature.
 step "all tests" cargo test "${profile[@]}" --all-features

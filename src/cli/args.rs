@@ -267,6 +267,12 @@ pub enum Command {
         #[arg(long)]
         since: Option<String>,
     },
+    /// The team backend's PostgreSQL database (setting database_url): `engram db
+    /// migrate` prepares or upgrades its schema, `engram db status` shows it.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
     /// Configuration: `engram config show`.
     Config {
         #[command(subcommand)]

@@ -79,7 +79,7 @@ fn notes(memories: &Memories, out: &Output, command: &NoteCommand) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-fn memory_filter(f: &FilterArgs) -> Result<MemoryFilter> {
+pub(super) fn memory_filter(f: &FilterArgs) -> Result<MemoryFilter> {
     let since_ms = match &f.since {
         Some(s) => Some(parse_since(s, engram::store::now_ms())?),
         None => None,
@@ -96,7 +96,7 @@ fn memory_filter(f: &FilterArgs) -> Result<MemoryFilter> {
     .normalised()?)
 }
 
-fn memory_from(text: &str, f: &MemoryFields) -> Result<Memory> {
+pub(super) fn memory_from(text: &str, f: &MemoryFields) -> Result<Memory> {
     let mut m = Memory::new(text);
     m.tags = f.tags.clone();
     m.task = f.task.clone();
@@ -127,6 +127,10 @@ pub(super) fn human(m: &Memory) -> String {
 }
 
 pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    // With database_url set, memories live in the team's PostgreSQL database.
+    if let Some(url) = super::config().get_opt("database_url") {
+        return super::team::run(cli, out, url);
+    }
     let memories = open(cli)?;
     match &cli.command {
         Command::Remember { text, fields } => {

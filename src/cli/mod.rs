@@ -8,6 +8,7 @@ mod args;
 mod assisted;
 mod code;
 mod coding;
+mod db;
 mod encrypt;
 mod inspect;
 mod memories;
@@ -19,6 +20,7 @@ mod providers;
 mod serve;
 mod settings;
 mod store_location;
+mod team;
 mod watch;
 
 use std::process::ExitCode;
@@ -26,8 +28,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 pub use args::{
-    Cli, Command, ConfigCommand, ErrorCommand, FilterArgs, KeyCommand, MemoryFields, NoteCommand,
-    PatternCommand, SessionCommand, TokenCommand,
+    Cli, Command, ConfigCommand, DbCommand, ErrorCommand, FilterArgs, KeyCommand, MemoryFields,
+    NoteCommand, PatternCommand, SessionCommand, TokenCommand,
 };
 pub(crate) use settings::{assistant, config, embedder, store_options};
 pub use store_location::{store_dir, store_dir_for};
@@ -75,6 +77,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             providers,
         } => serve::enrich(&cli, &out, prompt, *budget, *providers),
         Command::Providers => providers::list(&out),
+        Command::Db { command } => db::run(&out, command),
         Command::Audit { since } => serve::audit(&cli, &out, since.as_deref()),
         Command::Verify => inspect::verify(&cli, &out),
         Command::Dump {

@@ -60,6 +60,10 @@ fn embedder(v: &str) -> Result<(), String> {
     crate::embed::check_embedder_name(v)
 }
 
+fn database_url(v: &str) -> Result<(), String> {
+    super::check_database_url(v)
+}
+
 fn llm_api(v: &str) -> Result<(), String> {
     one_of(&["openai", "anthropic"])(v)
 }
@@ -198,6 +202,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "32768",
         help: "most bytes of context put into a prompt",
         check: bytes,
+    },
+    Setting {
+        name: "database_url",
+        env: "ENGRAM_DATABASE_URL",
+        default: "",
+        help: "PostgreSQL with pgvector holding memories for a team (postgres://USER:PASSWORD@HOST:PORT/DATABASE; empty: the local store); `engram db migrate` prepares it, and the password is never shown",
+        check: database_url,
     },
     Setting {
         name: "server_addr",

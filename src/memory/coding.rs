@@ -123,43 +123,12 @@ impl Memories {
 
     /// [`Memories::record_error`] with tags (a recurrence adds them to the entry's).
     pub fn record_error_tagged(&self, e: &ErrorReport, tags: &[String]) -> Result<Memory> {
-        if e.error_type.trim().is_empty() || e.message.trim().is_empty() {
-            return Err(MemoryError::Invalid(
-                "an error needs a type and a message".into(),
-            ));
-        }
+        check_error(e)?;
         let signature = error_signature(e);
         // The frequency is read and incremented under the writer lock: concurrent
         // recurrences from other processes each count.
         self.locked(|l| {
             let existing = l.find_by_label(&format!("errsig:{signature}"))?;
-            let text = match &e.solution {
-                Some(s) => format!("{}: {}\nsolution: {s}", e.error_type, e.message),
-                None => format!("{}: {}", e.error_type, e.message),
-            };
-            let mut m = Memory::new(text);
-            m.kind = "error".into();
-            m.session = e.session.clone();
-            let mut meta = Map::new();
-            meta.insert("error_type".into(), json!(e.error_type));
-            meta.insert("message".into(), json!(e.message));
-            meta.insert("signature".into(), json!(signature));
-            for (k, v) in [
-                ("stack_trace", &e.stack_trace),
-                ("file", &e.file),
-                ("screenshot", &e.screenshot),
-                ("resolved_by", &e.resolved_by),
-            ] {
-                if let Some(v) = v {
-                    meta.insert(k.into(), json!(v));
-                }
-            }
-            if let Some(l) = e.line {
-                meta.insert("line".into(), json!(l));
-            }
-            for (k, v) in &e.extra_metadata {
-                meta.entry(k.clone()).or_insert_with(|| v.clone());
-            }
             match existing {
                 Some(old) => {
                     let frequency = old
@@ -168,41 +137,11 @@ impl Memories {
                         .and_then(Value::as_u64)
                         .unwrap_or(1)
                         + 1;
-                    let solution = e.solution.clone().or_else(|| {
-                        old.metadata
-                            .get("solution")
-                            .and_then(Value::as_str)
-                            .map(String::from)
-                    });
-                    if let Some(s) = &solution {
-                        meta.insert("solution".into(), json!(s));
-                        m.text = format!("{}: {}\nsolution: {s}", e.error_type, e.message);
-                    }
-                    let resolved = e.resolved
-                        || old
-                            .metadata
-                            .get("resolved")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false);
-                    meta.insert("resolved".into(), json!(resolved));
-                    meta.insert("frequency".into(), json!(frequency));
-                    m.metadata = meta;
-                    m.tags = old.tags;
-                    for t in tags {
-                        if !m.tags.contains(t) {
-                            m.tags.push(t.clone());
-                        }
-                    }
+                    let m = error_entry(e, &signature, tags, Some(&old), frequency);
                     self.update_locked(l, &old.id, m)
                 }
                 None => {
-                    if let Some(s) = &e.solution {
-                        meta.insert("solution".into(), json!(s));
-                    }
-                    meta.insert("resolved".into(), json!(e.resolved));
-                    meta.insert("frequency".into(), json!(1));
-                    m.metadata = meta;
-                    m.tags = tags.to_vec();
+                    let m = error_entry(e, &signature, tags, None, 1);
                     self.write_locked(l, m)
                 }
             }
@@ -222,47 +161,7 @@ impl Memories {
 
     /// Record a design decision.
     pub fn record_decision(&self, d: &Decision) -> Result<Memory> {
-        if d.decision.trim().is_empty() {
-            return Err(MemoryError::Invalid("a decision must not be empty".into()));
-        }
-        if let Some(c) = d.confidence {
-            if !(0.0..=1.0).contains(&c) {
-                return Err(MemoryError::Invalid(format!(
-                    "confidence {c} is outside 0 to 1"
-                )));
-            }
-        }
-        let mut text = d.decision.clone();
-        if !d.rationale.is_empty() {
-            text.push_str(&format!("\nrationale: {}", d.rationale));
-        }
-        if !d.alternatives.is_empty() {
-            text.push_str(&format!("\nalternatives: {}", d.alternatives.join("; ")));
-        }
-        let mut m = Memory::new(text);
-        m.kind = "decision".into();
-        m.insights = vec!["decision".into()];
-        m.tags = d.tags.clone();
-        m.session = d.session.clone();
-        m.symbols = d
-            .related_files
-            .iter()
-            .map(|f| format!("file:{f}"))
-            .collect();
-        let mut meta = Map::new();
-        meta.insert("decision".into(), json!(d.decision));
-        meta.insert("rationale".into(), json!(d.rationale));
-        meta.insert("alternatives".into(), json!(d.alternatives));
-        meta.insert("related_files".into(), json!(d.related_files));
-        meta.insert("reviewed".into(), json!(d.reviewed));
-        if let Some(i) = &d.impact {
-            meta.insert("impact".into(), json!(i));
-        }
-        if let Some(c) = d.confidence {
-            meta.insert("confidence".into(), json!(c));
-        }
-        m.metadata = meta;
-        self.write(m)
+        self.write(decision_entry(d)?)
     }
 
     /// The most recently updated live entry carrying `label`.
@@ -275,4 +174,138 @@ impl Memories {
             None => Ok(None),
         }
     }
+}
+
+/// Refuse an error report without a type or a message.
+pub(crate) fn check_error(e: &ErrorReport) -> Result<()> {
+    if e.error_type.trim().is_empty() || e.message.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "an error needs a type and a message".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The entry an error is stored as: a first occurrence (`old` is `None`, `frequency`
+/// 1), or the new version of the entry `old` of an earlier one, counted `frequency`
+/// times, keeping its solution, resolved flag and tags unless `e` brings new ones.
+/// Every backend builds error entries here.
+pub(crate) fn error_entry(
+    e: &ErrorReport,
+    signature: &str,
+    tags: &[String],
+    old: Option<&Memory>,
+    frequency: u64,
+) -> Memory {
+    let text = match &e.solution {
+        Some(s) => format!("{}: {}\nsolution: {s}", e.error_type, e.message),
+        None => format!("{}: {}", e.error_type, e.message),
+    };
+    let mut m = Memory::new(text);
+    m.kind = "error".into();
+    m.session = e.session.clone();
+    let mut meta = Map::new();
+    meta.insert("error_type".into(), json!(e.error_type));
+    meta.insert("message".into(), json!(e.message));
+    meta.insert("signature".into(), json!(signature));
+    for (k, v) in [
+        ("stack_trace", &e.stack_trace),
+        ("file", &e.file),
+        ("screenshot", &e.screenshot),
+        ("resolved_by", &e.resolved_by),
+    ] {
+        if let Some(v) = v {
+            meta.insert(k.into(), json!(v));
+        }
+    }
+    if let Some(l) = e.line {
+        meta.insert("line".into(), json!(l));
+    }
+    for (k, v) in &e.extra_metadata {
+        meta.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    match old {
+        Some(old) => {
+            let solution = e.solution.clone().or_else(|| {
+                old.metadata
+                    .get("solution")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            });
+            if let Some(s) = &solution {
+                meta.insert("solution".into(), json!(s));
+                m.text = format!("{}: {}\nsolution: {s}", e.error_type, e.message);
+            }
+            let resolved = e.resolved
+                || old
+                    .metadata
+                    .get("resolved")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+            meta.insert("resolved".into(), json!(resolved));
+            meta.insert("frequency".into(), json!(frequency));
+            m.metadata = meta;
+            m.tags = old.tags.clone();
+            for t in tags {
+                if !m.tags.contains(t) {
+                    m.tags.push(t.clone());
+                }
+            }
+        }
+        None => {
+            if let Some(s) = &e.solution {
+                meta.insert("solution".into(), json!(s));
+            }
+            meta.insert("resolved".into(), json!(e.resolved));
+            meta.insert("frequency".into(), json!(frequency));
+            m.metadata = meta;
+            m.tags = tags.to_vec();
+        }
+    }
+    m
+}
+
+/// The entry a design decision is stored as (checked: not empty, confidence 0 to 1).
+pub(crate) fn decision_entry(d: &Decision) -> Result<Memory> {
+    if d.decision.trim().is_empty() {
+        return Err(MemoryError::Invalid("a decision must not be empty".into()));
+    }
+    if let Some(c) = d.confidence {
+        if !(0.0..=1.0).contains(&c) {
+            return Err(MemoryError::Invalid(format!(
+                "confidence {c} is outside 0 to 1"
+            )));
+        }
+    }
+    let mut text = d.decision.clone();
+    if !d.rationale.is_empty() {
+        text.push_str(&format!("\nrationale: {}", d.rationale));
+    }
+    if !d.alternatives.is_empty() {
+        text.push_str(&format!("\nalternatives: {}", d.alternatives.join("; ")));
+    }
+    let mut m = Memory::new(text);
+    m.kind = "decision".into();
+    m.insights = vec!["decision".into()];
+    m.tags = d.tags.clone();
+    m.session = d.session.clone();
+    m.symbols = d
+        .related_files
+        .iter()
+        .map(|f| format!("file:{f}"))
+        .collect();
+    let mut meta = Map::new();
+    meta.insert("decision".into(), json!(d.decision));
+    meta.insert("rationale".into(), json!(d.rationale));
+    meta.insert("alternatives".into(), json!(d.alternatives));
+    meta.insert("related_files".into(), json!(d.related_files));
+    meta.insert("reviewed".into(), json!(d.reviewed));
+    if let Some(i) = &d.impact {
+        meta.insert("impact".into(), json!(i));
+    }
+    if let Some(c) = d.confidence {
+        meta.insert("confidence".into(), json!(c));
+    }
+    m.metadata = meta;
+    Ok(m)
 }

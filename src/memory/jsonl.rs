@@ -44,49 +44,12 @@ impl Memories {
     /// Import a JSONL file; see the module doc. On any bad line nothing is written and
     /// the error names every bad line (up to 20).
     pub fn import_file(&self, path: &Path) -> Result<ImportReport> {
-        let shown = path.display().to_string();
-        let mut bad: Vec<String> = Vec::new();
         let store = self.store();
         let resolve = |h: u64| store.key_for_hash(h).map_err(|e| e.to_string());
-        for_each_line(path, |line_no, line| {
-            if let Err(reason) = parse_line(line, &resolve) {
-                bad.push(format!("line {line_no}: {reason}"));
-            }
-            Ok(bad.len() < MAX_REPORTED)
-        })?;
-        if !bad.is_empty() {
-            return Err(MemoryError::Invalid(format!(
-                "{shown}: {} bad line(s), nothing imported:\n  {}",
-                bad.len(),
-                bad.join("\n  ")
-            )));
-        }
-        let mut report = ImportReport::default();
-        let mut prepared: Vec<(Memory, Option<String>)> = Vec::new();
-        let now = crate::store::now_ms();
-        for_each_line(path, |line_no, line| {
-            let Some(jsonl_compat::Parsed {
-                memory: mut m,
-                legacy,
-            }) = parse_line(line, &resolve).map_err(|reason| MemoryError::BadLine {
-                path: shown.clone(),
-                line: line_no,
-                reason: format!("{reason} (the file changed during import)"),
-            })?
-            else {
-                report.skipped_blank += 1;
-                return Ok(true);
-            };
-            report.redacted += super::redact_memory(&mut m)?;
-            if m.created_ms == 0 {
-                m.created_ms = now;
-            }
-            if m.updated_ms == 0 {
-                m.updated_ms = m.created_ms;
-            }
-            prepared.push((m, legacy));
-            Ok(true)
-        })?;
+        let Prepared {
+            memories: prepared,
+            mut report,
+        } = prepare_import(path, &resolve)?;
         if prepared.is_empty() {
             return Ok(report);
         }
@@ -190,6 +153,80 @@ impl Memories {
         })?;
         Ok(n)
     }
+}
+
+/// A JSONL file read and checked, ready to write.
+pub(crate) struct Prepared {
+    /// Each memory (secrets redacted, times defaulted) with the legacy id its id is
+    /// to be derived from, if its line had one.
+    pub memories: Vec<(Memory, Option<String>)>,
+    /// What reading found (blank lines, secrets redacted); nothing imported yet.
+    pub report: ImportReport,
+}
+
+/// Read `path` for an import, as every backend does: first validate every line
+/// (reporting each bad one by number, up to 20; then nothing is returned), then parse
+/// each memory, redact its secrets and default its times. `resolve` maps a legacy
+/// hash64 to its live key.
+pub(crate) fn prepare_import(
+    path: &Path,
+    resolve: &dyn Fn(u64) -> std::result::Result<Option<String>, String>,
+) -> Result<Prepared> {
+    let shown = path.display().to_string();
+    let mut bad: Vec<String> = Vec::new();
+    for_each_line(path, |line_no, line| {
+        if let Err(reason) = parse_line(line, resolve) {
+            bad.push(format!("line {line_no}: {reason}"));
+        }
+        Ok(bad.len() < MAX_REPORTED)
+    })?;
+    if !bad.is_empty() {
+        return Err(MemoryError::Invalid(format!(
+            "{shown}: {} bad line(s), nothing imported:\n  {}",
+            bad.len(),
+            bad.join("\n  ")
+        )));
+    }
+    let mut report = ImportReport::default();
+    let mut prepared: Vec<(Memory, Option<String>)> = Vec::new();
+    let now = crate::store::now_ms();
+    for_each_line(path, |line_no, line| {
+        let Some(jsonl_compat::Parsed {
+            memory: mut m,
+            legacy,
+        }) = parse_line(line, resolve).map_err(|reason| MemoryError::BadLine {
+            path: shown.clone(),
+            line: line_no,
+            reason: format!("{reason} (the file changed during import)"),
+        })?
+        else {
+            report.skipped_blank += 1;
+            return Ok(true);
+        };
+        report.redacted += super::redact_memory(&mut m)?;
+        if m.created_ms == 0 {
+            m.created_ms = now;
+        }
+        if m.updated_ms == 0 {
+            m.updated_ms = m.created_ms;
+        }
+        prepared.push((m, legacy));
+        Ok(true)
+    })?;
+    Ok(Prepared {
+        memories: prepared,
+        report,
+    })
+}
+
+/// The id a legacy (non-`mem:`) id maps to; `round` > 0 re-rolls after a collision.
+pub(crate) fn derived_id(legacy: &str, round: u32) -> String {
+    jsonl_compat::derived_id(legacy, round)
+}
+
+/// The legacy id a memory was imported under, if any.
+pub(crate) fn legacy_id(m: &Memory) -> Option<&str> {
+    jsonl_compat::legacy_id(m)
 }
 
 /// Call `f(line_number, line)` for each line; `f` returns false to stop early.

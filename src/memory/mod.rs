@@ -6,6 +6,7 @@
 //! and never knows the code index: whoever opens the store chooses its projections.
 
 mod anchor;
+mod backend;
 mod coding;
 mod context;
 mod edges;
@@ -27,17 +28,23 @@ use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
 pub use anchor::{Anchor, Anchorer, MAX_ANCHORS};
+pub(crate) use backend::recall_fetch;
+pub use backend::{fuse_ranked, MemoryBackend, MIN_VECTOR_SIMILARITY};
+pub(crate) use coding::{check_error, decision_entry, error_entry};
 pub use coding::{error_signature, normalise_message, Decision, ErrorReport};
 pub use context::PatternReport;
 pub use edges::Related;
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
+pub(crate) use jsonl::{derived_id, legacy_id, prepare_import, Prepared};
 pub(crate) use locked::Locked;
 pub use locked::{attach_event_to_next_write, take_unattached_event};
 pub use model::{Memory, KINDS, MEMORY_TYPE};
 pub use notes::note_name;
+pub(crate) use notes::{check_name as check_note_name, note_entry};
 pub use projection::MemoryProjection;
 pub use recall::{filter_ids, keyword_ranked, RecallHit};
+pub(crate) use sessions::{change_entry, check_session, ended_session, session_entry};
 pub use sessions::{FileChange, CHANGE_ACTIONS};
 
 use crate::embed::{default_embedder, is_zero, Embedder};
@@ -59,6 +66,13 @@ pub enum MemoryError {
         line: u64,
         reason: String,
     },
+    /// The memory backend's database cannot be reached (down, restarting, refusing
+    /// connections): nothing was written.
+    #[error("memory backend {server} is unreachable: {reason}")]
+    Unavailable { server: String, reason: String },
+    /// The memory backend's database refused a statement or its schema does not fit.
+    #[error("memory backend {server}: {reason}")]
+    Backend { server: String, reason: String },
     #[error("secret scanner: {0}")]
     Secrets(#[from] crate::patterns::PatternError),
     #[error("{path}: {source}")]
@@ -475,7 +489,7 @@ impl Memories {
 }
 
 /// A random memory id (not yet checked free).
-fn random_id() -> Result<String> {
+pub(crate) fn random_id() -> Result<String> {
     let mut b = [0u8; 4];
     getrandom::getrandom(&mut b)
         .map_err(|e| MemoryError::Invalid(format!("no randomness for an id: {e}")))?;
@@ -484,7 +498,7 @@ fn random_id() -> Result<String> {
 
 /// Replace every secret in what a memory stores as free text (its text, tags and
 /// metadata strings) before anything reaches the log; the number replaced.
-fn redact_memory(m: &mut Memory) -> Result<u64> {
+pub(crate) fn redact_memory(m: &mut Memory) -> Result<u64> {
     let mut n = crate::patterns::redact_string(&mut m.text)?;
     for tag in &mut m.tags {
         n += crate::patterns::redact_string(tag)?;
@@ -520,7 +534,7 @@ fn warn_vectorless(e: &MemoryError) {
 }
 
 /// What a memory's vector is made of: its text and its tags.
-fn embedding_text(m: &Memory) -> String {
+pub(crate) fn embedding_text(m: &Memory) -> String {
     let mut t = m.text.clone();
     for tag in &m.tags {
         t.push(' ');

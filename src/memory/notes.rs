@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::{Memories, Memory, MemoryError, MemoryFilter, Result};
 
-fn check_name(name: &str) -> Result<&str> {
+/// A note name, trimmed and checked.
+pub(crate) fn check_name(name: &str) -> Result<&str> {
     let n = name.trim();
     if n.is_empty() || n.len() > 128 || n.chars().any(char::is_control) {
         return Err(MemoryError::Invalid(format!(
@@ -21,13 +22,7 @@ fn check_name(name: &str) -> Result<&str> {
 impl Memories {
     /// Set note `name` to `value` (a new version if it exists).
     pub fn note_set(&self, name: &str, value: &str, provenance: Option<&str>) -> Result<Memory> {
-        let name = check_name(name)?;
-        let mut m = Memory::new(value);
-        m.kind = "note".into();
-        m.metadata.insert("name".into(), Value::String(name.into()));
-        if let Some(p) = provenance {
-            m.provenance = p.into();
-        }
+        let (name, m) = note_entry(name, value, provenance)?;
         // Which entry holds the note is read under the writer lock, so two processes
         // setting a new note at once make one entry with two versions, not two notes.
         let label = format!("note:{name}");
@@ -60,6 +55,23 @@ impl Memories {
             None => Ok(false),
         })
     }
+}
+
+/// The entry note `name` is set to `value` as (the name checked and trimmed, returned
+/// beside it).
+pub(crate) fn note_entry<'n>(
+    name: &'n str,
+    value: &str,
+    provenance: Option<&str>,
+) -> Result<(&'n str, Memory)> {
+    let name = check_name(name)?;
+    let mut m = Memory::new(value);
+    m.kind = "note".into();
+    m.metadata.insert("name".into(), Value::String(name.into()));
+    if let Some(p) = provenance {
+        m.provenance = p.into();
+    }
+    Ok((name, m))
 }
 
 /// The name of a note entry.

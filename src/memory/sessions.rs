@@ -34,15 +34,7 @@ pub struct FileChange {
 impl Memories {
     /// Start a session; returns its entry (the id is the session id).
     pub fn start_session(&self, description: &str, tags: &[String]) -> Result<Memory> {
-        if description.trim().is_empty() {
-            return Err(MemoryError::Invalid("a session needs a description".into()));
-        }
-        let mut m = Memory::new(format!("session: {description}"));
-        m.kind = "session".into();
-        m.tags = tags.to_vec();
-        m.metadata.insert("description".into(), json!(description));
-        m.metadata.insert("status".into(), json!("active"));
-        self.write(m)
+        self.write(session_entry(description, tags)?)
     }
 
     /// End a session: mark it and write the summary of what it recorded.
@@ -72,82 +64,119 @@ impl Memories {
         let Some(session) = l.get(&id)? else {
             return Err(MemoryError::NotFound(id.to_string()));
         };
-        if session.kind != "session" {
-            return Err(MemoryError::Invalid(format!(
-                "{id} is a {}, not a session",
-                session.kind
-            )));
-        }
+        check_session(&session)?;
         let filter = MemoryFilter {
             session: Some(session.id.clone()),
             ..MemoryFilter::default()
         };
-        let mut entries = self.list_filtered(&filter, usize::MAX >> 1, 0)?;
-        entries.sort_by_key(|e| (e.created_ms, e.id.clone()));
-        let summary = summarise(&session, &entries, success);
-        let mut m = session.clone();
-        m.text = summary.clone();
-        if let Some(given) = user_summary.map(str::trim).filter(|t| !t.is_empty()) {
-            m.text.push_str(&format!("\nsummary given: {given}\n"));
-            m.metadata.insert("user_summary".into(), json!(given));
-        }
-        m.metadata.insert("status".into(), json!("ended"));
-        m.metadata.insert("success".into(), json!(success));
-        m.metadata.insert("summary".into(), json!(summary));
-        m.metadata
-            .insert("ended_ms".into(), json!(crate::store::now_ms()));
+        let entries = self.list_filtered(&filter, usize::MAX >> 1, 0)?;
+        let m = ended_session(&session, entries, success, user_summary);
         self.update_locked(l, &session.id, m)
     }
 
     /// Record a file change with its reason.
     pub fn track_file_change(&self, c: &FileChange) -> Result<Memory> {
-        if c.path.trim().is_empty() || c.reason.trim().is_empty() {
-            return Err(MemoryError::Invalid(
-                "a file change needs a path and a reason".into(),
-            ));
-        }
-        if !CHANGE_ACTIONS.contains(&c.action.as_str()) {
+        self.write(change_entry(c)?)
+    }
+}
+
+/// The entry a new session is stored as.
+pub(crate) fn session_entry(description: &str, tags: &[String]) -> Result<Memory> {
+    if description.trim().is_empty() {
+        return Err(MemoryError::Invalid("a session needs a description".into()));
+    }
+    let mut m = Memory::new(format!("session: {description}"));
+    m.kind = "session".into();
+    m.tags = tags.to_vec();
+    m.metadata.insert("description".into(), json!(description));
+    m.metadata.insert("status".into(), json!("active"));
+    Ok(m)
+}
+
+/// Refuse to end an entry that is not a session.
+pub(crate) fn check_session(session: &Memory) -> Result<()> {
+    if session.kind != "session" {
+        return Err(MemoryError::Invalid(format!(
+            "{} is a {}, not a session",
+            session.id, session.kind
+        )));
+    }
+    Ok(())
+}
+
+/// The new version of `session` when it ends: its summary built from `entries` (every
+/// entry recorded with its id as `session`, in any order), the caller's own summary
+/// kept beside it.
+pub(crate) fn ended_session(
+    session: &Memory,
+    mut entries: Vec<Memory>,
+    success: bool,
+    user_summary: Option<&str>,
+) -> Memory {
+    entries.sort_by_key(|e| (e.created_ms, e.id.clone()));
+    let summary = summarise(session, &entries, success);
+    let mut m = session.clone();
+    m.text = summary.clone();
+    if let Some(given) = user_summary.map(str::trim).filter(|t| !t.is_empty()) {
+        m.text.push_str(&format!("\nsummary given: {given}\n"));
+        m.metadata.insert("user_summary".into(), json!(given));
+    }
+    m.metadata.insert("status".into(), json!("ended"));
+    m.metadata.insert("success".into(), json!(success));
+    m.metadata.insert("summary".into(), json!(summary));
+    m.metadata
+        .insert("ended_ms".into(), json!(crate::store::now_ms()));
+    m
+}
+
+/// The entry a file change is stored as (checked: path, reason, action, line range).
+pub(crate) fn change_entry(c: &FileChange) -> Result<Memory> {
+    if c.path.trim().is_empty() || c.reason.trim().is_empty() {
+        return Err(MemoryError::Invalid(
+            "a file change needs a path and a reason".into(),
+        ));
+    }
+    if !CHANGE_ACTIONS.contains(&c.action.as_str()) {
+        return Err(MemoryError::Invalid(format!(
+            "action {:?} is not one of {}",
+            c.action,
+            CHANGE_ACTIONS.join(", ")
+        )));
+    }
+    if let (Some(a), Some(b)) = (c.start_line, c.end_line) {
+        if a == 0 || b < a {
             return Err(MemoryError::Invalid(format!(
-                "action {:?} is not one of {}",
-                c.action,
-                CHANGE_ACTIONS.join(", ")
+                "line range {a}-{b} is not 1-based and ordered"
             )));
         }
-        if let (Some(a), Some(b)) = (c.start_line, c.end_line) {
-            if a == 0 || b < a {
-                return Err(MemoryError::Invalid(format!(
-                    "line range {a}-{b} is not 1-based and ordered"
-                )));
-            }
-        }
-        let mut text = format!("{} {}: {}", c.action, c.path, c.reason);
-        if let Some(d) = &c.diff_summary {
-            text.push_str(&format!("\n{d}"));
-        }
-        let mut m = Memory::new(text);
-        m.kind = "file_change".into();
-        m.session = c.session.clone();
-        m.symbols = std::iter::once(&c.path)
-            .chain(&c.related_files)
-            .map(|p| format!("file:{p}"))
-            .collect();
-        let mut meta = Map::new();
-        meta.insert("path".into(), json!(c.path));
-        meta.insert("action".into(), json!(c.action));
-        meta.insert("reason".into(), json!(c.reason));
-        meta.insert("related_files".into(), json!(c.related_files));
-        for (k, v) in [
-            ("diff_summary", c.diff_summary.as_ref().map(|d| json!(d))),
-            ("start_line", c.start_line.map(|l| json!(l))),
-            ("end_line", c.end_line.map(|l| json!(l))),
-        ] {
-            if let Some(v) = v {
-                meta.insert(k.into(), v);
-            }
-        }
-        m.metadata = meta;
-        self.write(m)
     }
+    let mut text = format!("{} {}: {}", c.action, c.path, c.reason);
+    if let Some(d) = &c.diff_summary {
+        text.push_str(&format!("\n{d}"));
+    }
+    let mut m = Memory::new(text);
+    m.kind = "file_change".into();
+    m.session = c.session.clone();
+    m.symbols = std::iter::once(&c.path)
+        .chain(&c.related_files)
+        .map(|p| format!("file:{p}"))
+        .collect();
+    let mut meta = Map::new();
+    meta.insert("path".into(), json!(c.path));
+    meta.insert("action".into(), json!(c.action));
+    meta.insert("reason".into(), json!(c.reason));
+    meta.insert("related_files".into(), json!(c.related_files));
+    for (k, v) in [
+        ("diff_summary", c.diff_summary.as_ref().map(|d| json!(d))),
+        ("start_line", c.start_line.map(|l| json!(l))),
+        ("end_line", c.end_line.map(|l| json!(l))),
+    ] {
+        if let Some(v) = v {
+            meta.insert(k.into(), v);
+        }
+    }
+    m.metadata = meta;
+    Ok(m)
 }
 
 fn field<'a>(m: &'a Memory, name: &str) -> Option<&'a str> {

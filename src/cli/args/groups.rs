@@ -127,6 +127,14 @@ pub enum ConfigCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Apply the schema migrations the database lacks (one transaction; others wait).
+    Migrate,
+    /// The database's schema version and the migrations it lacks.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// Start a session; prints its id.
     Start {

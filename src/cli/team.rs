@@ -1,0 +1,361 @@
+//! The memory commands on the team backend: when `database_url` is set, memories,
+//! notes and coding records live in that PostgreSQL database (`engram::memory_pg`),
+//! under the repository the local store would have been for (its directory name).
+//! Routing and printing only, through the `MemoryBackend` trait; commands that need a
+//! local store (staleness, model-assisted ones) say so.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use engram::memory::{note_name, Decision, ErrorReport, FileChange, MemoryBackend, MemoryFilter};
+use engram::memory_pg::PgDatabase;
+use serde_json::json;
+
+use super::memories::{human, memory_filter, memory_from, report_redactions};
+use super::output::Output;
+use super::{store_dir, Cli, Command, ErrorCommand, NoteCommand, SessionCommand};
+
+/// The repository name the team backend files this checkout's memories under: the
+/// name of the store directory it would use locally (`<name>-<hash>` of its remote).
+fn repo_name(cli: &Cli) -> Result<String> {
+    let dir = store_dir(cli)?;
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .with_context(|| format!("no repository name in {}", dir.display()))
+}
+
+fn not_here(what: &str) -> Result<ExitCode> {
+    bail!(
+        "{what} needs the local store and is not available with database_url set (the team backend); unset ENGRAM_DATABASE_URL to use the local store"
+    )
+}
+
+pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
+    let db = PgDatabase::connect(url)?;
+    let repo = repo_name(cli)?;
+    let b = db.memories(&repo, super::embedder()?)?;
+    run_on(&b, cli, out)
+}
+
+fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
+    match &cli.command {
+        Command::Remember { text, fields } => {
+            let m = b.write(memory_from(text, fields)?)?;
+            report_redactions(m.redacted);
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Update { id, text, fields } => {
+            let m = b.update(id, memory_from(text, fields)?)?;
+            report_redactions(m.redacted);
+            out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
+        }
+        Command::History { id } => {
+            let versions = b.history(id)?;
+            if versions.is_empty() {
+                bail!("no memory {id}");
+            }
+            out.value(&json!({"versions": versions}), || {
+                versions
+                    .iter()
+                    .map(|m| format!("version {} at {} ms\n{}", m.version, m.updated_ms, m.text))
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            })?;
+        }
+        Command::Get { id } => {
+            let Some(m) = b.get(id)? else {
+                bail!("no memory {id}");
+            };
+            out.value(&m, || human(&m))?;
+        }
+        Command::Forget { id } => {
+            let forgotten = b.forget(id)?;
+            out.value(&json!({"id": id, "forgotten": forgotten}), || {
+                if forgotten {
+                    format!("forgot {id}")
+                } else {
+                    format!("no memory {id}")
+                }
+            })?;
+            if !forgotten {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::List {
+            limit,
+            offset,
+            filter,
+        } => {
+            let list = b.list_filtered(&memory_filter(filter)?, *limit, *offset)?;
+            let total = b.count()?;
+            out.value(&json!({"memories": list, "total": total}), || {
+                list.iter().map(human).collect::<Vec<_>>().join("\n")
+            })?;
+        }
+        Command::Recall {
+            query,
+            top_k,
+            filter,
+            rerank,
+            ..
+        } => {
+            if rerank.as_deref() == Some("llm") {
+                return not_here("--rerank llm");
+            }
+            let hits = b.recall(query, &memory_filter(filter)?, *top_k)?;
+            let rows: Vec<_> = hits
+                .iter()
+                .map(|h| json!({"key": h.memory.id, "kind": "memory", "score": h.score, "text": h.memory.text, "tags": h.memory.tags}))
+                .collect();
+            out.value(&json!({"hits": rows}), || {
+                hits.iter()
+                    .map(|h| format!("{:.4}  {}", h.score, human(&h.memory)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Import { file } => {
+            let report = b.import_file(file)?;
+            report_redactions(report.redacted);
+            out.value(&report, || {
+                format!(
+                    "imported {} memories ({} replaced) from {}",
+                    report.imported,
+                    report.replaced,
+                    file.display()
+                )
+            })?;
+        }
+        Command::Export { file } => match file {
+            Some(path) => {
+                let f =
+                    File::create(path).with_context(|| format!("creating {}", path.display()))?;
+                let mut w = BufWriter::new(f);
+                let n = b.export(&mut w)?;
+                w.flush()?;
+                if out.is_json() {
+                    out.value(&json!({"exported": n, "file": path}), String::new)?;
+                } else {
+                    eprintln!("exported {n} memories to {}", path.display());
+                }
+            }
+            None => {
+                let stdout = std::io::stdout();
+                let mut w = BufWriter::new(stdout.lock());
+                b.export(&mut w)?;
+                w.flush()?;
+            }
+        },
+        Command::Note { command } => return notes(b, out, command),
+        Command::Session {
+            command: SessionCommand::Start { description, tags },
+        } => {
+            let m = b.start_session(description, tags)?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Session {
+            command:
+                SessionCommand::End {
+                    id,
+                    failed,
+                    llm_summary,
+                    extract,
+                    dry_run,
+                },
+        } => {
+            if *llm_summary || *extract || *dry_run {
+                return not_here("a model-assisted session end");
+            }
+            let m = b.end_session(id, !failed, None)?;
+            out.value(&m, || m.text.clone())?;
+        }
+        Command::Change {
+            path,
+            action,
+            reason,
+            diff_summary,
+            related,
+            lines,
+            session,
+        } => {
+            let (start_line, end_line) = match lines {
+                None => (None, None),
+                Some(r) => {
+                    let parsed = r
+                        .split_once('-')
+                        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+                    let Some((a, b)) = parsed else {
+                        bail!("--lines {r:?}: expected START-END, e.g. 10-42");
+                    };
+                    (Some(a), Some(b))
+                }
+            };
+            let m = b.track_file_change(&FileChange {
+                path: path.clone(),
+                action: action.clone(),
+                reason: reason.clone(),
+                diff_summary: diff_summary.clone(),
+                related_files: related.clone(),
+                start_line,
+                end_line,
+                session: session.clone(),
+            })?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Related { id, hops } => {
+            let rel = b.related(id, *hops)?;
+            out.value(&json!({"related": rel}), || {
+                rel.iter()
+                    .map(|r| {
+                        format!(
+                            "{} {} ({} from {})",
+                            "  ".repeat(r.hops as usize - 1),
+                            r.key,
+                            r.via,
+                            r.from
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Error {
+            command:
+                ErrorCommand::Record {
+                    error_type,
+                    message,
+                    stack_trace,
+                    file,
+                    line,
+                    solution,
+                    resolved,
+                    screenshot,
+                    session,
+                    resolved_by,
+                },
+        } => {
+            if screenshot.is_some() {
+                return not_here("--screenshot");
+            }
+            let m = b.record_error(
+                &ErrorReport {
+                    error_type: error_type.clone(),
+                    message: message.clone(),
+                    stack_trace: stack_trace.clone(),
+                    file: file.clone(),
+                    line: *line,
+                    solution: solution.clone(),
+                    resolved: *resolved,
+                    session: session.clone(),
+                    resolved_by: resolved_by.clone(),
+                    ..ErrorReport::default()
+                },
+                &[],
+            )?;
+            report_redactions(m.redacted);
+            out.value(&m, || {
+                format!("{} (seen {} times)", m.id, m.metadata["frequency"])
+            })?;
+        }
+        Command::Error {
+            command: ErrorCommand::Search { query, top_k },
+        } => {
+            let filter = MemoryFilter {
+                kind: Some("error".into()),
+                ..MemoryFilter::default()
+            };
+            let mut hits = b.recall(query, &filter, *top_k)?;
+            hits.sort_by_key(|h| !h.memory.metadata.contains_key("solution"));
+            let rows: Vec<_> = hits
+                .iter()
+                .map(|h| json!({"key": h.memory.id, "kind": "error", "score": h.score, "text": h.memory.text, "metadata": h.memory.metadata}))
+                .collect();
+            out.value(&json!({"hits": rows}), || {
+                hits.iter()
+                    .map(|h| human(&h.memory))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        Command::Decision {
+            decision,
+            rationale,
+            alternatives,
+            impact,
+            files,
+            tags,
+            confidence,
+            session,
+        } => {
+            let m = b.record_decision(&Decision {
+                decision: decision.clone(),
+                rationale: rationale.clone(),
+                alternatives: alternatives.clone(),
+                impact: impact.clone(),
+                tags: tags.clone(),
+                related_files: files.clone(),
+                confidence: *confidence,
+                reviewed: false,
+                session: session.clone(),
+            })?;
+            out.value(&m, || m.id.clone())?;
+        }
+        Command::Stale { .. } => return not_here("engram stale"),
+        Command::Confirm { .. } => return not_here("engram confirm"),
+        Command::Context { .. } => return not_here("engram context"),
+        Command::Analyze => return not_here("engram analyze"),
+        Command::Session { .. } => return not_here("this session command"),
+        Command::Error { .. } => return not_here("this error command"),
+        _ => unreachable!("dispatched in cli::run"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn notes(b: &dyn MemoryBackend, out: &Output, command: &NoteCommand) -> Result<ExitCode> {
+    match command {
+        NoteCommand::Set {
+            name,
+            value,
+            provenance,
+        } => {
+            let m = b.note_set(name, value, provenance.as_deref())?;
+            report_redactions(m.redacted);
+            out.value(&m, || {
+                format!("{name} = {} (version {})", m.text, m.version)
+            })?;
+        }
+        NoteCommand::Get { name } => {
+            let Some(m) = b.note_get(name)? else {
+                bail!("no note {name:?}; `engram note list` shows them");
+            };
+            out.value(&m, || m.text.clone())?;
+        }
+        NoteCommand::List => {
+            let notes = b.note_list()?;
+            out.value(&json!({"notes": notes}), || {
+                notes
+                    .iter()
+                    .map(|m| format!("{} = {}", note_name(m).unwrap_or("?"), m.text))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+        }
+        NoteCommand::Delete { name } => {
+            let deleted = b.note_delete(name)?;
+            out.value(&json!({"name": name, "deleted": deleted}), || {
+                if deleted {
+                    format!("deleted {name}")
+                } else {
+                    format!("no note {name:?}")
+                }
+            })?;
+            if !deleted {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

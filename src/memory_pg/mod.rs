@@ -1,0 +1,323 @@
+//! The team backend: memories on PostgreSQL with pgvector, behind the same
+//! [`MemoryBackend`](crate::memory::MemoryBackend) trait as the local store.
+//!
+//! It owns the connection to one database ([`PgDatabase`]: a pool of connections and
+//! the small tokio runtime that drives them), the schema and its versioned migrations
+//! (`migrations/*.sql`, embedded; applied only by [`PgDatabase::migrate`], that is
+//! `engram db migrate`), and one repository's view of the memories ([`PgMemories`]).
+//! What an entry is, how it is validated, redacted, embedded and exported is the
+//! memory layer's: this module stores and finds what that layer builds, and must
+//! never decide it differently. It never touches a local store or the code index.
+//!
+//! Isolation is the database's: every transaction sets `engram.repo`, and row-level
+//! security (forced, so the tables' owner is bound too) hides every other
+//! repository's rows. Concurrency is by construction: versions, error frequencies and
+//! note entries are incremented or claimed by single statements under row locks, and
+//! a call returns only after its transaction committed.
+
+mod backend;
+mod rows;
+mod schema;
+
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::NoTls;
+
+use crate::embed::Embedder;
+use crate::memory::{MemoryError, Result};
+
+pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
+
+/// How long opening a connection may take before the call fails (PostgreSQL down or
+/// unreachable): calls fail fast rather than hang.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a call waits for a free pooled connection.
+const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections per database (per process).
+const POOL_SIZE: usize = 16;
+/// How often a transaction is retried after a serialization failure or deadlock.
+const RETRIES: usize = 8;
+
+/// One PostgreSQL database: its connection pool and the runtime driving it. Shared
+/// by every repository's [`PgMemories`] on it.
+pub struct PgDatabase {
+    runtime: Option<tokio::runtime::Runtime>,
+    pool: Pool,
+    server: String,
+}
+
+impl std::fmt::Debug for PgDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDatabase")
+            .field("server", &self.server)
+            .finish()
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        // Never block (this may run inside another runtime): connections close as
+        // their tasks are dropped.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// `host:port/database` of a connection configuration (never the password).
+fn describe(cfg: &tokio_postgres::Config) -> String {
+    let host = match cfg.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    let db = cfg.get_dbname().or(cfg.get_user()).unwrap_or("postgres");
+    format!("postgres {host}:{port}/{db}")
+}
+
+impl PgDatabase {
+    /// Prepare connections to the database at `url` (`postgres://USER:PASS@HOST:PORT/DB`
+    /// or a `key=value` string). Nothing is connected yet: the first call connects,
+    /// and fails within [`CONNECT_TIMEOUT`] when the server is not there.
+    pub fn connect(url: &str) -> Result<Arc<PgDatabase>> {
+        let mut cfg = tokio_postgres::Config::from_str(url).map_err(|e| {
+            MemoryError::Invalid(format!(
+                "database_url is not a PostgreSQL connection string ({e}); expected postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+            ))
+        })?;
+        if cfg.get_connect_timeout().is_none() {
+            cfg.connect_timeout(CONNECT_TIMEOUT);
+        }
+        cfg.application_name("engram");
+        let server = describe(&cfg);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("engram-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| MemoryError::Invalid(format!("no runtime for {server}: {e}")))?;
+        let manager = Manager::from_config(
+            cfg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(WAIT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT + Duration::from_secs(2)))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| MemoryError::Invalid(format!("{server}: {e}")))?;
+        Ok(Arc::new(PgDatabase {
+            runtime: Some(runtime),
+            pool,
+            server,
+        }))
+    }
+
+    /// `postgres host:port/database`, for messages.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Run `fut` on this database's runtime and wait for it. Safe from any thread:
+    /// from inside another runtime (a `spawn_blocking` closure, even an async task) it
+    /// runs on a helper thread instead of nesting runtimes.
+    pub(crate) fn block_on<F: Future + Send>(&self, fut: F) -> F::Output
+    where
+        F::Output: Send,
+    {
+        let rt = self.runtime.as_ref().expect("runtime lives until drop");
+        if tokio::runtime::Handle::try_current().is_err() {
+            return rt.block_on(fut);
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| rt.block_on(fut))
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    }
+
+    /// A pooled connection; a typed [`MemoryError::Unavailable`] naming the server
+    /// when none can be had.
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| self.pool_error(e))
+    }
+
+    fn pool_error(&self, e: PoolError) -> MemoryError {
+        match e {
+            PoolError::Backend(e) => self.error(e),
+            PoolError::Timeout(t) => MemoryError::Unavailable {
+                server: self.server.clone(),
+                reason: format!("no connection within the time allowed ({t:?})"),
+            },
+            other => MemoryError::Unavailable {
+                server: self.server.clone(),
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    /// A client error as a memory error: connection failures are
+    /// [`MemoryError::Unavailable`], statements the server refused
+    /// [`MemoryError::Backend`].
+    pub(crate) fn error(&self, e: tokio_postgres::Error) -> MemoryError {
+        let unavailable = |reason: String| MemoryError::Unavailable {
+            server: self.server.clone(),
+            reason,
+        };
+        match e.as_db_error() {
+            Some(db) => {
+                let code = db.code().code();
+                // Class 08: connection exception; 57P01-57P03: shutting down,
+                // crashed, not yet accepting connections.
+                if code.starts_with("08") || ["57P01", "57P02", "57P03"].contains(&code) {
+                    unavailable(db.message().to_string())
+                } else {
+                    MemoryError::Backend {
+                        server: self.server.clone(),
+                        reason: format!("{} ({code})", db.message()),
+                    }
+                }
+            }
+            None => {
+                let mut reason = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    reason.push_str(&format!(": {s}"));
+                    source = s.source();
+                }
+                unavailable(reason)
+            }
+        }
+    }
+
+    /// The schema version of the database and what migrations it lacks.
+    pub fn status(&self) -> Result<SchemaStatus> {
+        self.block_on(schema::status(self))
+    }
+
+    /// Apply every migration the database lacks, in order, in one transaction (others
+    /// migrating at the same time wait); refuses a database whose schema is newer
+    /// than this build's. Returns the migrations applied.
+    pub fn migrate(&self) -> Result<Vec<&'static Migration>> {
+        self.block_on(schema::migrate(self))
+    }
+
+    /// Fails unless the database's schema is exactly this build's: a newer one is
+    /// refused (upgrade engram), an older one needs `engram db migrate`.
+    pub fn check_schema(&self) -> Result<()> {
+        self.block_on(schema::check(self))
+    }
+
+    /// The memories of repository `repo` in this database, embedded with `embedder`
+    /// (the same as the local store's, so one query vector searches both). Checks the
+    /// schema version first.
+    pub fn memories(
+        self: &Arc<Self>,
+        repo: &str,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<PgMemories> {
+        PgMemories::open(self.clone(), repo, embedder)
+    }
+}
+
+/// Whether a statement failed only because of a concurrent transaction (serialization
+/// failure, deadlock): the transaction is retried.
+fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+/// Whether the database's pgvector is at least `version` (major, minor).
+async fn pgvector_at_least(db: &PgDatabase, version: (u32, u32)) -> Result<bool> {
+    let client = db.client().await?;
+    let row = client
+        .query_opt(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+            &[],
+        )
+        .await
+        .map_err(|e| db.error(e))?;
+    let Some(row) = row else {
+        return Err(MemoryError::Backend {
+            server: db.server.clone(),
+            reason: "the pgvector extension is not installed in this database".into(),
+        });
+    };
+    let v: String = row.get(0);
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    Ok(found >= version)
+}
+
+/// One repository's memories in a PostgreSQL database.
+pub struct PgMemories {
+    db: Arc<PgDatabase>,
+    repo: String,
+    embedder: Arc<dyn Embedder>,
+    /// pgvector 0.8 or later: filtered nearest-neighbour queries scan the HNSW index
+    /// on until they have enough rows (`hnsw.iterative_scan`).
+    iterative_scan: bool,
+}
+
+impl std::fmt::Debug for PgMemories {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgMemories")
+            .field("server", &self.db.server)
+            .field("repo", &self.repo)
+            .finish()
+    }
+}
+
+impl PgMemories {
+    /// The memories of `repo` in `db`; see [`PgDatabase::memories`].
+    pub fn open(
+        db: Arc<PgDatabase>,
+        repo: &str,
+        embedder: Arc<dyn Embedder>,
+    ) -> Result<PgMemories> {
+        if repo.trim().is_empty() || repo.len() > 256 || repo.chars().any(char::is_control) {
+            return Err(MemoryError::Invalid(format!(
+                "repository name {repo:?} must be 1 to 256 bytes without control characters"
+            )));
+        }
+        db.check_schema()?;
+        let iterative_scan = db.block_on(pgvector_at_least(&db, (0, 8)))?;
+        let m = PgMemories {
+            db,
+            repo: repo.to_string(),
+            embedder,
+            iterative_scan,
+        };
+        m.db.block_on(m.ensure_vector_index())?;
+        Ok(m)
+    }
+
+    /// The repository these memories belong to.
+    pub fn repo(&self) -> &str {
+        &self.repo
+    }
+
+    /// The database they are in.
+    pub fn database(&self) -> &Arc<PgDatabase> {
+        &self.db
+    }
+
+    /// The embedder that makes their vectors.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+}
