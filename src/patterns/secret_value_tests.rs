@@ -1,6 +1,7 @@
 //! Tests of the secret-value judgement (`secret_value.rs`).
 
 use super::*;
+use crate::patterns::secret_shape::is_base64_of_text;
 
 #[test]
 fn the_threshold_separates_defaults_from_random_values() {
