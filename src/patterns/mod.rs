@@ -12,6 +12,7 @@ pub mod builtin;
 mod compile;
 pub mod redact;
 mod scan;
+mod secret_code;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;

@@ -7,8 +7,23 @@
 //! about entropy or where the value sits (`secret_value` asks it, as do the framing
 //! checks). A random value holds one of these words in those forms about 3 × 62^-5 per
 //! position for a five-letter word.
+//!
+//! Two forms only a keyword's value is judged by (`secret_keyword`), added in round 8:
+//!
+//! - [`is_elided`]: a value cut short with `...` or `…` (`"ya29.c.b0Aaekm1Le…..."` in
+//!   a test's mocked response): what is shown is a prefix, and the token it stood for
+//!   is not in the text. A random value ends so only when its alphabet holds `.`: 1 in
+//!   68^3 ≈ 3 × 10^-6 for a password alphabet with `.` (the test counts them), never
+//!   for base62 or base64.
+//! - [`is_path_template`]: a route with a named field between slashes
+//!   (`admin/realms/{realm-name}/users/{id}/credentials`), whose other segments read
+//!   as code (`secret_words::is_code_like`). No random value of the token or password
+//!   alphabets holds `/{name}` (0 of 200,000 printable values in the test), and a
+//!   template with a random 16-character segment passes only when that segment reads
+//!   as code (the test counts them).
 
 use super::secret_placeholder::holds_keyword_word;
+use super::secret_words::is_code_like;
 
 /// Substrings of placeholders and references rather than values: symbols no random
 /// value of the common alphabets holds, and words of 5 letters or more, which one
@@ -114,4 +129,119 @@ pub fn is_placeholder(value: &str) -> bool {
             .any(|p| holds_written_word(v, &lower, p))
         || holds_keyword_word(v)
         || REFERENCES.iter().any(|r| at_word_start(r))
+}
+
+/// Whether `value` is cut short with `...` or `…` (`ewogICJ0eXBl…IsCiAgIn...`); see the
+/// module comment.
+pub(super) fn is_elided(value: &str) -> bool {
+    value.ends_with("...") || value.ends_with('\u{2026}')
+}
+
+/// Whether `segment` is a template's named field: `{name}`, `{realm-name}`, `{id}`.
+fn is_named_field(segment: &str) -> bool {
+    let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) else {
+        return false;
+    };
+    name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// Whether `value` is a route template (`/v1/auth/{mount_point}/config/identity`): a
+/// named field between slashes, and the other segments reading as code; see the
+/// module comment.
+pub(super) fn is_path_template(value: &str) -> bool {
+    let segments: Vec<&str> = value.split('/').collect();
+    if segments.len() < 2 || !segments.iter().any(|s| is_named_field(s)) {
+        return false;
+    }
+    let rest: Vec<&str> = segments
+        .into_iter()
+        .filter(|s| !s.is_empty() && !is_named_field(s))
+        .collect();
+    !rest.is_empty() && is_code_like(&rest.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    #[test]
+    fn elided_values_and_route_templates() {
+        assert!(is_elided("ya29.c.b0Aaekm1Le-n2NCqrzZjdMtjpbgRji2yhiJkO..."));
+        assert!(is_elided(
+            "ewogICJ0eXBlIjogInNlcnZpY2VfYWNjb3VudCIsCiAgIn\u{2026}"
+        ));
+        assert!(!is_elided("Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm"));
+        assert!(!is_elided("Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7N.."));
+        for v in [
+            "admin/realms/{realm-name}/users/{id}/credentials",
+            "admin/realms/{realm-name}/users/{id}/credentials/{credential_id}",
+            "admin/realms/{realm-name}/authentication/config/{id}",
+            "/v1/auth/{mount_point}/config/identity",
+        ] {
+            assert!(is_path_template(v), "{v}");
+        }
+        for v in [
+            "/v1/{id}/Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm",
+            "{id}/{name}",
+            "{token}",
+            "/hooks/{x}/config",
+            "Zk5Hc9Jd0Pa6/{Sg2Ue4Ti8}",
+        ] {
+            assert!(!is_path_template(v), "{v}");
+        }
+    }
+
+    /// The false-negative rates of the module comment.
+    #[test]
+    fn random_values_are_rarely_elided_or_templates() {
+        let mut next = xorshift(0xD1B5_4A32_D192_ED03u64);
+        let base64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let password = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!*";
+        let printable: Vec<u8> = (b'!'..=b'~').collect();
+        let mut pick = |alphabet: &[u8], len: usize| -> String {
+            (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                .collect()
+        };
+        for alphabet in [&base64[..], &password[..], &printable[..]] {
+            for len in [12usize, 16, 40] {
+                let tries = 200_000;
+                let (mut elided, mut template) = (0, 0);
+                for _ in 0..tries {
+                    let v = pick(alphabet, len);
+                    elided += usize::from(is_elided(&v));
+                    template += usize::from(is_path_template(&v));
+                }
+                eprintln!(
+                    "{len} of {} characters: {elided} elided, {template} templates of {tries}",
+                    alphabet.len()
+                );
+                // 3 × 10^-6 expected where the alphabet holds `.`: 0.6 in 200,000.
+                assert!(elided <= 3, "{elided} of {tries} random values elided");
+                assert_eq!(template, 0, "{len} of {}", alphabet.len());
+            }
+        }
+        // A real token in a route template is still caught unless it reads as code.
+        let mut passed = 0;
+        for _ in 0..200_000 {
+            let v = format!("/v1/hooks/{{id}}/{}", pick(&base64[..62], 16));
+            passed += usize::from(is_path_template(&v));
+        }
+        eprintln!("templates holding a random 16-character segment: {passed} of 200,000");
+        assert!(passed <= 10, "{passed}");
+    }
 }

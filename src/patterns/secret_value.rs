@@ -94,6 +94,8 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "model",
     "backend",
     "class",
+    // Python's class-valued attributes (`oauth2_client_cls = StarletteOAuth2App`).
+    "_cls",
     "handler",
     // OAuth's per-request values (`oauth_nonce`, `oauth_signature`) and names of
     // mechanisms (`authSchemes`): public on the wire or not values at all.
