@@ -36,7 +36,7 @@ pub const MIN_LEN: usize = 12;
 pub use super::secret_reference::is_placeholder;
 pub use super::secret_shape::{decode_base64, is_known_shape};
 use super::secret_views::percent_decode;
-use super::secret_words::{is_code_like, is_path};
+use super::secret_words::{is_code_like, is_path, loosely_words};
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
@@ -313,10 +313,17 @@ fn is_cli_flag(value: &str) -> bool {
 /// Whether `value` is words joined by `_`, `-`, `.`, `,` or `+` (a query string's
 /// space, `list+of+scopes`, `auth,auth-int`): each part lowercase letters
 /// (or one capital and lowercase, or all capitals as in `FAKE_SAML_RESPONSE`)
-/// optionally ending in digits, or digits alone.
+/// optionally ending in digits, or digits alone; and the letters read as words
+/// (`secret_words::loosely_words`): without that, 35 in 10^6 random passwords of the
+/// secrets corpus's shape passed (`qoiaikneobbm-i469`, secrets_redactor seed
+/// 1795611643191293336); see `random_passwords_rarely_read_as_joined_words`.
 fn is_wordy(value: &str) -> bool {
     let parts: Vec<&str> = value.split(['_', '-', '.', '+', ',']).collect();
+    let letters = parts
+        .iter()
+        .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()));
     parts.len() >= 2
+        && loosely_words(letters)
         && parts.iter().all(|p| {
             let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
             let mut chars = letters.chars();
