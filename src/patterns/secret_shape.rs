@@ -15,11 +15,7 @@ use super::secret_reference::is_placeholder;
 /// (test vectors such as `dGhlIHNhbXBsZSBub25jZQ==`).
 pub fn is_known_shape(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
-    let digest_prefixes = [
-        "sha1-", "sha224-", "sha256-", "sha384-", "sha512-", "md5-", "sha1:", "sha256:", "sha384:",
-        "sha512:", "md5:", "blake2b-", "blake3:",
-    ];
-    if digest_prefixes.iter().any(|p| lower.starts_with(p)) {
+    if is_digest(value) {
         return true;
     }
     // Password hashes (Django's `pbkdf2_sha256$…`, crypt's `$2b$…`, `$argon2id$…`):
@@ -44,6 +40,45 @@ pub fn is_known_shape(value: &str) -> bool {
         return true;
     }
     is_uuid(value) || is_base64_of_text(value)
+}
+
+/// Digest algorithms as integrity strings and content digests name them, with the
+/// sizes in bytes a digest of theirs has (BLAKE2b's is chosen by its user).
+const DIGESTS: &[(&str, &[usize])] = &[
+    ("sha1", &[20]),
+    ("sha224", &[28]),
+    ("sha256", &[32]),
+    ("sha384", &[48]),
+    ("sha512", &[64]),
+    ("md5", &[16]),
+    ("blake2b", &[32, 48, 64]),
+    ("blake3", &[32]),
+];
+
+/// `sha512-<base64>` (a lockfile's integrity), `sha256:<hex>` (a content digest): an
+/// algorithm's name in lower or upper case, `-` or `:`, then a digest of that
+/// algorithm's size, in hex or base64. The size matters: matched on the name alone and
+/// regardless of case, a random bearer token starting `mD5-` passed for a digest
+/// (secrets_redactor seed 1795613264221144678); a random token of the right length
+/// now needs the prefix written as a person writes it too (about 62^-4 per try).
+fn is_digest(value: &str) -> bool {
+    DIGESTS.iter().any(|(name, sizes)| {
+        let upper = name.to_ascii_uppercase();
+        let body = [*name, upper.as_str()].iter().find_map(|n| {
+            value
+                .strip_prefix(n)
+                .and_then(|r| r.strip_prefix(['-', ':']))
+        });
+        body.is_some_and(|b| {
+            let hex = b
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit())
+                .then_some(b.len() / 2);
+            let hex = hex.filter(|_| b.len() % 2 == 0);
+            let b64 = decode_base64(b).map(|d| d.len());
+            sizes.iter().any(|&n| hex == Some(n) || b64 == Some(n))
+        })
+    })
 }
 
 fn is_uuid(v: &str) -> bool {
@@ -113,4 +148,54 @@ pub fn decode_base64(v: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_have_their_algorithms_size() {
+        for v in [
+            "sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==",
+            "sha1-W4o6d2Xf4AEmHd6RVYnngvjJTR4=",
+            "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "md5-XUFAKrxLKna5cZ2REBfFkg==",
+            "SHA256:n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg",
+        ] {
+            assert!(is_digest(v), "{v}");
+        }
+        for v in [
+            "mD5-YxmKQpgWF4qZJvdlfFpUF1T7AzDsAeRA7jYIgcUTay0x",
+            "md5-YxmKQpgWF4qZJvdlfFpUF1T7AzDsAeRA7jYIgcUTay0x",
+            "sha256:Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox",
+            "Sha1-W4o6d2Xf4AEmHd6RVYnngvjJTR4=",
+        ] {
+            assert!(!is_digest(v), "{v}");
+        }
+    }
+
+    /// Random base64url tokens of 20 to 99 characters are never digests (a token
+    /// passes only when it starts with a digest's name in one case, about 2 × 64^-4
+    /// for `md5-`, and its body has that digest's size).
+    #[test]
+    fn random_tokens_are_never_digests() {
+        let mut state = 0xBF58_476D_1CE4_E5B9u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let b64url = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut digests = 0;
+        for _ in 0..1_000_000 {
+            let len = 20 + (next() % 80) as usize;
+            let v: String = (0..len)
+                .map(|_| b64url[(next() % 64) as usize] as char)
+                .collect();
+            digests += usize::from(is_known_shape(&v) && is_digest(&v));
+        }
+        assert_eq!(digests, 0, "of 1,000,000 random tokens");
+    }
 }
