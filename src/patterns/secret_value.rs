@@ -323,7 +323,7 @@ fn is_wordy(value: &str) -> bool {
         .iter()
         .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()));
     parts.len() >= 2
-        && loosely_words(letters)
+        && loosely_words(letters, 0.5)
         && parts.iter().all(|p| {
             let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
             let mut chars = letters.chars();

@@ -122,18 +122,18 @@ impl Tally {
 /// Whether `words`, runs of letters each in one case or capitalised (the parts of a
 /// value of words joined by punctuation, `secret_value`'s `is_wordy`), read as words
 /// by a looser bar than [`is_code_like`]'s: each of two letters or more holds a vowel
-/// or is a common abbreviation, at most one is a single letter, and at least half of
-/// their letter pairs are common. Words a test writes (`some-gibbberish`,
-/// `redis_works_perfectly`) pass; random characters (`qoiaikneobbm-i469`,
-/// `h4.wm_a11-or_T`) mostly do not.
-pub(super) fn loosely_words<'a>(words: impl IntoIterator<Item = &'a str>) -> bool {
+/// or is a common abbreviation, at most one is a single letter, and at least
+/// `min_share` of their letter pairs are common (a quarter of all pairs are). Words a
+/// test writes (`some-gibbberish`, `redis_works_perfectly`) pass at a half; random
+/// characters (`qoiaikneobbm-i469`, `h4.wm_a11-or_T`) mostly do not.
+pub(super) fn loosely_words<'a>(words: impl IntoIterator<Item = &'a str>, min_share: f64) -> bool {
     let mut tally = Tally::default();
     for w in words.into_iter().filter(|w| !w.is_empty()) {
         if !w.bytes().all(|b| b.is_ascii_alphabetic()) || !tally.word(w.as_bytes()) {
             return false;
         }
     }
-    tally.single_letters <= 1 && tally.common * 2 >= tally.pairs
+    tally.single_letters <= 1 && tally.common as f64 >= min_share * tally.pairs as f64
 }
 
 /// Camel humps of a mixed-case run of letters: a leading lower-case word, humps of a
