@@ -409,3 +409,7 @@ pub(super) fn ceil_boundary(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "redact_corpus_tests.rs"]
+mod corpus_tests;

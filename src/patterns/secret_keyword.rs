@@ -7,8 +7,10 @@
 //! fails: any match gives a yes or a no.
 
 use super::redact::{ceil_boundary, find, floor_boundary};
+use super::secret_code::{is_member_expression, is_same_name_binding, is_type_name};
 use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt};
 use super::secret_placeholder::is_sample_phrase;
+use super::secret_reference::{is_elided, is_path_template};
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
 
 /// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
@@ -85,13 +87,46 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
             return false;
         }
     }
+    // `x = options.x`, `exports.X = X`, `credentials:this.opts.withCredentials?`,
+    // `authn: MFAVerifyWebauthnParams`: a name, a receiver's member or a type, code
+    // rather than a literal (`secret_code`).
+    if !quoted
+        && (is_same_name_binding(&assigned_name(text, start, ident), value)
+            || is_member_expression(value)
+            || is_type_name(value))
+    {
+        return false;
+    }
     // `token = "eyJ….e30."` (no signature), `Credential=AKID/…/aws4_request` (a SigV4
     // scope): nothing there authenticates anyone (`secret_inert`); `'p@ss;word=42'`:
-    // sample words and numbers joined by punctuation (`secret_placeholder`).
-    if is_unsigned_jwt(value) || is_sigv4_scope(value) || is_sample_phrase(value) {
+    // sample words and numbers joined by punctuation (`secret_placeholder`);
+    // `"ya29.c.b0Aaekm…..."` (cut short) and `"admin/realms/{realm-name}/credentials"`
+    // (a route template) stand for no value in the text (`secret_reference`).
+    if is_unsigned_jwt(value)
+        || is_sigv4_scope(value)
+        || is_sample_phrase(value)
+        || is_elided(value)
+        || is_path_template(value)
+    {
         return false;
     }
     looks_secret(ident, value, quoted, next)
+}
+
+/// The whole identifier the keyword's match starts inside (`gcsUseDownscopedCredential`
+/// for a match at `Credential`; `isWebAuthnError` for `exports.isWebAuthnError`): the
+/// identifier characters before `start`, then `ident`, from its last `.` on.
+fn assigned_name(text: &str, start: usize, ident: &str) -> String {
+    let before = &text.as_bytes()[..start];
+    let from = before
+        .iter()
+        .rposition(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'$'))
+        .map_or(0, |i| i + 1);
+    let whole = format!("{}{ident}", &text[from..start]);
+    match whole.rfind('.') {
+        Some(dot) => whole[dot + 1..].to_string(),
+        None => whole,
+    }
 }
 
 fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {

@@ -42,7 +42,7 @@
 //! none at 16); a keyword in one case about 36 × 3 × 66^-5 at 40 characters.
 
 use super::secret_value::decode_base64;
-use super::secret_words::{is_code_like, is_identifier_word};
+use super::secret_words::{is_code_like, is_identifier_word, loosely_words};
 
 /// Longest number taken for a sample password (`123123`, `12345678`): a PIN-like
 /// choice. A random 8-character password of the base62 alphabet is digits alone about
@@ -194,11 +194,20 @@ pub(super) fn is_plain_words(password: &str) -> bool {
         .split(|c: char| !c.is_ascii_alphabetic())
         .filter(|w| !w.is_empty())
         .count();
+    // The words must read as words, three in four of their letter pairs common
+    // (`secret_words::loosely_words`): without that, a random password of lower-case
+    // letters and `!` passed (`lfdjiax!vgktbk`, secrets_corpus seed 1795614668656831359).
     let joined_words = (1..=2).contains(&words)
         && (4..=14).contains(&letters)
         && password
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation());
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation())
+        && loosely_words(
+            password
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .filter(|w| !w.is_empty()),
+            0.75,
+        );
     one_case_words || joined_words
 }
 

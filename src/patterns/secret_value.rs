@@ -2,10 +2,11 @@
 //! keyword rule (`password = …`, `token: …`, `Bearer …`) has matched, where the regex
 //! alone cannot tell a credential from a variable name, a placeholder or a hash.
 //!
-//! It owns the Shannon-entropy threshold and the allowlist of shapes that look random
-//! but are not secrets (UUIDs, lockfile integrity strings, hashes, base64 of readable
-//! text). It never sees more than one matched span and never fails: any input gives
-//! a yes or a no.
+//! It owns the Shannon-entropy threshold and the order of the judgement; the shapes
+//! that look random but are not secrets (UUIDs, lockfile integrity strings, hashes,
+//! base64 of readable text) are `secret_shape`'s, the placeholders and references
+//! (`${TOKEN}`, `process.env.TOKEN`) `secret_reference`'s. It never sees more than one
+//! matched span and never fails: any input gives a yes or a no.
 //!
 //! ## The threshold
 //!
@@ -32,9 +33,10 @@ pub const MIN_ENTROPY: f64 = 3.0;
 /// Shortest value that can count as a secret.
 pub const MIN_LEN: usize = 12;
 
-use super::secret_placeholder::{holds_keyword_word, is_plain_words};
+pub use super::secret_reference::is_placeholder;
+pub use super::secret_shape::{decode_base64, is_known_shape};
 use super::secret_views::percent_decode;
-use super::secret_words::{is_code_like, is_path};
+use super::secret_words::{is_code_like, is_path, loosely_words};
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
@@ -92,6 +94,8 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "model",
     "backend",
     "class",
+    // Python's class-valued attributes (`oauth2_client_cls = StarletteOAuth2App`).
+    "_cls",
     "handler",
     // OAuth's per-request values (`oauth_nonce`, `oauth_signature`) and names of
     // mechanisms (`authSchemes`): public on the wire or not values at all.
@@ -145,217 +149,6 @@ pub fn qualifier_says_not_secret(before: &str) -> bool {
     }
     let word = before[start..end].to_ascii_lowercase();
     NOT_SECRET_QUALIFIERS.contains(&word.as_str())
-}
-
-/// Substrings of placeholders and references rather than values: symbols no random
-/// value of the common alphabets holds, and words of 5 letters or more, which one
-/// holds about once in 10^7 (so `fake`, 4 letters, is not among them).
-const PLACEHOLDERS: &[&str] = &[
-    "${",
-    "{{",
-    "}}",
-    "%s",
-    "%d",
-    "%(",
-    "{0}",
-    "{}",
-    "<",
-    ">",
-    "example",
-    "placeholder",
-    "changeme",
-    "change_me",
-    "change-me",
-    "redacted",
-    "dummy",
-    "sample",
-    "your_",
-    "your-",
-    "yourp",
-    "yours",
-    "insert",
-    "replace",
-];
-
-/// References to where a value comes from (`process.env.TOKEN`, `os.environ[…]`,
-/// `ENV["TOKEN"]`, `vault:…`): counted only at the start of a word and written all in
-/// lower or all in upper case: a random value holds `env.` in some mix of cases about
-/// once in 100,000, in one of those two forms four times less often.
-const REFERENCES: &[&str] = &[
-    "process.env",
-    "environ",
-    "getenv",
-    "env[",
-    "env.",
-    "secrets.",
-    "vault:",
-];
-
-/// Whether `v` holds the placeholder word `p` (lower case) as a person writes it: all
-/// lower case, all capitals, or capitalised (`your_key`, `YOUR_KEY`, `Yours`). Matched
-/// in any mix of cases, a random password (`YctDp0RnQ50jBhyouRP5`, the corpus test's
-/// seed 1795608266854813693) held `yourp` and was let through; in these three forms a
-/// random base62 value holds a given five-letter word about 3 × 62^-5 per position.
-fn holds_written_word(v: &str, lower: &str, p: &str) -> bool {
-    lower.match_indices(p).any(|(i, _)| {
-        let Some(found) = v.get(i..i + p.len()) else {
-            return false;
-        };
-        let rest_lower = found
-            .get(1..)
-            .is_some_and(|r| !r.bytes().any(|b| b.is_ascii_uppercase()));
-        found == p || found == p.to_ascii_uppercase() || rest_lower
-    })
-}
-
-/// Whether `value` is a placeholder or reference (`${TOKEN}`, `%s`, `<password>`,
-/// `os.environ`, `your-api-key`) rather than a literal credential.
-pub fn is_placeholder(value: &str) -> bool {
-    let v = value.trim();
-    if v.is_empty() || v.starts_with(['$', '%', '{', '#', '@', '&', '*']) {
-        return true;
-    }
-    // Masks (`xxxxxxxx`, `****`, `sk-xxxx…xxxx`): mostly x, * or dots. A substring
-    // test would also take random values that happen to hold `xXxX`.
-    let masked = v
-        .bytes()
-        .filter(|b| matches!(b, b'x' | b'X' | b'*' | b'.'))
-        .count();
-    if masked * 2 >= v.len() {
-        return true;
-    }
-    let lower = v.to_ascii_lowercase();
-    let at_word_start = |r: &str| {
-        lower.match_indices(r).any(|(i, _)| {
-            let written = &v.as_bytes()[i..i + r.len()];
-            let one_case = written == r.as_bytes()
-                || written
-                    .iter()
-                    .zip(r.bytes())
-                    .all(|(w, l)| *w == l.to_ascii_uppercase());
-            one_case && (i == 0 || !v.as_bytes()[i - 1].is_ascii_alphanumeric())
-        })
-    };
-    // `(whatever)`, `[password]`: a word in brackets stands for the value.
-    let bracketed_word = v.len() > 2
-        && matches!(
-            (v.as_bytes()[0], v.as_bytes()[v.len() - 1]),
-            (b'(', b')') | (b'[', b']')
-        )
-        && v[1..v.len() - 1]
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'_' | b'-'));
-    bracketed_word
-        || PLACEHOLDERS
-            .iter()
-            .any(|p| holds_written_word(v, &lower, p))
-        || holds_keyword_word(v)
-        || REFERENCES.iter().any(|r| at_word_start(r))
-}
-
-/// Shapes that look random but are identifiers or digests: UUIDs, lockfile
-/// integrity strings (`sha512-…`), `sha256:…` digests, and base64 of readable text
-/// (test vectors such as `dGhlIHNhbXBsZSBub25jZQ==`).
-pub fn is_known_shape(value: &str) -> bool {
-    let lower = value.to_ascii_lowercase();
-    let digest_prefixes = [
-        "sha1-", "sha224-", "sha256-", "sha384-", "sha512-", "md5-", "sha1:", "sha256:", "sha384:",
-        "sha512:", "md5:", "blake2b-", "blake3:",
-    ];
-    if digest_prefixes.iter().any(|p| lower.starts_with(p)) {
-        return true;
-    }
-    // Password hashes (Django's `pbkdf2_sha256$…`, crypt's `$2b$…`, `$argon2id$…`):
-    // stored verifiers, not credentials.
-    let hash_prefixes = [
-        "pbkdf2_",
-        "argon2$",
-        "bcrypt$",
-        "bcrypt_sha256$",
-        "scrypt$",
-        "$2a$",
-        "$2b$",
-        "$2y$",
-        "$argon2",
-        "$1$",
-        "$5$",
-        "$6$",
-        "$pbkdf2",
-        "$scrypt$",
-    ];
-    if hash_prefixes.iter().any(|p| lower.starts_with(p)) {
-        return true;
-    }
-    is_uuid(value) || is_base64_of_text(value)
-}
-
-fn is_uuid(v: &str) -> bool {
-    let b = v.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
-}
-
-/// Base64 whose decoding is mostly printable text: an encoded sentence (a test
-/// vector), a JSON object (a JWT's header alone), or `user:password` with an empty or
-/// plain-word password (`dXNlcm5hbWU6cGFzc3dvcmQ=`, `username:password`); not key
-/// material, which decodes to arbitrary bytes.
-fn is_base64_of_text(v: &str) -> bool {
-    let Some(out) = decode_base64(v) else {
-        return false;
-    };
-    if v.trim_end_matches('=').len() < 12 {
-        // Short values: only an encoded phrase (`YSBzZWNyZXQ=`, "a secret"), padded
-        // as an encoder pads it, of letters and spaces with at least one space.
-        // Random bytes decode so about once in 10^6 (8 bytes, each one of 53 of 256).
-        return v.len().is_multiple_of(4)
-            && out.contains(&b' ')
-            && out.iter().all(|&c| c == b' ' || c.is_ascii_alphabetic());
-    }
-    let printable = out
-        .iter()
-        .filter(|&&c| c == b' ' || c.is_ascii_graphic())
-        .count();
-    if printable * 10 < out.len() * 9 {
-        return false;
-    }
-    let sentence = out.contains(&b' ') && !out.contains(&b':') && v.len().is_multiple_of(4);
-    let json = out.first() == Some(&b'{') && out.last() == Some(&b'}');
-    let plain_login = printable == out.len()
-        && std::str::from_utf8(&out)
-            .ok()
-            .and_then(|t| t.split_once(':'))
-            .is_some_and(|(_, pw)| pw.is_empty() || is_plain_words(pw) || is_placeholder(pw));
-    sentence || json || plain_login
-}
-
-/// The bytes of standard or URL-safe base64 (padding optional), or `None` when `v`
-/// holds another character.
-pub fn decode_base64(v: &str) -> Option<Vec<u8>> {
-    let body = v.trim_end_matches('=');
-    let mut bits = 0u32;
-    let mut nbits = 0;
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    for c in body.bytes() {
-        let d = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | d as u32;
-        nbits += 6;
-        if nbits >= 8 {
-            nbits -= 8;
-            out.push((bits >> nbits) as u8);
-            bits &= (1 << nbits) - 1;
-        }
-    }
-    Some(out)
 }
 
 /// Whether a keyword rule's match is a secret. `ident` is the identifier holding the
@@ -520,10 +313,17 @@ fn is_cli_flag(value: &str) -> bool {
 /// Whether `value` is words joined by `_`, `-`, `.`, `,` or `+` (a query string's
 /// space, `list+of+scopes`, `auth,auth-int`): each part lowercase letters
 /// (or one capital and lowercase, or all capitals as in `FAKE_SAML_RESPONSE`)
-/// optionally ending in digits, or digits alone.
+/// optionally ending in digits, or digits alone; and the letters read as words
+/// (`secret_words::loosely_words`): without that, 35 in 10^6 random passwords of the
+/// secrets corpus's shape passed (`qoiaikneobbm-i469`, secrets_redactor seed
+/// 1795611643191293336); see `random_passwords_rarely_read_as_joined_words`.
 fn is_wordy(value: &str) -> bool {
     let parts: Vec<&str> = value.split(['_', '-', '.', '+', ',']).collect();
+    let letters = parts
+        .iter()
+        .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()));
     parts.len() >= 2
+        && loosely_words(letters, 0.5)
         && parts.iter().all(|p| {
             let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
             let mut chars = letters.chars();

@@ -36,7 +36,7 @@ const ABBREVIATIONS: &[&str] = &[
     "srv", "ws", "tcp", "ssl", "tls", "dns", "sql", "crt", "pwd", "pw", "tx", "rx", "px", "ln",
     "sz", "rgb", "dt", "tz", "kw", "btn", "lbl", "txt", "sh", "gz", "npm", "sdk", "vm", "ssh",
     "smtp", "ftp", "rpc", "grpc", "jwt", "hmac", "csrf", "xsrf", "xss", "crlf", "www", "cls",
-    "jwk", "jwks",
+    "jwk", "jwks", "dsn",
 ];
 
 /// Share of a value's in-word letter pairs that must be common for it to read as words.
@@ -117,6 +117,23 @@ impl Tally {
         };
         words.iter().all(|w| self.word(w))
     }
+}
+
+/// Whether `words`, runs of letters each in one case or capitalised (the parts of a
+/// value of words joined by punctuation, `secret_value`'s `is_wordy`), read as words
+/// by a looser bar than [`is_code_like`]'s: each of two letters or more holds a vowel
+/// or is a common abbreviation, at most one is a single letter, and at least
+/// `min_share` of their letter pairs are common (a quarter of all pairs are). Words a
+/// test writes (`some-gibbberish`, `redis_works_perfectly`) pass at a half; random
+/// characters (`qoiaikneobbm-i469`, `h4.wm_a11-or_T`) mostly do not.
+pub(super) fn loosely_words<'a>(words: impl IntoIterator<Item = &'a str>, min_share: f64) -> bool {
+    let mut tally = Tally::default();
+    for w in words.into_iter().filter(|w| !w.is_empty()) {
+        if !w.bytes().all(|b| b.is_ascii_alphabetic()) || !tally.word(w.as_bytes()) {
+            return false;
+        }
+    }
+    tally.single_letters <= 1 && tally.common as f64 >= min_share * tally.pairs as f64
 }
 
 /// Camel humps of a mixed-case run of letters: a leading lower-case word, humps of a

@@ -1,0 +1,207 @@
+//! A keyword assigned code rather than a literal: an unquoted value that is another
+//! name or a member of an object (`const gcsUseDownscopedCredential =
+//! options.gcsUseDownscopedCredential`, `exports.WebAuthnError = WebAuthnError`,
+//! `credentials:this.opts.withCredentials?`). The keyword rules match inside such
+//! identifiers all day, and the value, made of names the identifier-word list may lack
+//! (`gcs`, `Authn`), is not always read as code by `secret_words`.
+//!
+//! It owns two judgements of an unquoted value's shape, added in round 8, and is asked
+//! only by `secret_keyword`, which knows the assigned name:
+//!
+//! - [`is_same_name_binding`]: the value is a name or a member path whose last part is
+//!   the assigned name itself (`x = options.x`, `exports.X = X`). A secret would have
+//!   to end with its own variable's name; random values never do (the test: 0 of
+//!   200,000 per alphabet).
+//! - [`is_member_expression`]: the value is `receiver.member…`, where the receiver is
+//!   one of the words code reads settings from (`this`, `self`, `options`, `config`,
+//!   `props`, `ctx`, …) and each member an identifier. A random value starts so about
+//!   68^-4 ≈ 5 × 10^-8 of the time per three-letter receiver, and only in an alphabet
+//!   with `.` (the test: 0 of 200,000 per alphabet and length).
+//! - [`is_type_name`]: the value is a capitalised name ending in a word that names a
+//!   kind of type (`authn: MFAVerifyWebauthnParams`, `credentials:
+//!   EthereumWeb3Credentials`, `auth2_provision_cb: XOAuth2ProvisionCallback`): a type
+//!   annotation. The words are of five letters or more, written capitalised, so a
+//!   random base62 value ends in one about 62^-5 ≈ 10^-9 of the time per word (the
+//!   test: 0 of 200,000 per alphabet and length).
+
+/// Receivers that code reads a setting or a credential from: `options.token`,
+/// `this.opts.withCredentials`, `self.secret_key`.
+const RECEIVERS: &[&str] = &[
+    "this",
+    "self",
+    "cls",
+    "options",
+    "opts",
+    "config",
+    "cfg",
+    "conf",
+    "settings",
+    "props",
+    "params",
+    "args",
+    "kwargs",
+    "ctx",
+    "context",
+    "request",
+    "req",
+    "response",
+    "res",
+    "init",
+    "state",
+    "input",
+    "credentials",
+    "creds",
+    "exports",
+    "module",
+    "window",
+];
+
+/// Words that end a type's name (`…Params`, `…Callback`): capitalised, five letters or
+/// more (see the module comment for why no shorter one).
+const TYPE_WORDS: &[&str] = &[
+    "Params",
+    "Parameters",
+    "Options",
+    "Credentials",
+    "Credential",
+    "Callback",
+    "Handler",
+    "Provider",
+    "Config",
+    "Settings",
+    "Request",
+    "Response",
+    "Result",
+    "Error",
+    "Exception",
+    "Context",
+    "Client",
+    "Factory",
+    "Builder",
+    "Manager",
+    "Service",
+    "Interface",
+    "Props",
+    "State",
+    "Event",
+];
+
+/// An identifier of the common languages: `_`, `$`, letters and digits, not starting
+/// with a digit.
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+}
+
+/// A name or a dotted member path of identifiers (`options.gcsUseDownscopedCredential`).
+fn member_parts(value: &str) -> Option<Vec<&str>> {
+    let parts: Vec<&str> = value.split('.').collect();
+    parts.iter().all(|p| is_identifier(p)).then_some(parts)
+}
+
+/// Whether `value`, unquoted, is `name` itself or a member path ending in it
+/// (`options.gcsUseDownscopedCredential` for `gcsUseDownscopedCredential`); see the
+/// module comment. `name` is the whole assigned identifier, the part of it before the
+/// keyword included.
+pub(super) fn is_same_name_binding(name: &str, value: &str) -> bool {
+    is_identifier(name) && member_parts(value).is_some_and(|p| p.last() == Some(&name))
+}
+
+/// Whether `value`, unquoted, is a member of a receiver object (`this.opts.withCredentials`,
+/// with a ternary's `?` or TypeScript's `!` after it); see the module comment.
+pub(super) fn is_member_expression(value: &str) -> bool {
+    let value = value.strip_suffix(['?', '!']).unwrap_or(value);
+    member_parts(value).is_some_and(|p| p.len() >= 2 && RECEIVERS.contains(&p[0]))
+}
+
+/// Whether `value`, unquoted, is a type's name (`MFAVerifyWebauthnParams`): a capital,
+/// then letters and digits, ending in one of [`TYPE_WORDS`] after at least one more
+/// character; see the module comment.
+pub(super) fn is_type_name(value: &str) -> bool {
+    value.starts_with(|c: char| c.is_ascii_uppercase())
+        && value.bytes().all(|b| b.is_ascii_alphanumeric())
+        && TYPE_WORDS
+            .iter()
+            .any(|w| value.len() > w.len() && value.ends_with(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    #[test]
+    fn names_and_members_are_code() {
+        assert!(is_same_name_binding(
+            "gcsUseDownscopedCredential",
+            "options.gcsUseDownscopedCredential"
+        ));
+        assert!(is_same_name_binding("isWebAuthnError", "isWebAuthnError"));
+        assert!(is_same_name_binding("WebAuthnError", "WebAuthnError"));
+        assert!(!is_same_name_binding(
+            "CLIENT_SECRET",
+            "Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm"
+        ));
+        assert!(!is_same_name_binding("token", "cfg.token2"));
+        assert!(!is_same_name_binding("token", "Zk5.Hc9-token"));
+        assert!(is_member_expression("options.gcsUseDownscopedCredential"));
+        assert!(is_member_expression("this.opts.withCredentials?"));
+        assert!(is_member_expression("self.secret_key"));
+        assert!(!is_member_expression("Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm"));
+        assert!(!is_member_expression("options"));
+        assert!(!is_member_expression("options.Zk5Hc9-Jd0Pa6"));
+        assert!(!is_member_expression("opt.Zk5Hc9Jd0Pa6"));
+        assert!(is_type_name("MFAVerifyWebauthnParams"));
+        assert!(is_type_name("EthereumWeb3Credentials"));
+        assert!(is_type_name("XOAuth2ProvisionCallback"));
+        assert!(!is_type_name("Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm"));
+        assert!(!is_type_name("zk5Hc9Jd0Pa6Params"));
+        assert!(!is_type_name("Params"));
+        assert!(!is_type_name("Zk5Hc9Jd0Pa6params"));
+    }
+
+    /// The false-negative rates of the module comment: random values are never a
+    /// binding of their own name nor a receiver's member.
+    #[test]
+    fn random_values_are_never_names_or_members() {
+        let mut next = xorshift(0xA076_1D64_78BD_642Fu64);
+        let base62 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let password = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!*";
+        let printable: Vec<u8> = (b'!'..=b'~').collect();
+        let names = [
+            "token",
+            "CLIENT_SECRET",
+            "apiKey",
+            "db_password",
+            "AuthToken",
+        ];
+        for alphabet in [&base62[..], &password[..], &printable[..]] {
+            for len in [8usize, 12, 16, 40] {
+                let tries = 200_000;
+                let mut code = 0;
+                for i in 0..tries {
+                    let v: String = (0..len)
+                        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                        .collect();
+                    code += usize::from(
+                        is_same_name_binding(names[i % names.len()], &v)
+                            || is_member_expression(&v)
+                            || is_type_name(&v),
+                    );
+                }
+                assert_eq!(code, 0, "{len} of {} characters", alphabet.len());
+            }
+        }
+    }
+}

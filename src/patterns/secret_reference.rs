@@ -1,0 +1,247 @@
+//! Values that stand for a credential instead of being one: placeholders (`${TOKEN}`,
+//! `%s`, `<password>`, `your-api-key`, masks such as `sk-xxxx…xxxx`) and references to
+//! where the value comes from (`process.env.TOKEN`, `os.environ[…]`, `vault:…`).
+//!
+//! It owns the placeholder and reference word lists and how a word must be written to
+//! count (as a person writes it: lower case, capitals or capitalised), and nothing
+//! about entropy or where the value sits (`secret_value` asks it, as do the framing
+//! checks). A random value holds one of these words in those forms about 3 × 62^-5 per
+//! position for a five-letter word.
+//!
+//! Two forms only a keyword's value is judged by (`secret_keyword`), added in round 8:
+//!
+//! - [`is_elided`]: a value cut short with `...` or `…` (`"ya29.c.b0Aaekm1Le…..."` in
+//!   a test's mocked response): what is shown is a prefix, and the token it stood for
+//!   is not in the text. A random value ends so only when its alphabet holds `.`: 1 in
+//!   68^3 ≈ 3 × 10^-6 for a password alphabet with `.` (the test counts them), never
+//!   for base62 or base64.
+//! - [`is_path_template`]: a route with a named field between slashes
+//!   (`admin/realms/{realm-name}/users/{id}/credentials`), whose other segments read
+//!   as code (`secret_words::is_code_like`). No random value of the token or password
+//!   alphabets holds `/{name}` (0 of 200,000 printable values in the test), and a
+//!   template with a random 16-character segment passes only when that segment reads
+//!   as code (the test counts them).
+
+use super::secret_placeholder::holds_keyword_word;
+use super::secret_words::is_code_like;
+
+/// Substrings of placeholders and references rather than values: symbols no random
+/// value of the common alphabets holds, and words of 5 letters or more, which one
+/// holds about once in 10^7 (so `fake`, 4 letters, is not among them).
+const PLACEHOLDERS: &[&str] = &[
+    "${",
+    "{{",
+    "}}",
+    "%s",
+    "%d",
+    "%(",
+    "{0}",
+    "{}",
+    "<",
+    ">",
+    "example",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "redacted",
+    "dummy",
+    "sample",
+    "your_",
+    "your-",
+    "yourp",
+    "yours",
+    "insert",
+    "replace",
+];
+
+/// References to where a value comes from (`process.env.TOKEN`, `os.environ[…]`,
+/// `ENV["TOKEN"]`, `vault:…`): counted only at the start of a word and written all in
+/// lower or all in upper case: a random value holds `env.` in some mix of cases about
+/// once in 100,000, in one of those two forms four times less often.
+const REFERENCES: &[&str] = &[
+    "process.env",
+    "environ",
+    "getenv",
+    "env[",
+    "env.",
+    "secrets.",
+    "vault:",
+];
+
+/// Whether `v` holds the placeholder word `p` (lower case) as a person writes it: all
+/// lower case, all capitals, or capitalised (`your_key`, `YOUR_KEY`, `Yours`). Matched
+/// in any mix of cases, a random password (`YctDp0RnQ50jBhyouRP5`, the corpus test's
+/// seed 1795608266854813693) held `yourp` and was let through; in these three forms a
+/// random base62 value holds a given five-letter word about 3 × 62^-5 per position.
+fn holds_written_word(v: &str, lower: &str, p: &str) -> bool {
+    lower.match_indices(p).any(|(i, _)| {
+        let Some(found) = v.get(i..i + p.len()) else {
+            return false;
+        };
+        let rest_lower = found
+            .get(1..)
+            .is_some_and(|r| !r.bytes().any(|b| b.is_ascii_uppercase()));
+        found == p || found == p.to_ascii_uppercase() || rest_lower
+    })
+}
+
+/// Whether `value` is a placeholder or reference (`${TOKEN}`, `%s`, `<password>`,
+/// `os.environ`, `your-api-key`) rather than a literal credential.
+pub fn is_placeholder(value: &str) -> bool {
+    let v = value.trim();
+    if v.is_empty() || v.starts_with(['$', '%', '{', '#', '@', '&', '*']) {
+        return true;
+    }
+    // Masks (`xxxxxxxx`, `****`, `sk-xxxx…xxxx`): mostly x, * or dots. A substring
+    // test would also take random values that happen to hold `xXxX`.
+    let masked = v
+        .bytes()
+        .filter(|b| matches!(b, b'x' | b'X' | b'*' | b'.'))
+        .count();
+    if masked * 2 >= v.len() {
+        return true;
+    }
+    let lower = v.to_ascii_lowercase();
+    let at_word_start = |r: &str| {
+        lower.match_indices(r).any(|(i, _)| {
+            let written = &v.as_bytes()[i..i + r.len()];
+            let one_case = written == r.as_bytes()
+                || written
+                    .iter()
+                    .zip(r.bytes())
+                    .all(|(w, l)| *w == l.to_ascii_uppercase());
+            one_case && (i == 0 || !v.as_bytes()[i - 1].is_ascii_alphanumeric())
+        })
+    };
+    // `(whatever)`, `[password]`: a word in brackets stands for the value.
+    let bracketed_word = v.len() > 2
+        && matches!(
+            (v.as_bytes()[0], v.as_bytes()[v.len() - 1]),
+            (b'(', b')') | (b'[', b']')
+        )
+        && v[1..v.len() - 1]
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'_' | b'-'));
+    bracketed_word
+        || PLACEHOLDERS
+            .iter()
+            .any(|p| holds_written_word(v, &lower, p))
+        || holds_keyword_word(v)
+        || REFERENCES.iter().any(|r| at_word_start(r))
+}
+
+/// Whether `value` is cut short with `...` or `…` (`ewogICJ0eXBl…IsCiAgIn...`); see the
+/// module comment.
+pub(super) fn is_elided(value: &str) -> bool {
+    value.ends_with("...") || value.ends_with('\u{2026}')
+}
+
+/// Whether `segment` is a template's named field: `{name}`, `{realm-name}`, `{id}`.
+fn is_named_field(segment: &str) -> bool {
+    let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) else {
+        return false;
+    };
+    name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// Whether `value` is a route template (`/v1/auth/{mount_point}/config/identity`): a
+/// named field between slashes, and the other segments reading as code; see the
+/// module comment.
+pub(super) fn is_path_template(value: &str) -> bool {
+    let segments: Vec<&str> = value.split('/').collect();
+    if segments.len() < 2 || !segments.iter().any(|s| is_named_field(s)) {
+        return false;
+    }
+    let rest: Vec<&str> = segments
+        .into_iter()
+        .filter(|s| !s.is_empty() && !is_named_field(s))
+        .collect();
+    !rest.is_empty() && is_code_like(&rest.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    #[test]
+    fn elided_values_and_route_templates() {
+        assert!(is_elided("ya29.c.b0Aaekm1Le-n2NCqrzZjdMtjpbgRji2yhiJkO..."));
+        assert!(is_elided(
+            "ewogICJ0eXBlIjogInNlcnZpY2VfYWNjb3VudCIsCiAgIn\u{2026}"
+        ));
+        assert!(!is_elided("Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm"));
+        assert!(!is_elided("Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7N.."));
+        for v in [
+            "admin/realms/{realm-name}/users/{id}/credentials",
+            "admin/realms/{realm-name}/users/{id}/credentials/{credential_id}",
+            "admin/realms/{realm-name}/authentication/config/{id}",
+            "/v1/auth/{mount_point}/config/identity",
+        ] {
+            assert!(is_path_template(v), "{v}");
+        }
+        for v in [
+            "/v1/{id}/Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm",
+            "{id}/{name}",
+            "{token}",
+            "/hooks/{x}/config",
+            "Zk5Hc9Jd0Pa6/{Sg2Ue4Ti8}",
+        ] {
+            assert!(!is_path_template(v), "{v}");
+        }
+    }
+
+    /// The false-negative rates of the module comment.
+    #[test]
+    fn random_values_are_rarely_elided_or_templates() {
+        let mut next = xorshift(0xD1B5_4A32_D192_ED03u64);
+        let base64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let password = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!*";
+        let printable: Vec<u8> = (b'!'..=b'~').collect();
+        let mut pick = |alphabet: &[u8], len: usize| -> String {
+            (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                .collect()
+        };
+        for alphabet in [&base64[..], &password[..], &printable[..]] {
+            for len in [12usize, 16, 40] {
+                let tries = 200_000;
+                let (mut elided, mut template) = (0, 0);
+                for _ in 0..tries {
+                    let v = pick(alphabet, len);
+                    elided += usize::from(is_elided(&v));
+                    template += usize::from(is_path_template(&v));
+                }
+                eprintln!(
+                    "{len} of {} characters: {elided} elided, {template} templates of {tries}",
+                    alphabet.len()
+                );
+                // 3 × 10^-6 expected where the alphabet holds `.`: 0.6 in 200,000.
+                assert!(elided <= 3, "{elided} of {tries} random values elided");
+                assert_eq!(template, 0, "{len} of {}", alphabet.len());
+            }
+        }
+        // A real token in a route template is still caught unless it reads as code.
+        let mut passed = 0;
+        for _ in 0..200_000 {
+            let v = format!("/v1/hooks/{{id}}/{}", pick(&base64[..62], 16));
+            passed += usize::from(is_path_template(&v));
+        }
+        eprintln!("templates holding a random 16-character segment: {passed} of 200,000");
+        assert!(passed <= 10, "{passed}");
+    }
+}
