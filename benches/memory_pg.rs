@@ -165,7 +165,31 @@ impl Sql {
 
     /// The ids nearest `qv` among `repo`'s vectors, as the backend's vector
     /// candidates query asks for them, with `settings` (SET LOCAL statements) first.
-    fn nearest(&self, repo: &str, embedder: &str, qv: &[f32], k: i64, settings: &str) -> Vec<String> {
+    fn nearest(
+        &self,
+        repo: &str,
+        embedder: &str,
+        qv: &[f32],
+        k: i64,
+        settings: &str,
+    ) -> Vec<String> {
+        self.query_nearest(repo, embedder, qv, k, settings, "")
+    }
+
+    /// The plan PostgreSQL chooses for [`Sql::nearest`], one line per node.
+    fn plan(&self, repo: &str, embedder: &str, qv: &[f32], k: i64, settings: &str) -> Vec<String> {
+        self.query_nearest(repo, embedder, qv, k, settings, "EXPLAIN ")
+    }
+
+    fn query_nearest(
+        &self,
+        repo: &str,
+        embedder: &str,
+        qv: &[f32],
+        k: i64,
+        settings: &str,
+        prefix: &str,
+    ) -> Vec<String> {
         self.rt.block_on(async {
             self.client.batch_execute("BEGIN").await.expect("begin");
             self.client
@@ -176,11 +200,13 @@ impl Sql {
             let rows = self
                 .client
                 .query(
-                    "SELECT v.id FROM engram_memory_vectors v
-                     JOIN engram_memories m ON m.repo = v.repo AND m.id = v.id
-                     WHERE v.repo = $1 AND v.embedder = $2 AND v.dims = 256
-                     ORDER BY v.embedding::vector(256) <=> $3::vector(256), v.id
-                     LIMIT $4",
+                    &format!(
+                        "{prefix}SELECT v.id FROM engram_memory_vectors v
+                         JOIN engram_memories m ON m.repo = v.repo AND m.id = v.id
+                         WHERE v.repo = $1 AND v.embedder = $2 AND v.dims = 256
+                         ORDER BY v.embedding::vector(256) <=> $3::vector(256)
+                         LIMIT $4"
+                    ),
                     &[&repo, &embedder, &Vector::from(qv.to_vec()), &k],
                 )
                 .await
@@ -313,7 +339,8 @@ fn main() {
             "local store: imported in {:.1} s (durability never)",
             s.elapsed().as_secs_f64()
         );
-        sql.batch("DROP INDEX engram_memory_vectors_hnsw_256").expect("drop index");
+        sql.batch("DROP INDEX engram_memory_vectors_hnsw_256")
+            .expect("drop index");
         let p = db
             .memories(repo, Arc::new(default_embedder()))
             .expect("open pg");
@@ -369,7 +396,7 @@ fn main() {
                 &embedder_name,
                 qv,
                 fetch * 2,
-                "SET LOCAL hnsw.ef_search = 80",
+                "SET LOCAL hnsw.ef_search = 80; SET LOCAL hnsw.iterative_scan = strict_order",
             );
             t[2].push(s.elapsed());
             assert!(!ids.is_empty());
@@ -384,13 +411,15 @@ fn main() {
             MemoryBackend::recall(&keyword_pg, q, &filter, 10).expect("keyword pg");
             t[4].push(s.elapsed());
             let s = Instant::now();
-            local.recall_filtered(q, &filter, 10).expect("keyword local");
+            local
+                .recall_filtered(q, &filter, 10)
+                .expect("keyword local");
             t[5].push(s.elapsed());
         }
         let labels = [
             ("hybrid   postgres", "MemoryBackend::recall: tsvector + HNSW (ef_search 80), fused, one transaction"),
             ("hybrid   local   ", "MemoryBackend::recall: SQLite FTS + flat vector scan, fused"),
-            ("vector   postgres", "HNSW, 80 candidates, ef_search 80, SQL alone"),
+            ("vector   postgres", "HNSW, 80 candidates, ef_search 80, iterative scan strict_order: the backend's vector query alone"),
             ("vector   local   ", "flat SIMD scan of every vector, 80 candidates"),
             ("keyword  postgres", "MemoryBackend::recall with all-zero query vectors: tsvector GIN"),
             ("keyword  local   ", "Memories::recall_filtered: SQLite FTS"),
@@ -403,6 +432,30 @@ fn main() {
 
     if let (true, Some(_)) = (wanted("accuracy"), &pg) {
         println!("\n## recall@10 of HNSW against exact search ({QUERIES} queries, {n} vectors)");
+        for (what, settings) in [
+            ("HNSW", "SET LOCAL hnsw.ef_search = 80"),
+            (
+                "exact",
+                "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off",
+            ),
+        ] {
+            let plan = sql.plan(repo, &embedder_name, &qvs[0], 10, settings);
+            let nodes: Vec<&str> = plan
+                .iter()
+                .map(|l| l.trim().trim_start_matches("->").trim())
+                .filter(|l| {
+                    !l.starts_with("Sort Key")
+                        && !l.starts_with("Presorted")
+                        && !l.starts_with("Filter")
+                        && !l.starts_with("Order By")
+                        && !l.starts_with("Index Cond")
+                        && !l.starts_with("Hash Cond")
+                        && !l.starts_with("Join Filter")
+                })
+                .map(|l| l.split("  (").next().unwrap_or(l))
+                .collect();
+            println!("plan ({what}): {}", nodes.join(" / "));
+        }
         for ef in [40, 80, 200] {
             let mut found = 0usize;
             let mut total = 0usize;

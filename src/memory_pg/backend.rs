@@ -556,7 +556,7 @@ impl PgMemories {
              FROM engram_memory_vectors v
              JOIN engram_memories m ON m.repo = v.repo AND m.id = v.id
              WHERE v.repo = $1 AND v.embedder = $2 AND v.dims = {dims}{cond}
-             ORDER BY v.embedding::vector({dims}) <=> $3::vector({dims}), v.id
+             ORDER BY v.embedding::vector({dims}) <=> $3::vector({dims})
              LIMIT ${n}"
         );
         let mut all: Vec<Param> = vec![
@@ -567,11 +567,15 @@ impl PgMemories {
         all.append(&mut params);
         all.push(Box::new(limit_of(k)));
         let rows = tx.query(&sql, &refs(&all)).await.map_err(|e| self.pg(e))?;
-        let mut ids: Vec<String> = rows
+        // Ordered by distance alone in SQL (a second sort key keeps the planner off
+        // the HNSW index); ties broken by id here.
+        let mut found: Vec<(f64, String)> = rows
             .iter()
-            .filter(|r| 1.0 - r.get::<_, f64>(1) >= f64::from(MIN_VECTOR_SIMILARITY))
-            .map(|r| r.get(0))
+            .map(|r| (r.get::<_, f64>(1), r.get::<_, String>(0)))
+            .filter(|(d, _)| 1.0 - d >= f64::from(MIN_VECTOR_SIMILARITY))
             .collect();
+        found.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let mut ids: Vec<String> = found.into_iter().map(|(_, id)| id).collect();
         ids.truncate(fetch);
         Ok(ids)
     }
