@@ -136,7 +136,7 @@ impl PgMemories {
             let ahead = self.ahead(&[&m]);
             // Written only if the session is still the version the summary was made
             // from; else it is read and summarised again.
-            let outcome = self.db.block_on(async {
+            let outcome = self.db.block_on_deadline(async {
                 let mut client = self.client().await?;
                 let tx = self.begin(&mut client).await?;
                 let m = self
@@ -144,7 +144,7 @@ impl PgMemories {
                     .await?;
                 self.commit(tx).await?;
                 Ok::<_, TxError>(m)
-            });
+            })?;
             match outcome {
                 Ok(m) => return Ok(m),
                 Err(TxError::Fail(e)) => return Err(e),

@@ -132,7 +132,7 @@ impl PgMemories {
         let tx = client.transaction().await.map_err(|e| self.db.error(e))?;
         crate::memory_pg::schema::lock(&self.db, &tx).await?;
         tx.batch_execute(&format!(
-            "SET LOCAL client_min_messages = warning;
+            "SET LOCAL client_min_messages = warning; SET LOCAL statement_timeout = 0;
              CREATE INDEX IF NOT EXISTS engram_memory_vectors_hnsw_{dims} ON engram_memory_vectors
                USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE dims = {dims}"
         ))

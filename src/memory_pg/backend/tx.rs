@@ -107,7 +107,7 @@ impl PgMemories {
         loop {
             rounds += 1;
             let snapshot = Arc::new(std::mem::take(&mut ahead));
-            let outcome = self.db.block_on(f(snapshot.clone()));
+            let outcome = self.db.block_on_deadline(f(snapshot.clone()))?;
             ahead = Arc::try_unwrap(snapshot).unwrap_or_else(|a| (*a).clone());
             match outcome {
                 Ok(v) => return Ok(v),
