@@ -166,8 +166,7 @@ impl PgMemories {
         tx.commit().await.map_err(|e| self.pg(e))
     }
 
-    /// The live memory `id` (locked for update when `lock`).
-
+    /// Run read-only transaction attempts `f` until one ends (see [`PgMemories::run`]).
     pub(super) fn read<T, F, Fut>(&self, f: F) -> Result<T>
     where
         F: Fn() -> Fut,

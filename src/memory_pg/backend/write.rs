@@ -13,6 +13,7 @@ const INSERT_COLUMNS: &str =
     "repo, id, kind, text, task, insights, contexts, tags, session, version, created_ms, updated_ms, doc, tsv";
 
 impl PgMemories {
+    /// The live memory `id` (locked for update when `lock`).
     pub(super) async fn fetch(
         &self,
         tx: &Transaction<'_>,
