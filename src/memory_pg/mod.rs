@@ -38,7 +38,7 @@ pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long one statement may run on the server (`statement_timeout`, set on every
 /// connection) before the server cancels it; a call whose transaction attempt has
-/// no answer within this and [`DEADLINE_GRACE`] more is abandoned by the client
+/// no answer within this and a short grace more is abandoned by the client
 /// (a server that hangs without dropping the connection): [`MemoryError::TimedOut`].
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much longer than the statement timeout the client waits for an attempt.
