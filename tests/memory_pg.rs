@@ -608,3 +608,71 @@ fn with_database_url_set_the_memory_commands_use_the_team_backend() {
         .unwrap();
     assert_eq!(b.count().unwrap(), 3);
 }
+
+/// A TCP proxy to `target` that forwards both ways until `frozen` is set, then
+/// swallows everything while keeping the connections open: a server that hangs
+/// without dropping the connection.
+fn freezing_proxy(target: String, frozen: Arc<AtomicBool>) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(&target) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                let frozen = frozen.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    loop {
+                        match from.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) if !frozen.load(Ordering::SeqCst) => {
+                                if to.write_all(&buf[..n]).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(_) => {}
+                        }
+                    }
+                });
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_server_that_stops_answering_fails_the_call_with_a_timeout() {
+    pg::database(); // migrated
+    let url = pg::url();
+    // host:port of the test server, from postgres://USER:PASS@HOST:PORT/DB.
+    let after_at = url.rsplit_once('@').expect("a URL with user@host").1;
+    let target = after_at.split(['/', '?']).next().unwrap().to_string();
+    let frozen = Arc::new(AtomicBool::new(false));
+    let proxy = freezing_proxy(target.clone(), frozen.clone());
+    let proxied = url.replacen(&target, &proxy.to_string(), 1);
+    let db = PgDatabase::connect_with_timeout(&proxied, Duration::from_millis(500)).unwrap();
+    let m = db
+        .memories(&pg::unique_repo("hang"), Arc::new(default_embedder()))
+        .unwrap();
+    let written = m
+        .write(Memory::new("written before the server hung"))
+        .unwrap();
+    frozen.store(true, Ordering::SeqCst);
+    let start = Instant::now();
+    let err = m.get(&written.id).unwrap_err();
+    assert!(matches!(err, MemoryError::TimedOut { .. }), "{err:?}");
+    assert!(err.to_string().contains("did not answer"), "{err}");
+    assert!(
+        start.elapsed() < db.deadline() + Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(db.deadline() >= Duration::from_millis(500));
+}

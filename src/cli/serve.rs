@@ -4,19 +4,23 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use engram::gate::{read_audit, Caps, Gate};
 use engram::index::IndexOptions;
 use engram::mcp::{Engine, Profile, Server};
 use engram::memory::{parse_since, Memories};
+use engram::memory_pg::PgDatabase;
 use serde_json::json;
 
 use super::output::Output;
 use super::{config, embedder, store_dir_for, store_options, Cli};
 
-/// The engine for the repository containing the current directory (or `--repo`).
-fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
+/// The engine for the repository containing the current directory (or `--repo`);
+/// with `team` (database_url set), its memory tools run on that database, under the
+/// repository's name (as the CLI's memory commands do).
+fn engine(cli: &Cli, repo: Option<&PathBuf>, team: Option<&Arc<PgDatabase>>) -> Result<Engine> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let start = repo.cloned().unwrap_or(cwd);
     let root = engram::location::repo_root(&start).unwrap_or_else(|| start.clone());
@@ -54,9 +58,16 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>) -> Result<Engine> {
         ..IndexOptions::default()
     };
     let assistant = super::assistant(&dir, false)?;
-    Ok(Engine::new(memories, gate, index_options)
+    let mut engine = Engine::new(memories, gate, index_options)
         .with_assistant(assistant)
-        .with_external(super::providers::external()?))
+        .with_external(super::providers::external()?);
+    if let Some(db) = team {
+        let backend = db
+            .memories(&repo_name, embedder()?)
+            .with_context(|| format!("opening repository {repo_name} on {}", db.server()))?;
+        engine = engine.with_backend(Arc::new(backend));
+    }
+    Ok(engine)
 }
 
 /// `engram serve`: MCP over stdio until the client goes away, or over HTTP (for one
@@ -79,12 +90,20 @@ pub fn serve(
             "several repositories need a store each: unset --store / ENGRAM_STORE and let each live under ENGRAM_HOME"
         );
     }
+    // One database (one pool) for every repository served.
+    let team = match config().get_opt("database_url") {
+        Some(url) => Some(PgDatabase::connect(url)?),
+        None => None,
+    };
     let mut servers = Vec::with_capacity(repos.len().max(1));
     if repos.is_empty() {
-        servers.push(Server::new(engine(cli, None)?, profile));
+        servers.push(Server::new(engine(cli, None, team.as_ref())?, profile));
     }
     for repo in repos {
-        servers.push(Server::new(engine(cli, Some(repo))?, profile));
+        servers.push(Server::new(
+            engine(cli, Some(repo), team.as_ref())?,
+            profile,
+        ));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -149,7 +168,7 @@ pub fn new_token(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Resul
         .get_opt("tokens_file")
         .context("set tokens_file (config file or ENGRAM_TOKENS_FILE) to where tokens are kept")?;
     let repos = if repos.is_empty() {
-        vec![engine(cli, None)?.gate.repo.clone()]
+        vec![engine(cli, None, None)?.gate.repo.clone()]
     } else {
         repos.to_vec()
     };
@@ -178,7 +197,7 @@ pub fn enrich(
     budget: usize,
     providers: bool,
 ) -> Result<ExitCode> {
-    let engine = engine(cli, None)?;
+    let engine = engine(cli, None, None)?;
     let v = engine
         .call(
             "enrich_prompt",
@@ -194,7 +213,7 @@ pub fn enrich(
 
 /// `engram audit [--since T]`: the audit trail.
 pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
-    let engine = engine(cli, None)?;
+    let engine = engine(cli, None, None)?;
     let now = engram::store::now_ms();
     let since_ms = since.map(|s| parse_since(s, now)).transpose()?.unwrap_or(0);
     let events = read_audit(engine.memories.store(), since_ms)?;

@@ -97,8 +97,8 @@ impl Engine {
             }
         }
         let mem = self
-            .memories
-            .record_error_tagged(&e, &str_list(&a, "tags"))
+            .backend
+            .record_error(&e, &str_list(&a, "tags"))
             .map_err(err)?;
         let mut v = json!({"id": mem.id, "frequency": mem.metadata.get("frequency")});
         if let Some(r) = mem.metadata.get("screenshot_reading") {

@@ -75,7 +75,7 @@ impl Engine {
                     Ok(id) => id,
                     Err(e) => return Some(Err(e)),
                 };
-                self.memories
+                self.backend
                     .forget(id)
                     .map(|deleted| json!({"id": id, "deleted": deleted}))
                     .map_err(err)
@@ -85,7 +85,7 @@ impl Engine {
                     Ok(n) => n,
                     Err(e) => return Some(Err(e)),
                 };
-                self.memories
+                self.backend
                     .note_delete(name)
                     .map(|deleted| json!({"name": name, "deleted": deleted}))
                     .map_err(err)
@@ -100,7 +100,7 @@ impl Engine {
 
     fn memory_update(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "id")?;
-        let m = &self.memories;
+        let m = &self.backend;
         let mut change = m
             .get(id)
             .map_err(err)?
@@ -160,6 +160,10 @@ impl Engine {
         &self,
         items: impl Iterator<Item = &'a mut Value>,
     ) -> Result<(), String> {
+        if self.team {
+            // Staleness is the local store's (its code anchors); team memories have none.
+            return Ok(());
+        }
         let mut items: Vec<&mut Value> = items.collect();
         let ids: Vec<String> = items
             .iter()
@@ -187,7 +191,7 @@ impl Engine {
             .and_then(Value::as_u64)
             .unwrap_or(20)
             .clamp(1, 500) as usize;
-        let notes = self.memories.note_list().map_err(err)?;
+        let notes = self.backend.note_list().map_err(err)?;
         let found: Vec<_> = notes
             .into_iter()
             .filter(|n| {
@@ -210,7 +214,7 @@ impl Engine {
                 .with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))
                 .map_err(err)
         };
-        let memories = self.memories.count().map_err(err)?;
+        let memories = self.backend.count().map_err(err)?;
         Ok(json!({
             "repo": self.gate.repo,
             "memories": memories,

@@ -16,7 +16,9 @@ use crate::embed::Embedder;
 use crate::gate::{AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
 use crate::manager::{MemoryManager, StoreProviders};
-use crate::memory::{parse_since, Decision, FileChange, Memories, Memory, MemoryFilter};
+use crate::memory::{
+    parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
+};
 use crate::patterns::{Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
 
@@ -26,6 +28,12 @@ pub struct Engine {
     /// first, committing what it holds while the store is still open.
     pub audit: AuditQueue,
     pub memories: Arc<Memories>,
+    /// Where the memory tools (write, update, get, search, forget, list, notes,
+    /// coding records) read and write: the local store by default, the team backend
+    /// (PostgreSQL) when `database_url` is set. Code tools stay on [`Engine::memories`].
+    pub backend: Arc<dyn MemoryBackend>,
+    /// Whether [`Engine::backend`] is not the local store.
+    pub team: bool,
     pub gate: Gate,
     pub embedder: Arc<dyn Embedder>,
     pub index_options: IndexOptions,
@@ -46,6 +54,8 @@ impl Engine {
         );
         let audit = AuditQueue::new(Arc::downgrade(&memories));
         Engine {
+            backend: memories.clone(),
+            team: false,
             memories,
             gate,
             embedder,
@@ -54,6 +64,15 @@ impl Engine {
             audit,
             assistant: None,
         }
+    }
+
+    /// The same engine with its memory tools on `backend` (the team backend): the
+    /// repository's memories, notes and coding records live there, its code stays in
+    /// the local store.
+    pub fn with_backend(mut self, backend: Arc<dyn MemoryBackend>) -> Engine {
+        self.backend = backend;
+        self.team = true;
+        self
     }
 
     /// The same engine with a chat model (the manager reranks with it when the
@@ -171,6 +190,7 @@ impl Engine {
             return done;
         }
         let m = &self.memories;
+        let b = &self.backend;
         match name {
             "code_search" => {
                 let mut opts = self.search_options(a)?;
@@ -204,7 +224,7 @@ impl Engine {
             }
             "memory_write" => {
                 let metadata = a.get("metadata").and_then(Value::as_object).cloned();
-                let written = m
+                let written = b
                     .remember(required_str(a, "text")?, &str_list(a, "tags"), metadata)
                     .map_err(err)?;
                 Ok(json!({"id": written.id}))
@@ -223,12 +243,12 @@ impl Engine {
                 if let Some(meta) = a.get("metadata").and_then(Value::as_object) {
                     mem.metadata = meta.clone();
                 }
-                let written = m.write(mem).map_err(err)?;
+                let written = b.write(mem).map_err(err)?;
                 let shown = shape::memory(&written, &mut self.gate.budget());
                 Ok(json!({"id": written.id, "memory": shown}))
             }
             "memory_search" | "memory_search_structured" => self.search_memories(a),
-            "memory_get" => match m.get(required_str(a, "id")?).map_err(err)? {
+            "memory_get" => match b.get(required_str(a, "id")?).map_err(err)? {
                 Some(mem) => {
                     let mut budget = self.gate.budget();
                     let mut shown = shape::memory(&mem, &mut budget);
@@ -245,7 +265,7 @@ impl Engine {
                 let filter = self.memory_filter(a)?;
                 let limit = bounded_count(a, "limit", 20, 500) as usize;
                 let offset = a.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let found = m.list_filtered(&filter, limit, offset).map_err(err)?;
+                let found = b.list_filtered(&filter, limit, offset).map_err(err)?;
                 self.memory_list("memories", &found)
             }
             "memory_list_threads" => {
@@ -253,7 +273,7 @@ impl Engine {
                     kind: Some("session".into()),
                     ..MemoryFilter::default()
                 };
-                let found = m
+                let found = b
                     .list_filtered(&filter, bounded_count(a, "limit", 20, 500) as usize, 0)
                     .map_err(err)?;
                 self.memory_list("threads", &found)
@@ -273,19 +293,19 @@ impl Engine {
             "pattern_scan_memories" => self.pattern_scan_memories(a),
             "get_notes" => match arg_str(a, "name") {
                 Some(n) => {
-                    let note = m
+                    let note = b
                         .note_get(n)
                         .map_err(err)?
                         .ok_or_else(|| format!("no note {n:?}"))?;
                     self.memory_list("notes", &[note])
                 }
                 None => {
-                    let notes = m.note_list().map_err(err)?;
+                    let notes = b.note_list().map_err(err)?;
                     self.memory_list("notes", &notes)
                 }
             },
             "set_note" => {
-                let note = m
+                let note = b
                     .note_set(
                         required_str(a, "name")?,
                         required_str(a, "value")?,
@@ -295,7 +315,7 @@ impl Engine {
                 Ok(json!({"id": note.id}))
             }
             "coding_start_session" => {
-                let sess = m
+                let sess = b
                     .start_session(required_str(a, "description")?, &str_list(a, "tags"))
                     .map_err(err)?;
                 Ok(json!({"id": sess.id}))
@@ -304,14 +324,14 @@ impl Engine {
             "coding_track_file_change" => {
                 let c: FileChange =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": m.track_file_change(&c).map_err(err)?.id}))
+                Ok(json!({"id": b.track_file_change(&c).map_err(err)?.id}))
             }
             "coding_record_error" => self.record_error(self.relative_paths(a)?),
             "coding_suggest_solution" => self.suggest_solution(a),
             "coding_record_decision" => {
                 let d: Decision =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": m.record_decision(&d).map_err(err)?.id}))
+                Ok(json!({"id": b.record_decision(&d).map_err(err)?.id}))
             }
             "coding_search_errors" => self.search_errors(a),
             "coding_get_project_context" => self.project_context(a),

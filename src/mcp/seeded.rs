@@ -16,12 +16,47 @@ use crate::memory::{Memory, MemoryFilter};
 use crate::patterns::{PatternSet, Patterns, ScanTarget};
 use crate::search::{HitKind, SearchHit, SearchOptions};
 
+/// A memory as a search hit (first line as the snippet).
+fn memory_hit(m: &Memory, score: f64) -> SearchHit {
+    SearchHit {
+        key: m.id.clone(),
+        kind: HitKind::Memory,
+        path: None,
+        start_line: None,
+        end_line: None,
+        symbol: None,
+        score,
+        snippet: m
+            .text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect(),
+        text: Some(m.text.clone()),
+        stale: None,
+    }
+}
+
 impl Engine {
     /// `memory_search` and `memory_search_structured`.
     pub(super) fn search_memories(&self, a: &Map<String, Value>) -> ToolResult {
         let filter = self.memory_filter(a)?;
         let top_k = bounded_count(a, "top_k", 10, 100) as usize;
         let mut v = match arg_str(a, "query").filter(|q| !q.trim().is_empty()) {
+            Some(q) if self.team => {
+                let hits = self.backend.recall(q, &filter, top_k).map_err(err)?;
+                let hits: Vec<SearchHit> = hits
+                    .iter()
+                    .map(|h| memory_hit(&h.memory, h.score))
+                    .collect();
+                let mut budget = self.gate.budget();
+                let shown = shape::hits(&hits, &mut budget);
+                let mut v = shape::listed("hits", shown, &budget);
+                v["degraded"] = Value::Null;
+                v
+            }
             Some(q) => {
                 let opts = SearchOptions {
                     top_k,
@@ -34,33 +69,11 @@ impl Engine {
             }
             None => {
                 // Filters only: the entries newest first, as hits.
-                let found = self
-                    .memories
-                    .list_filtered(&filter, top_k, 0)
-                    .map_err(err)?;
-                let mut hits: Vec<SearchHit> = found
-                    .iter()
-                    .map(|m| SearchHit {
-                        key: m.id.clone(),
-                        kind: HitKind::Memory,
-                        path: None,
-                        start_line: None,
-                        end_line: None,
-                        symbol: None,
-                        score: 0.0,
-                        snippet: m
-                            .text
-                            .lines()
-                            .next()
-                            .unwrap_or("")
-                            .chars()
-                            .take(200)
-                            .collect(),
-                        text: Some(m.text.clone()),
-                        stale: None,
-                    })
-                    .collect();
-                crate::search::mark_stale(self.memories.store(), &mut hits).map_err(err)?;
+                let found = self.backend.list_filtered(&filter, top_k, 0).map_err(err)?;
+                let mut hits: Vec<SearchHit> = found.iter().map(|m| memory_hit(m, 0.0)).collect();
+                if !self.team {
+                    crate::search::mark_stale(self.memories.store(), &mut hits).map_err(err)?;
+                }
                 let mut budget = self.gate.budget();
                 let shown = shape::hits(&hits, &mut budget);
                 let mut v = shape::listed("hits", shown, &budget);
@@ -84,7 +97,7 @@ impl Engine {
             if !key.starts_with("mem:") {
                 continue;
             }
-            if let Ok(Some(m)) = self.memories.get(&key) {
+            if let Ok(Some(m)) = self.backend.get(&key) {
                 h["id"] = json!(m.id);
                 h["key_hash"] = json!(crate::key::hash64(&m.id));
                 h["task"] = json!(m.task);
@@ -98,14 +111,14 @@ impl Engine {
 
     /// `coding_end_session`: the given session, or the one active session.
     pub(super) fn end_session(&self, a: &Map<String, Value>) -> ToolResult {
-        let m = &self.memories;
+        let m = &self.backend;
         let id = match arg_str(a, "id") {
             Some(id) => id.to_string(),
             None => self.active_session()?,
         };
         let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
         let sess = m
-            .end_session_with(&id, success, arg_str(a, "summary"))
+            .end_session(&id, success, arg_str(a, "summary"))
             .map_err(err)?;
         let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
         let mut v = json!({"id": sess.id, "summary": summary.text, "flags": summary.flags});
@@ -148,7 +161,7 @@ impl Engine {
             ..MemoryFilter::default()
         };
         let active: Vec<Memory> = self
-            .memories
+            .backend
             .list_filtered(&filter, 1000, 0)
             .map_err(err)?
             .into_iter()
@@ -177,13 +190,21 @@ impl Engine {
     /// `coding_search_errors`: each item keeps `score` and `memory` and gets the
     /// error's fields at its top (in engram's and the seed's names).
     pub(super) fn search_errors(&self, a: &Map<String, Value>) -> ToolResult {
-        let hits = self
-            .memories
-            .search_errors(
-                required_str(a, "query")?,
-                bounded_count(a, "top_k", 10, 100) as usize,
-            )
-            .map_err(err)?;
+        let (query, top_k) = (
+            required_str(a, "query")?,
+            bounded_count(a, "top_k", 10, 100) as usize,
+        );
+        let hits = if self.team {
+            let filter = MemoryFilter {
+                kind: Some("error".into()),
+                ..MemoryFilter::default()
+            };
+            let mut hits = self.backend.recall(query, &filter, top_k).map_err(err)?;
+            hits.sort_by_key(|h| !h.memory.metadata.contains_key("solution"));
+            hits
+        } else {
+            self.memories.search_errors(query, top_k).map_err(err)?
+        };
         let mut budget = self.gate.budget();
         let mut out = Vec::new();
         for h in &hits {

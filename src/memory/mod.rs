@@ -70,6 +70,14 @@ pub enum MemoryError {
     /// connections): nothing was written.
     #[error("memory backend {server} is unreachable: {reason}")]
     Unavailable { server: String, reason: String },
+    /// The memory backend's database did not answer a call in time (a server that
+    /// hangs, a statement cancelled by its `statement_timeout`): the call was
+    /// abandoned; a write may or may not have committed.
+    #[error("memory backend {server} did not answer within {after:?}; the call was abandoned")]
+    TimedOut {
+        server: String,
+        after: std::time::Duration,
+    },
     /// The memory backend's database refused a statement or its schema does not fit.
     #[error("memory backend {server}: {reason}")]
     Backend { server: String, reason: String },

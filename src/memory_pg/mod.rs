@@ -36,6 +36,13 @@ pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
 /// How long opening a connection may take before the call fails (PostgreSQL down or
 /// unreachable): calls fail fast rather than hang.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long one statement may run on the server (`statement_timeout`, set on every
+/// connection) before the server cancels it; a call whose transaction attempt has
+/// no answer within this and a short grace more is abandoned by the client
+/// (a server that hangs without dropping the connection): [`MemoryError::TimedOut`].
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much longer than the statement timeout the client waits for an attempt.
+const DEADLINE_GRACE: Duration = Duration::from_secs(2);
 /// How long a call waits for a free pooled connection.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections per database (per process).
@@ -49,6 +56,8 @@ pub struct PgDatabase {
     runtime: Option<tokio::runtime::Runtime>,
     pool: Pool,
     server: String,
+    /// The server's statement timeout on these connections.
+    statement_timeout: Duration,
 }
 
 impl std::fmt::Debug for PgDatabase {
@@ -87,6 +96,14 @@ impl PgDatabase {
     /// or a `key=value` string). Nothing is connected yet: the first call connects,
     /// and fails within [`CONNECT_TIMEOUT`] when the server is not there.
     pub fn connect(url: &str) -> Result<Arc<PgDatabase>> {
+        PgDatabase::connect_with_timeout(url, STATEMENT_TIMEOUT)
+    }
+
+    /// [`PgDatabase::connect`] with another statement timeout (at least a
+    /// millisecond): the server cancels a statement running longer, and the client
+    /// abandons a transaction attempt with no answer after it and a short grace.
+    pub fn connect_with_timeout(url: &str, statement_timeout: Duration) -> Result<Arc<PgDatabase>> {
+        let statement_timeout = statement_timeout.max(Duration::from_millis(1));
         let mut cfg = tokio_postgres::Config::from_str(url).map_err(|e| {
             MemoryError::Invalid(format!(
                 "database_url is not a PostgreSQL connection string ({e}); expected postgres://USER:PASSWORD@HOST:PORT/DATABASE"
@@ -96,6 +113,13 @@ impl PgDatabase {
             cfg.connect_timeout(CONNECT_TIMEOUT);
         }
         cfg.application_name("engram");
+        // The server's own limit, after any options the URL gives.
+        let options = format!(
+            "{} -c statement_timeout={}",
+            cfg.get_options().unwrap_or(""),
+            statement_timeout.as_millis()
+        );
+        cfg.options(options.trim());
         let server = describe(&cfg);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -122,6 +146,7 @@ impl PgDatabase {
             runtime: Some(runtime),
             pool,
             server,
+            statement_timeout,
         }))
     }
 
@@ -146,6 +171,26 @@ impl PgDatabase {
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })
+    }
+
+    /// How long the client waits for one transaction attempt.
+    pub fn deadline(&self) -> Duration {
+        self.statement_timeout + DEADLINE_GRACE
+    }
+
+    /// [`PgDatabase::block_on`] within [`PgDatabase::deadline`]: a server that does
+    /// not answer in time (hung, unreachable without the connection dropping) is a
+    /// [`MemoryError::TimedOut`], and the attempt is dropped (its connection with it).
+    pub(crate) fn block_on_deadline<F: Future + Send>(&self, fut: F) -> Result<F::Output>
+    where
+        F::Output: Send,
+    {
+        let after = self.deadline();
+        self.block_on(async move { tokio::time::timeout(after, fut).await })
+            .map_err(|_| MemoryError::TimedOut {
+                server: self.server.clone(),
+                after,
+            })
     }
 
     /// A pooled connection; a typed [`MemoryError::Unavailable`] naming the server
@@ -179,6 +224,13 @@ impl PgDatabase {
         match e.as_db_error() {
             Some(db) => {
                 let code = db.code().code();
+                // 57014: cancelled, here by the statement timeout.
+                if code == "57014" {
+                    return MemoryError::TimedOut {
+                        server: self.server.clone(),
+                        after: self.statement_timeout,
+                    };
+                }
                 // Class 08: connection exception; 57P01-57P03: shutting down,
                 // crashed, not yet accepting connections.
                 if code.starts_with("08") || ["57P01", "57P02", "57P03"].contains(&code) {
@@ -204,7 +256,7 @@ impl PgDatabase {
 
     /// The schema version of the database and what migrations it lacks.
     pub fn status(&self) -> Result<SchemaStatus> {
-        self.block_on(schema::status(self))
+        self.block_on_deadline(schema::status(self))?
     }
 
     /// Apply every migration the database lacks, in order, in one transaction (others
@@ -217,7 +269,7 @@ impl PgDatabase {
     /// Fails unless the database's schema is exactly this build's: a newer one is
     /// refused (upgrade engram), an older one needs `engram db migrate`.
     pub fn check_schema(&self) -> Result<()> {
-        self.block_on(schema::check(self))
+        self.block_on_deadline(schema::check(self))?
     }
 
     /// The memories of repository `repo` in this database, embedded with `embedder`
@@ -295,7 +347,7 @@ impl PgMemories {
             )));
         }
         db.check_schema()?;
-        let iterative_scan = db.block_on(pgvector_at_least(&db, (0, 8)))?;
+        let iterative_scan = db.block_on_deadline(pgvector_at_least(&db, (0, 8)))??;
         let m = PgMemories {
             db,
             repo: repo.to_string(),

@@ -116,8 +116,9 @@ pub(super) async fn migrate(db: &PgDatabase) -> Result<Vec<&'static Migration>> 
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .await
         .map_err(|e| db.error(e))?;
-    // Quietly: IF NOT EXISTS and the extension's notices are not news.
-    tx.batch_execute("SET LOCAL client_min_messages = warning")
+    // Quietly: IF NOT EXISTS and the extension's notices are not news. A migration
+    // may build indexes over many rows: no statement timeout.
+    tx.batch_execute("SET LOCAL client_min_messages = warning; SET LOCAL statement_timeout = 0")
         .await
         .map_err(|e| db.error(e))?;
     tx.batch_execute(CREATE_TABLE)
