@@ -273,5 +273,8 @@ fn constants_claims_scopes_and_made_up_values_are_not_flagged() {
     }
     // A service-account file whose key has a body still counts.
     let file = "{\"type\": \"service_account\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n\"}";
-    assert!(red(file).counts.contains_key("gcp_service_account"), "{file}");
+    assert!(
+        red(file).counts.contains_key("gcp_service_account"),
+        "{file}"
+    );
 }

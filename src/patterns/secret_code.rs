@@ -119,7 +119,9 @@ pub(super) fn is_same_name_binding(name: &str, value: &str) -> bool {
 fn ends_with_name(last: &str, name: &str) -> bool {
     name.len() >= 8
         && last.len() > name.len()
-        && last.to_ascii_lowercase().ends_with(&name.to_ascii_lowercase())
+        && last
+            .to_ascii_lowercase()
+            .ends_with(&name.to_ascii_lowercase())
 }
 
 /// Whether `value`, unquoted, is a member of a receiver object (`this.opts.withCredentials`,

@@ -9,9 +9,9 @@
 //! request.form[…]` at the start of a line, prose that mentions a login) and nothing
 //! that could be a real credential.
 
+use super::redact::find;
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
 use super::secret_value::{decode_base64, is_placeholder, looks_secret};
-use super::redact::find;
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
 

@@ -73,7 +73,8 @@ fn is_caps_constant(v: &str) -> bool {
         && parts.iter().all(|p| {
             p.len() >= 2
                 && p.starts_with(|c: char| c.is_ascii_uppercase())
-                && p.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                && p.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         })
         && parts.iter().any(|p| {
             p.len() >= 4
@@ -135,9 +136,7 @@ pub(super) fn is_accented_sample(value: &str) -> bool {
         && folded
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation() || b == b' ')
-        && words
-            .iter()
-            .any(|w| w.len() >= 5 && is_identifier_word(w))
+        && words.iter().any(|w| w.len() >= 5 && is_identifier_word(w))
         && loosely_words(words, 0.5)
 }
 
@@ -160,7 +159,8 @@ fn unaccented(c: char) -> Option<char> {
 /// whole length, at least three times (`BLAHBLAHBLAH`, `ffff…f`).
 pub(super) fn is_repeated_unit(value: &[u8]) -> bool {
     value.len() >= 8
-        && (1..=4).any(|p| value.len() >= 3 * p && (p..value.len()).all(|i| value[i] == value[i - p]))
+        && (1..=4)
+            .any(|p| value.len() >= 3 * p && (p..value.len()).all(|i| value[i] == value[i - p]))
 }
 
 /// Whether a match ends in a quoted value of letters and digits, 16 characters or more,

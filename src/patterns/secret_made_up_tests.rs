@@ -51,14 +51,20 @@ fn constants_claims_accents_and_repeats_are_made_up() {
     assert!(!is_claims_only_jwt(
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
     ));
-    assert!(!is_claims_only_jwt("eyJhbGciOiJSUzI1NiJ9.Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox"));
+    assert!(!is_claims_only_jwt(
+        "eyJhbGciOiJSUzI1NiJ9.Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox"
+    ));
     assert!(is_accented_sample("café-pässwörd'"));
     assert!(!is_accented_sample("cafe-password"));
     assert!(!is_accented_sample("qéxzvkjwq-pöl7"));
     assert!(is_repeated_unit(b"BLAHBLAHBLAH"));
-    assert!(is_repeated_unit(b"ffffffffffffffffffffffffffffffffffffffff"));
+    assert!(is_repeated_unit(
+        b"ffffffffffffffffffffffffffffffffffffffff"
+    ));
     assert!(!is_repeated_unit(b"BLAHBLAH"));
-    assert!(!is_repeated_unit(b"3f2a9c0d81e4b5a6c7d8e9f00112233445566778"));
+    assert!(!is_repeated_unit(
+        b"3f2a9c0d81e4b5a6c7d8e9f00112233445566778"
+    ));
     assert!(is_made_up_tail(
         b"\"private_key_id\": \"ffffffffffffffffffffffffffffffffffffffff\""
     ));
@@ -107,7 +113,9 @@ fn random_values_are_never_made_up() {
     }
     assert_eq!(claims, 0);
     // Lower-case words with accented letters mixed in: random ones do not read as words.
-    let latin = "abcdefghijklmnopqrstuvwxyzéäöüèàçñ-".chars().collect::<Vec<_>>();
+    let latin = "abcdefghijklmnopqrstuvwxyzéäöüèàçñ-"
+        .chars()
+        .collect::<Vec<_>>();
     for len in [8usize, 12, 14] {
         let mut samples = 0;
         for _ in 0..200_000 {
