@@ -16,6 +16,7 @@ mod secret_code;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
+mod secret_made_up;
 mod secret_placeholder;
 mod secret_reference;
 pub mod secret_rules;

@@ -106,7 +106,22 @@ fn member_parts(value: &str) -> Option<Vec<&str>> {
 /// module comment. `name` is the whole assigned identifier, the part of it before the
 /// keyword included.
 pub(super) fn is_same_name_binding(name: &str, value: &str) -> bool {
-    is_identifier(name) && member_parts(value).is_some_and(|p| p.last() == Some(&name))
+    is_identifier(name)
+        && member_parts(value).is_some_and(|p| {
+            let last = p.last().copied().unwrap_or("");
+            last == name || ends_with_name(last, name)
+        })
+}
+
+/// `msalNodeFlowVSCodeCredentialControl` for `vsCodeCredentialControl` (round 9): a
+/// member whose name ends with the assigned name of eight characters or more, its
+/// case aside (a bundler's renamed import). Random values never end so.
+fn ends_with_name(last: &str, name: &str) -> bool {
+    name.len() >= 8
+        && last.len() > name.len()
+        && last
+            .to_ascii_lowercase()
+            .ends_with(&name.to_ascii_lowercase())
 }
 
 /// Whether `value`, unquoted, is a member of a receiver object (`this.opts.withCredentials`,

@@ -9,6 +9,7 @@
 //! request.form[…]` at the start of a line, prose that mentions a login) and nothing
 //! that could be a real credential.
 
+use super::redact::find;
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
 use super::secret_value::{decode_base64, is_placeholder, looks_secret};
 use super::secret_views::percent_decode;
@@ -297,9 +298,47 @@ pub(super) fn pem_has_body(bytes: &[u8], header_end: usize) -> bool {
 
 /// Whether a service-account file's `"type": "service_account"` (at `start`) sits
 /// within 4 KiB of a `"private_key"` field: the file itself, not code or a test that
-/// names the type.
+/// names the type. Since round 9 a field whose PEM block has no body (`-----BEGIN
+/// PRIVATE KEY-----\nBLAHBLAHBLAH\n-----END…`, fewer than 16 base64 characters, which
+/// the `private_key` rule does not take either) holds no key, and such a file is a
+/// made-up one; every other value of the field (an empty one included) still counts.
 pub(super) fn near_private_key_field(bytes: &[u8], start: usize) -> bool {
     let from = start.saturating_sub(4096);
     let to = bytes.len().min(start + 4096);
-    bytes[from..to].windows(11).any(|w| w == b"private_key")
+    let w = &bytes[from..to];
+    let names: Vec<usize> = (0..w.len().saturating_sub(10))
+        .filter(|&i| w[i..].starts_with(b"private_key"))
+        .collect();
+    // The `private_key` fields themselves (a quote after the name, not `private_key_id`)
+    // decide when there are any; else any name holding `private_key`, as before.
+    let fields: Vec<usize> = names
+        .iter()
+        .copied()
+        .filter(|&i| matches!(w.get(i + 11), Some(b'"' | b'\'' | b'\\')))
+        .collect();
+    if fields.is_empty() {
+        return !names.is_empty();
+    }
+    fields.iter().any(|&i| !holds_bodiless_pem(&w[i + 11..]))
+}
+
+/// After a `private_key` name: whether the field's value is a PEM block without a body.
+/// `private_key_id` and the like (another name) are never such a field.
+fn holds_bodiless_pem(after: &[u8]) -> bool {
+    if !matches!(after.first(), Some(b'"' | b'\'' | b'\\')) {
+        return false;
+    }
+    let skip = after
+        .iter()
+        .take(16)
+        .take_while(|b| matches!(b, b'"' | b'\'' | b'\\' | b' ' | b'\t' | b':'))
+        .count();
+    let value = &after[skip..];
+    if !value.starts_with(b"-----BEGIN") {
+        return false;
+    }
+    let Some(close) = find(&value[10..], b"-----") else {
+        return false;
+    };
+    !pem_has_body(value, 10 + close + 5)
 }

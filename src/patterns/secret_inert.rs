@@ -39,7 +39,26 @@ pub(super) fn is_unsigned_jwt(token: &str) -> bool {
     if parts.next().is_some() || !header.starts_with("eyJ") {
         return false;
     }
-    signature.is_empty() || header_alg_is_none(header)
+    signature.is_empty() || header_alg_is_none(header) || is_worded_signature(signature)
+}
+
+/// A signature that is base64 of words (`aW52YWxpZF9zaWduYXR1cmU`, `invalid_signature`;
+/// round 9): 12 bytes or more of common identifier words of three letters or more
+/// joined by `_`, `-` or spaces. A real signature is random bytes, which are all
+/// letters and those joiners about 4^-12 of the time, and words far more rarely.
+fn is_worded_signature(signature: &str) -> bool {
+    let Some(out) = super::secret_shape::decode_base64(signature) else {
+        return false;
+    };
+    let Ok(text) = std::str::from_utf8(&out) else {
+        return false;
+    };
+    out.len() >= 12
+        && text.split(['_', '-', ' ']).all(|w| {
+            w.len() >= 3
+                && w.bytes().all(|b| b.is_ascii_lowercase())
+                && super::secret_words::is_identifier_word(w)
+        })
 }
 
 /// Whether a JWT header (base64url of a JSON object) says `"alg": "none"`.
@@ -75,9 +94,12 @@ fn is_made_up_key_id(id: &[u8]) -> bool {
 /// Whether `value` is a SigV4 credential scope (`AKID/20220809/us-east-1/s3/aws4_request`),
 /// the `Credential=` of an AWS `Authorization` header.
 pub(super) fn is_sigv4_scope(value: &str) -> bool {
-    value
-        .trim_end_matches(['"', '\'', '`', ',', ';'])
-        .ends_with("/aws4_request")
+    let v = value.trim_end_matches(['"', '\'', '`', ',', ';']);
+    // Percent-encoded in a presigned URL's query (`minio%2F20150620%2F…%2Faws4_request`).
+    v.ends_with("/aws4_request")
+        || v.len() > 15
+            && v.get(v.len() - 15..)
+                .is_some_and(|end| end.eq_ignore_ascii_case("%2Faws4_request"))
 }
 
 #[cfg(test)]

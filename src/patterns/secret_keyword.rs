@@ -9,6 +9,7 @@
 use super::redact::{ceil_boundary, find, floor_boundary};
 use super::secret_code::{is_member_expression, is_same_name_binding, is_type_name};
 use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt};
+use super::secret_made_up::{is_accented_sample, is_claims_only_jwt, is_constant_reference};
 use super::secret_placeholder::is_sample_phrase;
 use super::secret_reference::{is_elided, is_path_template};
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
@@ -93,7 +94,8 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     if !quoted
         && (is_same_name_binding(&assigned_name(text, start, ident), value)
             || is_member_expression(value)
-            || is_type_name(value))
+            || is_type_name(value)
+            || is_constant_reference(value))
     {
         return false;
     }
@@ -102,7 +104,11 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // sample words and numbers joined by punctuation (`secret_placeholder`);
     // `"ya29.c.b0Aaekm…..."` (cut short) and `"admin/realms/{realm-name}/credentials"`
     // (a route template) stand for no value in the text (`secret_reference`).
+    // `"eyJ….eyJ…\` (claims only, the signature on another line) and `'café-pässwörd'`
+    // (an accented sample word) are round 9's (`secret_made_up`).
     if is_unsigned_jwt(value)
+        || is_claims_only_jwt(value)
+        || is_accented_sample(value)
         || is_sigv4_scope(value)
         || is_sample_phrase(value)
         || is_elided(value)
