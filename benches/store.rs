@@ -4,6 +4,8 @@
 //!
 //! - append: 1 KiB records, batch 1 and batch 1000, durability `always`, against
 //!   SQLite (WAL, synchronous=FULL) inserting the same payloads in the same batches;
+//!   for batch 1 also the device floor and the device writes each commit cost (from
+//!   `/proc/diskstats`);
 //! - concurrent: batch-1 durable commits from 8 threads of one process (engram shares
 //!   one sync per group of waiting commits) against SQLite WAL FULL with the same
 //!   threads on one connection behind a mutex (SQLite's best case in one process; it
@@ -130,6 +132,30 @@ fn bench_append() {
                 "device floor (1 KiB pwrite+fdatasync, preallocated): {f:>8.0} syncs/s; sqlite/floor {:.2}x, engram/floor {:.2}x",
                 s / f,
                 e / f
+            );
+            // Device writes per commit, one more run of each: a durable commit costs
+            // at least the data write and the cache flush; anything above that is
+            // metadata (an inode block, a journal) and shows up here before it shows
+            // up in the time.
+            let per_commit = |run: &dyn Fn()| {
+                let before = common::device_writes();
+                run();
+                match (before, common::device_writes()) {
+                    (Some(a), Some(b)) => format!("{:.2}", (b - a) as f64 / total as f64),
+                    _ => "n/a".into(),
+                }
+            };
+            println!(
+                "device writes per batch-1 commit: floor {}, engram {}, sqlite {}",
+                per_commit(&|| {
+                    device_floor(total);
+                }),
+                per_commit(&|| {
+                    engram_append(1, total);
+                }),
+                per_commit(&|| {
+                    sqlite_append(1, total);
+                }),
             );
         }
         println!(

@@ -69,3 +69,25 @@ impl Rng {
         (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     }
 }
+
+/// Write requests the device under target/bench-tmp has completed so far, from
+/// `/proc/diskstats` (None where that file or the device's line is missing). The
+/// difference across a run tells how many device writes each durable commit cost,
+/// which explains a throughput figure better than the noisy time does.
+#[allow(dead_code)]
+pub fn device_writes() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
+    std::fs::create_dir_all(&base).ok()?;
+    let dev = std::fs::metadata(&base).ok()?.dev();
+    // Linux's dev_t encoding of major and minor numbers.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let stats = std::fs::read_to_string("/proc/diskstats").ok()?;
+    stats.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() > 7 && f[0].parse() == Ok(major) && f[1].parse() == Ok(minor))
+            .then(|| f[7].parse().ok())
+            .flatten()
+    })
+}

@@ -17,6 +17,7 @@ use memmap2::{Mmap, MmapOptions};
 use zerocopy::IntoBytes;
 
 use super::error::{Result, StoreError};
+use super::stat;
 use crate::format::{decode_record, FileHeader, FormatError, RecordView, FILE_HEADER_LEN};
 
 /// Smallest address-space reservation for the map.
@@ -36,6 +37,8 @@ pub struct BlobLog {
     /// A length known to be present in the file (refreshed from `stat` when a read
     /// asks for more).
     known_len: AtomicU64,
+    /// (device, inode) of the open file, to tell whether the path still names it.
+    identity: stat::Identity,
 }
 
 /// A view of the log's first `len` bytes that stays valid while held, even if the
@@ -165,7 +168,8 @@ impl BlobLog {
             }
             Err(e) => return Err(StoreError::io("open", path)(e)),
         };
-        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        let len = stat::file_size(&file).map_err(StoreError::io("stat", path))?;
+        let identity = stat::file_identity(&file).map_err(StoreError::io("stat", path))?;
         let mut head = [0u8; FILE_HEADER_LEN];
         let n = file
             .read_at(&mut head, 0)
@@ -182,6 +186,7 @@ impl BlobLog {
             header,
             map: RwLock::new(Arc::new(map)),
             known_len: AtomicU64::new(len),
+            identity,
         })
     }
 
@@ -200,26 +205,16 @@ impl BlobLog {
     /// True when the path now names another file than the one this handle has open
     /// (compaction in another handle or process renamed a new log over it).
     pub fn replaced_on_disk(&self) -> Result<bool> {
-        use std::os::unix::fs::MetadataExt;
-        let on_disk = match std::fs::metadata(&self.path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
-            Err(e) => return Err(StoreError::io("stat", &self.path)(e)),
-        };
-        let ours = self
-            .file
-            .metadata()
-            .map_err(StoreError::io("stat", &self.path))?;
-        Ok(on_disk.ino() != ours.ino() || on_disk.dev() != ours.dev())
+        match stat::path_identity(&self.path) {
+            Ok(on_disk) => Ok(on_disk != self.identity),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(StoreError::io("stat", &self.path)(e)),
+        }
     }
 
-    /// The file's current length, from `stat`.
+    /// The file's current length, from `statx` (timestamps unread: see `stat`).
     pub fn len(&self) -> Result<u64> {
-        let len = self
-            .file
-            .metadata()
-            .map_err(StoreError::io("stat", &self.path))?
-            .len();
+        let len = stat::file_size(&self.file).map_err(StoreError::io("stat", &self.path))?;
         self.known_len.store(len, Ordering::Release);
         Ok(len)
     }

@@ -19,6 +19,7 @@ mod scan;
 mod seal;
 mod sealed_cache;
 mod small_file;
+mod stat;
 mod tracker;
 pub mod vector_cache;
 mod vector_delta;
@@ -401,8 +402,8 @@ impl Store {
     /// only leaves the WAL for the next writer.
     fn checkpoint_if_due(&self) {
         let wal = self.dir.join(format!("{TRACKER_FILE}-wal"));
-        let due = std::fs::metadata(&wal)
-            .map(|m| m.len() >= tracker::CHECKPOINT_WAL_BYTES)
+        let due = stat::path_size(&wal)
+            .map(|len| len >= tracker::CHECKPOINT_WAL_BYTES)
             .unwrap_or(false);
         if !due {
             return;

@@ -144,12 +144,14 @@ impl VectorCache {
     /// search may then reuse the handle instead of opening and indexing the file
     /// again; tombstones the writer sets meanwhile are read from the mapping anyway.
     pub fn is_current(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
         let Some(file) = &self.file else {
             return true;
         };
-        let same_file = match (file.metadata(), std::fs::metadata(&self.path)) {
-            (Ok(mapped), Ok(named)) => mapped.ino() == named.ino() && mapped.dev() == named.dev(),
+        let same_file = match (
+            super::stat::file_identity(file),
+            super::stat::path_identity(&self.path),
+        ) {
+            (Ok(mapped), Ok(named)) => mapped == named,
             _ => false,
         };
         same_file && self.map.get(..HEADER_LEN) == Some(self.header.as_bytes())
