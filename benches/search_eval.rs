@@ -46,7 +46,8 @@
 //! those), `ENGRAM_EVAL_LIST=1` (write the targets to `targets.tsv` and stop; no search),
 //! `ENGRAM_EVAL_LISTS=1` (also write `lists.jsonl`: per query, the symbol, keyword and
 //! vector lists engram's hybrid fuses, each entry with its score and whether it is a hit,
-//! so that fusion rules can be replayed offline without re-indexing).
+//! so that fusion rules can be replayed offline without re-indexing:
+//! `tools/search-eval/replay_fusion.py`).
 //! Missing corpus: the bench says how to fetch it and exits 2.
 
 mod common;
