@@ -165,7 +165,8 @@ pub struct SearchHit {
     pub start_line: Option<u64>,
     pub end_line: Option<u64>,
     pub symbol: Option<String>,
-    /// Fused score (reciprocal-rank sum, after boosts); higher is better.
+    /// Fused score (reciprocal-rank sum, plus the best such sum for code named exactly
+    /// as the query; after boosts); higher is better.
     pub score: f64,
     /// The line that best shows why this is a hit (at most 200 characters).
     pub snippet: String,
