@@ -43,7 +43,11 @@
 //!
 //! `ENGRAM_EVAL_DATA` (default `target/search-eval`), `ENGRAM_EVAL_MAX_TARGETS` (targets
 //! per package, default 150), `ENGRAM_EVAL_PACKAGES` (comma-separated names: only
-//! those), `ENGRAM_EVAL_LIST=1` (write the targets to `targets.tsv` and stop; no search).
+//! those), `ENGRAM_EVAL_LIST=1` (write the targets to `targets.tsv` and stop; no search),
+//! `ENGRAM_EVAL_LISTS=1` (also write `lists.jsonl`: per query, the symbol, keyword and
+//! vector lists engram's hybrid fuses, each entry with its score and whether it is a hit,
+//! so that fusion rules can be replayed offline without re-indexing:
+//! `tools/search-eval/replay_fusion.py`).
 //! Missing corpus: the bench says how to fetch it and exits 2.
 
 mod common;
@@ -529,6 +533,7 @@ fn main() {
         ..Default::default()
     };
     let mut all_queries: Vec<Query> = Vec::new();
+    let mut lists_out = std::env::var_os("ENGRAM_EVAL_LISTS").map(|_| String::new());
     for (pkg, p, queries) in &prepared {
         let src = data.join("stage").join(pkg.dir_name());
         stage(&src, p);
@@ -571,6 +576,12 @@ fn main() {
             }
             query_seconds[ci] += t.elapsed().as_secs_f64();
         }
+        if let Some(out) = &mut lists_out {
+            for q in queries {
+                out.push_str(&lists_line(&stores[0].1, &embedders[0], q));
+                out.push('\n');
+            }
+        }
         eprintln!(
             "{:<28} searched: {}",
             pkg.dir_name(),
@@ -588,6 +599,9 @@ fn main() {
                 .join(", ")
         );
         all_queries.extend(queries.iter().cloned());
+    }
+    if let Some(out) = &lists_out {
+        std::fs::write(data.join("lists.jsonl"), out).expect("write lists.jsonl");
     }
     report(
         &data,
@@ -891,4 +905,56 @@ struct IndexCost {
     engram_chunks: Vec<u64>,
     bm25_seconds: f64,
     bm25_chunks: u64,
+}
+
+/// One JSON line for `ENGRAM_EVAL_LISTS`: the lists engram's hybrid fuses for `q` (on
+/// the first embedder's index, as `search` fetches them for the top 10), each as
+/// `[key hash, score, hit]` best first, so fusion rules can be replayed offline.
+fn lists_line(store: &Store, embedder: &Arc<dyn Embedder>, q: &Query) -> String {
+    let fetch = (TOP_K * 4).max(40);
+    let entry = |key: &str, score: f64| {
+        let hit = chunk_place(store, key).is_some_and(|(p, s, e)| q.is_hit(&p, s, e));
+        json!([engram::key::hash64(key), score.min(1e300), hit])
+    };
+    let mut sym = Vec::new();
+    let mut seen = Vec::new();
+    for (key, score) in index::symbol_ranked(store, &q.text, 1, fetch).expect("symbols") {
+        let Some(info) = index::symbol_info(store, engram::key::hash64(&key)).expect("symbol")
+        else {
+            continue;
+        };
+        if let Some(chunk) = index::chunk_at(store, &info.path, info.start_line).expect("chunk") {
+            if !seen.contains(&chunk) {
+                sym.push(entry(&chunk, score));
+                seen.push(chunk);
+            }
+        }
+    }
+    let kw: Vec<_> = index::keyword_ranked(store, &q.text, None, TOP_K, fetch)
+        .expect("keywords")
+        .iter()
+        .map(|(k, s)| entry(k, *s))
+        .collect();
+    let kw_all = index::keyword_ranked(store, &q.text, None, 0, fetch)
+        .expect("keywords")
+        .len();
+    let mut vec = Vec::new();
+    if let Ok(mut v) = embedder.embed(&[q.text.as_str()]) {
+        let qv = v.pop().unwrap_or_default();
+        if !qv.is_empty() && !engram::embed::is_zero(&qv) {
+            for m in store
+                .vector_search(embedder.name(), &qv, fetch * 2)
+                .expect("vectors")
+            {
+                if m.score >= 0.1 && m.key.starts_with("chunk:") {
+                    vec.push(entry(&m.key, f64::from(m.score)));
+                }
+            }
+        }
+    }
+    json!({
+        "type": q.qtype.as_str(), "lang": q.lang, "half": if q.held_out { "held-out" } else { "tune" },
+        "query": q.text, "sym": sym, "kw": kw, "kw_all": kw_all, "vec": vec,
+    })
+    .to_string()
 }

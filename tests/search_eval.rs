@@ -141,16 +141,19 @@ fn in_sample_hybrid_search_finds_exact_and_paraphrased_queries() {
         "an exact-word query lost its answer"
     );
     // Measured when written (in-sample): paraphrase MRR 0.875, R@5 0.929; keyword only
-    // 0.657, 0.714.
+    // 0.657, 0.714. Since the keyword tables stem words (and fusion's constant is 5):
+    // 0.929, 0.929; keyword only 0.786, 0.786 (stemming finds two paraphrases by their
+    // inflected words, so the vectors' margin shrank from 0.22 to 0.14).
     assert!(para.mrr >= 0.8, "paraphrase MRR fell to {:.3}", para.mrr);
     assert!(
         para.recall_at_5 >= 0.85,
         "paraphrase R@5 fell to {:.3}",
         para.recall_at_5
     );
-    // The vectors are what find paraphrases: keyword search alone must do clearly worse.
+    // The vectors are what find paraphrases: keyword search alone must do clearly worse
+    // (by more than one query of the 14).
     assert!(
-        para.mrr >= para_keyword.mrr + 0.15,
+        para.mrr >= para_keyword.mrr + 0.1,
         "vectors add too little: {:.3} vs keyword only {:.3}",
         para.mrr,
         para_keyword.mrr

@@ -2,7 +2,11 @@
 //! `code_files` (what was indexed, for incremental re-indexing), `code_chunks` (where
 //! each chunk is), `code_fts` (the keyword index over chunk text and path with
 //! code-aware tokens), `code_symbols` and `code_symbols_fts` (symbol lookup by name,
-//! words of the name, signature and doc). Nothing here is not in the log.
+//! words of the name, signature and doc). Both full-text tables stem English words
+//! (FTS5's `porter`, queries alike), so `entries` finds `entry` and `cached` `cache`:
+//! on the search eval's tune half doc queries rose from 0.437 to 0.481 MRR@10 (identifier
+//! queries are answered by exact names first and did not move). Nothing here is not in
+//! the log.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
@@ -24,7 +28,7 @@ impl Projection for CodeProjection {
     }
 
     fn version(&self) -> u32 {
-        4
+        5
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -51,10 +55,10 @@ impl Projection for CodeProjection {
              CREATE INDEX IF NOT EXISTS code_symbols_by_qname ON code_symbols (qualified_name COLLATE NOCASE);
              CREATE VIRTUAL TABLE IF NOT EXISTS code_symbols_fts USING fts5(
                 name, detail, content = '', contentless_delete = 1,
-                tokenize = 'unicode61 remove_diacritics 2');
+                tokenize = 'porter unicode61 remove_diacritics 2');
              CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(
                 path, text, content = '', contentless_delete = 1,
-                tokenize = 'unicode61 remove_diacritics 2');",
+                tokenize = 'porter unicode61 remove_diacritics 2');",
         )
     }
 

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use fuse::{fuse, RankedList, K as RRF_K};
-pub use weights::FusionWeights;
+pub use fuse::{fuse, fuse_with, lift, RankedList, K as RRF_K};
+pub use weights::{FusionWeights, SEARCH_K};
 
 use crate::embed::{default_embedder, is_zero, Embedder};
 use crate::index::{self, IndexError};
@@ -165,7 +165,8 @@ pub struct SearchHit {
     pub start_line: Option<u64>,
     pub end_line: Option<u64>,
     pub symbol: Option<String>,
-    /// Fused score (reciprocal-rank sum, after boosts); higher is better.
+    /// Fused score (reciprocal-rank sum, plus the best such sum for code named exactly
+    /// as the query; after boosts); higher is better.
     pub score: f64,
     /// The line that best shows why this is a hit (at most 200 characters).
     pub snippet: String,
@@ -307,6 +308,9 @@ pub fn search(
         .weights
         .unwrap_or_else(|| FusionWeights::for_query(query, embedder.name()));
     let mut lists = Vec::new();
+    // Code named exactly as the query (a symbol's name or qualified name): first, ahead
+    // of any agreement of the lists (a query naming a symbol is the strongest evidence).
+    let mut named: Vec<String> = Vec::new();
     if code {
         // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
         // unless symbols themselves were asked for.
@@ -314,16 +318,23 @@ pub fn search(
         // common words) runs only when no symbol holds every word.
         let syms = index::symbol_ranked(store, query, 1, fetch)?;
         let mut keys = Vec::with_capacity(syms.len());
-        for (key, _) in syms {
-            if opts.kind == Some(HitKind::Symbol) {
-                keys.push(key);
+        for (key, score) in syms {
+            // `symbol_ranked` scores a symbol named exactly as the query `f64::MAX`.
+            let exact = score == f64::MAX;
+            let key = if opts.kind == Some(HitKind::Symbol) {
+                key
             } else if let Some(info) = index::symbol_info(store, crate::key::hash64(&key))? {
-                if let Some(chunk) = index::chunk_at(store, &info.path, info.start_line)? {
-                    if !keys.contains(&chunk) {
-                        keys.push(chunk);
-                    }
+                match index::chunk_at(store, &info.path, info.start_line)? {
+                    Some(chunk) if !keys.contains(&chunk) => chunk,
+                    _ => continue,
                 }
+            } else {
+                continue;
+            };
+            if exact {
+                named.push(key.clone());
             }
+            keys.push(key);
         }
         lists.push(RankedList {
             keys,
@@ -397,7 +408,8 @@ pub fn search(
             }
         }
     }
-    let fused = fuse(&lists);
+    let mut fused = fuse_with(&lists, SEARCH_K);
+    lift(&mut fused, &named);
     let hits = resolve::hits(store, query, &fused, opts, &filter, top_k)?;
     Ok(SearchResults {
         hits,
