@@ -419,3 +419,38 @@ fn imported_memories_are_anchored_and_keep_the_anchors_they_bring() {
     assert_eq!(s.len(), 2, "{s:?}");
     assert_eq!(s[0]["memory"]["text"], "`helper` doubles then adds one");
 }
+
+#[test]
+fn a_rename_prefers_the_same_file_over_an_identical_body_elsewhere() {
+    let (_tmp, repo, store) = setup();
+    // `src/a.py` holds the same body under another name, and its targets sort before
+    // `src/net.py`'s: only the same-file rule makes the rename point into net.py.
+    write(
+        &repo,
+        "src/a.py",
+        "def twin(x):\n    y = x * 2\n    return y + 1\n",
+    );
+    index(&store, &repo);
+    ok_json(&store, &["remember", "`helper` doubles then adds one"]);
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1.replace("def helper", "def assist"),
+    );
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s.len(), 1, "{s:?}");
+    let mark = &s[0]["stale"][0];
+    assert_eq!(mark["reason"], "renamed");
+    assert_eq!(mark["now_key"], "sym:src/net.py#assist:function:10:12");
+    // With the body gone from net.py, the twin elsewhere is where it went.
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1.replace("def helper(x):\n    y = x * 2\n    return y + 1\n", ""),
+    );
+    index(&store, &repo);
+    let mark = &stale(&store)[0]["stale"][0];
+    assert_eq!(mark["reason"], "renamed");
+    assert_eq!(mark["now_key"], "sym:src/a.py#twin:function:1:3");
+}

@@ -23,15 +23,15 @@ impl Projection for StaleProjection {
     }
 
     fn version(&self) -> u32 {
-        1
+        2
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
             "CREATE TABLE IF NOT EXISTS stale_code (
-                target TEXT PRIMARY KEY, key_hash INTEGER NOT NULL, key TEXT NOT NULL,
+                target TEXT NOT NULL UNIQUE, key_hash INTEGER NOT NULL,
                 hash TEXT NOT NULL, signature TEXT NOT NULL, lines INTEGER NOT NULL,
-                kind TEXT NOT NULL, path TEXT NOT NULL) WITHOUT ROWID;
+                kind TEXT NOT NULL);
              CREATE INDEX IF NOT EXISTS stale_code_by_key ON stale_code (key_hash);
              CREATE INDEX IF NOT EXISTS stale_code_by_hash ON stale_code (hash);
              CREATE TABLE IF NOT EXISTS stale_anchors (
@@ -106,20 +106,18 @@ fn put_code(db: &Connection, key: &str, h: i64, meta: &Map<String, Value>, t: i6
     };
     let (hash, signature, lines) = code_state(meta, target.kind == "file");
     db.prepare_cached(
-        "INSERT INTO stale_code (target, key_hash, key, hash, signature, lines, kind, path)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (target) DO UPDATE SET key_hash = excluded.key_hash, key = excluded.key,
+        "INSERT INTO stale_code (target, key_hash, hash, signature, lines, kind)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (target) DO UPDATE SET key_hash = excluded.key_hash,
            hash = excluded.hash, signature = excluded.signature, lines = excluded.lines",
     )?
     .execute(params![
         target.target,
         h,
-        key,
         hash,
         signature,
         lines,
-        target.kind,
-        target.path
+        target.kind
     ])?;
     // Anchors on the target; anchors marked deleted with this hash (a rename?);
     // anchors marked renamed to this target (it may no longer match).
@@ -264,6 +262,38 @@ fn code_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Code> {
     })
 }
 
+/// `stale_code` rows as [`code_row`] reads them; the key comes from `records`, which
+/// holds it once for every live record (a row's `key_hash` is always live).
+const CODE_ROW: &str = "SELECT c.target, r.key, c.hash, c.signature, c.lines
+     FROM stale_code c JOIN records r ON r.key_hash = c.key_hash";
+
+/// Where the code of a gone `target` with body `hash` lives now, if anywhere: a live
+/// target of the same kind with that hash, one in the same file first, then the least
+/// target in byte order (staleness.md, "Evaluating", step 3).
+fn moved_to(db: &Connection, hash: &str, target: &str) -> Result<Option<Code>> {
+    let (kind, path) = target_parts(target);
+    // Targets of one file's symbols share the prefix `sym:{path}#`; `$` follows `#`.
+    if let Some(prefix) = target.strip_prefix("sym:").map(|_| format!("sym:{path}#")) {
+        let end = format!("sym:{path}$");
+        let same_file = db
+            .prepare_cached(&format!(
+                "{CODE_ROW} WHERE c.hash = ?1 AND c.kind = ?2 AND c.target >= ?3 AND c.target < ?4
+                 ORDER BY c.target LIMIT 1"
+            ))?
+            .query_row(params![hash, kind, prefix, end], code_row)
+            .optional()?;
+        if same_file.is_some() {
+            return Ok(same_file);
+        }
+    }
+    Ok(db
+        .prepare_cached(&format!(
+            "{CODE_ROW} WHERE c.hash = ?1 AND c.kind = ?2 ORDER BY c.target LIMIT 1"
+        ))?
+        .query_row(params![hash, kind], code_row)
+        .optional()?)
+}
+
 /// The kind and path of a target (`sym:{path}#{name}:{kind}` or `file:{path}`).
 fn target_parts(target: &str) -> (&str, &str) {
     if let Some(rest) = target.strip_prefix("sym:") {
@@ -288,9 +318,7 @@ fn evaluate(db: &Connection, mem: i64, target: &str, t: i64) -> Result<()> {
         return Ok(());
     };
     let now: Option<Code> = db
-        .prepare_cached(
-            "SELECT target, key, hash, signature, lines FROM stale_code WHERE target = ?1",
-        )?
+        .prepare_cached(&format!("{CODE_ROW} WHERE c.target = ?1"))?
         .query_row([target], code_row)
         .optional()?;
     let (reason, now) = match now {
@@ -301,14 +329,7 @@ fn evaluate(db: &Connection, mem: i64, target: &str, t: i64) -> Result<()> {
         }
         Some(c) => ("changed", Some(c)),
         None => {
-            let (kind, path) = target_parts(target);
-            let moved: Option<Code> = db
-                .prepare_cached(
-                    "SELECT target, key, hash, signature, lines FROM stale_code
-                     WHERE hash = ?1 AND kind = ?2 ORDER BY path = ?3 DESC, target LIMIT 1",
-                )?
-                .query_row(params![hash, kind, path], code_row)
-                .optional()?;
+            let moved = moved_to(db, &hash, target)?;
             match moved {
                 Some(c) => ("renamed", Some(c)),
                 None => ("deleted", None),

@@ -107,7 +107,8 @@ impl Anchorer for CodeAnchorer {
             }
             let row: Option<(String, String, String, i64)> = db
                 .prepare_cached(
-                    "SELECT key, hash, signature, lines FROM stale_code WHERE target = ?1",
+                    "SELECT r.key, c.hash, c.signature, c.lines FROM stale_code c
+                     JOIN records r ON r.key_hash = c.key_hash WHERE c.target = ?1",
                 )?
                 .query_row([&t.target], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
