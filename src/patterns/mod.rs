@@ -19,6 +19,8 @@ mod secret_keyword;
 mod secret_made_up;
 mod secret_placeholder;
 mod secret_reference;
+#[cfg(test)]
+mod secret_round10_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

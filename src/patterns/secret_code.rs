@@ -115,13 +115,19 @@ pub(super) fn is_same_name_binding(name: &str, value: &str) -> bool {
 
 /// `msalNodeFlowVSCodeCredentialControl` for `vsCodeCredentialControl` (round 9): a
 /// member whose name ends with the assigned name of eight characters or more, its
-/// case aside (a bundler's renamed import). Random values never end so.
+/// case aside (a bundler's renamed import). Since round 10 also a member that shares
+/// its last eight characters or more with the assigned name (`old_use_webauthn =
+/// asyncssh.sk.sk_use_webauthn`, a test saving a module's function before patching
+/// it): the same name under another prefix. A random value ends with a given eight
+/// characters, case aside, about 31^-8 ≈ 10^-12 of the time.
 fn ends_with_name(last: &str, name: &str) -> bool {
-    name.len() >= 8
-        && last.len() > name.len()
-        && last
-            .to_ascii_lowercase()
-            .ends_with(&name.to_ascii_lowercase())
+    let shared = last
+        .bytes()
+        .rev()
+        .zip(name.bytes().rev())
+        .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+        .count();
+    shared >= 8
 }
 
 /// Whether `value`, unquoted, is a member of a receiver object (`this.opts.withCredentials`,
@@ -133,13 +139,70 @@ pub(super) fn is_member_expression(value: &str) -> bool {
 
 /// Whether `value`, unquoted, is a type's name (`MFAVerifyWebauthnParams`): a capital,
 /// then letters and digits, ending in one of [`TYPE_WORDS`] after at least one more
-/// character; see the module comment.
+/// character; see the module comment. Since round 10 the type may stand behind module
+/// names (`sts.StsCredentials`, `models.AuthProvider`): lower-case identifiers, each
+/// followed by `.`, which add nothing a random value could use to pass (it must still
+/// end in a type word).
 pub(super) fn is_type_name(value: &str) -> bool {
+    let mut value = value;
+    while let Some((module, rest)) = value.split_once('.') {
+        if !is_module_name(module) {
+            return false;
+        }
+        value = rest;
+    }
     value.starts_with(|c: char| c.is_ascii_uppercase())
         && value.bytes().all(|b| b.is_ascii_alphanumeric())
         && TYPE_WORDS
             .iter()
             .any(|w| value.len() > w.len() && value.ends_with(w))
+}
+
+/// A module's name in a qualified type (`sts`, `google_auth`): a lower-case letter, then
+/// lower-case letters, digits and `_`.
+fn is_module_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Whether `value`, unquoted, is a name in camel humps made of words (round 10):
+/// `Curve25519SeedBin`, `_PassphraseArg` (a private type alias) after `passphrase:`.
+/// An optional leading `_`, then two or more humps each a capital and lower-case
+/// letters or a run of digits, at least two of them letter humps; every letter hump,
+/// lower-cased, of three letters or more and a common identifier word
+/// (`secret_words::is_identifier_word`) or the assigned name itself (`name`, its case
+/// aside). Such a value names a type or a constant; a random value spells two
+/// dictionary words at hump starts with nothing else between them about never (0 of
+/// 200,000 per alphabet and length in `secret_round10_tests.rs`).
+pub(super) fn is_camel_words(value: &str, name: &str) -> bool {
+    let v = value.strip_prefix('_').unwrap_or(value);
+    let b = v.as_bytes();
+    if b.is_empty() || !b[0].is_ascii_uppercase() || !b.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    let name = name.to_ascii_lowercase();
+    let mut words = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        if b[i].is_ascii_digit() {
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            continue;
+        }
+        i += 1;
+        while i < b.len() && b[i].is_ascii_lowercase() {
+            i += 1;
+        }
+        let hump = v[start..i].to_ascii_lowercase();
+        if hump.len() < 3 || !(super::secret_words::is_identifier_word(&hump) || (hump == name)) {
+            return false;
+        }
+        words += 1;
+    }
+    words >= 2
 }
 
 #[cfg(test)]

@@ -319,7 +319,35 @@ pub(super) fn near_private_key_field(bytes: &[u8], start: usize) -> bool {
     if fields.is_empty() {
         return !names.is_empty();
     }
-    fields.iter().any(|&i| !holds_bodiless_pem(&w[i + 11..]))
+    fields
+        .iter()
+        .any(|&i| !holds_bodiless_pem(&w[i + 11..]) && !holds_placeholder(&w[i + 11..]))
+}
+
+/// After a `private_key` name: whether the field's value is a placeholder
+/// (`"private_key": "your-private-key"` in a README's template; round 10), judged by
+/// `secret_reference::is_placeholder` on the quoted value. A key's PEM text is never
+/// one: it opens with `-----BEGIN`, which is judged by [`holds_bodiless_pem`].
+fn holds_placeholder(after: &[u8]) -> bool {
+    let Some(&quote) = after.first() else {
+        return false;
+    };
+    if !matches!(quote, b'"' | b'\'') {
+        return false;
+    }
+    let skip = after
+        .iter()
+        .take(16)
+        .take_while(|b| matches!(b, b'"' | b'\'' | b' ' | b'\t' | b':'))
+        .count();
+    let value = &after[skip..];
+    let Some(end) = value.iter().position(|&b| b == quote || b == b'\n') else {
+        return false;
+    };
+    let Ok(text) = std::str::from_utf8(&value[..end]) else {
+        return false;
+    };
+    !text.starts_with("-----") && !text.is_empty() && is_placeholder(text)
 }
 
 /// After a `private_key` name: whether the field's value is a PEM block without a body.

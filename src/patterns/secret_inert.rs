@@ -39,7 +39,24 @@ pub(super) fn is_unsigned_jwt(token: &str) -> bool {
     if parts.next().is_some() || !header.starts_with("eyJ") {
         return false;
     }
-    signature.is_empty() || header_alg_is_none(header) || is_worded_signature(signature)
+    signature.is_empty()
+        || header_alg_is_none(header)
+        || is_worded_signature(signature)
+        || is_word_for_signature(signature)
+}
+
+/// A signature part that is a word written in its place (`.fake`, `.invalid`,
+/// `.SIGNATURE`; round 10): three to twenty letters in one case, a common identifier
+/// word. No JWS algorithm signs in so few bytes (HS256's 32 bytes are 43 characters,
+/// the shortest there is), and bytes of a real signature, base64url-encoded, are one
+/// common word all in one case about never; a real signature wrapped after its first
+/// few characters passes only when those happen to spell such a word.
+fn is_word_for_signature(signature: &str) -> bool {
+    let lower = signature.to_ascii_lowercase();
+    (3..=20).contains(&signature.len())
+        && (signature == lower || signature == signature.to_ascii_uppercase())
+        && lower.bytes().all(|b| b.is_ascii_lowercase())
+        && super::secret_words::is_identifier_word(&lower)
 }
 
 /// A signature that is base64 of words (`aW52YWxpZF9zaWduYXR1cmU`, `invalid_signature`;

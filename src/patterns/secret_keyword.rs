@@ -7,9 +7,13 @@
 //! fails: any match gives a yes or a no.
 
 use super::redact::{ceil_boundary, find, floor_boundary};
-use super::secret_code::{is_member_expression, is_same_name_binding, is_type_name};
+use super::secret_code::{
+    is_camel_words, is_member_expression, is_same_name_binding, is_type_name,
+};
 use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt};
-use super::secret_made_up::{is_accented_sample, is_claims_only_jwt, is_constant_reference};
+use super::secret_made_up::{
+    is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
+};
 use super::secret_placeholder::is_sample_phrase;
 use super::secret_reference::{is_elided, is_path_template};
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
@@ -52,6 +56,19 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     }
     let mut quoted = false;
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"' | b'`') {
+        // `token = "".join(…)`: an empty string whose method is called, code that
+        // builds the value (round 10). Not a triple-quoted string's opening, and not a
+        // value that merely starts with the quote character: a random password does
+        // so and then reads `.name(` about 10^-6 of the time.
+        if quoted
+            && b[i] == b[i - 1]
+            && matches!(b[i], b'\'' | b'"' | b'`')
+            && b.get(i + 1) != Some(&b[i])
+            && (i < 2 || b[i - 2] != b[i])
+            && text.get(start + i + 1..).is_some_and(is_method_call)
+        {
+            return false;
+        }
         quoted |= b[i] != b' ' && b[i] != b'\t';
         i += 1;
     }
@@ -91,11 +108,15 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // `x = options.x`, `exports.X = X`, `credentials:this.opts.withCredentials?`,
     // `authn: MFAVerifyWebauthnParams`: a name, a receiver's member or a type, code
     // rather than a literal (`secret_code`).
+    // `Curve25519SeedBin`, `passphrase: _PassphraseArg`: a name in camel humps of
+    // words, or of the assigned name (round 10).
+    let assigned = assigned_name(text, start, ident);
     if !quoted
-        && (is_same_name_binding(&assigned_name(text, start, ident), value)
+        && (is_same_name_binding(&assigned, value)
             || is_member_expression(value)
             || is_type_name(value)
-            || is_constant_reference(value))
+            || is_constant_reference(value)
+            || is_camel_words(value, &assigned))
     {
         return false;
     }
@@ -105,10 +126,12 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // `"ya29.c.b0Aaekm…..."` (cut short) and `"admin/realms/{realm-name}/credentials"`
     // (a route template) stand for no value in the text (`secret_reference`).
     // `"eyJ….eyJ…\` (claims only, the signature on another line) and `'café-pässwörd'`
-    // (an accented sample word) are round 9's (`secret_made_up`).
+    // (an accented sample word) are round 9's (`secret_made_up`), `'totallybogus'`
+    // (two words run together) round 10's.
     if is_unsigned_jwt(value)
         || is_claims_only_jwt(value)
         || is_accented_sample(value)
+        || is_two_words(value)
         || is_sigv4_scope(value)
         || is_sample_phrase(value)
         || is_elided(value)
@@ -133,6 +156,20 @@ fn assigned_name(text: &str, start: usize, ident: &str) -> String {
         Some(dot) => whole[dot + 1..].to_string(),
         None => whole,
     }
+}
+
+/// Whether `rest` opens with a method call: `.`, an identifier, `(` (`.join(`).
+fn is_method_call(rest: &str) -> bool {
+    let Some(after_dot) = rest.strip_prefix('.') else {
+        return false;
+    };
+    let name = after_dot
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    name >= 1
+        && after_dot.as_bytes()[0].is_ascii_alphabetic()
+        && after_dot.as_bytes().get(name) == Some(&b'(')
 }
 
 fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {

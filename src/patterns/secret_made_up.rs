@@ -188,6 +188,22 @@ pub(super) fn is_made_up_tail(token: &[u8]) -> bool {
         && (super::secret_placeholder::is_filler(tail) || is_repeated_unit(tail))
 }
 
+/// Whether `value` is two common words run together in lower case (`totallybogus`, a
+/// test's bogus credential; round 10): 12 to 24 letters (shorter values are never
+/// secrets to the keyword rules, `secret_value::MIN_LEN`) that split into two common
+/// identifier words of four letters or more each. Words joined by punctuation were
+/// already read so (`secret_value`'s `is_wordy`); a person's two-word password is let
+/// through alike. Random lower-case values of 12 letters or more split so about never
+/// (0 of 200,000 at 12, 16, 24 and 40 in the test; at 8 letters, which the rule does
+/// not take, 2 did), and a random value of a mixed-case or digit alphabet is all
+/// lower-case letters rarer still.
+pub(super) fn is_two_words(value: &str) -> bool {
+    let v = value.trim_end_matches(['"', '\'', '`']);
+    (12..=24).contains(&v.len())
+        && v.bytes().all(|b| b.is_ascii_lowercase())
+        && (4..=v.len() - 4).any(|i| is_identifier_word(&v[..i]) && is_identifier_word(&v[i..]))
+}
+
 #[cfg(test)]
 #[path = "secret_made_up_tests.rs"]
 mod tests;

@@ -39,7 +39,39 @@ pub fn is_known_shape(value: &str) -> bool {
     if hash_prefixes.iter().any(|p| lower.starts_with(p)) {
         return true;
     }
-    is_uuid(value) || is_base64_of_text(value)
+    is_uuid(value) || is_base64_of_text(value) || is_der_certificate(value)
+}
+
+/// Whether `value` is base64 of a DER X.509 certificate (round 10; a SAML service
+/// provider's `…_PUBLIC_CERT`, a pinned CA): public by design, what a TLS server sends
+/// every client. It reads the certificate's first bytes: `SEQUENCE` (two length bytes)
+/// holding the `tbsCertificate` `SEQUENCE` (two length bytes, no longer than the
+/// outer one) that opens with the explicit version tag of a v2 or v3 certificate and
+/// then the serial number's `INTEGER` tag (`30 82 .. .. 30 82 .. .. A0 03 02 01 0v 02`).
+/// A private key's encodings open otherwise (PKCS#1 and PKCS#8 `30 82 .. .. 02 01 00`,
+/// PKCS#12 `… 02 01 03`, SEC1 `30 77 02 01 01`), and a random value matches those ten
+/// fixed bytes about 2^-78 of the time.
+pub(super) fn is_der_certificate(value: &str) -> bool {
+    let v = value.trim_end_matches(['"', '\'', '`']);
+    // A certificate is hundreds of bytes; its first 20 characters hold the 14 read.
+    if v.len() < 100
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+    {
+        return false;
+    }
+    let Some(der) = decode_base64(&v[..20]) else {
+        return false;
+    };
+    let outer = usize::from(der[2]) << 8 | usize::from(der[3]);
+    let inner = usize::from(der[6]) << 8 | usize::from(der[7]);
+    der[..2] == [0x30, 0x82]
+        && der[4..6] == [0x30, 0x82]
+        && inner + 4 <= outer
+        && der[8..12] == [0xA0, 0x03, 0x02, 0x01]
+        && der[12] <= 2
+        && der[13] == 0x02
 }
 
 /// Digest algorithms as integrity strings and content digests name them, with the

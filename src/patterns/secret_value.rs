@@ -77,6 +77,9 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "name",
     "type",
     "_id",
+    // A globally unique id names an account or an object (`auth_yahoo_guid`, round 10).
+    "guid",
+    "uuid",
     "size",
     "length",
     "count",

@@ -36,7 +36,7 @@ const ABBREVIATIONS: &[&str] = &[
     "srv", "ws", "tcp", "ssl", "tls", "dns", "sql", "crt", "pwd", "pw", "tx", "rx", "px", "ln",
     "sz", "rgb", "dt", "tz", "kw", "btn", "lbl", "txt", "sh", "gz", "npm", "sdk", "vm", "ssh",
     "smtp", "ftp", "rpc", "grpc", "jwt", "hmac", "csrf", "xsrf", "xss", "crlf", "www", "cls",
-    "jwk", "jwks", "dsn",
+    "jwk", "jwks", "dsn", "mgmt",
 ];
 
 /// Share of a value's in-word letter pairs that must be common for it to read as words.
