@@ -1,7 +1,11 @@
-//! The audit trail: one event record per call through the gate, in the store's own
-//! append-only log (compaction keeps events), read back by scanning it.
+//! The audit trail: one event record per call through the gate, kept by an
+//! [`AuditLog`]: the local store's own append-only log (compaction keeps events), read
+//! back by scanning it, or, with the team backend (`database_url`), the repository's
+//! rows in the PostgreSQL database (`memory_pg`), acknowledged after COMMIT.
 //!
-//! How each event reaches the disk, and what a crash can lose:
+//! How each event reaches the disk of the local store, and what a crash can lose (the
+//! team backend is the same, except that a write's event is committed in its own
+//! transaction right after the write's, before the call returns):
 //! - A write's event is committed in the same batch as the write
 //!   ([`crate::memory::attach_event_to_next_write`]): both are durable, or neither.
 //!   An event that cannot be written fails the call.
@@ -15,8 +19,45 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::memory::Memories;
+use crate::memory::{Memories, MemoryError};
 use crate::store::{meta_object, RecordKind, Store, StoreError, WriteBatch};
+
+/// Where a repository's audit events are kept: the local store ([`Memories`]) or the
+/// team database. Callers append and read through this and never ask which.
+pub trait AuditLog: Send + Sync {
+    /// Append `events` (each already [`AuditEvent::prepared`]) durably, in order:
+    /// returns only once they are committed.
+    fn append_audit(&self, events: &[AuditEvent]) -> Result<(), MemoryError>;
+    /// The events at or after `since_ms`, oldest first.
+    fn read_audit(&self, since_ms: u64) -> Result<Vec<AuditEvent>, MemoryError>;
+    /// Whether a write's event can ride in the write's own batch
+    /// ([`crate::memory::attach_event_to_next_write`]): only the local store's.
+    fn rides_with_writes(&self) -> bool {
+        false
+    }
+}
+
+impl AuditLog for Memories {
+    fn append_audit(&self, events: &[AuditEvent]) -> Result<(), MemoryError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        for e in events {
+            batch.event(e.meta_of_prepared()?, Vec::new())?;
+        }
+        self.store().commit(&batch)?;
+        Ok(())
+    }
+
+    fn read_audit(&self, since_ms: u64) -> Result<Vec<AuditEvent>, MemoryError> {
+        Ok(read_audit(self.store(), since_ms)?)
+    }
+
+    fn rides_with_writes(&self) -> bool {
+        true
+    }
+}
 
 /// Read events committed together at most.
 pub const GROUP_EVENTS: usize = 64;
@@ -81,9 +122,9 @@ pub struct LlmCall {
 }
 
 impl AuditEvent {
-    /// The event record's metadata: stamped, the query cut to 200 characters and its
+    /// The event as it is kept: stamped, the query cut to 200 characters and its
     /// secrets redacted.
-    pub fn to_meta(&self) -> Result<Map<String, Value>, StoreError> {
+    pub fn prepared(&self) -> Result<AuditEvent, StoreError> {
         let mut e = self.clone();
         if e.time_ms == 0 {
             e.time_ms = crate::store::now_ms();
@@ -93,7 +134,18 @@ impl AuditEvent {
             crate::patterns::redact_string(q)
                 .map_err(|err| StoreError::Invalid(format!("secret scanner: {err}")))?;
         }
-        let mut meta = match serde_json::to_value(&e) {
+        Ok(e)
+    }
+
+    /// The event record's metadata: stamped, the query cut to 200 characters and its
+    /// secrets redacted.
+    pub fn to_meta(&self) -> Result<Map<String, Value>, StoreError> {
+        self.prepared()?.meta_of_prepared()
+    }
+
+    /// The record metadata of an event already [`AuditEvent::prepared`].
+    fn meta_of_prepared(&self) -> Result<Map<String, Value>, StoreError> {
+        let mut meta = match serde_json::to_value(self) {
             Ok(Value::Object(m)) => m,
             Ok(_) | Err(_) => {
                 return Err(StoreError::Invalid(
@@ -105,7 +157,7 @@ impl AuditEvent {
         Ok(meta)
     }
 
-    /// Append this event to the store's log on its own, durably.
+    /// Append this event to a local store's log on its own, durably.
     pub fn append(&self, store: &Store) -> Result<(), StoreError> {
         let mut batch = WriteBatch::new();
         batch.event(self.to_meta()?, Vec::new())?;
@@ -115,25 +167,31 @@ impl AuditEvent {
 }
 
 /// Read events waiting for their group commit; see the module doc. A background
-/// thread commits them; dropping the queue commits what is left.
+/// thread commits them; dropping the queue commits what is left. Also appends an
+/// event on its own, durably ([`AuditQueue::append`]), into the same log.
 pub struct AuditQueue {
     shared: Arc<Shared>,
 }
 
 struct Shared {
-    pending: Mutex<Vec<Map<String, Value>>>,
+    pending: Mutex<Vec<AuditEvent>>,
     wake: Condvar,
     /// Weak, so the queue never keeps a store open on its own.
-    memories: Weak<Memories>,
+    log: Weak<dyn AuditLog>,
+    /// Whether the log takes a write's event in the write's batch.
+    rides_with_writes: bool,
 }
 
 impl AuditQueue {
-    /// A queue committing into the store of `memories`.
-    pub fn new(memories: Weak<Memories>) -> AuditQueue {
+    /// A queue committing into `log` (the local store's [`Memories`], or the team
+    /// backend's repository).
+    pub fn new(log: Weak<dyn AuditLog>) -> AuditQueue {
+        let rides_with_writes = log.upgrade().is_some_and(|l| l.rides_with_writes());
         let shared = Arc::new(Shared {
             pending: Mutex::new(Vec::new()),
             wake: Condvar::new(),
-            memories,
+            log,
+            rides_with_writes,
         });
         let worker = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -149,8 +207,8 @@ impl AuditQueue {
     }
 
     /// Queue a read event. Fails only when the event cannot be encoded.
-    pub fn push(&self, event: &AuditEvent) -> Result<(), StoreError> {
-        let meta = event.to_meta()?;
+    pub fn push(&self, event: &AuditEvent) -> Result<(), MemoryError> {
+        let meta = event.prepared()?;
         let full = {
             let mut pending = self
                 .shared
@@ -167,8 +225,27 @@ impl AuditQueue {
     }
 
     /// Commit every queued event now.
-    pub fn flush(&self) -> Result<(), StoreError> {
+    pub fn flush(&self) -> Result<(), MemoryError> {
         self.shared.commit()
+    }
+
+    /// Append `event` on its own, durably: returns once it is committed.
+    pub fn append(&self, event: &AuditEvent) -> Result<(), MemoryError> {
+        let e = event.prepared()?;
+        self.shared.log()?.append_audit(std::slice::from_ref(&e))
+    }
+
+    /// Whether a write's event may ride in the write's own batch
+    /// ([`crate::memory::attach_event_to_next_write`]); when not, it is appended
+    /// after the write.
+    pub fn rides_with_writes(&self) -> bool {
+        self.shared.rides_with_writes
+    }
+
+    /// The events at or after `since_ms`, oldest first (queued ones committed first).
+    pub fn read(&self, since_ms: u64) -> Result<Vec<AuditEvent>, MemoryError> {
+        self.flush()?;
+        self.shared.log()?.read_audit(since_ms)
     }
 }
 
@@ -181,23 +258,24 @@ impl Drop for AuditQueue {
 }
 
 impl Shared {
-    fn commit(&self) -> Result<(), StoreError> {
+    fn log(&self) -> Result<Arc<dyn AuditLog>, MemoryError> {
+        self.log
+            .upgrade()
+            .ok_or_else(|| MemoryError::Invalid("the audit log was closed".into()))
+    }
+
+    fn commit(&self) -> Result<(), MemoryError> {
         let events = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         if events.is_empty() {
             return Ok(());
         }
-        let Some(memories) = self.memories.upgrade() else {
-            return Err(StoreError::Invalid(format!(
+        let Some(log) = self.log.upgrade() else {
+            return Err(MemoryError::Invalid(format!(
                 "{} audit events lost: the store was closed",
                 events.len()
             )));
         };
-        let mut batch = WriteBatch::new();
-        for meta in events {
-            batch.event(meta, Vec::new())?;
-        }
-        memories.store().commit(&batch)?;
-        Ok(())
+        log.append_audit(&events)
     }
 }
 

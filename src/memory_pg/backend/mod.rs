@@ -7,6 +7,8 @@
 //! different (an error recurrence that brings the old tags) rolls back, and the call
 //! embeds the new text and runs it again.
 
+#[cfg(feature = "index")]
+mod audit;
 mod coding;
 mod query;
 mod transfer;

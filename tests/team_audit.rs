@@ -1,0 +1,253 @@
+//! The audit trail on the team backend (`database_url`), against the real server
+//! `tools/postgres.sh start` starts (`ENGRAM_TEST_DATABASE_URL`): the events of calls
+//! through an engine on PostgreSQL are in the repository's rows there, readable back
+//! (through the engine and `engram audit`), invisible to another repository's
+//! setting, append-only, and never in the local store's log.
+
+#[path = "support/pg.rs"]
+mod pg;
+
+use std::process::Command;
+use std::sync::Arc;
+
+use engram::embed::default_embedder;
+use engram::gate::{read_audit, AuditEvent, AuditLog, Caps, Gate};
+use engram::index::IndexOptions;
+use engram::mcp::Engine;
+use engram::memory::Memories;
+use serde_json::{json, Map, Value};
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+/// A plain client of the test server, on a runtime of its own.
+struct Raw {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Raw {
+    fn connect() -> Raw {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(&pg::url(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client
+        });
+        Raw { rt, client }
+    }
+
+    /// `sql` (one statement returning a count, or an UPDATE/DELETE: rows touched) in
+    /// a transaction whose `engram.repo` is `repo` (none when `None`).
+    fn under(&self, repo: Option<&str>, sql: &str) -> i64 {
+        self.rt.block_on(async {
+            self.client.batch_execute("BEGIN").await.unwrap();
+            if let Some(r) = repo {
+                self.client
+                    .execute("SELECT set_config('engram.repo', $1, true)", &[&r])
+                    .await
+                    .unwrap();
+            }
+            let n = if sql.starts_with("SELECT") {
+                self.client.query_one(sql, &[]).await.unwrap().get(0)
+            } else {
+                self.client.execute(sql, &[]).await.unwrap() as i64
+            };
+            self.client.batch_execute("COMMIT").await.unwrap();
+            n
+        })
+    }
+}
+
+/// An engine over a fresh local store, its memory tools and audit trail on a fresh
+/// repository of the test database; with that repository's name.
+fn team_engine(dir: &std::path::Path, label: &str) -> (Engine, String) {
+    let repo = pg::unique_repo(label);
+    let memories = Memories::open(dir.join("store")).unwrap();
+    let gate = Gate::new(&repo, None, Vec::new(), Caps::default());
+    let backend = pg::database()
+        .memories(&repo, Arc::new(default_embedder()))
+        .unwrap();
+    let engine =
+        Engine::new(memories, gate, IndexOptions::default()).with_backend(Arc::new(backend));
+    (engine, repo)
+}
+
+fn open(repo: &str) -> engram::memory_pg::PgMemories {
+    pg::database()
+        .memories(repo, Arc::new(default_embedder()))
+        .unwrap()
+}
+
+#[test]
+fn team_calls_are_audited_in_postgres_per_repository_and_not_locally() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, repo) = team_engine(dir.path(), "audit");
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let written = engine
+        .call_as(
+            "memory_write",
+            &args(json!({"text": "deploys go through staging first"})),
+            Some("ana"),
+        )
+        .unwrap();
+    assert!(written["id"].as_str().unwrap().starts_with("mem:"));
+    engine
+        .call("set_note", &args(json!({"name": "owner", "value": "ops"})))
+        .unwrap();
+    engine
+        .call(
+            "memory_search",
+            &args(json!({"query": format!("staging {token}")})),
+        )
+        .unwrap();
+    assert!(engine
+        .call("memory_get", &args(json!({"id": "mem:0000beef"})))
+        .is_err());
+    engine.audit_refused("no_such_tool", "unknown tool");
+
+    // The write's event is committed before the call returns: readable at once,
+    // through another handle on the repository, before any flush.
+    let other_handle = open(&repo);
+    let early = other_handle.read_audit(0).unwrap();
+    let ops: Vec<&str> = early.iter().map(|e| e.op.as_str()).collect();
+    assert!(
+        ops.contains(&"memory_write") && ops.contains(&"set_note"),
+        "{ops:?}"
+    );
+
+    engine.audit.flush().unwrap();
+    let events = engine.audit.read(0).unwrap();
+    let ops: Vec<&str> = events.iter().map(|e| e.op.as_str()).collect();
+    assert_eq!(
+        ops,
+        [
+            "memory_write",
+            "set_note",
+            "memory_search",
+            "memory_get",
+            "no_such_tool"
+        ],
+        "{events:?}"
+    );
+    let write = &events[0];
+    assert_eq!(write.repo, repo);
+    assert_eq!(write.user_id.as_deref(), Some("ana"));
+    assert_eq!(write.results, 1);
+    assert!(write.time_ms > 0);
+    let search = &events[2];
+    let q = search.query.as_deref().unwrap();
+    assert!(
+        q.starts_with("staging ") && !q.contains(&token[4..20]),
+        "{q}"
+    );
+    assert!(events[3].error.is_some());
+    assert_eq!(events[4].error.as_deref(), Some("unknown tool"));
+    // Oldest first, and `since` filters.
+    assert!(events.windows(2).all(|w| w[0].time_ms <= w[1].time_ms));
+    let last = events.last().unwrap().time_ms;
+    assert!(other_handle.read_audit(last + 1).unwrap().is_empty());
+    assert!(!other_handle.read_audit(last).unwrap().is_empty());
+
+    // Nothing of this in the local store's log.
+    assert!(read_audit(engine.memories.store(), 0).unwrap().is_empty());
+
+    // Another repository sees none of it, through the backend and through SQL.
+    let stranger = pg::unique_repo("audit-stranger");
+    assert!(open(&stranger).read_audit(0).unwrap().is_empty());
+    let raw = Raw::connect();
+    assert_eq!(
+        raw.under(Some(&stranger), "SELECT count(*) FROM engram_audit"),
+        0
+    );
+    assert_eq!(
+        raw.under(
+            Some(&stranger),
+            &format!(
+                "SELECT count(*) FROM engram_audit WHERE repo = '{}'",
+                repo.replace('\'', "''")
+            )
+        ),
+        0
+    );
+    assert_eq!(raw.under(None, "SELECT count(*) FROM engram_audit"), 0);
+    assert_eq!(
+        raw.under(Some(&repo), "SELECT count(*) FROM engram_audit"),
+        5
+    );
+    // Append-only: the repository's own setting neither changes nor deletes a row.
+    assert_eq!(
+        raw.under(Some(&repo), "UPDATE engram_audit SET op = 'forged'"),
+        0
+    );
+    assert_eq!(raw.under(Some(&repo), "DELETE FROM engram_audit"), 0);
+    assert_eq!(engine.audit.read(0).unwrap(), events);
+}
+
+#[test]
+fn queued_team_events_are_committed_when_the_engine_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, repo) = team_engine(dir.path(), "audit-close");
+    engine
+        .call("memory_search", &args(json!({"query": "anything"})))
+        .unwrap();
+    drop(engine);
+    let events = open(&repo).read_audit(0).unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].op, "memory_search");
+    let memories = Memories::open(dir.path().join("store")).unwrap();
+    assert!(read_audit(memories.store(), 0).unwrap().is_empty());
+}
+
+#[test]
+fn engram_audit_reads_the_team_trail_with_database_url_set() {
+    let dir = tempfile::tempdir().unwrap();
+    // The CLI files a store's repository under the store directory's name.
+    let name = pg::unique_repo("audit-cli");
+    let store = dir.path().join(&name);
+    let engram = |url: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
+        cmd.arg("--store")
+            .arg(&store)
+            .args(["--json", "audit"])
+            .current_dir(dir.path())
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_DATABASE_URL");
+        if let Some(u) = url {
+            cmd.env("ENGRAM_DATABASE_URL", u);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "engram audit: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    // Initialise the local store (and see it has no events).
+    Memories::open(&store).unwrap();
+    assert_eq!(engram(None)["events"], json!([]));
+    open(&name)
+        .append_audit(&[AuditEvent {
+            time_ms: 1_700_000_000_000,
+            op: "code_search".into(),
+            query: Some("retry policy".into()),
+            results: 3,
+            ..AuditEvent::default()
+        }])
+        .unwrap();
+    let v = engram(Some(&pg::url()));
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{v}");
+    assert_eq!(events[0]["op"], "code_search");
+    assert_eq!(events[0]["query"], "retry policy");
+    assert_eq!(events[0]["results"], 3);
+    // And the local store still has none.
+    assert_eq!(engram(None)["events"], json!([]));
+}
