@@ -21,50 +21,6 @@ fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap()
 }
 
-/// A plain client of the test server, on a runtime of its own.
-struct Raw {
-    rt: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
-}
-
-impl Raw {
-    fn connect() -> Raw {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let client = rt.block_on(async {
-            let (client, conn) = tokio_postgres::connect(&pg::url(), tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(conn);
-            client
-        });
-        Raw { rt, client }
-    }
-
-    /// `sql` (one statement returning a count, or an UPDATE/DELETE: rows touched) in
-    /// a transaction whose `engram.repo` is `repo` (none when `None`).
-    fn under(&self, repo: Option<&str>, sql: &str) -> i64 {
-        self.rt.block_on(async {
-            self.client.batch_execute("BEGIN").await.unwrap();
-            if let Some(r) = repo {
-                self.client
-                    .execute("SELECT set_config('engram.repo', $1, true)", &[&r])
-                    .await
-                    .unwrap();
-            }
-            let n = if sql.starts_with("SELECT") {
-                self.client.query_one(sql, &[]).await.unwrap().get(0)
-            } else {
-                self.client.execute(sql, &[]).await.unwrap() as i64
-            };
-            self.client.batch_execute("COMMIT").await.unwrap();
-            n
-        })
-    }
-}
-
 /// An engine over a fresh local store, its memory tools and audit trail on a fresh
 /// repository of the test database; with that repository's name.
 fn team_engine(dir: &std::path::Path, label: &str) -> (Engine, String) {
@@ -161,7 +117,7 @@ fn team_calls_are_audited_in_postgres_per_repository_and_not_locally() {
     // Another repository sees none of it, through the backend and through SQL.
     let stranger = pg::unique_repo("audit-stranger");
     assert!(open(&stranger).read_audit(0).unwrap().is_empty());
-    let raw = Raw::connect();
+    let raw = pg::Raw::connect();
     assert_eq!(
         raw.under(Some(&stranger), "SELECT count(*) FROM engram_audit"),
         0

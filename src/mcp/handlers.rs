@@ -19,7 +19,7 @@ use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
-use crate::patterns::{Patterns, ScanTarget};
+use crate::patterns::{PatternSetStore, Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
 
 /// Everything a tool call may use: one repository's store and its gate.
@@ -44,6 +44,9 @@ pub struct Engine {
     pub assistant: Option<Arc<crate::assist::Assistant>>,
     /// The team backend's audit log, once [`Engine::with_backend`] set one.
     team_log: Option<Arc<dyn AuditLog>>,
+    /// Where loaded pattern-set definitions are kept: the local store, or the team
+    /// backend. Sets are compiled and scanned over the local store either way.
+    pub pattern_sets: Arc<dyn PatternSetStore>,
 }
 
 impl Engine {
@@ -56,6 +59,7 @@ impl Engine {
             gate.clone(),
         );
         let audit = AuditQueue::new(Arc::downgrade(&memories) as std::sync::Weak<dyn AuditLog>);
+        let memories_defs: Arc<dyn PatternSetStore> = memories.clone();
         Engine {
             backend: memories.clone(),
             team: false,
@@ -67,13 +71,14 @@ impl Engine {
             audit,
             assistant: None,
             team_log: None,
+            pattern_sets: memories_defs,
         }
     }
 
     /// The same engine with its memory tools on `backend` (the team backend): the
-    /// repository's memories, notes, coding records and audit trail live there, its
-    /// code stays in the local store.
-    pub fn with_backend<B: MemoryBackend + AuditLog + 'static>(
+    /// repository's memories, notes, coding records, audit trail and loaded pattern
+    /// sets live there, its code stays in the local store.
+    pub fn with_backend<B: MemoryBackend + AuditLog + PatternSetStore + 'static>(
         mut self,
         backend: Arc<B>,
     ) -> Engine {
@@ -86,6 +91,7 @@ impl Engine {
             a.set_audit_log(log.clone());
         }
         self.team_log = Some(log);
+        self.pattern_sets = backend.clone();
         self.backend = backend;
         self.team = true;
         self
@@ -101,6 +107,14 @@ impl Engine {
         self.manager.rerank = assistant.clone().map(|a| (a, self.memories.clone()));
         self.assistant = assistant;
         self
+    }
+}
+
+impl Engine {
+    /// The pattern sets: definitions from [`Engine::pattern_sets`], scanned over the
+    /// local store.
+    pub fn patterns(&self) -> Patterns<'_> {
+        Patterns::with_definitions(self.memories.store(), &*self.pattern_sets)
     }
 }
 
@@ -304,7 +318,8 @@ impl Engine {
                     Some(k) => ScanTarget::Key(k.to_string()),
                     None => ScanTarget::Code,
                 };
-                let found = Patterns::new(m.store())
+                let found = self
+                    .patterns()
                     .scan(required_str(a, "set")?, &target)
                     .map_err(err)?;
                 Ok(json!({"matches": found}))

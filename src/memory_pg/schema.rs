@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_audit",
         sql: include_str!("migrations/0002_audit.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_pattern_sets",
+        sql: include_str!("migrations/0003_pattern_sets.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

@@ -80,3 +80,48 @@ pub fn postgres_sh(cmd: &str, dir: &Path) -> String {
         .unwrap_or("")
         .to_string()
 }
+
+/// A plain client of the test server as the URL's role (bound by row-level
+/// security), on a runtime of its own.
+pub struct Raw {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Raw {
+    pub fn connect() -> Raw {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client
+        });
+        Raw { rt, client }
+    }
+
+    /// `sql` (one statement returning a count, or an UPDATE/DELETE: rows touched) in
+    /// a transaction whose `engram.repo` is `repo` (none when `None`).
+    pub fn under(&self, repo: Option<&str>, sql: &str) -> i64 {
+        self.rt.block_on(async {
+            self.client.batch_execute("BEGIN").await.unwrap();
+            if let Some(r) = repo {
+                self.client
+                    .execute("SELECT set_config('engram.repo', $1, true)", &[&r])
+                    .await
+                    .unwrap();
+            }
+            let n = if sql.starts_with("SELECT") {
+                self.client.query_one(sql, &[]).await.unwrap().get(0)
+            } else {
+                self.client.execute(sql, &[]).await.unwrap() as i64
+            };
+            self.client.batch_execute("COMMIT").await.unwrap();
+            n
+        })
+    }
+}

@@ -10,6 +10,7 @@
 #[cfg(feature = "index")]
 mod audit;
 mod coding;
+mod patterns;
 mod query;
 mod transfer;
 mod tx;
