@@ -4,16 +4,19 @@
 //! (through the engine and `engram audit`), invisible to another repository's
 //! setting, append-only, and never in the local store's log.
 
+#[path = "support/llm_server.rs"]
+mod llm_server;
 #[path = "support/pg.rs"]
 mod pg;
 
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use engram::embed::default_embedder;
 use engram::gate::{read_audit, AuditEvent, AuditLog, Caps, Gate};
 use engram::index::IndexOptions;
-use engram::mcp::Engine;
+use engram::mcp::{normalise, tools, Engine, Profile};
 use engram::memory::Memories;
 use serde_json::{json, Map, Value};
 
@@ -206,4 +209,57 @@ fn engram_audit_reads_the_team_trail_with_database_url_set() {
     assert_eq!(events[0]["results"], 3);
     // And the local store still has none.
     assert_eq!(engram(None)["events"], json!([]));
+}
+
+#[test]
+fn a_chat_model_call_on_the_team_path_is_audited_in_postgres() {
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let dir = tempfile::tempdir().unwrap();
+    let server = llm_server::Server::start(vec![llm_server::Reply::openai(
+        "{\"error_type\": \"TypeError\", \"message\": \"x is undefined\", \"file\": \"src/app.js\", \"line\": 7}",
+    )]);
+    let repo = pg::unique_repo("audit-llm");
+    let memories = Memories::open(dir.path().join("store")).unwrap();
+    let gate = Gate::new(&repo, None, Vec::new(), Caps::default());
+    let mut set =
+        engram::llm::LlmSettings::new(engram::llm::Api::OpenAi, &server.addr, "test-model");
+    set.max_retries = 0;
+    set.timeout = Duration::from_secs(3);
+    let p = engram::llm::HttpProvider::new(set).unwrap();
+    let v = p.for_vision();
+    let assistant = engram::assist::Assistant::new(
+        Arc::new(p),
+        Arc::new(v),
+        engram::assist::Features::from_names(&["vision"]),
+        gate.clone(),
+    );
+    // As `engram serve` builds it: the assistant first, then the team backend.
+    let engine = Engine::new(memories, gate, IndexOptions::default())
+        .with_assistant(Some(assistant))
+        .with_backend(Arc::new(open(&repo)));
+    let listed: Vec<&str> = tools::tools_for(Profile::All)
+        .iter()
+        .map(|t| t.name)
+        .collect();
+    let prepared = normalise::prepare(
+        &engine,
+        "coding_record_error",
+        &listed,
+        args(json!({"error_type": "TypeError", "message": "see screenshot", "screenshot_base64": PNG})),
+    )
+    .unwrap();
+    let v = engine
+        .call_as(prepared.spec.name, &prepared.args, None)
+        .unwrap();
+    assert_eq!(v["screenshot_reading"]["file"], "src/app.js", "{v}");
+
+    let events = open(&repo).read_audit(0).unwrap();
+    let llm: Vec<&AuditEvent> = events.iter().filter(|e| e.op == "llm_call").collect();
+    assert_eq!(llm.len(), 1, "{events:?}");
+    let call = llm[0].llm.as_ref().unwrap();
+    assert_eq!(call.outcome, "ok");
+    assert_eq!(call.model, "test-model");
+    assert!(call.bytes_sent > 0);
+    assert!(events.iter().any(|e| e.op == "coding_record_error"));
+    assert!(read_audit(engine.memories.store(), 0).unwrap().is_empty());
 }

@@ -21,7 +21,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-pub use audit::{read_audit, AuditEvent, AuditLog, AuditQueue, LlmCall};
+pub use crate::memory::{read_audit, AuditEvent, AuditLog, LlmCall};
+pub use audit::AuditQueue;
 pub use external::{external_attribution, external_note, external_text, NOTE_BYTES};
 pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};

@@ -63,19 +63,14 @@ pub enum PatternError {
     Invalid(String),
     #[error("no pattern set {0}; `engram pattern list` shows the available ones")]
     UnknownSet(String),
-    /// The store of definitions (the team database) failed.
-    #[error(transparent)]
-    Definitions(Box<crate::memory::MemoryError>),
-}
-
-impl From<crate::memory::MemoryError> for PatternError {
-    fn from(e: crate::memory::MemoryError) -> Self {
-        PatternError::Definitions(Box::new(e))
-    }
+    /// Where the definitions are kept (the team database) failed.
+    #[error("{0}")]
+    Definitions(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Where a repository's loaded pattern-set definitions are kept: the local store, or
-/// the team database. [`Patterns`] checks and compiles; this only keeps.
+/// the team database (through the memory layer's `PatternSetBackend`). [`Patterns`]
+/// checks and compiles; this only keeps.
 pub trait PatternSetStore: Send + Sync {
     /// Store `set` (checked) under its slug, replacing a set of that name; durable
     /// when it returns.
@@ -136,24 +131,6 @@ impl PatternSetStore for Store {
         batch.delete(&format!("pat:{slug}"))?;
         self.commit(&batch)?;
         Ok(true)
-    }
-}
-
-impl PatternSetStore for crate::memory::Memories {
-    fn put_pattern_set(&self, set: &PatternSet) -> Result<(), PatternError> {
-        self.store().put_pattern_set(set)
-    }
-
-    fn get_pattern_set(&self, slug: &str) -> Result<Option<PatternSet>, PatternError> {
-        self.store().get_pattern_set(slug)
-    }
-
-    fn list_pattern_sets(&self) -> Result<Vec<PatternSet>, PatternError> {
-        self.store().list_pattern_sets()
-    }
-
-    fn delete_pattern_set(&self, slug: &str) -> Result<bool, PatternError> {
-        self.store().delete_pattern_set(slug)
     }
 }
 

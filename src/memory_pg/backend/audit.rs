@@ -6,8 +6,7 @@
 use tokio_postgres::types::Json;
 
 use super::tx::{i64_of, Ahead};
-use crate::gate::{AuditEvent, AuditLog, LlmCall};
-use crate::memory::{MemoryError, Result};
+use crate::memory::{AuditEvent, AuditLog, LlmCall, MemoryError, Result};
 use crate::memory_pg::PgMemories;
 
 const INSERT: &str = "INSERT INTO engram_audit

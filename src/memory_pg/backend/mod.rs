@@ -7,7 +7,6 @@
 //! different (an error recurrence that brings the old tags) rolls back, and the call
 //! embeds the new text and runs it again.
 
-#[cfg(feature = "index")]
 mod audit;
 mod coding;
 mod patterns;
