@@ -2,7 +2,8 @@
 //! `tools/postgres.sh start` starts (`ENGRAM_TEST_DATABASE_URL`): the events of calls
 //! through an engine on PostgreSQL are in the repository's rows there, readable back
 //! (through the engine and `engram audit`), invisible to another repository's
-//! setting, append-only, and never in the local store's log.
+//! setting, append-only, and never in the local store's log; a write's event is
+//! committed in the write's own transaction.
 
 #[path = "support/llm_server.rs"]
 mod llm_server;
@@ -261,5 +262,74 @@ fn a_chat_model_call_on_the_team_path_is_audited_in_postgres() {
     assert_eq!(call.model, "test-model");
     assert!(call.bytes_sent > 0);
     assert!(events.iter().any(|e| e.op == "coding_record_error"));
+    assert!(read_audit(engine.memories.store(), 0).unwrap().is_empty());
+}
+
+#[test]
+fn a_team_writes_event_is_committed_in_the_writes_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, repo) = team_engine(dir.path(), "audit-tx");
+    let write = |text: &str| {
+        engine
+            .call("memory_write", &args(json!({"text": text})))
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let kept = write("one transaction");
+    let note = engine
+        .call("set_note", &args(json!({"name": "tx", "value": "same"})))
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A write that fails: its event (with the error) is appended on its own.
+    assert!(engine
+        .call(
+            "memory_update",
+            &args(json!({"id": "mem:0000beef", "text": "nothing to update"}))
+        )
+        .is_err());
+    let gone = write("written, then deleted");
+    engine
+        .call("memory_delete", &args(json!({"id": gone})))
+        .unwrap();
+
+    // Rows written by one transaction share its id (xmin).
+    let raw = pg::Raw::connect();
+    let same_tx = |op: &str, mem: &str| {
+        raw.under(
+            Some(&repo),
+            &format!(
+                "SELECT count(*) FROM engram_audit a JOIN engram_memories m
+                 ON m.repo = a.repo AND m.xmin = a.xmin
+                 WHERE a.op = '{op}' AND m.id = '{mem}'"
+            ),
+        )
+    };
+    assert_eq!(same_tx("memory_write", &kept), 1);
+    assert_eq!(same_tx("set_note", &note), 1);
+    assert_eq!(same_tx("memory_write", &note), 0);
+
+    // Once each: none lost, none doubled; nothing locally.
+    let events = open(&repo).read_audit(0).unwrap();
+    let ops: Vec<&str> = events.iter().map(|e| e.op.as_str()).collect();
+    assert_eq!(
+        ops,
+        [
+            "memory_write",
+            "set_note",
+            "memory_update",
+            "memory_write",
+            "memory_delete"
+        ],
+        "{events:?}"
+    );
+    assert!(events[2].error.is_some(), "{:?}", events[2]);
+    assert!(events
+        .iter()
+        .enumerate()
+        .all(|(i, e)| i == 2 || e.error.is_none()));
     assert!(read_audit(engine.memories.store(), 0).unwrap().is_empty());
 }

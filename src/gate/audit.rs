@@ -3,11 +3,10 @@
 //! back by scanning it, or, with the team backend (`database_url`), the repository's
 //! rows in the PostgreSQL database (`memory_pg`), acknowledged after COMMIT.
 //!
-//! How each event reaches the disk of the local store, and what a crash can lose (the
-//! team backend is the same, except that a write's event is committed in its own
-//! transaction right after the write's, before the call returns):
+//! How each event reaches the disk, and what a crash can lose (the same for both):
 //! - A write's event is committed in the same batch as the write
-//!   ([`crate::memory::attach_event_to_next_write`]): both are durable, or neither.
+//!   ([`crate::memory::attach_event_to_next_write`]; on the team backend, in the same
+//!   transaction): both are durable, or neither.
 //!   An event that cannot be written fails the call.
 //! - Read events are group-committed by an [`AuditQueue`]: at most [`GROUP_EVENTS`]
 //!   events or [`GROUP_MILLIS`] milliseconds wait for one batch (one fsync). A crash

@@ -2,9 +2,8 @@
 //! tool runs (so neither the store nor the audit trail ever holds them), written text
 //! checked for injection phrasing, error messages made safe to show, and one audit
 //! event per call — also for calls refused before they ran. A write's event is
-//! committed in the same batch as the write (on the team backend, in its own
-//! transaction right after it); read events are group-committed (gate/audit.rs says
-//! what a crash can lose).
+//! committed in the same batch (on the team backend, transaction) as the write; read
+//! events are group-committed (gate/audit.rs says what a crash can lose).
 //!
 //! It never decides what a tool does ([`super::handlers`]) or what its answer looks
 //! like ([`super::shape`]).
@@ -146,10 +145,9 @@ impl Engine {
             ..AuditEvent::default()
         };
         if is_write {
-            // A change made some other way, a write that failed, or any write on the
-            // team backend: its event is durable (committed) before the call
-            // returns, and a write whose event cannot be written is reported as
-            // failed.
+            // A change made some other way, or a write that failed: its event is
+            // durable before the call returns, and a write whose event cannot be
+            // written is reported as failed.
             if let Err(e) = self.audit.append(&audit) {
                 tracing::error!("audit event not written: {e}");
                 if result.is_ok() {

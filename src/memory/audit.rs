@@ -17,8 +17,9 @@ pub trait AuditLog: Send + Sync {
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), MemoryError>;
     /// The events at or after `since_ms`, oldest first.
     fn read_audit(&self, since_ms: u64) -> Result<Vec<AuditEvent>, MemoryError>;
-    /// Whether a write's event can ride in the write's own batch
-    /// ([`super::attach_event_to_next_write`]): only the local store's.
+    /// Whether a write's event rides in the write's own batch or transaction
+    /// ([`super::attach_event_to_next_write`]); when not, it is appended after the
+    /// write.
     fn rides_with_writes(&self) -> bool {
         false
     }

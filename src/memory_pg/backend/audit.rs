@@ -1,11 +1,13 @@
 //! The audit trail on PostgreSQL ([`AuditLog`] for [`PgMemories`]): the repository's
 //! rows of `engram_audit` (schema 2), appended in one transaction per call and
-//! acknowledged after COMMIT, read back oldest first. Row-level security keeps each
+//! acknowledged after COMMIT, or, for a write's event, inserted in the write's own
+//! transaction (`tx.rs`), and read back oldest first. Row-level security keeps each
 //! repository's rows to itself; the table has no policy to update or delete.
 
+use deadpool_postgres::Transaction;
 use tokio_postgres::types::Json;
 
-use super::tx::{i64_of, Ahead};
+use super::tx::{i64_of, Ahead, TxResult};
 use crate::memory::{AuditEvent, AuditLog, LlmCall, MemoryError, Result};
 use crate::memory_pg::PgMemories;
 
@@ -17,12 +19,14 @@ const SELECT: &str = "SELECT time_ms, op, session, user_id, query, results, reda
     flagged, error, llm FROM engram_audit
     WHERE repo = $1 AND time_ms >= $2 ORDER BY time_ms, seq";
 
-impl AuditLog for PgMemories {
-    fn append_audit(&self, events: &[AuditEvent]) -> Result<()> {
-        if events.is_empty() {
-            return Ok(());
-        }
-        let mut rows = Vec::with_capacity(events.len());
+impl PgMemories {
+    /// Insert `events` (each already prepared) in transaction `tx`.
+    pub(super) async fn insert_audit(
+        &self,
+        tx: &Transaction<'_>,
+        events: &[AuditEvent],
+    ) -> TxResult<()> {
+        let insert = tx.prepare_cached(INSERT).await.map_err(|e| self.pg(e))?;
         for e in events {
             let llm = e
                 .llm
@@ -30,38 +34,48 @@ impl AuditLog for PgMemories {
                 .map(serde_json::to_value)
                 .transpose()
                 .map_err(|err| MemoryError::Invalid(format!("audit event: {err}")))?;
-            rows.push((e, llm));
+            tx.execute(
+                &insert,
+                &[
+                    &self.repo,
+                    &i64_of(e.time_ms),
+                    &e.op,
+                    &e.session,
+                    &e.user_id,
+                    &e.query,
+                    &i64_of(e.results),
+                    &i64_of(e.redactions),
+                    &e.flagged,
+                    &e.error,
+                    &llm.map(Json),
+                ],
+            )
+            .await
+            .map_err(|e| self.pg(e))?;
         }
-        self.run(Ahead::new(), |_| {
-            let rows = &rows;
-            async move {
-                let mut client = self.client().await?;
-                let tx = self.begin(&mut client).await?;
-                let insert = tx.prepare_cached(INSERT).await.map_err(|e| self.pg(e))?;
-                for (e, llm) in rows {
-                    tx.execute(
-                        &insert,
-                        &[
-                            &self.repo,
-                            &i64_of(e.time_ms),
-                            &e.op,
-                            &e.session,
-                            &e.user_id,
-                            &e.query,
-                            &i64_of(e.results),
-                            &i64_of(e.redactions),
-                            &e.flagged,
-                            &e.error,
-                            &llm.as_ref().map(Json),
-                        ],
-                    )
-                    .await
-                    .map_err(|e| self.pg(e))?;
-                }
-                self.commit(tx).await?;
-                Ok(())
-            }
+        Ok(())
+    }
+}
+
+impl AuditLog for PgMemories {
+    fn append_audit(&self, events: &[AuditEvent]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        // On its own: never with an event a caller attached to its next write.
+        self.attempts(Ahead::new(), false, |_| async {
+            let mut client = self.client().await?;
+            let tx = self.begin(&mut client).await?;
+            self.insert_audit(&tx, events).await?;
+            self.commit(tx).await?;
+            Ok(())
         })
+    }
+
+    /// Yes: a write's event (`memory::attach_event_to_next_write`) is inserted in the
+    /// transaction of the call's first write, and committed with it.
+    fn rides_with_writes(&self) -> bool {
+        true
     }
 
     fn read_audit(&self, since_ms: u64) -> Result<Vec<AuditEvent>> {

@@ -66,7 +66,7 @@ impl PatternSetBackend for PgMemories {
     }
 
     fn delete_pattern_definition(&self, slug: &str) -> Result<bool> {
-        self.read(|| async {
+        self.run(Ahead::new(), |_| async {
             let mut client = self.client().await?;
             let tx = self.begin(&mut client).await?;
             let n = tx
