@@ -210,6 +210,112 @@ fn engram_audit_reads_the_team_trail_with_database_url_set() {
     assert_eq!(events[0]["results"], 3);
     // And the local store still has none.
     assert_eq!(engram(None)["events"], json!([]));
+
+    // `engram stats` counts the chat-model calls of the team trail.
+    open(&name)
+        .append_audit(&[AuditEvent {
+            op: "llm_call".into(),
+            results: 1,
+            llm: Some(engram::gate::LlmCall {
+                purpose: "rerank".into(),
+                model: "m".into(),
+                bytes_sent: 1200,
+                input_tokens: 300,
+                output_tokens: 20,
+                outcome: "ok".into(),
+                ..Default::default()
+            }),
+            ..AuditEvent::default()
+        }
+        .prepared()
+        .unwrap()])
+        .unwrap();
+    let stats = |url: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
+        cmd.arg("--store")
+            .arg(&store)
+            .args(["--json", "stats"])
+            .current_dir(dir.path())
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_DATABASE_URL");
+        if let Some(u) = url {
+            cmd.env("ENGRAM_DATABASE_URL", u);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let team = stats(Some(&pg::url()));
+    assert_eq!(team["llm"]["calls"], 1, "{team}");
+    assert_eq!(team["llm"]["bytes_sent"], 1200, "{team}");
+    assert_eq!(stats(None)["llm"]["calls"], 0);
+}
+
+#[test]
+fn a_schema_1_database_is_migrated_to_the_audit_and_pattern_set_tables() {
+    use engram::memory_pg::{PgDatabase, MIGRATIONS};
+    use engram::patterns::{PatternSet, PatternSetStore};
+
+    let name = pg::unique_repo("upgrade").replace('-', "_");
+    let admin = pg::Raw::connect();
+    admin.batch(&format!("CREATE DATABASE {name}"));
+    let url = {
+        let u = pg::url();
+        format!("{}/{name}", u.rsplit_once('/').unwrap().0)
+    };
+    {
+        // As an engram of schema 1 left it, with a memory in it.
+        let old = pg::Raw::connect_to(&url);
+        old.batch(&format!(
+            "CREATE TABLE engram_schema_migrations (version integer PRIMARY KEY,
+                 name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+             {}
+             INSERT INTO engram_schema_migrations (version, name) VALUES (1, '0001_memories');",
+            MIGRATIONS[0].sql
+        ));
+        old.under(
+            Some("r"),
+            "INSERT INTO engram_memories (repo, id, kind, text, version, created_ms, updated_ms, doc, tsv)
+             VALUES ('r', 'mem:00000001', 'memory', 'x', 1, 0, 0, '{}', ''::tsvector)",
+        );
+        let db = PgDatabase::connect(&url).unwrap();
+        let st = db.status().unwrap();
+        assert_eq!(st.current, 1);
+        assert_eq!(st.pending, ["0002_audit", "0003_pattern_sets"]);
+        let applied: Vec<&str> = db.migrate().unwrap().iter().map(|m| m.name).collect();
+        assert_eq!(applied, ["0002_audit", "0003_pattern_sets"]);
+        assert!(db.status().unwrap().pending.is_empty());
+        assert_eq!(
+            old.under(Some("r"), "SELECT count(*) FROM engram_memories"),
+            1
+        );
+
+        let m = db.memories("r", Arc::new(default_embedder())).unwrap();
+        // Appended as given: stamped and redacted on the way in all the same.
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        m.append_audit(&[AuditEvent {
+            op: "code_search".into(),
+            query: Some(format!("where is {token}")),
+            ..AuditEvent::default()
+        }])
+        .unwrap();
+        let back = m.read_audit(0).unwrap();
+        assert_eq!(back.len(), 1);
+        assert!(back[0].time_ms > 0);
+        let q = back[0].query.as_deref().unwrap();
+        assert!(
+            q.starts_with("where is ") && !q.contains(&token[4..20]),
+            "{q}"
+        );
+        let set = PatternSet::parse_detect("id = \"pat:after\"\npatterns = ['x+']\n").unwrap();
+        m.put_pattern_set(&set).unwrap();
+        assert_eq!(m.list_pattern_sets().unwrap(), [set]);
+    }
+    admin.batch(&format!("DROP DATABASE {name} WITH (FORCE)"));
 }
 
 #[test]

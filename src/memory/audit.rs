@@ -12,8 +12,9 @@ use crate::store::{meta_object, RecordKind, Store, StoreError, WriteBatch};
 /// Where a repository's audit events are kept: the local store ([`Memories`]) or the
 /// team database. Callers append and read through this and never ask which.
 pub trait AuditLog: Send + Sync {
-    /// Append `events` (each already [`AuditEvent::prepared`]) durably, in order:
-    /// returns only once they are committed.
+    /// Append `events` durably, in order, each [`AuditEvent::prepared`] (stamped, its
+    /// query cut and redacted; again, for events that were): returns only once they
+    /// are committed.
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), MemoryError>;
     /// The events at or after `since_ms`, oldest first.
     fn read_audit(&self, since_ms: u64) -> Result<Vec<AuditEvent>, MemoryError>;
@@ -32,7 +33,7 @@ impl AuditLog for Memories {
         }
         let mut batch = WriteBatch::new();
         for e in events {
-            batch.event(e.meta_of_prepared()?, Vec::new())?;
+            batch.event(e.to_meta()?, Vec::new())?;
         }
         self.store().commit(&batch)?;
         Ok(())

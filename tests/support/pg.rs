@@ -90,18 +90,30 @@ pub struct Raw {
 
 impl Raw {
     pub fn connect() -> Raw {
+        Raw::connect_to(&url())
+    }
+
+    /// A plain client of the database at `url`.
+    pub fn connect_to(url: &str) -> Raw {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let client = rt.block_on(async {
-            let (client, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+            let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
                 .await
                 .unwrap();
             tokio::spawn(conn);
             client
         });
         Raw { rt, client }
+    }
+
+    /// Run `sql` (statements, no results) outside any repository.
+    pub fn batch(&self, sql: &str) {
+        self.rt
+            .block_on(self.client.batch_execute(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     /// `sql` (one statement returning a count, or an UPDATE/DELETE: rows touched) in

@@ -62,11 +62,15 @@ impl AuditLog for PgMemories {
         if events.is_empty() {
             return Ok(());
         }
+        let events = events
+            .iter()
+            .map(AuditEvent::prepared)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         // On its own: never with an event a caller attached to its next write.
         self.attempts(Ahead::new(), false, |_| async {
             let mut client = self.client().await?;
             let tx = self.begin(&mut client).await?;
-            self.insert_audit(&tx, events).await?;
+            self.insert_audit(&tx, &events).await?;
             self.commit(tx).await?;
             Ok(())
         })
