@@ -313,7 +313,12 @@ fn the_schema_is_migrated_explicitly_and_a_newer_one_is_refused() {
         let db = PgDatabase::connect(&url).unwrap();
         let st = db.status().unwrap();
         assert_eq!((st.current, st.expected), (0, SCHEMA_VERSION));
-        assert_eq!(st.pending, ["0001_memories"]);
+        let every: Vec<&str> = engram::memory_pg::MIGRATIONS
+            .iter()
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(st.pending, every);
+        assert_eq!(every[..2], ["0001_memories", "0002_audit"]);
         let err = db
             .memories("r", Arc::new(default_embedder()))
             .unwrap_err()

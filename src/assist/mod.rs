@@ -31,7 +31,7 @@ pub use vision::{
     ScreenshotFields,
 };
 
-use crate::gate::{AuditEvent, Gate, GateError, LlmCall};
+use crate::gate::{AuditEvent, AuditLog, Gate, GateError, LlmCall};
 use crate::llm::{ChatProvider, ChatRequest, LlmError, Message, Part, WireRequest};
 use crate::memory::{Memories, MemoryError};
 
@@ -109,6 +109,9 @@ pub struct Assistant {
     gate: Gate,
     dry_run: bool,
     prepared: Mutex<Vec<Prepared>>,
+    /// Where calls are audited when not in the local store given to each call (the
+    /// team backend's repository; [`Assistant::set_audit_log`]).
+    audit_log: Mutex<Option<Arc<dyn AuditLog>>>,
 }
 
 /// One question to the chat model: fixed instructions around stored text.
@@ -152,7 +155,14 @@ impl Assistant {
             gate,
             dry_run: false,
             prepared: Mutex::new(Vec::new()),
+            audit_log: Mutex::new(None),
         }
+    }
+
+    /// Audit calls into `log` (the team backend's repository) rather than the local
+    /// store each call is given.
+    pub fn set_audit_log(&self, log: Arc<dyn AuditLog>) {
+        *self.audit_log.lock().unwrap_or_else(|p| p.into_inner()) = Some(log);
     }
 
     /// Prepare requests without sending them ([`Assistant::prepared`] returns them).
@@ -173,6 +183,12 @@ impl Assistant {
             gate: self.gate.clone(),
             dry_run: true,
             prepared: Mutex::new(Vec::new()),
+            audit_log: Mutex::new(
+                self.audit_log
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone(),
+            ),
         }
     }
 
@@ -295,7 +311,20 @@ impl Assistant {
             llm: Some(call),
             ..AuditEvent::default()
         };
-        if let Err(e) = event.append(memories.store()) {
+        let team = self
+            .audit_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let log: &dyn AuditLog = match &team {
+            Some(l) => &**l,
+            None => memories,
+        };
+        let written = event
+            .prepared()
+            .map_err(MemoryError::from)
+            .and_then(|e| log.append_audit(&[e]));
+        if let Err(e) = written {
             tracing::error!("audit event of an LLM call not written: {e}");
         }
         let reply = result?;

@@ -237,6 +237,15 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
             .map(|m| m.len())
             .unwrap_or(0)
     };
+    // The chat-model calls are audited where the audit trail is: the team database's
+    // with database_url set.
+    let llm_events = match super::config().get_opt("database_url") {
+        Some(url) => {
+            use engram::gate::AuditLog;
+            super::team::open(cli, url)?.read_audit(0)?
+        }
+        None => engram::gate::read_audit(store, 0)?,
+    };
     let vector_bytes: u64 = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().starts_with("vectors-"))
@@ -254,7 +263,7 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
         "vector_cache_bytes": vector_bytes,
         "applied_seq": meta.applied_seq,
         "generation": meta.generation,
-        "llm": engram::assist::totals(&engram::gate::read_audit(store, 0)?),
+        "llm": engram::assist::totals(&llm_events),
     });
     out.value(&v, || {
         format!(

@@ -1,4 +1,7 @@
-//! The pattern commands: `pattern load`, `pattern list`, `scan`, `redact`.
+//! The pattern commands: `pattern load`, `pattern list`, `pattern delete`, `scan`,
+//! `redact`. With database_url set, loaded sets' definitions live in the team
+//! database (under the repository the store is for); compiling and scanning stay
+//! local.
 
 use std::process::ExitCode;
 
@@ -16,7 +19,14 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let memories = Memories::open_with(&dir, store_options(cli, &dir)?)
         .with_context(|| format!("opening store {}", dir.display()))?
         .with_embedder(super::embedder()?);
-    let patterns = Patterns::new(memories.store());
+    let team = match super::config().get_opt("database_url") {
+        Some(url) => Some(super::team::open(cli, url)?),
+        None => None,
+    };
+    let patterns = match &team {
+        Some(t) => Patterns::with_definitions(memories.store(), t),
+        None => Patterns::new(memories.store()),
+    };
     match &cli.command {
         Command::Pattern {
             command: PatternCommand::Load { file, replace },
@@ -56,6 +66,22 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .collect::<Vec<_>>()
                     .join("\n")
             })?;
+        }
+        Command::Pattern {
+            command: PatternCommand::Delete { name },
+        } => {
+            let deleted = patterns.delete(name)?;
+            let key = format!("pat:{}", name.strip_prefix("pat:").unwrap_or(name));
+            out.value(&json!({"name": key, "deleted": deleted}), || {
+                if deleted {
+                    format!("deleted {key}")
+                } else {
+                    format!("no loaded set {key}")
+                }
+            })?;
+            if !deleted {
+                return Ok(ExitCode::from(1));
+            }
         }
         Command::Redact => {
             let r = engram::patterns::redact_stored_secrets(memories.store())?;

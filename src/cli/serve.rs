@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use engram::gate::{read_audit, Caps, Gate};
+use engram::gate::{Caps, Gate};
 use engram::index::IndexOptions;
 use engram::mcp::{Engine, Profile, Server};
 use engram::memory::{parse_since, Memories};
@@ -211,12 +211,17 @@ pub fn enrich(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram audit [--since T]`: the audit trail.
+/// `engram audit [--since T]`: the audit trail (the team database's, with
+/// database_url set).
 pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
-    let engine = engine(cli, None, None)?;
+    let team = match config().get_opt("database_url") {
+        Some(url) => Some(PgDatabase::connect(url)?),
+        None => None,
+    };
+    let engine = engine(cli, None, team.as_ref())?;
     let now = engram::store::now_ms();
     let since_ms = since.map(|s| parse_since(s, now)).transpose()?.unwrap_or(0);
-    let events = read_audit(engine.memories.store(), since_ms)?;
+    let events = engine.audit.read(since_ms)?;
     out.value(&json!({"events": events}), || {
         events
             .iter()

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use engram::memory::{note_name, Decision, ErrorReport, FileChange, MemoryBackend, MemoryFilter};
-use engram::memory_pg::PgDatabase;
+use engram::memory_pg::{PgDatabase, PgMemories};
 use serde_json::json;
 
 use super::memories::{human, memory_filter, memory_from, report_redactions};
@@ -34,10 +34,14 @@ fn not_here(what: &str) -> Result<ExitCode> {
 }
 
 pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
+    run_on(&open(cli, url)?, cli, out)
+}
+
+/// This checkout's repository in the team database at `url`.
+pub(super) fn open(cli: &Cli, url: &str) -> Result<PgMemories> {
     let db = PgDatabase::connect(url)?;
     let repo = repo_name(cli)?;
-    let b = db.memories(&repo, super::embedder()?)?;
-    run_on(&b, cli, out)
+    Ok(db.memories(&repo, super::embedder()?)?)
 }
 
 fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {

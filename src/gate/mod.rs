@@ -3,8 +3,9 @@
 //!
 //! It owns the caller's scope (which repositories, which paths), the byte caps on
 //! what is returned, sanitising and attributing every block put into a prompt, and
-//! the audit trail: one event per read and write, appended to the store's log so it
-//! cannot be rewritten quietly; what may be sent to a chat model (`outbound`); and
+//! the audit trail: one event per read and write, appended to the store's log (or,
+//! with the team backend, to the repository's rows in PostgreSQL) so it cannot be
+//! rewritten quietly; what may be sent to a chat model (`outbound`); and
 //! the attribution of what other MCP servers return, which is untrusted
 //! (`external`). It never decides what is relevant (that is search's job) and never
 //! writes anything but audit events itself.
@@ -20,7 +21,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-pub use audit::{read_audit, AuditEvent, AuditQueue, LlmCall};
+pub use crate::memory::{read_audit, AuditEvent, AuditLog, LlmCall};
+pub use audit::AuditQueue;
 pub use external::{external_attribution, external_note, external_text, NOTE_BYTES};
 pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};

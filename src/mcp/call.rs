@@ -2,8 +2,8 @@
 //! tool runs (so neither the store nor the audit trail ever holds them), written text
 //! checked for injection phrasing, error messages made safe to show, and one audit
 //! event per call — also for calls refused before they ran. A write's event is
-//! committed in the same batch as the write; read events are group-committed
-//! (gate/audit.rs says what a crash can lose).
+//! committed in the same batch (on the team backend, transaction) as the write; read
+//! events are group-committed (gate/audit.rs says what a crash can lose).
 //!
 //! It never decides what a tool does ([`super::handlers`]) or what its answer looks
 //! like ([`super::shape`]).
@@ -81,7 +81,8 @@ impl Engine {
             Vec::new()
         };
         let query = audit_query(&args);
-        if result.is_ok() && is_write {
+        let mut attached = false;
+        if result.is_ok() && is_write && self.audit.rides_with_writes() {
             // The event as it will read if the write succeeds; it rides in the
             // write's own batch.
             let planned = AuditEvent {
@@ -96,7 +97,10 @@ impl Engine {
                 ..AuditEvent::default()
             };
             match planned.to_meta() {
-                Ok(meta) => attach_event_to_next_write(meta),
+                Ok(meta) => {
+                    attach_event_to_next_write(meta);
+                    attached = true;
+                }
                 Err(e) => result = Err(format!("audit event not encodable, nothing done: {e}")),
             }
         }
@@ -114,7 +118,7 @@ impl Engine {
         // An error may echo the caller's input: it is sanitised and kept short too.
         let result = result.map_err(|e| shape::error_text(&e));
         let attached_unused = take_unattached_event().is_some();
-        if is_write && !attached_unused && result.is_ok() {
+        if attached && !attached_unused && result.is_ok() {
             return result; // the event was committed with the write
         }
         let (results, flagged) = match &result {
@@ -144,7 +148,7 @@ impl Engine {
             // A change made some other way, or a write that failed: its event is
             // durable before the call returns, and a write whose event cannot be
             // written is reported as failed.
-            if let Err(e) = audit.append(self.memories.store()) {
+            if let Err(e) = self.audit.append(&audit) {
                 tracing::error!("audit event not written: {e}");
                 if result.is_ok() {
                     return Err(shape::error_text(&format!(

@@ -13,19 +13,20 @@ use serde_json::{json, Map, Value};
 use super::args::{arg_str, bounded_count, err, required_str, str_list};
 use super::shape;
 use crate::embed::Embedder;
-use crate::gate::{AuditQueue, Gate};
+use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
 use crate::manager::{MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
-use crate::patterns::{Patterns, ScanTarget};
+use crate::patterns::{PatternSetStore, Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchOptions};
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
-    /// Group-commits the audit events of read tools. Declared first so it is dropped
-    /// first, committing what it holds while the store is still open.
+    /// Group-commits the audit events of read tools and appends the others, into the
+    /// local store or, with [`Engine::with_backend`], the team backend. Declared first
+    /// so it is dropped first, committing what it holds while the store is still open.
     pub audit: AuditQueue,
     pub memories: Arc<Memories>,
     /// Where the memory tools (write, update, get, search, forget, list, notes,
@@ -41,6 +42,11 @@ pub struct Engine {
     pub manager: MemoryManager,
     /// A chat model behind the gate, when one is configured (`llm_model`).
     pub assistant: Option<Arc<crate::assist::Assistant>>,
+    /// The team backend's audit log, once [`Engine::with_backend`] set one.
+    team_log: Option<Arc<dyn AuditLog>>,
+    /// Where loaded pattern-set definitions are kept: the local store, or the team
+    /// backend. Sets are compiled and scanned over the local store either way.
+    pub pattern_sets: Arc<dyn PatternSetStore>,
 }
 
 impl Engine {
@@ -52,7 +58,8 @@ impl Engine {
             StoreProviders::new(memories.clone(), index_options.clone()),
             gate.clone(),
         );
-        let audit = AuditQueue::new(Arc::downgrade(&memories));
+        let audit = AuditQueue::new(Arc::downgrade(&memories) as std::sync::Weak<dyn AuditLog>);
+        let memories_defs: Arc<dyn PatternSetStore> = memories.clone();
         Engine {
             backend: memories.clone(),
             team: false,
@@ -63,13 +70,28 @@ impl Engine {
             manager,
             audit,
             assistant: None,
+            team_log: None,
+            pattern_sets: memories_defs,
         }
     }
 
     /// The same engine with its memory tools on `backend` (the team backend): the
-    /// repository's memories, notes and coding records live there, its code stays in
-    /// the local store.
-    pub fn with_backend(mut self, backend: Arc<dyn MemoryBackend>) -> Engine {
+    /// repository's memories, notes, coding records, audit trail and loaded pattern
+    /// sets live there, its code stays in the local store.
+    pub fn with_backend<B: MemoryBackend + AuditLog + PatternSetStore + 'static>(
+        mut self,
+        backend: Arc<B>,
+    ) -> Engine {
+        if let Err(e) = self.audit.flush() {
+            tracing::error!("audit events not written: {e}");
+        }
+        let log: Arc<dyn AuditLog> = backend.clone();
+        self.audit = AuditQueue::new(Arc::downgrade(&log));
+        if let Some(a) = &self.assistant {
+            a.set_audit_log(log.clone());
+        }
+        self.team_log = Some(log);
+        self.pattern_sets = backend.clone();
         self.backend = backend;
         self.team = true;
         self
@@ -79,9 +101,20 @@ impl Engine {
     /// `rerank` feature is on).
     pub fn with_assistant(mut self, assistant: Option<crate::assist::Assistant>) -> Engine {
         let assistant = assistant.map(Arc::new);
+        if let (Some(a), Some(log)) = (&assistant, &self.team_log) {
+            a.set_audit_log(log.clone());
+        }
         self.manager.rerank = assistant.clone().map(|a| (a, self.memories.clone()));
         self.assistant = assistant;
         self
+    }
+}
+
+impl Engine {
+    /// The pattern sets: definitions from [`Engine::pattern_sets`], scanned over the
+    /// local store.
+    pub fn patterns(&self) -> Patterns<'_> {
+        Patterns::with_definitions(self.memories.store(), &*self.pattern_sets)
     }
 }
 
@@ -285,7 +318,8 @@ impl Engine {
                     Some(k) => ScanTarget::Key(k.to_string()),
                     None => ScanTarget::Code,
                 };
-                let found = Patterns::new(m.store())
+                let found = self
+                    .patterns()
                     .scan(required_str(a, "set")?, &target)
                     .map_err(err)?;
                 Ok(json!({"matches": found}))

@@ -13,7 +13,7 @@ use super::handlers::{Engine, ToolResult};
 use super::shape;
 use crate::memory::taxonomy::{self, Axis};
 use crate::memory::{Memory, MemoryFilter};
-use crate::patterns::{PatternSet, Patterns, ScanTarget};
+use crate::patterns::{PatternSet, ScanTarget};
 use crate::search::{HitKind, SearchHit, SearchOptions};
 
 /// A memory as a search hit (first line as the snippet).
@@ -309,7 +309,7 @@ impl Engine {
             );
         };
         let replace = a.get("replace").and_then(Value::as_bool).unwrap_or(false);
-        let patterns = Patterns::new(self.memories.store());
+        let patterns = self.patterns();
         let loaded = patterns.load_replacing(set, replace).map_err(err)?;
         Ok(
             json!({"loaded": loaded.slug(), "id": loaded.key(), "patterns": loaded.patterns.len(),
@@ -319,7 +319,7 @@ impl Engine {
 
     /// `pattern_list`, with each set's `id` (`pat:slug`) and tags.
     pub(super) fn pattern_list(&self) -> ToolResult {
-        let sets = Patterns::new(self.memories.store()).list().map_err(err)?;
+        let sets = self.patterns().list().map_err(err)?;
         let out: Vec<Value> = sets
             .iter()
             .map(|(set, builtin)| {
@@ -346,7 +346,8 @@ impl Engine {
             task,
             context: contexts.first().cloned(),
         };
-        let mut found = Patterns::new(self.memories.store())
+        let mut found = self
+            .patterns()
             .scan(required_str(a, "set")?, &target)
             .map_err(err)?;
         if contexts.len() > 1 {

@@ -6,6 +6,7 @@
 //! and never knows the code index: whoever opens the store chooses its projections.
 
 mod anchor;
+mod audit;
 mod backend;
 mod coding;
 mod context;
@@ -16,6 +17,7 @@ mod jsonl_compat;
 mod locked;
 mod model;
 mod notes;
+mod pattern_sets;
 mod projection;
 mod recall;
 mod sessions;
@@ -28,6 +30,7 @@ use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
 pub use anchor::{Anchor, Anchorer, MAX_ANCHORS};
+pub use audit::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub(crate) use backend::recall_fetch;
 pub use backend::{fuse_ranked, MemoryBackend, MIN_VECTOR_SIMILARITY};
 pub(crate) use coding::{check_error, decision_entry, error_entry};
@@ -42,6 +45,7 @@ pub use locked::{attach_event_to_next_write, take_unattached_event};
 pub use model::{Memory, KINDS, MEMORY_TYPE};
 pub use notes::note_name;
 pub(crate) use notes::{check_name as check_note_name, note_entry};
+pub use pattern_sets::PatternSetBackend;
 pub use projection::MemoryProjection;
 pub use recall::{filter_ids, keyword_ranked, RecallHit};
 pub(crate) use sessions::{change_entry, check_session, ended_session, session_entry};

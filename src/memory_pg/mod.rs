@@ -4,7 +4,9 @@
 //! It owns the connection to one database ([`PgDatabase`]: a pool of connections and
 //! the small tokio runtime that drives them), the schema and its versioned migrations
 //! (`migrations/*.sql`, embedded; applied only by [`PgDatabase::migrate`], that is
-//! `engram db migrate`), and one repository's view of the memories ([`PgMemories`]).
+//! `engram db migrate`), and one repository's view of the memories ([`PgMemories`]),
+//! which also keeps its audit trail (`memory::AuditLog`) and loaded pattern sets'
+//! definitions (`memory::PatternSetBackend`).
 //! What an entry is, how it is validated, redacted, embedded and exported is the
 //! memory layer's: this module stores and finds what that layer builds, and must
 //! never decide it differently. It never touches a local store or the code index.

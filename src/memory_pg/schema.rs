@@ -18,11 +18,23 @@ pub struct Migration {
 }
 
 /// Every migration of this build, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_memories",
-    sql: include_str!("migrations/0001_memories.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_memories",
+        sql: include_str!("migrations/0001_memories.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_audit",
+        sql: include_str!("migrations/0002_audit.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "0003_pattern_sets",
+        sql: include_str!("migrations/0003_pattern_sets.sql"),
+    },
+];
 
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -80,3 +80,60 @@ pub fn postgres_sh(cmd: &str, dir: &Path) -> String {
         .unwrap_or("")
         .to_string()
 }
+
+/// A plain client of the test server as the URL's role (bound by row-level
+/// security), on a runtime of its own.
+pub struct Raw {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Raw {
+    pub fn connect() -> Raw {
+        Raw::connect_to(&url())
+    }
+
+    /// A plain client of the database at `url`.
+    pub fn connect_to(url: &str) -> Raw {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client
+        });
+        Raw { rt, client }
+    }
+
+    /// Run `sql` (statements, no results) outside any repository.
+    pub fn batch(&self, sql: &str) {
+        self.rt
+            .block_on(self.client.batch_execute(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// `sql` (one statement returning a count, or an UPDATE/DELETE: rows touched) in
+    /// a transaction whose `engram.repo` is `repo` (none when `None`).
+    pub fn under(&self, repo: Option<&str>, sql: &str) -> i64 {
+        self.rt.block_on(async {
+            self.client.batch_execute("BEGIN").await.unwrap();
+            if let Some(r) = repo {
+                self.client
+                    .execute("SELECT set_config('engram.repo', $1, true)", &[&r])
+                    .await
+                    .unwrap();
+            }
+            let n = if sql.starts_with("SELECT") {
+                self.client.query_one(sql, &[]).await.unwrap().get(0)
+            } else {
+                self.client.execute(sql, &[]).await.unwrap() as i64
+            };
+            self.client.batch_execute("COMMIT").await.unwrap();
+            n
+        })
+    }
+}

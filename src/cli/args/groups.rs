@@ -201,6 +201,8 @@ pub enum PatternCommand {
     },
     /// List the built-in and loaded sets.
     List,
+    /// Delete a loaded set (a built-in it replaced is back).
+    Delete { name: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,7 +1,7 @@
 //! The entries written with a counter or a claim: notes (one entry per name), error
 //! recurrences (one entry per signature, its frequency counted), and session ends.
 
-use super::tx::TxError;
+use super::tx::{Carried, TxError};
 use crate::memory::{
     self, error_signature, normalise_id, ErrorReport, Memory, MemoryBackend, MemoryError,
     MemoryFilter, Result,
@@ -117,6 +117,8 @@ impl PgMemories {
         user_summary: Option<&str>,
     ) -> Result<Memory> {
         let id = normalise_id(id)?;
+        // The caller's audit event rides with the write (tx.rs).
+        let carried = Carried::take();
         for _ in 0..RETRIES {
             let Some(session) = MemoryBackend::get(self, &id)? else {
                 return Err(MemoryError::NotFound(id));
@@ -136,7 +138,7 @@ impl PgMemories {
             let ahead = self.ahead(&[&m]);
             // Written only if the session is still the version the summary was made
             // from; else it is read and summarised again.
-            let outcome = self.db.block_on_deadline(async {
+            let outcome = self.db.block_on_deadline(carried.scope(async {
                 let mut client = self.client().await?;
                 let tx = self.begin(&mut client).await?;
                 let m = self
@@ -144,7 +146,7 @@ impl PgMemories {
                     .await?;
                 self.commit(tx).await?;
                 Ok::<_, TxError>(m)
-            })?;
+            }))?;
             match outcome {
                 Ok(m) => return Ok(m),
                 Err(TxError::Fail(e)) => return Err(e),

@@ -7,7 +7,9 @@
 //! different (an error recurrence that brings the old tags) rolls back, and the call
 //! embeds the new text and runs it again.
 
+mod audit;
 mod coding;
+mod patterns;
 mod query;
 mod transfer;
 mod tx;
@@ -24,6 +26,7 @@ use crate::memory::{
 };
 use crate::memory_pg::rows::{Param, MEMORY_COLUMNS};
 use crate::memory_pg::PgMemories;
+use tx::Ahead;
 
 impl MemoryBackend for PgMemories {
     fn describe(&self) -> String {
@@ -91,7 +94,7 @@ impl MemoryBackend for PgMemories {
 
     fn forget(&self, id: &str) -> Result<bool> {
         let id = normalise_id(id)?;
-        self.read(|| async {
+        self.run(Ahead::new(), |_| async {
             let mut client = self.client().await?;
             let tx = self.begin(&mut client).await?;
             let n = tx
@@ -208,7 +211,7 @@ impl MemoryBackend for PgMemories {
 
     fn note_delete(&self, name: &str) -> Result<bool> {
         let name = memory::check_note_name(name)?.to_string();
-        self.read(|| async {
+        self.run(Ahead::new(), |_| async {
             let mut client = self.client().await?;
             let tx = self.begin(&mut client).await?;
             let n = tx

@@ -1,17 +1,57 @@
 //! The transactions of the PostgreSQL backend: each attempt on a pooled connection,
 //! scoped to the repository by `engram.repo`, retried after a conflict or a dead
 //! connection, with the entry's vectors made ahead of it.
+//!
+//! A write carries the audit event its caller attached
+//! ([`memory::attach_event_to_next_write`], as for the local store): the first write
+//! transaction of the call inserts it before COMMIT, so the write and its event are
+//! committed together or not at all. A call that committed no write gives the event
+//! back to its thread, where the caller finds it unused and appends it on its own.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Transaction};
+use serde_json::{Map, Value};
 
 use crate::embed::is_zero;
-use crate::memory::{self, Memory, MemoryError, Result};
+use crate::memory::{self, AuditEvent, Memory, MemoryError, Result};
 use crate::memory_pg::{PgMemories, RETRIES};
+
+type Slot = Arc<Mutex<Option<Map<String, Value>>>>;
+
+tokio::task_local! {
+    /// The event carried by the write attempt running in this task.
+    static CARRIED: Slot;
+}
+
+/// The event the calling thread attached to its next write, carried into the write
+/// attempts of one call ([`Carried::scope`]); given back to the thread on drop if no
+/// attempt committed it.
+pub(super) struct Carried(Slot);
+
+impl Carried {
+    /// Take this thread's attached event, if any.
+    pub(super) fn take() -> Carried {
+        Carried(Arc::new(Mutex::new(memory::take_unattached_event())))
+    }
+
+    /// `fut` with the event within its reach ([`PgMemories::commit`] inserts it).
+    pub(super) fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
+        CARRIED.scope(self.0.clone(), fut)
+    }
+}
+
+impl Drop for Carried {
+    fn drop(&mut self) {
+        let left = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(meta) = left {
+            memory::attach_event_to_next_write(meta);
+        }
+    }
+}
 
 /// Vectors made ahead of a transaction, by the text they embed (`None`: nothing to
 /// embed, or the embedder failed and the entry is stored without one).
@@ -94,20 +134,36 @@ impl PgMemories {
         texts.into_iter().zip(vectors).collect()
     }
 
-    /// Run transaction attempts `f` until one ends: retries conflicts (with a short
-    /// backoff), dead pooled connections, and entries whose vector was not made ahead.
-    pub(super) fn run<T, F, Fut>(&self, mut ahead: Ahead, f: F) -> Result<T>
+    /// Run write transaction attempts `f` until one ends: retries conflicts (with a
+    /// short backoff), dead pooled connections, and entries whose vector was not made
+    /// ahead. The attempts carry the caller's attached audit event (module doc).
+    pub(super) fn run<T, F, Fut>(&self, ahead: Ahead, f: F) -> Result<T>
     where
         F: Fn(Arc<Ahead>) -> Fut,
         Fut: Future<Output = TxResult<T>> + Send,
         T: Send,
     {
+        self.attempts(ahead, true, f)
+    }
+
+    /// [`PgMemories::run`], carrying the caller's attached audit event or not.
+    pub(super) fn attempts<T, F, Fut>(&self, mut ahead: Ahead, carry: bool, f: F) -> Result<T>
+    where
+        F: Fn(Arc<Ahead>) -> Fut,
+        Fut: Future<Output = TxResult<T>> + Send,
+        T: Send,
+    {
+        let carried = carry.then(Carried::take);
         let mut conflicts = 0usize;
         let mut rounds = 0usize;
         loop {
             rounds += 1;
             let snapshot = Arc::new(std::mem::take(&mut ahead));
-            let outcome = self.db.block_on_deadline(f(snapshot.clone()))?;
+            let attempt = f(snapshot.clone());
+            let outcome = match &carried {
+                Some(c) => self.db.block_on_deadline(c.scope(attempt))?,
+                None => self.db.block_on_deadline(attempt)?,
+            };
             ahead = Arc::try_unwrap(snapshot).unwrap_or_else(|a| (*a).clone());
             match outcome {
                 Ok(v) => return Ok(v),
@@ -162,17 +218,33 @@ impl PgMemories {
         Ok(tx)
     }
 
+    /// Commit `tx`, with the audit event its call carries inserted first (if the
+    /// attempt runs in a [`Carried::scope`] and no earlier transaction committed it).
     pub(super) async fn commit(&self, tx: Transaction<'_>) -> TxResult<()> {
-        tx.commit().await.map_err(|e| self.pg(e))
+        let slot = CARRIED.try_with(Slot::clone).ok();
+        let event = slot
+            .as_ref()
+            .and_then(|s| s.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        if let Some(meta) = &event {
+            let e: AuditEvent = serde_json::from_value(Value::Object(meta.clone()))
+                .map_err(|err| MemoryError::Invalid(format!("audit event: {err}")))?;
+            self.insert_audit(&tx, std::slice::from_ref(&e)).await?;
+        }
+        tx.commit().await.map_err(|e| self.pg(e))?;
+        if let (Some(s), Some(_)) = (slot, event) {
+            *s.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        Ok(())
     }
 
-    /// Run read-only transaction attempts `f` until one ends (see [`PgMemories::run`]).
+    /// Run read-only transaction attempts `f` until one ends (see [`PgMemories::run`]);
+    /// they carry no audit event.
     pub(super) fn read<T, F, Fut>(&self, f: F) -> Result<T>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = TxResult<T>> + Send,
         T: Send,
     {
-        self.run(Ahead::new(), |_| f())
+        self.attempts(Ahead::new(), false, |_| f())
     }
 }
