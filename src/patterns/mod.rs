@@ -32,6 +32,8 @@ mod secret_views;
 pub mod secret_words;
 mod set;
 pub mod stored;
+#[cfg(test)]
+mod test_random;
 
 use std::path::PathBuf;
 

@@ -122,16 +122,7 @@ pub(super) fn is_sigv4_scope(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut state = seed;
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
+    use crate::patterns::test_random::xorshift;
 
     #[test]
     fn unsigned_jwts_example_key_ids_and_scopes_are_inert() {

@@ -2,28 +2,7 @@
 //! false-negative rates its module comment states, over random values.
 
 use super::*;
-
-fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
-}
-
-const BASE62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const PASSWORD: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!*";
-/// Capitals, digits, `_` and `.`: the alphabet a constant's name is written in, where
-/// a random value comes closest to one.
-const CAPS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.";
-
-fn random(next: &mut impl FnMut() -> u64, alphabet: &[u8], len: usize) -> String {
-    (0..len)
-        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
-        .collect()
-}
+use crate::patterns::test_random::{random, xorshift, BASE62, CAPS, PASSWORD};
 
 #[test]
 fn constants_claims_accents_and_repeats_are_made_up() {

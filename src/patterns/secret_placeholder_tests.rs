@@ -3,6 +3,7 @@
 //! the samples while still taking the same frames with random values.
 
 use super::*;
+use crate::patterns::test_random::xorshift;
 use crate::patterns::Redactor;
 
 #[test]
@@ -59,16 +60,6 @@ fn filler_is_mostly_one_character() {
     assert!(!is_filler(
         b"AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"
     ));
-}
-
-fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
 }
 
 /// The false-negative rates of the module comment: over 200,000 random passwords per

@@ -167,16 +167,7 @@ pub(super) fn is_path_template(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut state = seed;
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
+    use crate::patterns::test_random::xorshift;
 
     #[test]
     fn elided_values_and_route_templates() {

@@ -14,28 +14,7 @@ use super::secret_inert::is_unsigned_jwt;
 use super::secret_made_up::is_two_words;
 use super::secret_shape::is_der_certificate;
 use super::secret_value::looks_secret;
-
-fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
-}
-
-const BASE62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-const PASSWORD: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!*";
-const LOWER: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
-
-fn random(next: &mut impl FnMut() -> u64, alphabet: &[u8], len: usize) -> String {
-    (0..len)
-        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
-        .collect()
-}
+use super::test_random::{random, xorshift, B64URL, BASE62, BASE64, LOWER, PASSWORD};
 
 fn base64(bytes: &[u8]) -> String {
     let mut out = String::new();
