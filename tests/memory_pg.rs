@@ -5,6 +5,7 @@
 
 #[path = "support/pg.rs"]
 mod pg;
+use pg::Raw;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,41 +15,6 @@ use std::time::{Duration, Instant};
 use engram::embed::default_embedder;
 use engram::memory::{ErrorReport, Memory, MemoryBackend, MemoryError, MemoryFilter};
 use engram::memory_pg::{PgDatabase, SCHEMA_VERSION};
-
-/// A plain client of the test server as the URL's role, on a runtime of its own.
-struct Raw {
-    rt: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
-}
-
-impl Raw {
-    fn connect(url: &str) -> Raw {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let client = rt.block_on(async {
-            let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .expect("raw connection to the test server");
-            tokio::spawn(conn);
-            client
-        });
-        Raw { rt, client }
-    }
-
-    fn batch(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
-        self.rt.block_on(self.client.batch_execute(sql))
-    }
-
-    fn count(&self, sql: &str) -> i64 {
-        self.rt
-            .block_on(self.client.query_one(sql, &[]))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .get(0)
-    }
-}
 
 /// The test server's URL with another database name.
 fn url_for_database(db: &str) -> String {
@@ -227,7 +193,7 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
 
     // Through a plain connection as the application role, which row-level security
     // binds (neither superuser nor BYPASSRLS).
-    let raw = Raw::connect(&url);
+    let raw = Raw::connect_to(&url);
     assert_eq!(
         raw.count(
             "SELECT count(*) FROM pg_roles WHERE rolname = current_user AND (rolsuper OR rolbypassrls)"
@@ -237,7 +203,7 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
     );
     let quote = |s: &str| s.replace('\'', "''");
     for table in TABLES {
-        raw.batch(&format!(
+        raw.try_batch(&format!(
             "BEGIN; SELECT set_config('engram.repo', '{}', true)",
             quote(&b_name)
         ))
@@ -255,7 +221,7 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
             0,
             "{table}"
         );
-        raw.batch("COMMIT").unwrap();
+        raw.try_batch("COMMIT").unwrap();
         // No setting at all: nothing either.
         assert_eq!(
             raw.count(&format!("SELECT count(*) FROM {table}")),
@@ -263,7 +229,7 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
             "{table}"
         );
         // A's own setting sees A's rows.
-        raw.batch(&format!(
+        raw.try_batch(&format!(
             "BEGIN; SELECT set_config('engram.repo', '{}', true)",
             quote(&a_name)
         ))
@@ -272,23 +238,23 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
             raw.count(&format!("SELECT count(*) FROM {table}")) > 0,
             "{table}"
         );
-        raw.batch("COMMIT").unwrap();
+        raw.try_batch("COMMIT").unwrap();
     }
     // Nor can B's setting write or change A's rows.
-    raw.batch(&format!(
+    raw.try_batch(&format!(
         "BEGIN; SELECT set_config('engram.repo', '{}', true)",
         quote(&b_name)
     ))
     .unwrap();
-    let denied = raw.batch(&format!(
+    let denied = raw.try_batch(&format!(
         "INSERT INTO engram_memories (repo, id, kind, text, version, created_ms, updated_ms, doc, tsv)
          VALUES ('{}', 'mem:00000001', 'memory', 'x', 1, 0, 0, '{{}}', ''::tsvector)",
         quote(&a_name)
     ));
     let e = denied.expect_err("a row of A written under B's setting");
     assert_eq!(e.code().map(|c| c.code()), Some("42501"), "{e}");
-    raw.batch("ROLLBACK").unwrap();
-    raw.batch(&format!(
+    raw.try_batch("ROLLBACK").unwrap();
+    raw.try_batch(&format!(
         "BEGIN; SELECT set_config('engram.repo', '{}', true);
          UPDATE engram_memories SET text = 'hijacked';
          DELETE FROM engram_memory_versions;
@@ -306,8 +272,8 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
 #[test]
 fn the_schema_is_migrated_explicitly_and_a_newer_one_is_refused() {
     let name = pg::unique_repo("schema").replace('-', "_");
-    let raw = Raw::connect(&pg::url());
-    raw.batch(&format!("CREATE DATABASE {name}")).unwrap();
+    let raw = Raw::connect_to(&pg::url());
+    raw.try_batch(&format!("CREATE DATABASE {name}")).unwrap();
     let url = url_for_database(&name);
     {
         let db = PgDatabase::connect(&url).unwrap();
@@ -337,9 +303,9 @@ fn the_schema_is_migrated_explicitly_and_a_newer_one_is_refused() {
         m.remember("works", &[], None).unwrap();
 
         // A newer engram migrated it further: this one refuses to use it.
-        let raw_db = Raw::connect(&url);
+        let raw_db = Raw::connect_to(&url);
         raw_db
-            .batch(&format!(
+            .try_batch(&format!(
                 "INSERT INTO engram_schema_migrations (version, name) VALUES ({}, 'from_the_future')",
                 SCHEMA_VERSION + 1
             ))
@@ -355,7 +321,7 @@ fn the_schema_is_migrated_explicitly_and_a_newer_one_is_refused() {
         let err = db.migrate().unwrap_err().to_string();
         assert!(err.contains("newer"), "{err}");
     }
-    raw.batch(&format!("DROP DATABASE {name} WITH (FORCE)"))
+    raw.try_batch(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
 }
 

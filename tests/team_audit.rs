@@ -171,25 +171,7 @@ fn engram_audit_reads_the_team_trail_with_database_url_set() {
     // The CLI files a store's repository under the store directory's name.
     let name = pg::unique_repo("audit-cli");
     let store = dir.path().join(&name);
-    let engram = |url: Option<&str>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
-        cmd.arg("--store")
-            .arg(&store)
-            .args(["--json", "audit"])
-            .current_dir(dir.path())
-            .env_remove("ENGRAM_STORE")
-            .env_remove("ENGRAM_DATABASE_URL");
-        if let Some(u) = url {
-            cmd.env("ENGRAM_DATABASE_URL", u);
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "engram audit: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
+    let engram = |url: Option<&str>| engram_json(dir.path(), &store, "audit", url);
     // Initialise the local store (and see it has no events).
     Memories::open(&store).unwrap();
     assert_eq!(engram(None)["events"], json!([]));
@@ -230,25 +212,7 @@ fn engram_audit_reads_the_team_trail_with_database_url_set() {
         .prepared()
         .unwrap()])
         .unwrap();
-    let stats = |url: Option<&str>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
-        cmd.arg("--store")
-            .arg(&store)
-            .args(["--json", "stats"])
-            .current_dir(dir.path())
-            .env_remove("ENGRAM_STORE")
-            .env_remove("ENGRAM_DATABASE_URL");
-        if let Some(u) = url {
-            cmd.env("ENGRAM_DATABASE_URL", u);
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
+    let stats = |url: Option<&str>| engram_json(dir.path(), &store, "stats", url);
     let team = stats(Some(&pg::url()));
     assert_eq!(team["llm"]["calls"], 1, "{team}");
     assert_eq!(team["llm"]["bytes_sent"], 1200, "{team}");
@@ -438,4 +402,31 @@ fn a_team_writes_event_is_committed_in_the_writes_transaction() {
         .enumerate()
         .all(|(i, e)| i == 2 || e.error.is_none()));
     assert!(read_audit(engine.memories.store(), 0).unwrap().is_empty());
+}
+
+/// `engram --json COMMAND` on `store`, run in `cwd`, with `ENGRAM_DATABASE_URL` set to
+/// `url` or unset; its JSON output (the command must succeed).
+fn engram_json(
+    cwd: &std::path::Path,
+    store: &std::path::Path,
+    command: &str,
+    url: Option<&str>,
+) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
+    cmd.arg("--store")
+        .arg(store)
+        .args(["--json", command])
+        .current_dir(cwd)
+        .env_remove("ENGRAM_STORE")
+        .env_remove("ENGRAM_DATABASE_URL");
+    if let Some(u) = url {
+        cmd.env("ENGRAM_DATABASE_URL", u);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "engram {command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()
 }

@@ -109,6 +109,23 @@ impl Raw {
         Raw { rt, client }
     }
 
+    /// Run `sql` (statements, no results) outside any repository; the error is the
+    /// caller's to judge (a statement row-level security must refuse).
+    #[allow(dead_code)]
+    pub fn try_batch(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        self.rt.block_on(self.client.batch_execute(sql))
+    }
+
+    /// One statement returning a count, on this connection as it is (inside whatever
+    /// transaction and `engram.repo` setting the caller opened).
+    #[allow(dead_code)]
+    pub fn count(&self, sql: &str) -> i64 {
+        self.rt
+            .block_on(self.client.query_one(sql, &[]))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .get(0)
+    }
+
     /// Run `sql` (statements, no results) outside any repository.
     pub fn batch(&self, sql: &str) {
         self.rt
