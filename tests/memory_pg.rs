@@ -647,3 +647,38 @@ fn a_server_that_stops_answering_fails_the_call_with_a_timeout() {
     );
     assert!(db.deadline() >= Duration::from_millis(500));
 }
+
+/// An import is one transaction of several statements per entry. Its deadline grows
+/// with the entries, so a large import on a short statement timeout completes instead
+/// of being taken for a hung server (before, any import over the timeout plus 2 s
+/// failed with `TimedOut`, which made 1M-memory loads impossible); each statement
+/// still has the server's timeout.
+#[test]
+fn a_large_import_outlasts_the_per_call_deadline_without_timing_out() {
+    let db = PgDatabase::connect_with_timeout(&pg::url(), Duration::from_millis(100)).unwrap();
+    assert_eq!(db.deadline(), Duration::from_millis(2100));
+    let m = db
+        .memories(&pg::unique_repo("big-import"), Arc::new(default_embedder()))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("many.jsonl");
+    // Enough entries that writing them takes longer than the deadline on any machine
+    // this runs on (about 1 ms each at best: several round trips apiece).
+    let n = 4_000;
+    let lines: Vec<String> = (0..n)
+        .map(|i| {
+            serde_json::json!({"id": format!("mem:{i:08x}"), "text": format!("imported memory number {i} about caching")})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let start = Instant::now();
+    let report = m.import_file(&file).unwrap();
+    let took = start.elapsed();
+    assert_eq!(report.imported, n);
+    assert_eq!(m.count().unwrap(), n);
+    println!(
+        "imported {n} in {took:?} (deadline per call {:?})",
+        db.deadline()
+    );
+}

@@ -187,7 +187,20 @@ impl PgDatabase {
     where
         F::Output: Send,
     {
-        let after = self.deadline();
+        self.block_on_within(self.deadline(), fut)
+    }
+
+    /// [`PgDatabase::block_on_deadline`] with a deadline of `after` instead: for an
+    /// attempt whose statements are many (an import), where the deadline grows with
+    /// the work so that only a server that stopped answering runs into it.
+    pub(crate) fn block_on_within<F: Future + Send>(
+        &self,
+        after: Duration,
+        fut: F,
+    ) -> Result<F::Output>
+    where
+        F::Output: Send,
+    {
         self.block_on(async move { tokio::time::timeout(after, fut).await })
             .map_err(|_| MemoryError::TimedOut {
                 server: self.server.clone(),

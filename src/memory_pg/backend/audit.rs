@@ -67,7 +67,7 @@ impl AuditLog for PgMemories {
             .map(AuditEvent::prepared)
             .collect::<std::result::Result<Vec<_>, _>>()?;
         // On its own: never with an event a caller attached to its next write.
-        self.attempts(Ahead::new(), false, |_| async {
+        self.attempts(Ahead::new(), false, self.db.deadline(), |_| async {
             let mut client = self.client().await?;
             let tx = self.begin(&mut client).await?;
             self.insert_audit(&tx, &events).await?;

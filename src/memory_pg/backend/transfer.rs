@@ -118,7 +118,7 @@ impl PgMemories {
             return Ok(report);
         }
         let ahead = self.ahead(&prepared.iter().map(|(m, _)| m).collect::<Vec<_>>());
-        self.run(ahead, |ahead| {
+        self.run_many(ahead, prepared.len(), |ahead| {
             let (prepared, mut report) = (prepared.clone(), report.clone());
             async move {
                 let mut client = self.client().await?;

@@ -79,6 +79,11 @@ impl From<MemoryError> for TxError {
 
 pub(super) type TxResult<T> = std::result::Result<T, TxError>;
 
+/// How much longer an attempt may take for each entry it writes ([`PgMemories::run_many`]):
+/// an import writes each entry in about six statements, a few milliseconds on a
+/// loaded machine; 50 ms leaves room for ten times that.
+const PER_ENTRY: Duration = Duration::from_millis(50);
+
 pub(super) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -143,11 +148,31 @@ impl PgMemories {
         Fut: Future<Output = TxResult<T>> + Send,
         T: Send,
     {
-        self.attempts(ahead, true, f)
+        self.attempts(ahead, true, self.db.deadline(), f)
+    }
+
+    /// [`PgMemories::run`] for an attempt that writes `entries` entries: its deadline
+    /// is the usual one plus [`PER_ENTRY`] for each, so a large import is not taken
+    /// for a hung server (each of its statements still has the server's statement
+    /// timeout).
+    pub(super) fn run_many<T, F, Fut>(&self, ahead: Ahead, entries: usize, f: F) -> Result<T>
+    where
+        F: Fn(Arc<Ahead>) -> Fut,
+        Fut: Future<Output = TxResult<T>> + Send,
+        T: Send,
+    {
+        let deadline = self.db.deadline() + PER_ENTRY * entries.min(u32::MAX as usize) as u32;
+        self.attempts(ahead, true, deadline, f)
     }
 
     /// [`PgMemories::run`], carrying the caller's attached audit event or not.
-    pub(super) fn attempts<T, F, Fut>(&self, mut ahead: Ahead, carry: bool, f: F) -> Result<T>
+    pub(super) fn attempts<T, F, Fut>(
+        &self,
+        mut ahead: Ahead,
+        carry: bool,
+        deadline: Duration,
+        f: F,
+    ) -> Result<T>
     where
         F: Fn(Arc<Ahead>) -> Fut,
         Fut: Future<Output = TxResult<T>> + Send,
@@ -161,8 +186,8 @@ impl PgMemories {
             let snapshot = Arc::new(std::mem::take(&mut ahead));
             let attempt = f(snapshot.clone());
             let outcome = match &carried {
-                Some(c) => self.db.block_on_deadline(c.scope(attempt))?,
-                None => self.db.block_on_deadline(attempt)?,
+                Some(c) => self.db.block_on_within(deadline, c.scope(attempt))?,
+                None => self.db.block_on_within(deadline, attempt)?,
             };
             ahead = Arc::try_unwrap(snapshot).unwrap_or_else(|a| (*a).clone());
             match outcome {
@@ -245,6 +270,6 @@ impl PgMemories {
         Fut: Future<Output = TxResult<T>> + Send,
         T: Send,
     {
-        self.attempts(Ahead::new(), false, |_| f())
+        self.attempts(Ahead::new(), false, self.db.deadline(), |_| f())
     }
 }
