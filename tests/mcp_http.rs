@@ -1,18 +1,11 @@
 //! `engram serve --http` on 127.0.0.1 with real bearer tokens, driven by plain HTTP
 //! requests and the official MCP SDK (`tests/mcp/http_client.py`).
 
-use std::io::{BufRead, BufReader};
+#[path = "support/http_server.rs"]
+mod http_server;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use std::process::Command;
 
 fn engram(store: &Path, cwd: &Path, env: &[(&str, &Path)], args: &[&str]) -> serde_json::Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
@@ -73,24 +66,15 @@ fn http_server_needs_tokens_checks_webhooks_and_serves_the_tools() {
     assert!(!file.contains(&token) && file.contains("sha256"));
 
     let secret = "webhook-secret-for-tests";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
-        .arg("--store")
-        .arg(store.path())
-        .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
-        .arg(repo.path())
-        .env("ENGRAM_TOKENS_FILE", &tokens)
-        .env("ENGRAM_WEBHOOK_SECRET", secret)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Killed(child);
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
-    let listening: serde_json::Value =
-        serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
-    let base = format!("http://{}", listening["listening"].as_str().unwrap());
+    let (server, _, base) = http_server::start(
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--store")
+            .arg(store.path())
+            .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
+            .arg(repo.path())
+            .env("ENGRAM_TOKENS_FILE", &tokens)
+            .env("ENGRAM_WEBHOOK_SECRET", secret),
+    );
 
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/http_client.py");
     let out = Command::new("python3")
@@ -186,25 +170,17 @@ fn one_http_server_serves_several_repositories_each_behind_its_own_tokens() {
     );
 
     let secret = "webhook-secret-for-tests";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
-        .arg(a.path())
-        .arg("--repo")
-        .arg(b.path())
-        .env("ENGRAM_HOME", home.path())
-        .env_remove("ENGRAM_STORE")
-        .env("ENGRAM_TOKENS_FILE", &tokens)
-        .env("ENGRAM_WEBHOOK_SECRET", secret)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Killed(child);
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
-    let listening: serde_json::Value =
-        serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    let (server, listening, base) = http_server::start(
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
+            .arg(a.path())
+            .arg("--repo")
+            .arg(b.path())
+            .env("ENGRAM_HOME", home.path())
+            .env_remove("ENGRAM_STORE")
+            .env("ENGRAM_TOKENS_FILE", &tokens)
+            .env("ENGRAM_WEBHOOK_SECRET", secret),
+    );
     let mut served: Vec<&str> = listening["repos"]
         .as_array()
         .unwrap()
@@ -215,7 +191,6 @@ fn one_http_server_serves_several_repositories_each_behind_its_own_tokens() {
     let mut expected = vec![name_a.as_str(), name_b.as_str()];
     expected.sort();
     assert_eq!(served, expected);
-    let base = format!("http://{}", listening["listening"].as_str().unwrap());
 
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -7,18 +7,12 @@
 #[path = "support/pg.rs"]
 mod pg;
 
-use std::io::{BufRead, BufReader};
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use http_server::Killed;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use std::process::Command;
 
 /// `engram` with `ENGRAM_HOME` (a store per repository), run in `cwd`.
 fn engram_home(home: &Path, cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> serde_json::Value {
@@ -44,26 +38,17 @@ fn engram_home(home: &Path, cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> 
 /// `engram serve --http` on a free port for repositories `a` and `b`, on `url`; the
 /// server and its base URL.
 fn serve(home: &Path, tokens: &str, url: &str, a: &Path, b: &Path) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
-        .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
-        .arg(a)
-        .arg("--repo")
-        .arg(b)
-        .env("ENGRAM_HOME", home)
-        .env_remove("ENGRAM_STORE")
-        .env("ENGRAM_TOKENS_FILE", tokens)
-        .env("ENGRAM_DATABASE_URL", url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Killed(child);
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
-    let listening: serde_json::Value =
-        serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
-    let base = format!("http://{}", listening["listening"].as_str().unwrap());
+    let (server, _, base) = http_server::start(
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
+            .arg(a)
+            .arg("--repo")
+            .arg(b)
+            .env("ENGRAM_HOME", home)
+            .env_remove("ENGRAM_STORE")
+            .env("ENGRAM_TOKENS_FILE", tokens)
+            .env("ENGRAM_DATABASE_URL", url),
+    );
     (server, base)
 }
 
