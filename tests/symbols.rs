@@ -408,3 +408,51 @@ fn symbols_are_stored_looked_up_and_replaced_on_reindex() {
         .all(|s| s.path != "sample.py"));
     assert!(engram::store::verify(dir.path()).unwrap().is_sound());
 }
+
+#[test]
+fn a_query_naming_a_symbol_finds_the_same_case_first_among_many() {
+    // 60 `Parse` classes and one `parse` function: a query `parse` must rank the
+    // function first, and the exact-name step must hold more than the fetch limit's
+    // worth of other-case names without dropping it.
+    let repo = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        std::fs::write(
+            repo.path().join(format!("a{i:02}.py")),
+            format!("class Parse:\n    def run(self):\n        return {i}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        repo.path().join("zz_last.py"),
+        "def parse(text):\n    return text.split()\n",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), StoreOptions::default(), engram::projections()).unwrap();
+    index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    for kind in [Some(HitKind::Symbol), None] {
+        let hits = search(
+            &store,
+            "parse",
+            &SearchOptions {
+                kind,
+                top_k: 5,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .hits;
+        assert_eq!(
+            hits[0].path.as_deref(),
+            Some("zz_last.py"),
+            "{kind:?}: {hits:?}"
+        );
+        // The other-case names still count as named: they follow it.
+        assert!(
+            hits[1..]
+                .iter()
+                .all(|h| h.path.as_deref().unwrap().starts_with('a')),
+            "{hits:?}"
+        );
+    }
+}

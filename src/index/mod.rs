@@ -32,7 +32,10 @@ pub use pass::{embedder_in_use, index};
 pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};
-pub use symbol_search::{chunk_at, lookup_symbols, symbol_info, symbol_ranked, SymbolInfo};
+pub use symbol_search::{
+    chunk_at, lookup_symbols, symbol_info, symbol_ranked, SymbolInfo, NAMED_OTHER_CASE,
+    NAMED_SAME_CASE,
+};
 pub use walk::{is_secrets_file, language, Skipped};
 
 use crate::embed::{default_embedder, EmbedError, Embedder};

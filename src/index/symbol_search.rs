@@ -178,6 +178,14 @@ fn fuzzy_score(wanted: &[char], candidate: &str) -> Option<i64> {
     (w == wanted.len()).then_some(score)
 }
 
+/// [`symbol_ranked`]'s score for a symbol whose name or qualified name is the query,
+/// in the query's case: above any BM25 score.
+pub const NAMED_SAME_CASE: f64 = f64::MAX;
+
+/// [`symbol_ranked`]'s score for a symbol named as the query in another case: above
+/// any BM25 score, below [`NAMED_SAME_CASE`].
+pub const NAMED_OTHER_CASE: f64 = f64::MAX / 2.0;
+
 /// Symbols matching the words of `query` (BM25, names weighted far above signatures
 /// and docs), best first: every-word matches first, any-word ones only when fewer
 /// than `enough`.
@@ -192,37 +200,42 @@ pub fn symbol_ranked(
     };
     let limit = limit.max(1) as i64;
     Ok(store.with_tracker(|db| {
+        // Rank on the full-text table alone, so SQLite keeps only the best `limit`
+        // while it scores; joining every match to its symbol and record before the
+        // sort cost a lookup per match, which over common words is most of a query.
         let sql = Bm25 {
             table: "code_symbols_fts",
             weights: &[10.0, 1.0],
-            id: "r.key",
-            join: "JOIN code_symbols s ON s.seq = code_symbols_fts.rowid \
-                   JOIN records r ON r.key_hash = s.key_hash",
+            id: "rowid",
+            join: "",
             filter: "",
             then_by: "",
         }
         .sql();
         let mut stmt = db.prepare_cached(&sql)?;
+        let mut key_of = db.prepare_cached(
+            "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+             WHERE s.seq = ?1",
+        )?;
         let mut run = |q: &str| -> rusqlite::Result<Vec<(String, f64)>> {
-            let rows = stmt.query_map(rusqlite::params![q, limit], |r| {
-                Ok((r.get::<_, String>(0)?, -r.get::<_, f64>(1)?))
-            })?;
-            rows.collect()
+            let rows = stmt
+                .query_map(rusqlite::params![q, limit], |r| {
+                    Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut keyed = Vec::with_capacity(rows.len());
+            for (seq, score) in rows {
+                if let Some(key) = key_of.query_row([seq], |r| r.get(0)).optional()? {
+                    keyed.push((key, score));
+                }
+            }
+            Ok(keyed)
         };
         // A query that is exactly a symbol's name puts that symbol first.
         let mut out: Vec<(String, f64)> = Vec::new();
         let name = query.trim();
         if !name.is_empty() && !name.contains(char::is_whitespace) {
-            let mut exact = db.prepare_cached(
-                "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
-                 WHERE s.name = ?1 COLLATE NOCASE OR s.qualified_name = ?1 COLLATE NOCASE
-                 ORDER BY (s.name = ?1) DESC LIMIT ?2",
-            )?;
-            let rows =
-                exact.query_map(rusqlite::params![name, limit], |r| r.get::<_, String>(0))?;
-            for key in rows {
-                out.push((key?, f64::MAX));
-            }
+            out = exact_name_keys(db, name, limit)?;
         }
         for hit in run(&all)? {
             if !out.iter().any(|(k, _)| *k == hit.0) {
@@ -241,6 +254,51 @@ pub fn symbol_ranked(
         }
         Ok(out)
     })?)
+}
+
+/// Keys of the symbols named `name` (name or qualified name, any case), at most
+/// `limit`, scored [`NAMED_SAME_CASE`] when the name has `name`'s exact case (these
+/// first) and [`NAMED_OTHER_CASE`] otherwise.
+///
+/// Two bounded index reads instead of one sorted one: a common name (`new`,
+/// `Deserialize`) has thousands of symbols, and sorting them all by case, each
+/// joined to its record first, made such a query the slowest of all.
+fn exact_name_keys(
+    db: &Connection,
+    name: &str,
+    limit: i64,
+) -> crate::store::Result<Vec<(String, f64)>> {
+    let mut same_case = db.prepare_cached(
+        "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+         WHERE s.name = ?1 COLLATE NOCASE AND s.name = ?1 LIMIT ?2",
+    )?;
+    let mut keys = same_case
+        .query_map(rusqlite::params![name, limit], |r| {
+            Ok((r.get::<_, String>(0)?, NAMED_SAME_CASE))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if (keys.len() as i64) < limit {
+        // Any case, name or qualified name; the ones already taken may come again,
+        // so read enough to fill up after skipping them.
+        let mut any_case = db.prepare_cached(
+            "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+             WHERE s.name = ?1 COLLATE NOCASE OR s.qualified_name = ?1 COLLATE NOCASE
+             LIMIT ?2",
+        )?;
+        let wanted = limit + keys.len() as i64;
+        let more = any_case
+            .query_map(rusqlite::params![name, wanted], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        for key in more {
+            if keys.len() as i64 >= limit {
+                break;
+            }
+            if !keys.iter().any(|(k, _)| *k == key) {
+                keys.push((key, NAMED_OTHER_CASE));
+            }
+        }
+    }
+    Ok(keys)
 }
 
 /// A symbol by key hash.

@@ -310,7 +310,9 @@ pub fn search(
     let mut lists = Vec::new();
     // Code named exactly as the query (a symbol's name or qualified name): first, ahead
     // of any agreement of the lists (a query naming a symbol is the strongest evidence).
+    // Among those, the ones in the query's case go before the others.
     let mut named: Vec<String> = Vec::new();
+    let mut named_same_case: Vec<String> = Vec::new();
     if code {
         // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
         // unless symbols themselves were asked for.
@@ -319,8 +321,8 @@ pub fn search(
         let syms = index::symbol_ranked(store, query, 1, fetch)?;
         let mut keys = Vec::with_capacity(syms.len());
         for (key, score) in syms {
-            // `symbol_ranked` scores a symbol named exactly as the query `f64::MAX`.
-            let exact = score == f64::MAX;
+            let same_case = score == index::NAMED_SAME_CASE;
+            let exact = same_case || score == index::NAMED_OTHER_CASE;
             let key = if opts.kind == Some(HitKind::Symbol) {
                 key
             } else if let Some(info) = index::symbol_info(store, crate::key::hash64(&key))? {
@@ -333,6 +335,9 @@ pub fn search(
             };
             if exact {
                 named.push(key.clone());
+            }
+            if same_case {
+                named_same_case.push(key.clone());
             }
             keys.push(key);
         }
@@ -410,6 +415,7 @@ pub fn search(
     }
     let mut fused = fuse_with(&lists, SEARCH_K);
     lift(&mut fused, &named);
+    lift(&mut fused, &named_same_case);
     let hits = resolve::hits(store, query, &fused, opts, &filter, top_k)?;
     Ok(SearchResults {
         hits,
