@@ -54,8 +54,9 @@ impl FusionWeights {
     ///   with 60), a neural or HTTP embedder's twice as much as keywords (all-MiniLM-L6-v2,
     ///   tune-half best of the mean MRR@10 over the three query types, over 0.4 to 4:
     ///   0.538 at 1.0, 0.543 at 2.0, flat from 1.5 to 2.0; paraphrases 0.129 to 0.156,
-    ///   doc sentences 0.494 to 0.480). Measured with MiniLM only: an HTTP embedder gets
-    ///   the same weight unmeasured.
+    ///   doc sentences 0.494 to 0.480; held out, paraphrases 0.204 to 0.232 and doc
+    ///   sentences 0.508 to 0.465, so a trade, not shown a net gain). Measured with
+    ///   MiniLM only: an HTTP embedder gets the same weight unmeasured.
     pub fn for_query(query: &str, embedder_name: &str) -> FusionWeights {
         let builtin = embedder_name.starts_with("hash-");
         if looks_like_identifier(query) {
