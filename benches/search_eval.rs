@@ -578,7 +578,7 @@ fn main() {
         }
         if let Some(out) = &mut lists_out {
             for q in queries {
-                out.push_str(&lists_line(&stores[0].1, &embedders[0], q));
+                out.push_str(&lists_line(&stores, &embedders, q));
                 out.push('\n');
             }
         }
@@ -907,15 +907,23 @@ struct IndexCost {
     bm25_chunks: u64,
 }
 
-/// One JSON line for `ENGRAM_EVAL_LISTS`: the lists engram's hybrid fuses for `q` (on
-/// the first embedder's index, as `search` fetches them for the top 10), each as
-/// `[key hash, score, hit]` best first, so fusion rules can be replayed offline.
-fn lists_line(store: &Store, embedder: &Arc<dyn Embedder>, q: &Query) -> String {
+/// One JSON line for `ENGRAM_EVAL_LISTS`: the lists engram's hybrid fuses for `q` (as
+/// `search` fetches them for the top 10), each as `[key hash, score, hit]` best first,
+/// so fusion rules can be replayed offline. The symbol and keyword lists are of the
+/// first embedder's index; `vec` is the first embedder's vector list and `vecs` every
+/// embedder's, by name.
+fn lists_line(
+    stores: &[(tempfile::TempDir, Store)],
+    embedders: &[Arc<dyn Embedder>],
+    q: &Query,
+) -> String {
+    let store = &stores[0].1;
     let fetch = (TOP_K * 4).max(40);
-    let entry = |key: &str, score: f64| {
+    let entry_in = |store: &Store, key: &str, score: f64| {
         let hit = chunk_place(store, key).is_some_and(|(p, s, e)| q.is_hit(&p, s, e));
         json!([engram::key::hash64(key), score.min(1e300), hit])
     };
+    let entry = |key: &str, score: f64| entry_in(store, key, score);
     let mut sym = Vec::new();
     let mut seen = Vec::new();
     for (key, score) in index::symbol_ranked(store, &q.text, 1, fetch).expect("symbols") {
@@ -938,23 +946,28 @@ fn lists_line(store: &Store, embedder: &Arc<dyn Embedder>, q: &Query) -> String 
     let kw_all = index::keyword_ranked(store, &q.text, None, 0, fetch)
         .expect("keywords")
         .len();
-    let mut vec = Vec::new();
-    if let Ok(mut v) = embedder.embed(&[q.text.as_str()]) {
-        let qv = v.pop().unwrap_or_default();
-        if !qv.is_empty() && !engram::embed::is_zero(&qv) {
-            for m in store
-                .vector_search(embedder.name(), &qv, fetch * 2)
-                .expect("vectors")
-            {
-                if m.score >= 0.1 && m.key.starts_with("chunk:") {
-                    vec.push(entry(&m.key, f64::from(m.score)));
+    let mut vecs = serde_json::Map::new();
+    for ((_, store), embedder) in stores.iter().zip(embedders) {
+        let mut vec = Vec::new();
+        if let Ok(mut v) = embedder.embed(&[q.text.as_str()]) {
+            let qv = v.pop().unwrap_or_default();
+            if !qv.is_empty() && !engram::embed::is_zero(&qv) {
+                for m in store
+                    .vector_search(embedder.name(), &qv, fetch * 2)
+                    .expect("vectors")
+                {
+                    if m.score >= 0.1 && m.key.starts_with("chunk:") {
+                        vec.push(entry_in(store, &m.key, f64::from(m.score)));
+                    }
                 }
             }
         }
+        vecs.insert(embedder.name().to_string(), json!(vec));
     }
+    let vec = vecs[embedders[0].name()].clone();
     json!({
         "type": q.qtype.as_str(), "lang": q.lang, "half": if q.held_out { "held-out" } else { "tune" },
-        "query": q.text, "sym": sym, "kw": kw, "kw_all": kw_all, "vec": vec,
+        "query": q.text, "sym": sym, "kw": kw, "kw_all": kw_all, "vec": vec, "vecs": vecs,
     })
     .to_string()
 }

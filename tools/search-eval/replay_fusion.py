@@ -2,13 +2,15 @@
 """Replay engram's fusion over the lists the search eval wrote, without re-indexing.
 
     ENGRAM_EVAL_LISTS=1 cargo bench --bench search_eval
-    tools/search-eval/replay_fusion.py target/search-eval/lists.jsonl [K S/K/V ...]
+    tools/search-eval/replay_fusion.py target/search-eval/lists.jsonl [--vec NAME] [K S/K/V ...]
 
 Prints, per half (tune, held-out) and query type, where the right answer ranks in each
 list (symbol, keyword, vector) and MRR@10 after fusion for each configuration given as
 `K S/K/V` (RRF constant, then symbol/keyword/vector weights; default: engram's, `5
-1.2/1/0.4`). As in src/search: a query shaped like an identifier gets no vector list, and
-code named exactly as the query (the symbol list's entries scored f64::MAX) goes first.
+1.2/1/0.4`). `--vec NAME` replays with embedder NAME's vector list (the eval writes
+every embedder's, e.g. `--vec minilm`; default the first embedder's). As in src/search:
+a query shaped like an identifier gets no vector list, and code named exactly as the
+query (the symbol list's entries scored f64::MAX) goes first.
 Choose on the tune half only.
 """
 import json
@@ -55,7 +57,12 @@ def bucket(r):
 
 def main():
     queries = [json.loads(line) for line in open(sys.argv[1])]
-    args = sys.argv[2:] or ["5", "1.2/1/0.4"]
+    args = sys.argv[2:]
+    if args[:1] == ["--vec"]:
+        name, args = args[1], args[2:]
+        for q in queries:
+            q["vec"] = q["vecs"][name]
+    args = args or ["5", "1.2/1/0.4"]
     configs = [(float(args[i]), *map(float, args[i + 1].split("/"))) for i in range(0, len(args), 2)]
     for half in ("tune", "held-out"):
         for t in ("doc", "identifier", "paraphrase"):
