@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
 pub use redact::{Redacted, Redactor};
-pub use scan::{mask, Match, ScanTarget};
+pub use scan::{mask, Match, ScanTarget, TextScanner};
 pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};
 pub use stored::{find_stored_secrets, redact_stored_secrets, RedactReport, StoredSecret};
