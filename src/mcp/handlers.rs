@@ -329,6 +329,8 @@ impl Engine {
                 Ok(json!({"matches": found}))
             }
             "pattern_scan_memories" => self.pattern_scan_memories(a),
+            "pattern_delete" => self.pattern_delete(a),
+            "audit_read" => self.audit_read(a),
             "get_notes" => match arg_str(a, "name") {
                 Some(n) => {
                     let note = b

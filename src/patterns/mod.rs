@@ -199,8 +199,14 @@ impl<'s> Patterns<'s> {
     /// Delete a loaded set (`name` or `pat:name`); false when none was loaded. A
     /// built-in it shadowed is back.
     pub fn delete(&self, name: &str) -> Result<bool, PatternError> {
-        self.defs
-            .delete_pattern_set(name.strip_prefix("pat:").unwrap_or(name))
+        let slug = name.strip_prefix("pat:").unwrap_or(name);
+        if !set::valid_slug(slug) {
+            return Err(PatternError::Invalid(format!(
+                "no set is named {:?}: a set's name is 1-64 of a-z, 0-9, '-', '_'",
+                name.chars().take(80).collect::<String>()
+            )));
+        }
+        self.defs.delete_pattern_set(slug)
     }
 
     /// Every set with whether it is built-in: the built-ins first (a stored set that
