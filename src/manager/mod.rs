@@ -101,7 +101,7 @@ impl MemoryManager {
                 candidates.push(m);
             }
         }
-        match assistant.rerank(memories, prompt, &candidates) {
+        match assistant.rerank(&**memories, prompt, &candidates) {
             Ok(scored) => scored
                 .iter()
                 .filter_map(|s| {

@@ -127,6 +127,17 @@ pub trait MemoryBackend: Send + Sync {
     /// Import a JSONL file whole or not at all.
     fn import_file(&self, path: &Path) -> Result<ImportReport>;
 
+    /// Past errors like `query`, those with a solution first, then by relevance.
+    fn search_errors(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        let filter = MemoryFilter {
+            kind: Some("error".into()),
+            ..MemoryFilter::default()
+        };
+        let mut hits = self.recall(query, &filter, top_k)?;
+        hits.sort_by_key(|h| !h.memory.metadata.contains_key("solution"));
+        Ok(hits)
+    }
+
     /// Store a new memory with just text, tags and free metadata.
     fn remember(
         &self,
@@ -301,6 +312,10 @@ impl MemoryBackend for Memories {
         metadata: Option<Map<String, Value>>,
     ) -> Result<Memory> {
         Memories::remember(self, text, tags, metadata)
+    }
+
+    fn search_errors(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        Memories::search_errors(self, query, top_k)
     }
 }
 
