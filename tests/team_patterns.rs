@@ -359,7 +359,7 @@ fn memory_scans_read_the_repositorys_memories_from_postgres() {
     assert_eq!(match_keys(&v).len(), 2, "{v}");
     let (ok, v, err) = engram(&store_a, team, &["scan", "codenames", "--key", &auth]);
     assert!(ok, "{err}");
-    assert_eq!(match_keys(&v), [auth.clone()], "{v}");
+    assert_eq!(match_keys(&v), [auth.as_str()], "{v}");
 
     // Repository B and the local store see none of A's memories.
     let (ok, v, err) = engram(&store_b, team, &["scan", "pat:codenames", "--memories"]);
@@ -417,7 +417,7 @@ fn memory_scans_read_the_repositorys_memories_from_postgres() {
             &args(json!({"set": "codenames", "key": auth})),
         )
         .unwrap();
-    assert_eq!(match_keys(&v), [auth.clone()], "{v}");
+    assert_eq!(match_keys(&v), [auth.as_str()], "{v}");
     let b = engine(&name_b, &store_b);
     let v = b
         .call(
