@@ -207,7 +207,7 @@ fn suggestion_from_the_model_and_without_it() {
         "Sure:\n{\"solution\": \"start postgres on 5433\", \"confidence\": 0.85, \"alternatives\": [\"point the migration at 5432\"], \"reasoning\": \"same as before\"}",
     )]);
     let a = assistant(&server, Api::OpenAi, Features::default());
-    let (s, warning) = engram::assist::suggest(Some(&a), &m, &now.id).unwrap();
+    let (s, warning) = engram::assist::suggest(Some(&a), &m, &m, &now.id).unwrap();
     assert!(warning.is_none());
     assert_eq!(s.source, "llm");
     assert_eq!(s.solution, "start postgres on 5433");
@@ -224,12 +224,12 @@ fn suggestion_from_the_model_and_without_it() {
     // A failing model: the past solution, with a warning.
     let down = Server::start(vec![Reply::json(500, "{}")]);
     let a = assistant(&down, Api::OpenAi, Features::default());
-    let (s, warning) = engram::assist::suggest(Some(&a), &m, &now.id).unwrap();
+    let (s, warning) = engram::assist::suggest(Some(&a), &m, &m, &now.id).unwrap();
     assert_eq!(s.source, "past_solution");
     assert_eq!(s.solution, "start postgres before the tests");
     assert!(warning.unwrap().contains("500"));
     // No model at all: the same, silently.
-    let (s, warning) = engram::assist::suggest(None, &m, &now.id).unwrap();
+    let (s, warning) = engram::assist::suggest(None, &m, &m, &now.id).unwrap();
     assert_eq!((s.source, warning), ("past_solution", None));
 }
 
@@ -364,7 +364,7 @@ fn every_fault_degrades() {
             a.rerank(&m, "q", std::slice::from_ref(&mem)).is_err(),
             "{fault:?}"
         );
-        assert!(a.suggest_solution(&m, &err.id).is_err(), "{fault:?}");
+        assert!(a.suggest_solution(&m, &m, &err.id).is_err(), "{fault:?}");
         assert!(a.extract_knowledge(&m, &s.id).is_err(), "{fault:?}");
         assert!(
             a.compress_context(&m, "ctx", Level::Brief, 100).is_err(),

@@ -367,6 +367,79 @@ fn notes(b: &dyn MemoryBackend) {
 }
 both!(notes_local, notes_postgres, notes);
 
+// ---------------------------------------------------------------------------------
+
+/// `texts_after` pages every memory once, in id order, with the filter applied; an
+/// update or a write during the walk neither repeats nor skips a memory live all along.
+fn text_pages(b: &dyn MemoryBackend) {
+    assert!(b
+        .texts_after(&MemoryFilter::default(), None, 10)
+        .unwrap()
+        .is_empty());
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let mut m = tagged(
+            &format!("page text {i}"),
+            if i % 2 == 0 { &["even"] } else { &[] },
+        );
+        if i == 3 {
+            m.task = Some("debug".into());
+        }
+        ids.push(b.write(m).unwrap().id);
+    }
+    let six = ids[6].clone();
+    ids.sort();
+    let all = MemoryFilter::default();
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = b.texts_after(&all, after.as_deref(), 3).unwrap();
+        assert!(page.len() <= 3);
+        for t in &page {
+            let m = b.get(&t.id).unwrap().unwrap();
+            assert_eq!(t.text, m.text);
+            seen.push(t.id.clone());
+        }
+        if seen.len() == page.len() {
+            // Changes in the middle of the walk.
+            b.update(&six, tagged("page text six, updated", &["even"]))
+                .unwrap();
+            b.write(Memory::new("written meanwhile")).unwrap();
+        }
+        match page.last() {
+            Some(last) if page.len() == 3 => after = Some(last.id.clone()),
+            _ => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(seen, sorted, "in id order, each once");
+    for id in &ids {
+        assert!(seen.contains(id), "{id} skipped");
+    }
+    let even = MemoryFilter {
+        tags: vec!["even".into()],
+        ..MemoryFilter::default()
+    };
+    assert_eq!(b.texts_after(&even, None, 100).unwrap().len(), 4);
+    let debug = MemoryFilter {
+        task: Some("debug".into()),
+        ..MemoryFilter::default()
+    };
+    let found = b.texts_after(&debug, None, 100).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].text, "page text 3");
+    let last = ids.last().unwrap();
+    assert!(b
+        .texts_after(&debug, Some(last.as_str()), 100)
+        .unwrap()
+        .iter()
+        .all(|t| t.id > *last));
+}
+
+both!(text_pages_local, text_pages_postgres, text_pages);
+
 fn coding_records(b: &dyn MemoryBackend) {
     let session = b
         .start_session("fix the flaky upload test", &["ci".into()])

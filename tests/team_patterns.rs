@@ -243,3 +243,197 @@ fn pattern_delete_works_on_the_local_store_too() {
     let (_, v, _) = engram(&store, None, &["pattern", "list"]);
     assert!(listed(&v).is_empty(), "{v}");
 }
+
+/// The memory ids of a scan's matches, in order.
+fn match_keys(v: &Value) -> Vec<String> {
+    v["matches"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no matches in {v}"))
+        .iter()
+        .map(|m| m["key"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn memory_scans_read_the_repositorys_memories_from_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg::url();
+    pg::database(); // migrated
+    let team = Some(url.as_str());
+    // Two checkouts, two repositories on one database.
+    let (name_a, name_b) = (pg::unique_repo("scan-a"), pg::unique_repo("scan-b"));
+    let (store_a, store_b) = (dir.path().join(&name_a), dir.path().join(&name_b));
+    Memories::open(&store_a).unwrap();
+    Memories::open(&store_b).unwrap();
+    let file = dir.path().join("set.toml");
+    std::fs::write(
+        &file,
+        "id = \"pat:codenames\"\npatterns = [{ id = \"codename\", regex = 'quokka[a-z]+' }]\n",
+    )
+    .unwrap();
+    for store in [&store_a, &store_b] {
+        let (ok, _, err) = engram(store, team, &["pattern", "load", file.to_str().unwrap()]);
+        assert!(ok, "{err}");
+    }
+
+    // Written through the CLI on PostgreSQL, into repository A only.
+    let remember = |text: &str, extra: &[&str]| {
+        let mut a = vec!["remember", text];
+        a.extend_from_slice(extra);
+        let (ok, v, err) = engram(&store_a, team, &a);
+        assert!(ok, "{err}");
+        v["id"].as_str().unwrap().to_string()
+    };
+    let billing = remember(
+        "the quokkafish rollout waits\nfor the quokkabird freeze",
+        &[
+            "--task",
+            "debug",
+            "--context",
+            "billing",
+            "--context",
+            "backend",
+        ],
+    );
+    let auth = remember("quokkaroo owns the login flow", &["--context", "auth"]);
+    remember("nothing to see here", &[]);
+    // Enough memories that the scan pages through them (500 a page).
+    let bulk = dir.path().join("bulk.jsonl");
+    let mut lines = String::new();
+    for i in 0..600 {
+        let text = if i == 599 {
+            "a late quokkaling".to_string()
+        } else {
+            format!("filler {i}")
+        };
+        lines.push_str(&json!({"text": text}).to_string());
+        lines.push('\n');
+    }
+    std::fs::write(&bulk, lines).unwrap();
+    let (ok, _, err) = engram(&store_a, team, &["import", bulk.to_str().unwrap()]);
+    assert!(ok, "{err}");
+
+    let fillers = dir.path().join("fillers.toml");
+    std::fs::write(
+        &fillers,
+        "id = \"pat:fillers\"\npatterns = ['filler [0-9]+']\n",
+    )
+    .unwrap();
+    let (ok, _, err) = engram(
+        &store_a,
+        team,
+        &["pattern", "load", fillers.to_str().unwrap()],
+    );
+    assert!(ok, "{err}");
+    let (ok, v, err) = engram(&store_a, team, &["scan", "pat:fillers"]);
+    assert!(ok, "{err}");
+    let mut keys = match_keys(&v);
+    keys.dedup();
+    assert_eq!(keys.len(), 599, "every page is read, each memory once");
+
+    // The CLI scan finds them on the server, with positions in the text.
+    let (ok, v, err) = engram(&store_a, team, &["scan", "pat:codenames", "--memories"]);
+    assert!(ok, "{err}");
+    let keys = match_keys(&v);
+    assert_eq!(keys.len(), 4, "{v}");
+    assert!(keys.contains(&billing) && keys.contains(&auth), "{v}");
+    let second = v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["text"] == "quokkabird")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(second["key"], json!(billing));
+    assert_eq!(second["line"], 2);
+    assert_eq!(second["pattern"], "codename");
+    // With no flag it scans memories too; the filters apply on the server.
+    let (ok, v, err) = engram(
+        &store_a,
+        team,
+        &["scan", "codenames", "--context", "billing"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(match_keys(&v), [billing.clone(), billing.clone()], "{v}");
+    let (ok, v, err) = engram(&store_a, team, &["scan", "codenames", "--task", "debug"]);
+    assert!(ok, "{err}");
+    assert_eq!(match_keys(&v).len(), 2, "{v}");
+    let (ok, v, err) = engram(&store_a, team, &["scan", "codenames", "--key", &auth]);
+    assert!(ok, "{err}");
+    assert_eq!(match_keys(&v), [auth.as_str()], "{v}");
+
+    // Repository B and the local store see none of A's memories.
+    let (ok, v, err) = engram(&store_b, team, &["scan", "pat:codenames", "--memories"]);
+    assert!(ok, "{err}");
+    assert!(match_keys(&v).is_empty(), "{v}");
+    let (ok, v, err) = engram(&store_b, team, &["scan", "codenames", "--key", &auth]);
+    assert!(ok, "{err}");
+    assert!(match_keys(&v).is_empty(), "{v}");
+    let local = Memories::open(&store_a).unwrap();
+    let (ok, v, err) = engram(
+        &store_a,
+        None,
+        &["scan", "pat:security-smells", "--memories"],
+    );
+    assert!(ok, "{err}");
+    assert!(match_keys(&v).is_empty(), "{v}");
+    assert_eq!(local.count().unwrap(), 0);
+    drop(local);
+
+    // The MCP tools read the same rows.
+    let engine = |name: &str, store: &Path| {
+        let gate = Gate::new(name, None, Vec::new(), Caps::default());
+        Engine::new(
+            Memories::open(store).unwrap(),
+            gate,
+            IndexOptions::default(),
+        )
+        .with_backend(Arc::new(open(name)))
+    };
+    let a = engine(&name_a, &store_a);
+    let v = a
+        .call(
+            "pattern_scan_memories",
+            &args(json!({"set": "pat:codenames"})),
+        )
+        .unwrap();
+    assert_eq!(match_keys(&v).len(), 4, "{v}");
+    let v = a
+        .call(
+            "pattern_scan_memories",
+            &args(json!({"set": "codenames", "context": ["billing", "backend"], "task": "debug"})),
+        )
+        .unwrap();
+    assert_eq!(match_keys(&v), [billing.clone(), billing.clone()], "{v}");
+    let v = a
+        .call(
+            "pattern_scan_memories",
+            &args(json!({"set": "codenames", "context": ["billing", "auth"]})),
+        )
+        .unwrap();
+    assert!(match_keys(&v).is_empty(), "every context must match: {v}");
+    let v = a
+        .call(
+            "pattern_scan",
+            &args(json!({"set": "codenames", "key": auth})),
+        )
+        .unwrap();
+    assert_eq!(match_keys(&v), [auth.as_str()], "{v}");
+    let b = engine(&name_b, &store_b);
+    let v = b
+        .call(
+            "pattern_scan_memories",
+            &args(json!({"set": "pat:codenames"})),
+        )
+        .unwrap();
+    assert!(
+        match_keys(&v).is_empty(),
+        "A's memories scanned from B: {v}"
+    );
+    let v = b
+        .call(
+            "pattern_scan",
+            &args(json!({"set": "codenames", "key": auth})),
+        )
+        .unwrap();
+    assert!(match_keys(&v).is_empty(), "{v}");
+}

@@ -33,7 +33,7 @@ pub use vision::{
 
 use crate::gate::{AuditEvent, AuditLog, Gate, GateError, LlmCall};
 use crate::llm::{ChatProvider, ChatRequest, LlmError, Message, Part, WireRequest};
-use crate::memory::{Memories, MemoryError};
+use crate::memory::MemoryError;
 
 /// The features that call the model unasked (setting `llm_features`). A command that
 /// asks for one explicitly (`recall --rerank llm`, `error suggest`) needs only a model.
@@ -212,7 +212,7 @@ impl Assistant {
 
     /// Ask the chat model: `q.data` (stored text) goes through the gate, then between
     /// `q.before` and `q.after` (fixed instructions) as one user message.
-    pub(crate) fn ask(&self, memories: &Memories, q: &Question<'_>) -> Result<Answer, AssistError> {
+    pub(crate) fn ask(&self, log: &dyn AuditLog, q: &Question<'_>) -> Result<Answer, AssistError> {
         let out = self
             .gate
             .outbound(&self.gate.repo, q.data, self.max_request_bytes)?;
@@ -222,19 +222,13 @@ impl Assistant {
             q.temperature,
             q.max_tokens,
         );
-        self.send(
-            memories,
-            q.purpose,
-            &*self.provider,
-            &request,
-            out.redactions,
-        )
+        self.send(log, q.purpose, &*self.provider, &request, out.redactions)
     }
 
     /// Ask the vision model about an image: `prompt` is fixed text, never stored text.
     pub(crate) fn ask_image(
         &self,
-        memories: &Memories,
+        log: &dyn AuditLog,
         purpose: &str,
         system: &str,
         prompt: &str,
@@ -257,12 +251,14 @@ impl Assistant {
             temperature: 0.1,
             max_tokens: 800,
         };
-        self.send(memories, purpose, &*self.vision, &request, 0)
+        self.send(log, purpose, &*self.vision, &request, 0)
     }
 
+    /// Send `request`, auditing the call in the team log when one is set, else in
+    /// `log` (the local store's).
     fn send(
         &self,
-        memories: &Memories,
+        log: &dyn AuditLog,
         purpose: &str,
         provider: &dyn ChatProvider,
         request: &ChatRequest,
@@ -318,7 +314,7 @@ impl Assistant {
             .clone();
         let log: &dyn AuditLog = match &team {
             Some(l) => &**l,
-            None => memories,
+            None => log,
         };
         let written = event
             .prepared()

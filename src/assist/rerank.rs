@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::parse::parse_scores;
 use super::{AssistError, Assistant, Question};
-use crate::memory::{Memories, Memory};
+use crate::memory::{AuditLog, Memory};
 
 /// How scoring selects (the seed's defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -72,10 +72,11 @@ fn describe(n: usize, m: &Memory) -> String {
 }
 
 impl Assistant {
-    /// Score `candidates` against `context` and keep the relevant ones, best first.
+    /// Score `candidates` against `context` and keep the relevant ones, best first;
+    /// the calls are audited in the assistant's team log, else in `log`.
     pub fn rerank(
         &self,
-        memories: &Memories,
+        log: &dyn AuditLog,
         context: &str,
         candidates: &[Memory],
     ) -> Result<Vec<Scored>, AssistError> {
@@ -84,7 +85,7 @@ impl Assistant {
         let results: Vec<Result<Vec<Scored>, AssistError>> = std::thread::scope(|s| {
             let handles: Vec<_> = batches
                 .iter()
-                .map(|batch| s.spawn(|| self.score_batch(memories, context, batch)))
+                .map(|batch| s.spawn(|| self.score_batch(log, context, batch)))
                 .collect();
             handles
                 .into_iter()
@@ -123,7 +124,7 @@ impl Assistant {
 
     fn score_batch(
         &self,
-        memories: &Memories,
+        log: &dyn AuditLog,
         context: &str,
         batch: &[Memory],
     ) -> Result<Vec<Scored>, AssistError> {
@@ -134,7 +135,7 @@ impl Assistant {
         let mut last = AssistError::Unusable("no scores in the answer".into());
         for _ in 0..self.rerank.retries.max(1) {
             let answer = self.ask(
-                memories,
+                log,
                 &Question {
                     purpose: "rerank",
                     system: SYSTEM,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::parse::{field_list, field_score, field_str, json_object, score_after, strip_fences};
 use super::{AssistError, Assistant, Question};
-use crate::memory::{Memories, Memory, MemoryError};
+use crate::memory::{AuditLog, Memory, MemoryBackend, MemoryError};
 
 /// A suggested solution.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,7 +67,7 @@ fn describe_error(m: &Memory) -> String {
 
 /// The error `id` and the similar past errors (excluding it), those solved first.
 pub(crate) fn error_and_similar(
-    memories: &Memories,
+    memories: &dyn MemoryBackend,
     id: &str,
 ) -> Result<(Memory, Vec<Memory>), AssistError> {
     let error = memories
@@ -168,10 +168,12 @@ pub fn parse_suggestion(text: &str) -> Option<Parsed> {
 }
 
 impl Assistant {
-    /// The model's suggestion for error `id`, given similar past errors.
+    /// The model's suggestion for error `id` of `memories`, given similar past
+    /// errors; the call is audited in the assistant's team log, else in `log`.
     pub fn suggest_solution(
         &self,
-        memories: &Memories,
+        memories: &dyn MemoryBackend,
+        log: &dyn AuditLog,
         id: &str,
     ) -> Result<Suggestion, AssistError> {
         let (error, similar) = error_and_similar(memories, id)?;
@@ -190,7 +192,7 @@ impl Assistant {
             }
         }
         let answer = self.ask(
-            memories,
+            log,
             &Question {
                 purpose: "error_suggest",
                 system: SYSTEM,
@@ -215,16 +217,18 @@ impl Assistant {
     }
 }
 
-/// The model's suggestion for error `id` when `assistant` is given and answers, else
-/// the past solution; the warning says why the model's is missing.
+/// The model's suggestion for error `id` of `memories` when `assistant` is given and
+/// answers, else the past solution; the warning says why the model's is missing. A
+/// model call is audited as [`Assistant::suggest_solution`] says.
 pub fn suggest(
     assistant: Option<&Assistant>,
-    memories: &Memories,
+    memories: &dyn MemoryBackend,
+    log: &dyn AuditLog,
     id: &str,
 ) -> Result<(Suggestion, Option<String>), AssistError> {
     let mut warning = None;
     if let Some(a) = assistant {
-        match a.suggest_solution(memories, id) {
+        match a.suggest_solution(memories, log, id) {
             Ok(s) => return Ok((s, None)),
             Err(e @ AssistError::Memory(_)) => return Err(e),
             Err(e) => warning = super::warn("error suggestion", &e),

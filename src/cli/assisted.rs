@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use engram::assist::{is_base64, screenshot_from, unread_image, warn, Assistant, Level};
-use engram::memory::{ErrorReport, Memories, Memory};
+use engram::memory::{AuditLog, ErrorReport, Memories, Memory, MemoryBackend};
 use serde_json::{json, Value};
 
 use super::output::Output;
@@ -150,7 +150,7 @@ pub fn session_extract(
 pub fn rerank(
     dir: &Path,
     out: &Output,
-    memories: &Memories,
+    log: &dyn AuditLog,
     query: &str,
     hits: Vec<(Value, Memory)>,
     dry_run: bool,
@@ -160,7 +160,7 @@ pub fn rerank(
         return Ok(None);
     };
     let candidates: Vec<Memory> = hits.iter().map(|(_, m)| m.clone()).collect();
-    let scored = a.rerank(memories, query, &candidates);
+    let scored = a.rerank(log, query, &candidates);
     if dry_run {
         print_prepared(out, &a)?;
         return Ok(Some(Vec::new()));
@@ -186,9 +186,11 @@ pub fn rerank(
     }
 }
 
-/// `engram error suggest ID`.
+/// `engram error suggest ID`: the error and similar past ones read from `memories`
+/// (the local store or the team backend), a model call audited in `log`.
 pub fn error_suggest(
-    memories: &Memories,
+    memories: &dyn MemoryBackend,
+    log: &dyn AuditLog,
     dir: &Path,
     out: &Output,
     id: &str,
@@ -197,10 +199,10 @@ pub fn error_suggest(
     let a = assistant_for(dir, dry_run)?;
     if dry_run {
         let a = a.as_ref().expect("checked by assistant_for");
-        let _ = a.suggest_solution(memories, id);
+        let _ = a.suggest_solution(memories, log, id);
         return print_prepared(out, a);
     }
-    let (s, warning) = engram::assist::suggest(a.as_ref(), memories, id)?;
+    let (s, warning) = engram::assist::suggest(a.as_ref(), memories, log, id)?;
     let mut v = serde_json::to_value(&s)?;
     if let Some(w) = &warning {
         v["warnings"] = json!([w]);

@@ -45,7 +45,9 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
         } => return assisted::session_extract(memories, &store_dir(cli)?, out, id, *dry_run),
         Command::Error {
             command: ErrorCommand::Suggest { id, dry_run },
-        } => return assisted::error_suggest(memories, &store_dir(cli)?, out, id, *dry_run),
+        } => {
+            return assisted::error_suggest(memories, memories, &store_dir(cli)?, out, id, *dry_run)
+        }
         Command::Change {
             path,
             action,

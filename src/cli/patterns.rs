@@ -1,13 +1,15 @@
 //! The pattern commands: `pattern load`, `pattern list`, `pattern delete`, `scan`,
 //! `redact`. With database_url set, loaded sets' definitions live in the team
 //! database (under the repository the store is for); compiling and scanning stay
-//! local.
+//! local, except that memory scans (`scan --memories`, the default, and `scan --key
+//! mem:…`) read the memories from the database.
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use engram::manager::{scan_memories, scan_memory};
 use engram::memory::taxonomy::{self, Axis};
-use engram::memory::Memories;
+use engram::memory::{Memories, MemoryFilter};
 use engram::patterns::{PatternSet, Patterns, ScanTarget};
 use serde_json::json;
 
@@ -140,23 +142,38 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             task,
             context,
         } => {
-            let target = if let Some(k) = key {
-                ScanTarget::Key(k.clone())
-            } else if *code {
-                ScanTarget::Code
-            } else {
-                ScanTarget::Memories {
-                    task: task
-                        .as_deref()
-                        .map(|t| taxonomy::normalise(Axis::Task, t))
-                        .transpose()?,
-                    context: context
-                        .as_deref()
-                        .map(|c| taxonomy::normalise(Axis::Context, c))
-                        .transpose()?,
+            let task = task
+                .as_deref()
+                .map(|t| taxonomy::normalise(Axis::Task, t))
+                .transpose()?;
+            let context = context
+                .as_deref()
+                .map(|c| taxonomy::normalise(Axis::Context, c))
+                .transpose()?;
+            let matches = match (&team, key) {
+                // The team backend's memories are on the server, not in the local store.
+                (Some(t), Some(k)) if k.starts_with("mem:") => {
+                    scan_memory(&patterns, t, pattern_set, k)?
+                }
+                (Some(t), None) if !*code => {
+                    let filter = MemoryFilter {
+                        task,
+                        contexts: context.into_iter().collect(),
+                        ..MemoryFilter::default()
+                    };
+                    scan_memories(&patterns, t, pattern_set, &filter)?
+                }
+                _ => {
+                    let target = if let Some(k) = key {
+                        ScanTarget::Key(k.clone())
+                    } else if *code {
+                        ScanTarget::Code
+                    } else {
+                        ScanTarget::Memories { task, context }
+                    };
+                    patterns.scan(pattern_set, &target)?
                 }
             };
-            let matches = patterns.scan(pattern_set, &target)?;
             out.value(&json!({"matches": matches}), || {
                 if matches.is_empty() {
                     return "no matches".into();

@@ -1,8 +1,10 @@
 //! The memory commands on the team backend: when `database_url` is set, memories,
 //! notes and coding records live in that PostgreSQL database (`engram::memory_pg`),
 //! under the repository the local store would have been for (its directory name).
-//! Routing and printing only, through the `MemoryBackend` trait; commands that need a
-//! local store (staleness, model-assisted ones) say so.
+//! Routing and printing only, through the `MemoryBackend` trait; `error suggest` and
+//! `recall --rerank llm` (which only read memories) ask the chat model about the
+//! database's entries and audit the call there; commands that need a local store
+//! (staleness, the model-assisted ones that write) say so.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -34,7 +36,51 @@ fn not_here(what: &str) -> Result<ExitCode> {
 }
 
 pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
-    run_on(&open(cli, url)?, cli, out)
+    let team = open(cli, url)?;
+    match &cli.command {
+        Command::Error {
+            command: ErrorCommand::Suggest { id, dry_run },
+        } => super::assisted::error_suggest(&team, &team, &store_dir(cli)?, out, id, *dry_run),
+        Command::Recall {
+            query,
+            top_k,
+            filter,
+            rerank,
+            dry_run,
+        } if rerank.as_deref() == Some("llm") => {
+            // The model chooses among more candidates than it keeps.
+            let candidates = top_k.saturating_mul(3).max(20);
+            let hits = team.recall(query, &memory_filter(filter)?, candidates)?;
+            let mut found: Vec<_> = hits
+                .into_iter()
+                .map(|h| (recall_row(&h.memory, h.score), h.memory))
+                .collect();
+            let dir = store_dir(cli)?;
+            match super::assisted::rerank(&dir, out, &team, query, found.clone(), *dry_run)? {
+                Some(_) if *dry_run => return Ok(ExitCode::SUCCESS),
+                Some(scored) => found = scored,
+                None => {}
+            }
+            found.truncate(*top_k);
+            let rows: Vec<_> = found.iter().map(|(row, _)| row.clone()).collect();
+            out.value(&json!({"hits": rows}), || {
+                found
+                    .iter()
+                    .map(|(row, m)| {
+                        format!("{:.4}  {}", row["score"].as_f64().unwrap_or(0.0), human(m))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => run_on(&team, cli, out),
+    }
+}
+
+/// A recall hit as `engram recall --json` prints it on the team backend.
+fn recall_row(m: &engram::memory::Memory, score: f64) -> serde_json::Value {
+    json!({"key": m.id, "kind": "memory", "score": score, "text": m.text, "tags": m.tags})
 }
 
 /// This checkout's repository in the team database at `url`.
@@ -103,16 +149,16 @@ fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
             query,
             top_k,
             filter,
-            rerank,
+            dry_run,
             ..
         } => {
-            if rerank.as_deref() == Some("llm") {
-                return not_here("--rerank llm");
+            if *dry_run {
+                bail!("--dry-run shows what --rerank llm would send; add --rerank llm");
             }
             let hits = b.recall(query, &memory_filter(filter)?, *top_k)?;
             let rows: Vec<_> = hits
                 .iter()
-                .map(|h| json!({"key": h.memory.id, "kind": "memory", "score": h.score, "text": h.memory.text, "tags": h.memory.tags}))
+                .map(|h| recall_row(&h.memory, h.score))
                 .collect();
             out.value(&json!({"hits": rows}), || {
                 hits.iter()

@@ -103,6 +103,17 @@ impl AuditQueue {
         self.flush()?;
         self.shared.log()?.read_audit(since_ms)
     }
+
+    /// The last `limit` events at or after `since_ms`, oldest first, and how many
+    /// there are in all (queued ones committed first).
+    pub fn read_last(
+        &self,
+        since_ms: u64,
+        limit: usize,
+    ) -> Result<(Vec<AuditEvent>, u64), MemoryError> {
+        self.flush()?;
+        self.shared.log()?.read_audit_last(since_ms, limit)
+    }
 }
 
 impl Drop for AuditQueue {

@@ -14,6 +14,7 @@ mod mcp_provider;
 #[cfg(feature = "mcp")]
 mod mcp_result;
 mod providers;
+mod scan;
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ pub use providers::{
     Chunker, CodeMemoryProvider, ContextItem, HyperscanSecretScanner, NoteProvider, SecretScanner,
     SessionMemoryProvider, StoreProviders, StoreVectorStore, SymbolChunker, VectorStore,
 };
+pub use scan::{scan_memories, scan_memory};
 
 use crate::gate::{Block, Gate, GateError};
 use crate::memory::MemoryFilter;
@@ -99,7 +101,7 @@ impl MemoryManager {
                 candidates.push(m);
             }
         }
-        match assistant.rerank(memories, prompt, &candidates) {
+        match assistant.rerank(&**memories, prompt, &candidates) {
             Ok(scored) => scored
                 .iter()
                 .filter_map(|s| {

@@ -120,11 +120,18 @@ impl Engine {
                 return Err("dry_run shows what would be sent to the chat model, and none is configured (set llm_model)".into());
             };
             let dry = asst.dry_run_copy();
-            crate::assist::suggest(Some(&dry), &self.memories, id).map_err(err)?;
+            crate::assist::suggest(Some(&dry), &*self.backend, &*self.memories, id).map_err(err)?;
             return Ok(json!({"dry_run": true, "requests": dry.prepared()}));
         }
-        let (s, warning) =
-            crate::assist::suggest(self.assistant.as_deref(), &self.memories, id).map_err(err)?;
+        // The error and past ones come from where the memory tools read (the team
+        // backend too); a model call is audited in the team log when one is set.
+        let (s, warning) = crate::assist::suggest(
+            self.assistant.as_deref(),
+            &*self.backend,
+            &*self.memories,
+            id,
+        )
+        .map_err(err)?;
         let mut budget = self.gate.budget();
         let mut v = serde_json::to_value(&s).map_err(err)?;
         v["solution"] = json!(budget.take(&s.solution).unwrap_or_default().text);

@@ -36,6 +36,7 @@ const OTHER_WRITES: &[&str] = &[
     "jit_index_directory",
     "register_file",
     "pattern_load",
+    "pattern_delete",
     "memory_delete",
     "delete_note",
 ];

@@ -314,17 +314,23 @@ impl Engine {
             "pattern_load" => self.pattern_load(a),
             "pattern_list" => self.pattern_list(),
             "pattern_scan" => {
+                let set = required_str(a, "set")?;
+                if let Some(k) = arg_str(a, "key").filter(|k| self.team && k.starts_with("mem:")) {
+                    // A memory of the team backend is not in the local store.
+                    let found =
+                        crate::manager::scan_memory(&self.patterns(), &**b, set, k).map_err(err)?;
+                    return Ok(json!({"matches": found}));
+                }
                 let target = match arg_str(a, "key") {
                     Some(k) => ScanTarget::Key(k.to_string()),
                     None => ScanTarget::Code,
                 };
-                let found = self
-                    .patterns()
-                    .scan(required_str(a, "set")?, &target)
-                    .map_err(err)?;
+                let found = self.patterns().scan(set, &target).map_err(err)?;
                 Ok(json!({"matches": found}))
             }
             "pattern_scan_memories" => self.pattern_scan_memories(a),
+            "pattern_delete" => self.pattern_delete(a),
+            "audit_read" => self.audit_read(a),
             "get_notes" => match arg_str(a, "name") {
                 Some(n) => {
                     let note = b

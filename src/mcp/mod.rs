@@ -8,6 +8,7 @@
 //! take the server down. This layer knows MCP; what the tools do is in
 //! [`handlers`], behind the [`crate::gate`].
 
+mod admin;
 mod args;
 mod assisted;
 mod call;

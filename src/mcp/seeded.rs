@@ -331,7 +331,8 @@ impl Engine {
     }
 
     /// `pattern_scan_memories`: task and contexts normalised like everywhere else
-    /// (unknown values refused); every given context must match.
+    /// (unknown values refused); every given context must match. On the team backend
+    /// the memories are read from it, page by page.
     pub(super) fn pattern_scan_memories(&self, a: &Map<String, Value>) -> ToolResult {
         let task = arg_str(a, "task")
             .map(|t| taxonomy::normalise(Axis::Task, t))
@@ -342,14 +343,23 @@ impl Engine {
             .map(|c| taxonomy::normalise(Axis::Context, c))
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
+        let set = required_str(a, "set")?;
+        if self.team {
+            let filter = MemoryFilter {
+                task,
+                contexts,
+                ..MemoryFilter::default()
+            };
+            let found =
+                crate::manager::scan_memories(&self.patterns(), &*self.backend, set, &filter)
+                    .map_err(err)?;
+            return Ok(json!({"matches": found}));
+        }
         let target = ScanTarget::Memories {
             task,
             context: contexts.first().cloned(),
         };
-        let mut found = self
-            .patterns()
-            .scan(required_str(a, "set")?, &target)
-            .map_err(err)?;
+        let mut found = self.patterns().scan(set, &target).map_err(err)?;
         if contexts.len() > 1 {
             let mut keep = std::collections::HashMap::new();
             found.retain(|m| {

@@ -114,6 +114,30 @@ pub fn memories<'a>(
     out
 }
 
+/// Records that are not memories (audit events) as JSON, every string in them
+/// sanitised and capped, with the flags that raised; in order until the budget is
+/// spent.
+pub fn records(found: impl IntoIterator<Item = Value>, budget: &mut Budget) -> Vec<Value> {
+    /// What the fields' names and numbers of a record cost, roughly.
+    const RECORD_OVERHEAD: usize = 96;
+    let mut out = Vec::new();
+    for mut v in found {
+        if budget.take("").is_none() {
+            break;
+        }
+        budget.spend(RECORD_OVERHEAD);
+        let mut flags = Vec::new();
+        cap_strings(&mut v, budget, &mut flags);
+        flags.sort();
+        flags.dedup();
+        if let (false, Some(obj)) = (flags.is_empty(), v.as_object_mut()) {
+            obj.insert("flags".into(), json!(flags));
+        }
+        out.push(v);
+    }
+    out
+}
+
 /// A list result: the items under `field`, and whether the caps cut or left out any.
 pub fn listed(field: &str, items: Vec<Value>, budget: &Budget) -> Value {
     let mut v = json!({ field: items });
@@ -140,6 +164,7 @@ pub fn error_text(message: &str) -> String {
 pub fn count_results(v: &Value) -> u64 {
     [
         "hits", "symbols", "memories", "threads", "matches", "notes", "errors", "blocks", "sets",
+        "events",
     ]
     .iter()
     .find_map(|k| v.get(k).and_then(Value::as_array).map(|a| a.len() as u64))

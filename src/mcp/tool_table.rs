@@ -189,6 +189,19 @@ pub static TOOLS: &[ToolSpec] = &[
         profiles: &[],
     },
     ToolSpec {
+        name: "pattern_delete",
+        description: "Delete a pattern set loaded with pattern_load; a built-in set it replaced is back. Returns whether there was one.",
+        params: &[req("set", Str, "The set's name, pat:slug or slug (also pattern_set_id, id, name).").aka(&["pattern_set_id", "id", "name"])],
+        profiles: &[],
+    },
+    ToolSpec {
+        name: "audit_read",
+        description: "Read this repository's audit trail: every tool call and chat-model call, newest first, with what it asked (redacted), how many results, flags and errors.",
+        params: &[opt("since", Str, "Only events since: Unix ms or an age like 7d, 12h (default: all)."),
+            opt("limit", Int, "Most events, the newest (1-500, default 50).")],
+        profiles: &[],
+    },
+    ToolSpec {
         name: "get_notes",
         description: "Read the repository's notes (key/value, human-editable): conventions, commands, contacts. Call it at the start of a session.",
         params: &[opt("name", Str, "One note's name (also key; default: all notes).").aka(&["key"])],

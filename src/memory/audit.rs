@@ -18,6 +18,22 @@ pub trait AuditLog: Send + Sync {
     fn append_audit(&self, events: &[AuditEvent]) -> Result<(), MemoryError>;
     /// The events at or after `since_ms`, oldest first.
     fn read_audit(&self, since_ms: u64) -> Result<Vec<AuditEvent>, MemoryError>;
+    /// The last `limit` events at or after `since_ms`, oldest first, and how many
+    /// events there are at or after `since_ms` in all.
+    fn read_audit_last(
+        &self,
+        since_ms: u64,
+        limit: usize,
+    ) -> Result<(Vec<AuditEvent>, u64), MemoryError> {
+        let mut events = self.read_audit(since_ms)?;
+        // Read events are group-committed after writes' own: the log is only nearly
+        // in time order.
+        events.sort_by_key(|e| e.time_ms);
+        let total = events.len() as u64;
+        let older = events.len().saturating_sub(limit);
+        events.drain(..older);
+        Ok((events, total))
+    }
     /// Whether a write's event rides in the write's own batch or transaction
     /// ([`super::attach_event_to_next_write`]); when not, it is appended after the
     /// write.

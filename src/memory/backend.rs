@@ -54,6 +54,13 @@ pub fn fuse_ranked(keyword: &[String], vector: &[String]) -> Vec<(String, f64)> 
         .collect()
 }
 
+/// A memory's id and text, as a page of [`MemoryBackend::texts_after`] gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryText {
+    pub id: String,
+    pub text: String,
+}
+
 /// What a store of memories does, locally or on a database server. Every method is
 /// synchronous and acknowledges a write only once it is durable (committed). Text is
 /// redacted by the secret scanner before it is stored or sent anywhere.
@@ -105,10 +112,31 @@ pub trait MemoryBackend: Send + Sync {
     /// Everything within `hops` (1 to 3) of `start` over the entries' edges, nearest
     /// first.
     fn related(&self, start: &str, hops: u32) -> Result<Vec<Related>>;
+    /// One page of the texts of the memories matching `filter`, in id order: at most
+    /// `limit` whose id sorts after `after` (from the first with `None`). Paging by id
+    /// visits every memory live through the whole walk once, whatever is written
+    /// meanwhile; pattern scans read a repository's memories this way.
+    fn texts_after(
+        &self,
+        filter: &MemoryFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<MemoryText>>;
     /// Write every memory as one JSON line (the `engram export` format), oldest first.
     fn export(&self, out: &mut dyn Write) -> Result<u64>;
     /// Import a JSONL file whole or not at all.
     fn import_file(&self, path: &Path) -> Result<ImportReport>;
+
+    /// Past errors like `query`, those with a solution first, then by relevance.
+    fn search_errors(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        let filter = MemoryFilter {
+            kind: Some("error".into()),
+            ..MemoryFilter::default()
+        };
+        let mut hits = self.recall(query, &filter, top_k)?;
+        hits.sort_by_key(|h| !h.memory.metadata.contains_key("solution"));
+        Ok(hits)
+    }
 
     /// Store a new memory with just text, tags and free metadata.
     fn remember(
@@ -241,6 +269,34 @@ impl MemoryBackend for Memories {
         Memories::related(self, start, hops)
     }
 
+    fn texts_after(
+        &self,
+        filter: &MemoryFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<MemoryText>> {
+        let (cond, filter_args) = filter.sql();
+        let mut args = vec![rusqlite::types::Value::Text(
+            after.unwrap_or("").to_string(),
+        )];
+        args.extend(filter_args);
+        args.push(rusqlite::types::Value::Integer(
+            limit.min(i64::MAX as usize) as i64,
+        ));
+        Ok(self.store().with_tracker(|db| {
+            let mut stmt = db.prepare_cached(&format!(
+                "SELECT m.id, m.text FROM memories m WHERE m.id > ?{cond} ORDER BY m.id LIMIT ?"
+            ))?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+                Ok(MemoryText {
+                    id: r.get(0)?,
+                    text: r.get(1)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })?)
+    }
+
     fn export(&self, out: &mut dyn Write) -> Result<u64> {
         Memories::export(self, out)
     }
@@ -256,6 +312,10 @@ impl MemoryBackend for Memories {
         metadata: Option<Map<String, Value>>,
     ) -> Result<Memory> {
         Memories::remember(self, text, tags, metadata)
+    }
+
+    fn search_errors(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
+        Memories::search_errors(self, query, top_k)
     }
 }
 

@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
 pub use redact::{Redacted, Redactor};
-pub use scan::{mask, Match, ScanTarget};
+pub use scan::{mask, Match, ScanTarget, TextScanner};
 pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};
 pub use stored::{find_stored_secrets, redact_stored_secrets, RedactReport, StoredSecret};
@@ -199,8 +199,14 @@ impl<'s> Patterns<'s> {
     /// Delete a loaded set (`name` or `pat:name`); false when none was loaded. A
     /// built-in it shadowed is back.
     pub fn delete(&self, name: &str) -> Result<bool, PatternError> {
-        self.defs
-            .delete_pattern_set(name.strip_prefix("pat:").unwrap_or(name))
+        let slug = name.strip_prefix("pat:").unwrap_or(name);
+        if !set::valid_slug(slug) {
+            return Err(PatternError::Invalid(format!(
+                "no set is named {:?}: a set's name is 1-64 of a-z, 0-9, '-', '_'",
+                name.chars().take(80).collect::<String>()
+            )));
+        }
+        self.defs.delete_pattern_set(slug)
     }
 
     /// Every set with whether it is built-in: the built-ins first (a stored set that

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::compile::CompiledSet;
+use super::compile::{CompiledSet, Scanner};
 use super::PatternError;
 use crate::key::{hash64, Key};
 use crate::store::Store;
@@ -82,8 +82,8 @@ pub(super) fn scan(
                 continue;
             }
         }
-        let hits = scanner.scan(rec.body)?;
-        if hits.is_empty() {
+        let found = scanner.scan(rec.body)?;
+        if found.is_empty() {
             continue;
         }
         let path = meta
@@ -92,27 +92,79 @@ pub(super) fn scan(
             .map(String::from)
             .or_else(|| path_of_key(&key));
         let first_line = meta.get("start_line").and_then(Value::as_u64).unwrap_or(1);
-        let (mut line, mut counted_to) = (first_line, 0usize);
-        for (pattern, start, end) in hits {
-            line += rec.body[counted_to..start]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count() as u64;
-            counted_to = start;
-            let raw = String::from_utf8_lossy(&rec.body[start..end.min(start + 400)]).into_owned();
-            out.push(Match {
-                key: key.clone(),
-                pattern_set: compiled.set.key(),
-                pattern: compiled.set.patterns[pattern].id.clone(),
-                path: path.clone(),
-                line: Some(line),
-                start: start as u64,
-                end: end as u64,
-                text: if compiled.set.secret { mask(&raw) } else { raw },
-            });
-        }
+        report(compiled, &key, rec.body, path, first_line, found, &mut out);
     }
     Ok(out)
+}
+
+/// The matches `hits` (pattern, start, end) of `compiled` in `body`, appended to `out`.
+fn report(
+    compiled: &CompiledSet,
+    key: &str,
+    body: &[u8],
+    path: Option<String>,
+    first_line: u64,
+    hits: Vec<(usize, usize, usize)>,
+    out: &mut Vec<Match>,
+) {
+    let (mut line, mut counted_to) = (first_line, 0usize);
+    for (pattern, start, end) in hits {
+        line += body[counted_to..start]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        counted_to = start;
+        let raw = String::from_utf8_lossy(&body[start..end.min(start + 400)]).into_owned();
+        out.push(Match {
+            key: key.to_string(),
+            pattern_set: compiled.set.key(),
+            pattern: compiled.set.patterns[pattern].id.clone(),
+            path: path.clone(),
+            line: Some(line),
+            start: start as u64,
+            end: end as u64,
+            text: if compiled.set.secret { mask(&raw) } else { raw },
+        });
+    }
+}
+
+/// Scans texts held outside the store (a team backend's memories) with one set,
+/// reporting matches as a scan of the same text stored under `key` would.
+pub struct TextScanner<'a> {
+    compiled: &'a CompiledSet,
+    scanner: Scanner<'a>,
+}
+
+impl CompiledSet {
+    /// A [`TextScanner`] with this set.
+    pub fn text_scanner(&self) -> Result<TextScanner<'_>, PatternError> {
+        Ok(TextScanner {
+            compiled: self,
+            scanner: self.scanner()?,
+        })
+    }
+}
+
+impl TextScanner<'_> {
+    /// The matches in `text`, the value of `key`, appended to `out`.
+    pub fn scan(
+        &mut self,
+        key: &str,
+        text: &str,
+        out: &mut Vec<Match>,
+    ) -> Result<(), PatternError> {
+        let hits = self.scanner.scan(text.as_bytes())?;
+        report(
+            self.compiled,
+            key,
+            text.as_bytes(),
+            path_of_key(key),
+            1,
+            hits,
+            out,
+        );
+        Ok(())
+    }
 }
 
 fn memory_matches(meta: &Map<String, Value>, task: Option<&str>, context: Option<&str>) -> bool {

@@ -143,12 +143,7 @@ impl PatternSet {
 
     /// Check names and ids (not the regexes themselves).
     pub fn check(&self) -> Result<(), PatternError> {
-        let slug_ok = |s: &str| {
-            !s.is_empty()
-                && s.len() <= 64
-                && s.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        };
+        let slug_ok = valid_slug;
         let name = self.name.strip_prefix("pat:").unwrap_or(&self.name);
         if !slug_ok(name) {
             return Err(PatternError::Invalid(format!(
@@ -191,6 +186,14 @@ impl PatternSet {
     pub fn key(&self) -> String {
         format!("pat:{}", self.slug())
     }
+}
+
+/// Whether `s` can be a set's name without `pat:`: 1-64 of a-z, 0-9, `-`, `_`.
+pub(crate) fn valid_slug(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
 #[cfg(test)]

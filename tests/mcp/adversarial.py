@@ -88,6 +88,8 @@ def base_args(mid, sid):
         "pattern_scan": {"set": "secrets", "key": "file:src/lib.rs"},
         "pattern_scan_memories": {"set": "secrets", "task": "debug", "context": "backend"},
         "pattern_list": {},
+        "pattern_delete": {"set": "no-such-set"},
+        "audit_read": {"since": "7d", "limit": 20},
         "get_notes": {"name": "build"},
         "set_note": {"name": "build", "value": "cargo build"},
         "coding_start_session": {"description": "work", "tags": ["t"]},

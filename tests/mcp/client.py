@@ -26,7 +26,7 @@ EXPECTED_TOOLS = {
     "register_file", "memory_write", "memory_search", "memory_list_threads",
     "memory_write_structured", "memory_search_structured", "memory_get",
     "memory_list_structured", "pattern_load", "pattern_scan", "pattern_scan_memories",
-    "pattern_list", "get_notes", "set_note", "coding_start_session", "coding_end_session",
+    "pattern_list", "pattern_delete", "audit_read", "get_notes", "set_note", "coding_start_session", "coding_end_session",
     "coding_track_file_change", "coding_record_error", "coding_record_decision",
     "coding_search_errors", "coding_get_project_context", "coding_analyze_patterns",
     "enrich_prompt",
@@ -173,6 +173,39 @@ async def scenario(session, bench):
     if not any(m.get("path") == "src/http.rs" for m in matches):
         fail(f"pattern_scan: {matches}")
     await call(session, "pattern_scan_memories", {"set": "secrets"})
+    deleted = await call(session, "pattern_delete", {"set": "pat:todo-markers"})
+    if deleted != {"id": "pat:todo-markers", "deleted": True}:
+        fail(f"pattern_delete: {deleted}")
+    if any(s["name"] == "todo-markers" for s in (await call(session, "pattern_list", {}))["sets"]):
+        fail("pattern_list still lists a deleted set")
+    again = await call(session, "pattern_delete", {"pattern_set_id": "todo-markers"})
+    if again["deleted"] is not False:
+        fail(f"pattern_delete of a deleted set: {again}")
+    msg = await call_error(session, "pattern_delete", {"set": "../Bad Name"})
+    if "1-64 of a-z" not in msg:
+        fail(f"pattern_delete of a bad name: {msg}")
+
+    # The audit trail: this session's calls, newest first, within since and limit.
+    trail = await call(session, "audit_read", {"limit": 3})
+    ops = [e["op"] for e in trail["events"]]
+    if len(ops) != 3 or ops[0] != "pattern_delete" or trail["total"] < 20:
+        fail(f"audit_read: {json.dumps(trail)[:600]}")
+    times = [e["time_ms"] for e in trail["events"]]
+    if times != sorted(times, reverse=True):
+        fail(f"audit_read is not newest first: {times}")
+    everything = await call(session, "audit_read", {"since": "1h", "limit": 500})
+    seen = {e["op"] for e in everything["events"]}
+    for op in ("code_search", "memory_write_structured", "pattern_load", "pattern_delete"):
+        if op not in seen:
+            fail(f"audit_read has no {op}: {sorted(seen)}")
+    if any(e.get("repo") not in (None, everything["events"][0]["repo"]) for e in everything["events"]):
+        fail("audit_read mixes repositories")
+    future = await call(session, "audit_read", {"since": "99999999999999"})
+    if future["events"] or future["total"] != 0:
+        fail(f"audit_read since the future: {future}")
+    msg = await call_error(session, "audit_read", {"since": "yesterday"})
+    if "since" not in msg:
+        fail(f"audit_read with a bad since: {msg}")
 
     # enrich_prompt: attributed, sanitised, flagged, within budget.
     r = await call(session, "enrich_prompt", {"prompt": "deploy note and parse http request", "budget": 4000})

@@ -5,7 +5,8 @@ usage: team_client.py BASE_1 BASE_2 REPO_A REPO_B TOKEN
 
 Checks that a memory, a note and a coding record written through one server are
 found, listed, updated and deleted through the other; that repository B, on the same
-servers and database, sees none of A's; and that code tools stay on the local store.
+servers and database, sees none of A's (memories, pattern scans, pattern sets, audit
+trail); and that code tools stay on the local store.
 Exits non-zero on the first failure.
 """
 
@@ -91,6 +92,48 @@ async def main():
     stats = await call(BASE_1, B, "memory_stats", {})
     if stats["memories"] != 0:
         fail(f"B's memory_stats: {stats}")
+
+    # The audit trail and pattern sets are the repository's, on the database: what
+    # server 1 did in A is read through server 2, and B sees none of it.
+    await call(BASE_1, A, "pattern_load", {"id": "quokka-names", "patterns": ["quokka[a-z]+"]})
+    scanned = await call(BASE_2, A, "pattern_scan_memories", {"set": "quokka-names"})
+    if not any(m["key"] == mid for m in scanned["matches"]):
+        fail(f"pattern_scan_memories through server 2 in A: {json.dumps(scanned)[:400]}")
+    trail = await call(BASE_2, A, "audit_read", {"limit": 500})
+    ops = {e["op"] for e in trail["events"]}
+    for op in ("memory_write_structured", "set_note", "pattern_load", "pattern_scan_memories"):
+        if op not in ops:
+            fail(f"audit_read in A through server 2 has no {op}: {sorted(ops)}")
+    if trail["total"] < len(trail["events"]):
+        fail(f"audit_read total: {trail['total']}")
+    # Read events are group-committed by the server that made them; reading through
+    # that server commits its own first.
+    last = await call(BASE_2, A, "audit_read", {"limit": 1})
+    if len(last["events"]) != 1 or last["events"][0]["op"] != "audit_read":
+        fail(f"audit_read limit 1 is not the newest call: {last}")
+    for base in (BASE_1, BASE_2):
+        scanned = await call(base, B, "pattern_scan_memories", {"set": "security-smells"})
+        if scanned["matches"]:
+            fail(f"B's scan found memories at {base}: {scanned}")
+        text = await call(base, B, "pattern_scan_memories", {"set": "quokka-names"}, expect_error=True)
+        if "no pattern set" not in text:
+            fail(f"A's pattern set from B at {base}: {text}")
+        other = await call(base, B, "audit_read", {"limit": 500})
+        # B made reads only (some naming A's words); A's writes are not in its trail.
+        b_ops = {e["op"] for e in other["events"]}
+        a_only = {"memory_write_structured", "set_note", "coding_record_error", "pattern_load",
+                  "memory_update"}
+        if b_ops & a_only or not b_ops or any(e["repo"] != B for e in other["events"]):
+            fail(f"A's audit trail from B at {base}: {json.dumps(other)[:400]}")
+        gone = await call(base, B, "pattern_delete", {"set": "quokka-names"})
+        if gone["deleted"]:
+            fail(f"B deleted A's pattern set at {base}")
+    deleted = await call(BASE_2, A, "pattern_delete", {"set": "pat:quokka-names"})
+    if not deleted["deleted"]:
+        fail(f"pattern_delete in A through server 2: {deleted}")
+    text = await call(BASE_1, A, "pattern_scan_memories", {"set": "quokka-names"}, expect_error=True)
+    if "no pattern set" not in text:
+        fail(f"server 1 still has the set server 2 deleted: {text}")
 
     # Code stays on each repository's local store.
     hits = (await call(BASE_2, A, "code_search", {"query": "only in alpha"}))["hits"]

@@ -7,7 +7,7 @@
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::Json;
 
-use super::tx::{i64_of, Ahead, TxResult};
+use super::tx::{i64_of, limit_of, Ahead, TxResult};
 use crate::memory::{AuditEvent, AuditLog, LlmCall, MemoryError, Result};
 use crate::memory_pg::PgMemories;
 
@@ -18,6 +18,13 @@ const INSERT: &str = "INSERT INTO engram_audit
 const SELECT: &str = "SELECT time_ms, op, session, user_id, query, results, redactions,
     flagged, error, llm FROM engram_audit
     WHERE repo = $1 AND time_ms >= $2 ORDER BY time_ms, seq";
+
+/// The newest `$3` rows of [`SELECT`], newest first.
+const SELECT_LAST: &str = "SELECT time_ms, op, session, user_id, query, results, redactions,
+    flagged, error, llm FROM engram_audit
+    WHERE repo = $1 AND time_ms >= $2 ORDER BY time_ms DESC, seq DESC LIMIT $3";
+
+const COUNT: &str = "SELECT count(*) FROM engram_audit WHERE repo = $1 AND time_ms >= $2";
 
 impl PgMemories {
     /// Insert `events` (each already prepared) in transaction `tx`.
@@ -93,28 +100,56 @@ impl AuditLog for PgMemories {
             self.commit(tx).await?;
             Ok(rows)
         })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let llm: Option<Json<serde_json::Value>> = row.get(9);
-            let llm = llm
-                .map(|Json(v)| serde_json::from_value::<LlmCall>(v))
-                .transpose()
-                .map_err(|e| MemoryError::Invalid(format!("a stored audit event: {e}")))?;
-            let u = |v: i64| v.max(0) as u64;
-            out.push(AuditEvent {
-                time_ms: u(row.get(0)),
-                op: row.get(1),
-                repo: self.repo.clone(),
-                session: row.get(2),
-                user_id: row.get(3),
-                query: row.get(4),
-                results: u(row.get(5)),
-                redactions: u(row.get(6)),
-                flagged: row.get(7),
-                error: row.get(8),
-                llm,
-            });
-        }
-        Ok(out)
+        rows.iter().map(|r| self.audit_event(r)).collect()
+    }
+
+    fn read_audit_last(&self, since_ms: u64, limit: usize) -> Result<(Vec<AuditEvent>, u64)> {
+        let (rows, total) = self.read(|| async {
+            let mut client = self.client().await?;
+            let tx = self.begin(&mut client).await?;
+            let since = i64_of(since_ms);
+            let total: i64 = tx
+                .query_one(COUNT, &[&self.repo, &since])
+                .await
+                .map_err(|e| self.pg(e))?
+                .get(0);
+            let rows = tx
+                .query(SELECT_LAST, &[&self.repo, &since, &limit_of(limit)])
+                .await
+                .map_err(|e| self.pg(e))?;
+            self.commit(tx).await?;
+            Ok((rows, total))
+        })?;
+        let mut out = rows
+            .iter()
+            .map(|r| self.audit_event(r))
+            .collect::<Result<Vec<_>>>()?;
+        out.reverse();
+        Ok((out, total.max(0) as u64))
+    }
+}
+
+impl PgMemories {
+    /// An event from a row of [`SELECT`].
+    fn audit_event(&self, row: &tokio_postgres::Row) -> Result<AuditEvent> {
+        let llm: Option<Json<serde_json::Value>> = row.get(9);
+        let llm = llm
+            .map(|Json(v)| serde_json::from_value::<LlmCall>(v))
+            .transpose()
+            .map_err(|e| MemoryError::Invalid(format!("a stored audit event: {e}")))?;
+        let u = |v: i64| v.max(0) as u64;
+        Ok(AuditEvent {
+            time_ms: u(row.get(0)),
+            op: row.get(1),
+            repo: self.repo.clone(),
+            session: row.get(2),
+            user_id: row.get(3),
+            query: row.get(4),
+            results: u(row.get(5)),
+            redactions: u(row.get(6)),
+            flagged: row.get(7),
+            error: row.get(8),
+            llm,
+        })
     }
 }

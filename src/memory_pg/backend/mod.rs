@@ -22,7 +22,7 @@ use std::path::Path;
 use crate::embed::is_zero;
 use crate::memory::{
     self, fuse_ranked, normalise_id, Decision, ErrorReport, FileChange, ImportReport, Memory,
-    MemoryBackend, MemoryFilter, RecallHit, Related, Result,
+    MemoryBackend, MemoryFilter, MemoryText, RecallHit, Related, Result,
 };
 use crate::memory_pg::rows::{Param, MEMORY_COLUMNS};
 use crate::memory_pg::PgMemories;
@@ -249,6 +249,22 @@ impl MemoryBackend for PgMemories {
 
     fn related(&self, start: &str, hops: u32) -> Result<Vec<Related>> {
         self.walk_related(start, hops)
+    }
+
+    fn texts_after(
+        &self,
+        filter: &MemoryFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<MemoryText>> {
+        let after = after.unwrap_or("");
+        self.read(|| async {
+            let mut client = self.client().await?;
+            let tx = self.begin(&mut client).await?;
+            let out = self.texts_in(&tx, filter, after, limit).await?;
+            self.commit(tx).await?;
+            Ok(out)
+        })
     }
 
     fn export(&self, out: &mut dyn Write) -> Result<u64> {

@@ -5,7 +5,7 @@ use deadpool_postgres::Transaction;
 use pgvector::Vector;
 
 use super::tx::{limit_of, TxResult};
-use crate::memory::{Memory, MemoryFilter, Result, MIN_VECTOR_SIMILARITY};
+use crate::memory::{Memory, MemoryFilter, MemoryText, Result, MIN_VECTOR_SIMILARITY};
 use crate::memory_pg::rows::{self, memory_from_row, refs, Param, MEMORY_COLUMNS};
 use crate::memory_pg::PgMemories;
 
@@ -42,6 +42,34 @@ impl PgMemories {
         all.push(Box::new(limit_of(limit)));
         all.push(Box::new(limit_of(offset)));
         self.select_memories(tx, &sql, &all).await
+    }
+
+    /// A page of memory texts in id order after `after`; see
+    /// [`MemoryBackend::texts_after`](crate::memory::MemoryBackend::texts_after).
+    pub(super) async fn texts_in(
+        &self,
+        tx: &Transaction<'_>,
+        filter: &MemoryFilter,
+        after: &str,
+        limit: usize,
+    ) -> TxResult<Vec<MemoryText>> {
+        let (cond, mut params) = rows::filter_sql(filter, 3);
+        let n = params.len() + 3;
+        let sql = format!(
+            "SELECT m.id, m.text FROM engram_memories m WHERE m.repo = $1 AND m.id > $2{cond}
+             ORDER BY m.id LIMIT ${n}"
+        );
+        let mut all: Vec<Param> = vec![Box::new(self.repo.clone()), Box::new(after.to_string())];
+        all.append(&mut params);
+        all.push(Box::new(limit_of(limit)));
+        let rows = tx.query(&sql, &refs(&all)).await.map_err(|e| self.pg(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| MemoryText {
+                id: r.get(0),
+                text: r.get(1),
+            })
+            .collect())
     }
 
     /// Keyword candidates: ids best first (text weight B, tags A), recency breaking

@@ -1,0 +1,245 @@
+//! The model-assisted commands that only read memories, on the team backend
+//! (`database_url`, the server `tools/postgres.sh start` starts,
+//! `ENGRAM_TEST_DATABASE_URL`): `error suggest` and `recall --rerank llm` send the
+//! database's entries to the chat model (a scripted server here), and the calls are
+//! audited in the database, not in the local store.
+
+#![cfg(feature = "cli")]
+
+#[path = "support/llm_server.rs"]
+mod llm_server;
+#[path = "support/pg.rs"]
+mod pg;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use engram::memory::Memories;
+use llm_server::{Reply, Server};
+use serde_json::Value;
+
+/// `engram --store STORE ARGS… --json`, on the team database when `team` is set,
+/// with the scripted chat model when `server` is given.
+fn run(store: &Path, team: bool, server: Option<&Server>, args: &[&str]) -> Output {
+    let home = store.parent().unwrap().join("home");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
+    c.arg("--store").arg(store).args(args).arg("--json");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ENGRAM_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("HOME", &home).env("XDG_CONFIG_HOME", &home);
+    if team {
+        c.env("ENGRAM_DATABASE_URL", pg::url());
+    }
+    if let Some(s) = server {
+        c.env("ENGRAM_LLM_MODEL", "test-model")
+            .env("ENGRAM_LLM_BASE_URL", &s.addr)
+            .env("ENGRAM_LLM_API_KEY", "sk-team-test-key")
+            .env("ENGRAM_LLM_MAX_RETRIES", "0")
+            .env("ENGRAM_LLM_TIMEOUT_SECS", "5");
+    }
+    c.output().expect("run engram")
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn record_error(store: &Path, message: &str, solution: Option<&str>) -> String {
+    let mut args = vec![
+        "error",
+        "record",
+        "--type",
+        "LinkError",
+        "--message",
+        message,
+    ];
+    if let Some(s) = solution {
+        args.extend(["--solution", s, "--resolved"]);
+    }
+    json(&run(store, true, None, &args))["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn suggest_and_rerank_read_the_team_database_and_audit_there() {
+    pg::database(); // migrated
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join(pg::unique_repo("assisted"));
+    Memories::open(&store).unwrap();
+    record_error(&store, "undefined symbol foo", Some("link with -lfoo"));
+    let eid = record_error(&store, "undefined symbol bar in release", None);
+
+    // Without a model: the most similar solved error's solution, from the database.
+    let v = json(&run(&store, true, None, &["error", "suggest", &eid]));
+    assert_eq!(v["solution"], "link with -lfoo", "{v}");
+
+    let server = Server::start(vec![Reply::openai(
+        "{\"solution\": \"link with -lbar\", \"confidence\": 0.7, \"alternatives\": []}",
+    )]);
+    let v = json(&run(
+        &store,
+        true,
+        Some(&server),
+        &["error", "suggest", &eid],
+    ));
+    assert_eq!(
+        (v["source"].as_str(), v["solution"].as_str()),
+        (Some("llm"), Some("link with -lbar")),
+        "{v}"
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].body.contains("undefined symbol bar in release"));
+    assert!(
+        seen[0].body.contains("link with -lfoo"),
+        "past errors come from the database"
+    );
+
+    let server = Server::start(vec![Reply::openai(
+        "Memory 1: Score: 0.1 Reason: no\nMemory 2: Score: 0.95 Reason: same symbol error",
+    )]);
+    let v = json(&run(
+        &store,
+        true,
+        Some(&server),
+        &["recall", "undefined symbol", "--rerank", "llm"],
+    ));
+    let hits = v["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{v}");
+    assert_eq!(hits[0]["reason"], "same symbol error");
+    assert_eq!(hits[0]["score"], 0.95);
+    assert_eq!(hits[0]["reranked_by"], "test-model");
+    assert!(server.seen()[0].body.contains("undefined symbol"));
+
+    // A dry run prints the request and sends nothing.
+    let server = Server::start(vec![]);
+    let v = json(&run(
+        &store,
+        true,
+        Some(&server),
+        &["error", "suggest", &eid, "--dry-run"],
+    ));
+    assert_eq!(v["dry_run"], true);
+    assert!(v["requests"].to_string().contains("undefined symbol bar"));
+    assert!(server.seen().is_empty());
+
+    // The two calls are in the database's audit trail, none in the local store's.
+    let audit = json(&run(&store, true, None, &["audit"]));
+    let calls = |v: &Value| {
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["op"] == "llm_call")
+            .map(|e| e["query"].as_str().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(calls(&audit), ["error_suggest", "rerank"], "{audit}");
+    let local = json(&run(&store, false, None, &["audit"]));
+    assert!(calls(&local).is_empty(), "{local}");
+    let listed = json(&run(&store, false, None, &["list"]));
+    assert_eq!(
+        listed["total"], 0,
+        "nothing went to the local store: {listed}"
+    );
+}
+
+#[cfg(feature = "llm")]
+#[test]
+fn mcp_suggest_solution_reads_the_team_database_and_audits_there() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use engram::assist::{Assistant, Features};
+    use engram::embed::default_embedder;
+    use engram::gate::{AuditLog, Caps, Gate};
+    use engram::index::IndexOptions;
+    use engram::llm::{Api, HttpProvider, LlmSettings};
+    use engram::mcp::Engine;
+    use serde_json::{json, Map};
+
+    let dir = tempfile::tempdir().unwrap();
+    let repo = pg::unique_repo("assisted-mcp");
+    let team = || {
+        Arc::new(
+            pg::database()
+                .memories(&repo, Arc::new(default_embedder()))
+                .unwrap(),
+        )
+    };
+    let server = Server::start(vec![Reply::openai(
+        "{\"solution\": \"pin foo to 1.9\", \"confidence\": 0.6, \"alternatives\": [\"vendor it\"]}",
+    )]);
+    let gate = Gate::new(&repo, None, Vec::new(), Caps::default());
+    let mut settings = LlmSettings::new(Api::OpenAi, &server.addr, "test-model");
+    settings.max_retries = 0;
+    settings.timeout = Duration::from_secs(3);
+    let provider = HttpProvider::new(settings).unwrap();
+    let vision = provider.for_vision();
+    let assistant = Assistant::new(
+        Arc::new(provider),
+        Arc::new(vision),
+        Features::from_names::<&str>(&[]),
+        gate.clone(),
+    );
+    let engine = Engine::new(
+        Memories::open(dir.path().join("store")).unwrap(),
+        gate,
+        IndexOptions::default(),
+    )
+    .with_assistant(Some(assistant))
+    .with_backend(team());
+    let call = |name: &str, v: Value| {
+        engine
+            .call(name, &v.as_object().cloned().unwrap_or_else(Map::new))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    call(
+        "coding_record_error",
+        json!({"error_type": "VersionError", "message": "crate foo 2.0 breaks the build",
+               "solution": "pin foo to 1.8", "resolved": true}),
+    );
+    let id = call(
+        "coding_record_error",
+        json!({"error_type": "VersionError", "message": "crate foo 2.1 breaks the build again"}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = call("coding_suggest_solution", json!({"error_id": id}));
+    assert_eq!(v["solution"], "pin foo to 1.9", "{v}");
+    assert_eq!(v["source"], "llm");
+    let body = &server.seen()[0].body;
+    assert!(body.contains("crate foo 2.1 breaks the build again"));
+    assert!(
+        body.contains("pin foo to 1.8"),
+        "past errors come from the database"
+    );
+
+    // The model call is in the database's audit trail, not the local store's.
+    let calls = team()
+        .read_audit(0)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.op == "llm_call")
+        .count();
+    assert_eq!(calls, 1);
+    assert!(engine
+        .memories
+        .read_audit(0)
+        .unwrap()
+        .iter()
+        .all(|e| e.op != "llm_call"));
+    assert_eq!(engine.memories.count().unwrap(), 0);
+}
