@@ -320,7 +320,10 @@ pub(super) fn putty_has_body(bytes: &[u8], header_end: usize) -> bool {
         } else {
             return false;
         };
-        let mut j = after.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        let mut j = after
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
         let digits = after[j..].iter().take_while(|b| b.is_ascii_digit()).count();
         j += digits;
         while j < after.len() && matches!(after[j], b'\r' | b'\n' | b' ' | b'\t') {

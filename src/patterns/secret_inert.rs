@@ -112,15 +112,25 @@ pub(super) fn is_doc_example_key_id(id: &[u8]) -> bool {
 /// whose first five are ASCII letters about (52/256)^5 ≈ 3 × 10^-4 of the time and
 /// one of the five-thousand-odd common words about never (0 of 200,000 in the tests).
 pub(super) fn is_worded_base32(value: &str) -> bool {
-    let v = value.trim_end_matches(['"', '\'', '`']).trim_end_matches('=');
-    if v.len() < 16 || !v.bytes().all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b)) {
+    let v = value
+        .trim_end_matches(['"', '\'', '`'])
+        .trim_end_matches('=');
+    if v.len() < 16
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b))
+    {
         return false;
     }
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut out = Vec::with_capacity(v.len() * 5 / 8);
     for b in v.bytes() {
-        let d = if b.is_ascii_uppercase() { b - b'A' } else { b - b'2' + 26 };
+        let d = if b.is_ascii_uppercase() {
+            b - b'A'
+        } else {
+            b - b'2' + 26
+        };
         bits = (bits << 5) | u32::from(d);
         nbits += 5;
         if nbits >= 8 {
@@ -134,9 +144,8 @@ pub(super) fn is_worded_base32(value: &str) -> bool {
         return false;
     };
     let lower = word.to_ascii_lowercase();
-    let one_case = word == lower
-        || word == word.to_ascii_uppercase()
-        || word.get(1..) == lower.get(1..);
+    let one_case =
+        word == lower || word == word.to_ascii_uppercase() || word.get(1..) == lower.get(1..);
     letters >= 5 && one_case && super::secret_words::is_identifier_word(&lower)
 }
 

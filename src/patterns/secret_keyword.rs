@@ -8,8 +8,7 @@
 
 use super::redact::{ceil_boundary, find, floor_boundary};
 use super::secret_code::{
-    is_camel_words, is_fallback_chain, is_member_expression, is_same_name_binding,
-    is_type_name,
+    is_camel_words, is_fallback_chain, is_member_expression, is_same_name_binding, is_type_name,
 };
 use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt, is_worded_base32};
 use super::secret_made_up::{

@@ -111,7 +111,7 @@ pub(super) fn is_caps_constant(v: &str) -> bool {
         && parts[parts.len() - 1].len() >= 2
         && parts.iter().all(|p| p.len() <= 5 || word(p))
         && short * 3 <= parts.len()
-        && words >= 1 + usize::from(short > 0)
+        && words > usize::from(short > 0)
 }
 
 /// Whether `value` is a JWT's header and (part of) its payload with no signature part,

@@ -195,7 +195,9 @@ pub(super) fn is_format_template(value: &str) -> bool {
                     && (name.is_empty()
                         || name.bytes().all(|c| c.is_ascii_digit())
                         || is_named_field(&format!("{{{name}}}")))
-                    && inner.bytes().all(|c| c.is_ascii_alphanumeric() || b"_-!:<>^.".contains(&c))
+                    && inner
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || b"_-!:<>^.".contains(&c))
             }),
             b'%' => {
                 let mut e = i + 1;
@@ -240,7 +242,8 @@ pub(super) fn is_format_template(value: &str) -> bool {
         let l = r.to_ascii_lowercase();
         (l.len() >= 5 && is_identifier_word(&l))
             || (l.len() >= 8
-                && (3..=l.len() - 3).any(|i| is_identifier_word(&l[..i]) && is_identifier_word(&l[i..])))
+                && (3..=l.len() - 3)
+                    .any(|i| is_identifier_word(&l[..i]) && is_identifier_word(&l[i..])))
     };
     let loose = runs.iter().filter(|r| r.len() >= 4).count() >= 2
         && runs.iter().all(one_case)

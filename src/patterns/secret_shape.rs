@@ -46,9 +46,8 @@ pub fn is_known_shape(value: &str) -> bool {
 /// Names of the hash functions and password-hashing schemes that open a stored hash
 /// (see [`is_named_hash`]).
 const HASH_NAMES: &[&str] = &[
-    "md4", "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "crypt", "bcrypt",
-    "scrypt", "argon2", "argon2i", "argon2d", "argon2id", "pbkdf2", "nthash", "lmhash",
-    "des", "bsdi",
+    "md4", "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "crypt", "bcrypt", "scrypt",
+    "argon2", "argon2i", "argon2d", "argon2id", "pbkdf2", "nthash", "lmhash", "des", "bsdi",
 ];
 
 /// Django's and passlib's `<scheme>$<field>$…$<hash>` (round 11): `sha1$123abcdef$e4a1…`,
@@ -64,9 +63,11 @@ pub(super) fn is_named_hash(value: &str) -> bool {
     let scheme = fields[0];
     fields.len() >= 3
         && fields[fields.len() - 1].len() >= 8
-        && scheme
-            .split(['_', '-'])
-            .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        && scheme.split(['_', '-']).all(|w| {
+            !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
         && scheme.split(['_', '-']).any(|w| HASH_NAMES.contains(&w))
 }
 
@@ -77,8 +78,11 @@ pub(super) fn is_named_hash(value: &str) -> bool {
 pub(super) fn is_hex_digest(value: &str) -> bool {
     let v = value.trim_end_matches(['"', '\'', '`']);
     [16, 32, 40, 56, 64, 96, 128].contains(&v.len())
-        && (v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            || v.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)))
+        && (v
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            || v.bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)))
 }
 
 /// Whether `value` is base64 of a DER X.509 certificate (round 10; a SAML service
