@@ -22,6 +22,8 @@ mod secret_placeholder;
 mod secret_reference;
 #[cfg(test)]
 mod secret_round10_tests;
+#[cfg(test)]
+mod secret_round11_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

@@ -24,7 +24,7 @@ use hyperscan::Scratch;
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
-    netrc_password_is_secret, pem_has_body, url_password_is_secret,
+    netrc_password_is_secret, pem_has_body, putty_has_body, url_password_is_secret,
 };
 use super::secret_inert::{is_doc_example_key_id, is_unsigned_jwt};
 use super::secret_keyword::keyword_secret;
@@ -198,6 +198,12 @@ impl Redactor {
                 Check::ConnString => conn_string(bytes, start, end),
                 Check::PrivateKey
                     if bytes[start..].starts_with(b"-----BEGIN") && !pem_has_body(bytes, end) =>
+                {
+                    None
+                }
+                Check::PrivateKey
+                    if bytes[start..].starts_with(b"PuTTY-User-Key-File-")
+                        && !putty_has_body(bytes, end) =>
                 {
                     None
                 }

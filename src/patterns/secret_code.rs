@@ -17,6 +17,8 @@
 //!   `props`, `ctx`, …) and each member an identifier. A random value starts so about
 //!   68^-4 ≈ 5 × 10^-8 of the time per three-letter receiver, and only in an alphabet
 //!   with `.` (the test: 0 of 200,000 per alphabet and length).
+//! - [`is_fallback_chain`] (round 11): operands joined by `||`, each a binding of the
+//!   assigned name as above (`auth=g.auth||v.auth`, minified code).
 //! - [`is_type_name`]: the value is a capitalised name ending in a word that names a
 //!   kind of type (`authn: MFAVerifyWebauthnParams`, `credentials:
 //!   EthereumWeb3Credentials`, `auth2_provision_cb: XOAuth2ProvisionCallback`): a type
@@ -111,6 +113,15 @@ pub(super) fn is_same_name_binding(name: &str, value: &str) -> bool {
             let last = p.last().copied().unwrap_or("");
             last == name || ends_with_name(last, name)
         })
+}
+
+/// `auth=g.auth||v.auth` (round 11, minified code taking the first of two settings):
+/// an unquoted value of two or more operands joined by `||`, each a name or member path
+/// ending in the assigned name ([`is_same_name_binding`]). A random value would have to
+/// hold `||` and end in its own variable's name twice (0 of 200,000 in the tests).
+pub(super) fn is_fallback_chain(name: &str, value: &str) -> bool {
+    let operands: Vec<&str> = value.split("||").collect();
+    operands.len() >= 2 && operands.iter().all(|o| is_same_name_binding(name, o))
 }
 
 /// `msalNodeFlowVSCodeCredentialControl` for `vsCodeCredentialControl` (round 9): a

@@ -11,7 +11,7 @@
 
 use super::redact::find;
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
-use super::secret_value::{decode_base64, is_placeholder, looks_secret};
+use super::secret_value::{decode_base64, has_test_word, is_placeholder, looks_secret};
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
 
@@ -126,7 +126,9 @@ fn is_netrc_pairs(line: &str) -> bool {
         match w {
             "default" => {}
             "machine" | "login" | "password" | "account" | "port" => {
-                if words.next().is_none() {
+                // `password =` (round 11): an INI file's key with no value, not a
+                // `.netrc` token, whose values are never a bare `=` or `:`.
+                if words.next().is_none_or(|v| v == "=" || v == ":") {
                     return false;
                 }
             }
@@ -217,7 +219,8 @@ fn is_valid_userinfo(userinfo: &str) -> bool {
 }
 
 /// `Authorization: Basic <base64>` is a secret unless its `user:password` decodes to
-/// a plain-word password (`dXNlcjpwYXNz`, `user:pass`), or it is no `user:password` at
+/// a plain-word password (`dXNlcjpwYXNz`, `user:pass`) or one with a test word
+/// (`fake_login:fake_password`), or it is no `user:password` at
 /// all and, judged as an assigned value, not random (`Basic notreally`).
 pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool {
     let Some(m) = text.get(start..end) else {
@@ -226,7 +229,10 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
     let encoded = m.rsplit([' ', '\t']).next().unwrap_or("");
     let decoded = decode_base64(encoded).and_then(|d| String::from_utf8(d).ok());
     match decoded.as_deref().and_then(|d| d.split_once(':')) {
-        Some((_, pw)) => !is_sample_password(pw),
+        // Round 11: also a password holding a test word between punctuation
+        // (`fake_login:fake_password`), as a keyword's value is read
+        // (`secret_value::has_test_word`, about once in 10^6 random passwords).
+        Some((_, pw)) => !(is_sample_password(pw) || has_test_word(pw)),
         // Not `user:password` (RFC 7617), so not base64 of credentials: a test's
         // `Basic notreally`, or a raw token, judged as any assigned value is.
         None => looks_secret("", encoded, true, None),
@@ -294,6 +300,44 @@ pub(super) fn pem_has_body(bytes: &[u8], header_end: usize) -> bool {
         .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
         .count();
     body >= 16
+}
+
+/// Whether a PuTTY key header (ending at `header_end`) is followed, within 4 KiB, by
+/// the key's lines: `Public-Lines:` or `Private-Lines:`, a count, a line break (real or
+/// escaped) and 16 base64 characters or more (round 11). Code that writes the format
+/// (`"PuTTY-User-Key-File-2: ssh-rsa\r\n";c+="Encryption: "+a+…`, minified
+/// node-forge) builds those lines from variables and holds no key. Every key file has
+/// them: PuTTY reads its public and private blobs from there.
+pub(super) fn putty_has_body(bytes: &[u8], header_end: usize) -> bool {
+    let limit = bytes.len().min(header_end + 4096);
+    let w = &bytes[header_end..limit];
+    (0..w.len()).any(|i| {
+        let rest = &w[i..];
+        let after = if rest.starts_with(b"Public-Lines:") {
+            &rest[13..]
+        } else if rest.starts_with(b"Private-Lines:") {
+            &rest[14..]
+        } else {
+            return false;
+        };
+        let mut j = after
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        let digits = after[j..].iter().take_while(|b| b.is_ascii_digit()).count();
+        j += digits;
+        while j < after.len() && matches!(after[j], b'\r' | b'\n' | b' ' | b'\t') {
+            j += 1;
+        }
+        while after[j..].starts_with(b"\\r") || after[j..].starts_with(b"\\n") {
+            j += 2;
+        }
+        let body = after[j..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+            .count();
+        digits >= 1 && body >= 16
+    })
 }
 
 /// Whether a service-account file's `"type": "service_account"` (at `start`) sits

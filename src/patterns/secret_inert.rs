@@ -20,6 +20,9 @@
 //!   test). Since round 8 also a made-up id, whose 16 characters after the prefix hold
 //!   an ascending run of six (`AKIAABCDEFGUE1234567`): about 11 × 32^-5 ≈ 3 × 10^-7 of
 //!   random ids of 32 symbols, 2 × 10^-7 of 36 (the test counts them over 1,000,000).
+//!   Since round 11 `EXAMPL` and any last letter (`AKIAIOSFODNN7EXAMPLF`).
+//! - [`is_worded_base32`] (round 11): base32 of a common word and then other bytes
+//!   (`JBSWY3DPEHPK3PXP`, "Hello!" and `DEADBEEF`, the TOTP documentation's key).
 //! - [`is_sigv4_scope`]: `<key id>/<date>/<region>/<service>/aws4_request`, the
 //!   credential scope of a SigV4 `Authorization` header: the access key id (an
 //!   identifier, still caught by `aws_access_key` when it is one of AWS's) and where
@@ -96,7 +99,54 @@ fn header_alg_is_none(header: &str) -> bool {
 /// its 16 characters after the prefix holding an ascending run of 6 or more
 /// (`AKIAABCDEFGUE1234567`).
 pub(super) fn is_doc_example_key_id(id: &[u8]) -> bool {
-    id.windows(7).any(|w| w == b"EXAMPLE") || is_made_up_key_id(id)
+    // Round 11: `EXAMPL` then any letter (`AKIAIOSFODNN7EXAMPLF`, the documentation's id
+    // with its last letter changed to make a second one): six letters, about
+    // 11 × 36^-6 ≈ 5 × 10^-9 of random ids.
+    id.windows(6).any(|w| w == b"EXAMPL") || is_made_up_key_id(id)
+}
+
+/// Whether `value` is base32 (RFC 4648, the alphabet of TOTP secrets) of bytes that
+/// open with a common word of five letters or more, not followed by another letter
+/// (`JBSWY3DPEHPK3PXP`, "Hello!" and `DEADBEEF`, the Google Authenticator key-URI
+/// documentation's example secret; round 11). An issued TOTP secret is random bytes,
+/// whose first five are ASCII letters about (52/256)^5 ≈ 3 × 10^-4 of the time and
+/// one of the five-thousand-odd common words about never (0 of 200,000 in the tests).
+pub(super) fn is_worded_base32(value: &str) -> bool {
+    let v = value
+        .trim_end_matches(['"', '\'', '`'])
+        .trim_end_matches('=');
+    if v.len() < 16
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b))
+    {
+        return false;
+    }
+    let mut bits = 0u32;
+    let mut nbits = 0;
+    let mut out = Vec::with_capacity(v.len() * 5 / 8);
+    for b in v.bytes() {
+        let d = if b.is_ascii_uppercase() {
+            b - b'A'
+        } else {
+            b - b'2' + 26
+        };
+        bits = (bits << 5) | u32::from(d);
+        nbits += 5;
+        if nbits >= 8 {
+            nbits -= 8;
+            out.push((bits >> nbits) as u8);
+            bits &= (1 << nbits) - 1;
+        }
+    }
+    let letters = out.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let Ok(word) = std::str::from_utf8(&out[..letters]) else {
+        return false;
+    };
+    let lower = word.to_ascii_lowercase();
+    let one_case =
+        word == lower || word == word.to_ascii_uppercase() || word.get(1..) == lower.get(1..);
+    letters >= 5 && one_case && super::secret_words::is_identifier_word(&lower)
 }
 
 /// `AKIAABCDEFGUE1234567`: the 16 characters after the four-letter prefix hold an

@@ -8,14 +8,15 @@
 
 use super::redact::{ceil_boundary, find, floor_boundary};
 use super::secret_code::{
-    is_camel_words, is_member_expression, is_same_name_binding, is_type_name,
+    is_camel_words, is_fallback_chain, is_member_expression, is_same_name_binding, is_type_name,
 };
-use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt};
+use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt, is_worded_base32};
 use super::secret_made_up::{
     is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
 };
 use super::secret_placeholder::is_sample_phrase;
-use super::secret_reference::{is_elided, is_path_template};
+use super::secret_reference::{is_elided, is_format_template, is_path_template};
+use super::secret_shape::is_hex_digest;
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
 
 /// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
@@ -111,8 +112,19 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // `Curve25519SeedBin`, `passphrase: _PassphraseArg`: a name in camel humps of
     // words, or of the assigned name (round 10).
     let assigned = assigned_name(text, start, ident);
+    // `("password", '5f4dcc3b…')` (round 11): a test vector pairing a plaintext, one
+    // lower-case word, with its hex digest. A setting's name in a pair (`"DB_PASSWORD"`,
+    // `"db_password"`) is no plaintext, and its hex value is still judged.
+    if comma
+        && assigned.len() == ident.len()
+        && ident.bytes().all(|b| b.is_ascii_lowercase())
+        && is_hex_digest(value)
+    {
+        return false;
+    }
     if !quoted
         && (is_same_name_binding(&assigned, value)
+            || is_fallback_chain(&assigned, value)
             || is_member_expression(value)
             || is_type_name(value)
             || is_constant_reference(value)
@@ -127,7 +139,9 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // (a route template) stand for no value in the text (`secret_reference`).
     // `"eyJ….eyJ…\` (claims only, the signature on another line) and `'café-pässwörd'`
     // (an accented sample word) are round 9's (`secret_made_up`), `'totallybogus'`
-    // (two words run together) round 10's.
+    // (two words run together) round 10's; `"dpapi_machinekey:0x{0}\n…"` (a format
+    // string's fields) and `JBSWY3DPEHPK3PXP` (base32 of a word, a documented TOTP key)
+    // round 11's.
     if is_unsigned_jwt(value)
         || is_claims_only_jwt(value)
         || is_accented_sample(value)
@@ -136,6 +150,8 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_sample_phrase(value)
         || is_elided(value)
         || is_path_template(value)
+        || cut_at_field(text, end).is_some_and(|f| is_format_template(&format!("{value}{f}")))
+        || is_worded_base32(value)
     {
         return false;
     }
@@ -156,6 +172,16 @@ fn assigned_name(text: &str, start: usize, ident: &str) -> String {
         Some(dot) => whole[dot + 1..].to_string(),
         None => whole,
     }
+}
+
+/// The replacement field (`{0}`, `{}`, `{name}`, at most 24 characters inside) that
+/// opens the text after a match cut at its `{`, as an unquoted value is cut: the value
+/// goes on as a format string's literal (`"dpapi_machinekey:0x{0}` with the escape
+/// decoded; round 11).
+fn cut_at_field(text: &str, end: usize) -> Option<&str> {
+    let rest = text.get(end..)?;
+    let close = rest.strip_prefix('{')?.find('}')?;
+    (close <= 24).then(|| &rest[..close + 2])
 }
 
 /// Whether `rest` opens with a method call: `.`, an identifier, `(` (`.join(`).

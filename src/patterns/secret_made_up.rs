@@ -8,7 +8,9 @@
 //!   a capitalised name of common identifier words, the member in capitals; or an
 //!   unquoted constant of capitals joined by `_` (`DPI_OCI_AUTH`,
 //!   `TNS_AUTH_MODE_LOGON`), three parts or more with one a common word of four
-//!   letters or more. Random values: 0 of 200,000 per alphabet and length.
+//!   letters or more. Random values: 0 of 200,000 per alphabet and length. Round 11
+//!   adds one-capital inner parts (`RPC_C_AUTHN_LEVEL_PKT_PRIVACY`, with two words)
+//!   and such a constant behind a lower-case module path (`ntlm.NTLM_AUTH_PKT_INTEGRITY`).
 //! - [`is_claims_only_jwt`]: `eyJ<header>.<payload…>` with no third part, both parts
 //!   base64 of JSON text: a JWT cut at a line's end, whose signature (the only secret
 //!   part) is on another line. A random value never decodes to JSON.
@@ -27,10 +29,25 @@ use super::secret_words::{is_identifier_word, loosely_words};
 /// Whether `value`, unquoted, names a constant or an enum member; see the module comment.
 pub(super) fn is_constant_reference(value: &str) -> bool {
     let v = value.trim_end_matches([';', ',', ')']);
-    match v.split_once('.') {
-        Some((ty, member)) => is_camel_type(ty) && is_caps_name(member) && member.len() >= 2,
+    match v.rsplit_once('.') {
+        Some((ty, member)) => {
+            (is_camel_type(ty) && is_caps_name(member) && member.len() >= 2)
+                || (is_module_path(ty) && is_caps_constant(member))
+        }
         None => is_caps_constant(v),
     }
+}
+
+/// `ntlm`, `impacket.dcerpc.v5.rpcrt` (round 11): lower-case identifiers joined by `.`,
+/// each starting with a letter, the module a constant is read from
+/// (`ntlm.NTLM_AUTH_PKT_INTEGRITY`). The constant behind it must be one on its own
+/// ([`is_caps_constant`]), so the module adds no way in for a random value.
+fn is_module_path(path: &str) -> bool {
+    path.split('.').all(|p| {
+        p.starts_with(|c: char| c.is_ascii_lowercase())
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    })
 }
 
 /// `AuthMode`: a capital, then letters, in camel humps of two or more letters each a
@@ -67,20 +84,34 @@ fn is_caps_name(s: &str) -> bool {
 
 /// `DPI_OCI_AUTH`: three or more parts of two or more capitals or digits (each starting
 /// with a capital) joined by `_`, one a common identifier word of four letters or more.
-fn is_caps_constant(v: &str) -> bool {
+/// Since round 11 a part that is no such word has at most five characters (an
+/// abbreviation: `OCI`, `PKT`, `AUTHN`): a random run of capitals and digits
+/// (`FUNC_TXA99ORYT3VQQGO_N0Z`, which the round-9 form took) is longer. An inner part
+/// may be one capital (`RPC_C_AUTHN_LEVEL_PKT_PRIVACY`,
+/// Windows' `C` for a C constant) when at most a third of the parts are so short and
+/// two parts are such words: a random value of capitals and `_` splits into words so
+/// twice about never (0 of 200,000 per length in the tests).
+pub(super) fn is_caps_constant(v: &str) -> bool {
     let parts: Vec<&str> = v.split('_').collect();
+    let word = |p: &&str| {
+        p.len() >= 4
+            && p.bytes().all(|b| b.is_ascii_uppercase())
+            && is_identifier_word(&p.to_ascii_lowercase())
+    };
+    let short = parts.iter().filter(|p| p.len() == 1).count();
+    let words = parts.iter().filter(|p| word(p)).count();
     parts.len() >= 3
         && parts.iter().all(|p| {
-            p.len() >= 2
+            !p.is_empty()
                 && p.starts_with(|c: char| c.is_ascii_uppercase())
                 && p.bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         })
-        && parts.iter().any(|p| {
-            p.len() >= 4
-                && p.bytes().all(|b| b.is_ascii_uppercase())
-                && is_identifier_word(&p.to_ascii_lowercase())
-        })
+        && parts[0].len() >= 2
+        && parts[parts.len() - 1].len() >= 2
+        && parts.iter().all(|p| p.len() <= 5 || word(p))
+        && short * 3 <= parts.len()
+        && words > usize::from(short > 0)
 }
 
 /// Whether `value` is a JWT's header and (part of) its payload with no signature part,

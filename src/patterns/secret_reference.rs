@@ -21,9 +21,12 @@
 //!   alphabets holds `/{name}` (0 of 200,000 printable values in the test), and a
 //!   template with a random 16-character segment passes only when that segment reads
 //!   as code (the test counts them).
+//! - [`is_format_template`] (round 11): a format string's literal, a replacement field
+//!   (`{0}`, `{name}`, `%s`, `%(name)s`) and text that reads as code around it
+//!   (`"dpapi_machinekey:0x{0}\n…"`, cut at its escape).
 
 use super::secret_placeholder::holds_keyword_word;
-use super::secret_words::is_code_like;
+use super::secret_words::{is_code_like, is_identifier_word, loosely_words};
 
 /// Substrings of placeholders and references rather than values: symbols no random
 /// value of the common alphabets holds, and words of 5 letters or more, which one
@@ -162,6 +165,97 @@ pub(super) fn is_path_template(value: &str) -> bool {
         .filter(|s| !s.is_empty() && !is_named_field(s))
         .collect();
     !rest.is_empty() && is_code_like(&rest.join("/"))
+}
+
+/// Whether `value` is a format string's literal (round 11: `"dpapi_machinekey:0x{0}\n…"`
+/// cut at its escape, `"user=%s;secret=%(key)s"`): it holds a replacement field
+/// (`{}`, `{0}`, `{name}`, `{name!r}`, `%s`, `%d`, `%x`, `%(name)s`) and, with its fields
+/// taken out, what is left reads as code (`secret_words::is_code_like`) or as words
+/// joined by a format's punctuation. The value is filled in at run time and is not in
+/// the text. A value holding a field is a placeholder already ([`is_placeholder`]);
+/// `secret_keyword` asks this of a value the rule's regex cut at the field's `{`, with
+/// the field put back (the unescaped reading of `"dpapi_machinekey:0x{0}\n…"`). A
+/// random value followed by a field passes only when it reads as code, as it would
+/// without one (0 of 200,000 per alphabet and length in the tests).
+pub(super) fn is_format_template(value: &str) -> bool {
+    let v = value.trim_end_matches(['"', '\'', '`']);
+    if !v.is_ascii() {
+        return false;
+    }
+    let b = v.as_bytes();
+    let mut rest = String::with_capacity(v.len());
+    let mut fields = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let field_end = match b[i] {
+            b'{' => v[i + 1..].find('}').map(|n| i + 1 + n + 1).filter(|&e| {
+                let inner = &v[i + 1..e - 1];
+                let name = inner.split(['!', ':']).next().unwrap_or("");
+                inner.len() <= 24
+                    && (name.is_empty()
+                        || name.bytes().all(|c| c.is_ascii_digit())
+                        || is_named_field(&format!("{{{name}}}")))
+                    && inner
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || b"_-!:<>^.".contains(&c))
+            }),
+            b'%' => {
+                let mut e = i + 1;
+                if b.get(e) == Some(&b'(') {
+                    e = v[e..].find(')').map_or(b.len(), |n| e + n + 1);
+                }
+                b.get(e)
+                    .filter(|c| matches!(c, b's' | b'd' | b'x' | b'r' | b'i'))
+                    .map(|_| e + 1)
+            }
+            _ => None,
+        };
+        match field_end {
+            Some(e) => {
+                fields += 1;
+                rest.push('_');
+                i = e;
+            }
+            None => {
+                rest.push(b[i] as char);
+                i += 1;
+            }
+        }
+    }
+    let rest = rest.trim_matches('_');
+    let runs: Vec<&str> = rest
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|r| !r.is_empty())
+        .collect();
+    let letters: usize = runs.iter().map(|r| r.len()).sum();
+    // What is left reads as code, or as words by the looser bar of a value of words
+    // joined by punctuation (`dpapi_machinekey:0x`): runs of letters each in one case
+    // or capitalised, two of four letters or more and one a word, two thirds of it
+    // letters and the rest a format's punctuation (one at least) and two digits at most.
+    let one_case = |r: &&str| {
+        let tail = &r[1..];
+        tail.bytes().all(|c| c.is_ascii_lowercase()) || r.bytes().all(|c| c.is_ascii_uppercase())
+    };
+    // One run is a common word of five letters or more, or two run together
+    // (`machinekey`): random letters spell one about never.
+    let worded = |r: &&str| {
+        let l = r.to_ascii_lowercase();
+        (l.len() >= 5 && is_identifier_word(&l))
+            || (l.len() >= 8
+                && (3..=l.len() - 3)
+                    .any(|i| is_identifier_word(&l[..i]) && is_identifier_word(&l[i..])))
+    };
+    let loose = runs.iter().filter(|r| r.len() >= 4).count() >= 2
+        && runs.iter().all(one_case)
+        && runs.iter().any(worded)
+        && rest.bytes().any(|c| b"_-.:/=&;, ".contains(&c))
+        && rest.bytes().filter(u8::is_ascii_digit).count() <= 2
+        && letters * 3 >= rest.len() * 2
+        && rest
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"_-.:/=&;, ".contains(&c))
+        && loosely_words(runs, 0.5);
+    fields >= 1 && !rest.is_empty() && (is_code_like(rest) || loose)
 }
 
 #[cfg(test)]

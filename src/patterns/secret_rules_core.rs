@@ -278,9 +278,9 @@ pub const CORE: &[SecretRule] = &[
     .check(Check::PrivateKey),
     rule(
         "putty_private_key",
-        "PuTTY private key file",
+        "PuTTY private key file (a header with no key lines after it is code that writes the format)",
         r"PuTTY-User-Key-File-[0-9]:[ \t]*[a-z0-9\-]{3,40}",
-        "PuTTY-User-Key-File-3: ssh-ed25519",
+        "PuTTY-User-Key-File-3: ssh-ed25519\\nEncryption: none\\nComment: k\\nPublic-Lines: 2\\nAAAAC3NzaC1lZDI1NTE5AAAAIBz5Qx7Lm4Nn",
         "PuTTY-Config: default",
     )
     .check(Check::PrivateKey),

@@ -1,6 +1,7 @@
 //! Shapes that look random but are identifiers or digests, not credentials: UUIDs,
 //! lockfile integrity strings (`sha512-…`), `sha256:…` digests, password hashes
-//! (`pbkdf2_sha256$…`, `$2b$…`), and base64 of readable text (an encoded sentence, a
+//! (`pbkdf2_sha256$…`, `$2b$…`, since round 11 any `<scheme>$…$…` naming a hash:
+//! `sha1$salt$e4a1…`), and base64 of readable text (an encoded sentence, a
 //! JSON object, `user:password` with a plain-word password). Also the base64 decoder
 //! the other checks share.
 //!
@@ -36,10 +37,52 @@ pub fn is_known_shape(value: &str) -> bool {
         "$pbkdf2",
         "$scrypt$",
     ];
-    if hash_prefixes.iter().any(|p| lower.starts_with(p)) {
+    if hash_prefixes.iter().any(|p| lower.starts_with(p)) || is_named_hash(value) {
         return true;
     }
     is_uuid(value) || is_base64_of_text(value) || is_der_certificate(value)
+}
+
+/// Names of the hash functions and password-hashing schemes that open a stored hash
+/// (see [`is_named_hash`]).
+const HASH_NAMES: &[&str] = &[
+    "md4", "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "crypt", "bcrypt", "scrypt",
+    "argon2", "argon2i", "argon2d", "argon2id", "pbkdf2", "nthash", "lmhash", "des", "bsdi",
+];
+
+/// Django's and passlib's `<scheme>$<field>$…$<hash>` (round 11): `sha1$123abcdef$e4a1…`,
+/// `md5$salt$c827…`, `unsalted_md5$…`, `crypt$c2$c2M87q...WWcU`. The scheme is lower-case
+/// words joined by `_` or `-`, one of them a hash's name ([`HASH_NAMES`]); two `$`
+/// fields or more follow, the last one of eight characters or more. A stored hash
+/// verifies a password and does not give it. A random value opens with a hash's name
+/// and `$` about never: it needs a `$` right after three or more given letters, and
+/// the password alphabets of the tests hold no `$` at all.
+pub(super) fn is_named_hash(value: &str) -> bool {
+    let v = value.trim_end_matches(['"', '\'', '`']);
+    let fields: Vec<&str> = v.split('$').collect();
+    let scheme = fields[0];
+    fields.len() >= 3
+        && fields[fields.len() - 1].len() >= 8
+        && scheme.split(['_', '-']).all(|w| {
+            !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+        && scheme.split(['_', '-']).any(|w| HASH_NAMES.contains(&w))
+}
+
+/// Whether `value` is a hex digest: 16 (MySQL's old hash, an LM half), 32 (MD5, NT
+/// hash), 40 (SHA-1), 56, 64, 96 or 128 (SHA-2) hex digits in one case. Alone that is
+/// no sign of a hash: `openssl rand -hex 16` makes passwords of this shape. Only
+/// `secret_keyword` asks it, for a test vector's pair (round 11).
+pub(super) fn is_hex_digest(value: &str) -> bool {
+    let v = value.trim_end_matches(['"', '\'', '`']);
+    [16, 32, 40, 56, 64, 96, 128].contains(&v.len())
+        && (v
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            || v.bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)))
 }
 
 /// Whether `value` is base64 of a DER X.509 certificate (round 10; a SAML service
