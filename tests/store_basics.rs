@@ -384,3 +384,34 @@ fn a_kept_vector_cache_handle_follows_every_change_to_its_file() {
         1102
     );
 }
+
+#[test]
+fn a_rebuild_keeps_the_data_and_gives_back_its_large_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let mut b = WriteBatch::new();
+    for i in 0..50 {
+        b.put(
+            &format!("file:f{i}.rs"),
+            Map::new(),
+            format!("fn f{i}() {{}}"),
+        )
+        .unwrap();
+    }
+    s.commit(&b).unwrap();
+    let cache = |s: &Store| -> i64 {
+        s.with_tracker(|db| Ok(db.query_row("PRAGMA cache_size", [], |r| r.get(0))?))
+            .unwrap()
+    };
+    let normal = cache(&s);
+    s.rebuild().unwrap();
+    // The rebuild ran with a larger cache; the connection is back to the normal one.
+    assert_eq!(cache(&s), normal);
+    for i in 0..50 {
+        assert_eq!(
+            s.get(&format!("file:f{i}.rs")).unwrap().unwrap().body,
+            format!("fn f{i}() {{}}").into_bytes()
+        );
+    }
+    assert!(verify(dir.path()).unwrap().is_sound());
+}

@@ -381,7 +381,7 @@ impl Store {
         let snap = blob.snapshot(len)?;
         let projections = self.projection_refs();
         let h = blob.header();
-        let mut meta = TrackerMeta {
+        let meta = TrackerMeta {
             applied_seq: 0,
             applied_end: FILE_HEADER_LEN as u64,
             last_commit: 0,
@@ -389,8 +389,27 @@ impl Store {
             store_id: hex(&h.store_id),
             schema: tracker::schema_fingerprint(&projections),
         };
+        tracker::set_cache_kib(db, tracker::rebuild_cache_kib())?;
+        let rebuilt = self.rebuild_tables(db, &blob, &snap, &projections, meta, before_commit);
+        // The large cache is for the rebuild only; restore it even when that failed.
+        let restored = tracker::set_cache_kib(db, tracker::NORMAL_CACHE_KIB);
+        let report = rebuilt?;
+        restored?;
+        Ok(report)
+    }
+
+    /// Replace every projection's rows with the log's, in one transaction.
+    fn rebuild_tables(
+        &self,
+        db: &mut Connection,
+        blob: &BlobLog,
+        snap: &super::LogSnapshot,
+        projections: &[&dyn Projection],
+        mut meta: TrackerMeta,
+        before_commit: impl FnOnce() -> Result<()>,
+    ) -> Result<OpenReport> {
         let tx = tracker::write_transaction(db)?;
-        tracker::reset(&tx, &projections)?;
+        tracker::reset(&tx, projections)?;
         let mut report = OpenReport::default();
         let end = scan_batches(
             snap.bytes(),
@@ -401,14 +420,14 @@ impl Store {
             },
             |b| {
                 report.replayed_batches += 1;
-                tracker::apply_batch(&tx, &b, &projections, &mut meta)
+                tracker::apply_batch(&tx, &b, projections, &mut meta)
             },
         )?;
         tracker::write_meta(&tx, &meta)?;
         tracker::write_identity(&tx, &meta)?;
         before_commit()?;
         tx.commit()?;
-        self.drop_tail(&blob, snap.bytes(), &end, &mut report)?;
+        self.drop_tail(blob, snap.bytes(), &end, &mut report)?;
         report.rebuilt = Some("requested".into());
         Ok(report)
     }

@@ -119,6 +119,38 @@ pub const CHECKPOINT_WAL_BYTES: u64 = 32 << 20;
 /// The tracker connection's page cache, in KiB.
 const CACHE_KIB: i64 = 64 << 10;
 
+/// The page cache of a rebuild, which rewrites every table and index of the tracker
+/// in one transaction: 1 GiB, or a quarter of the machine's memory if that is less.
+/// With the normal cache, a tracker of gigabytes spills pages to the WAL and reads
+/// them back through its index all through the rebuild (`walFindFrame` led the
+/// profile of a 5 GB one). Measured on a tracker of 688 MB (199K chunks): 119-129 s
+/// with 64 MiB, 89-94 s with 1 GiB, and 42% fewer bytes written. Pages are only
+/// allocated as used, and the cache goes back to normal when the rebuild ends.
+pub(super) fn rebuild_cache_kib() -> i64 {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let quarter_kib = if pages > 0 && page > 0 {
+        (pages as i64).saturating_mul(page as i64) / 4 / 1024
+    } else {
+        0
+    };
+    quarter_kib.clamp(CACHE_KIB, 1 << 20)
+}
+
+/// Set the connection's page cache to `kib` KiB.
+pub(super) fn set_cache_kib(db: &Connection, kib: i64) -> Result<()> {
+    db.pragma_update(None, "cache_size", -kib)?;
+    Ok(())
+}
+
+/// The page cache every connection starts with, in KiB.
+pub(super) const NORMAL_CACHE_KIB: i64 = CACHE_KIB;
+
 /// How long a connection waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
