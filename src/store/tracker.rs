@@ -134,8 +134,10 @@ pub(super) fn rebuild_cache_kib() -> i64 {
             libc::sysconf(libc::_SC_PAGESIZE),
         )
     };
+    // c_long is i32 on 32-bit targets; `from` is a no-op only on 64-bit ones.
+    #[allow(clippy::useless_conversion)]
     let quarter_kib = if pages > 0 && page > 0 {
-        (pages as i64).saturating_mul(page as i64) / 4 / 1024
+        i64::from(pages).saturating_mul(i64::from(page)) / 4 / 1024
     } else {
         0
     };
