@@ -164,6 +164,24 @@ fn run(rows: u64) {
         f32_t.as_secs_f64() / i8_t.as_secs_f64()
     );
     println!("rows={rows:>8}  i8 + re-rank recall@{K} vs exact f32 over {QUERIES} queries: {r:.4} (target >= 0.99)");
+    // The same scan on one thread: what the default's threads (one per core from 128K
+    // rows) buy on this machine.
+    let ScanMode::I8Rerank { candidates, .. } = mode else {
+        unreachable!("the default i8 mode")
+    };
+    let one = ScanMode::I8Rerank {
+        candidates,
+        threads: 1,
+    };
+    let t = Instant::now();
+    for q in &queries {
+        black_box(cache.search(q, K, Metric::Cosine, one).expect("search"));
+    }
+    let one_t = t.elapsed() / QUERIES as u32;
+    println!(
+        "rows={rows:>8}  i8 scan + f32 re-rank on one thread: {one_t:.2?}/query; default threads {:.2}x faster",
+        one_t.as_secs_f64() / i8_t.as_secs_f64()
+    );
     drop(map);
     drop(cache);
 }

@@ -398,14 +398,17 @@ impl VectorCache {
         let sections = self.sections()?;
         match mode {
             ScanMode::F32 => Ok(vector_scan::scan_f32(&sections, query, k, metric)),
-            ScanMode::I8Rerank { candidates } => {
+            ScanMode::I8Rerank {
+                candidates,
+                threads,
+            } => {
                 if !self.header.has_i8() {
                     return Err(VectorCacheError::NoI8Rows);
                 }
                 let mut q8 = vec![0i8; query.len()];
                 vector_file::quantize_i8(query, &mut q8);
                 Ok(vector_scan::scan_i8_rerank(
-                    &sections, query, &q8, k, candidates, metric,
+                    &sections, query, &q8, k, candidates, threads, metric,
                 ))
             }
         }

@@ -31,6 +31,10 @@ pub enum ScanMode {
     I8Rerank {
         /// Approximate candidates kept before the exact re-rank.
         candidates: usize,
+        /// Threads that share the i8 scan; 0: one per core (at most 8) once the
+        /// cache holds 128K rows or more, one below that. The result is the same
+        /// for any count.
+        threads: usize,
     },
 }
 
@@ -40,6 +44,7 @@ impl ScanMode {
     pub fn i8_rerank_default(k: usize) -> Self {
         ScanMode::I8Rerank {
             candidates: k.saturating_mul(10).max(100),
+            threads: 0,
         }
     }
 }
@@ -241,10 +246,15 @@ pub(crate) fn scan_i8_rerank(
     query_i8: &[i8],
     k: usize,
     candidates: usize,
+    threads: usize,
     metric: Metric,
 ) -> Vec<VectorHit> {
     let candidates = candidates.max(k);
-    let approx = best_i8(s, query_i8, candidates, metric, scan_threads(s.live.len()));
+    let threads = match threads {
+        0 => scan_threads(s.live.len()),
+        n => n.min(s.live.len().max(1)),
+    };
+    let approx = best_i8(s, query_i8, candidates, metric, threads);
     let query_norm = l2_norm(query);
     let mut top = TopK::new(k);
     for c in approx.heap {
@@ -458,7 +468,7 @@ mod tests {
             assert_eq!(one.len(), 100);
             // And the full search, however many threads this machine gives it.
             assert_eq!(
-                scan_i8_rerank(&s, &query, &query_i8, 10, 100, metric).len(),
+                scan_i8_rerank(&s, &query, &query_i8, 10, 100, 0, metric).len(),
                 10
             );
         }

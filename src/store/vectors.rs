@@ -435,7 +435,15 @@ fn rebuilt_cache(store: &Store, embedder: &str, dim: u32) -> Result<Option<Vecto
 
 pub(super) fn scan(cache: &VectorCache, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
     let candidates = (k * 10).max(100);
-    Ok(cache.search(query, k, Metric::Cosine, ScanMode::I8Rerank { candidates })?)
+    Ok(cache.search(
+        query,
+        k,
+        Metric::Cosine,
+        ScanMode::I8Rerank {
+            candidates,
+            threads: 0,
+        },
+    )?)
 }
 
 /// Top `k` of the cache with `delta` applied: the cache's rows for changed keys are

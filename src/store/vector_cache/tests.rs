@@ -104,7 +104,13 @@ fn ties_are_ordered_by_key_hash() {
     for key in [9, 3, 5, 7] {
         c.upsert(key, &[0.6, 0.8]).unwrap();
     }
-    for mode in [ScanMode::F32, ScanMode::I8Rerank { candidates: 1 }] {
+    for mode in [
+        ScanMode::F32,
+        ScanMode::I8Rerank {
+            candidates: 1,
+            threads: 0,
+        },
+    ] {
         let hits = c.search(&[0.6, 0.8], 3, Metric::Cosine, mode).unwrap();
         assert_eq!(ids(&hits), vec![3, 5, 7]);
     }
