@@ -430,17 +430,14 @@ mod tests {
         // Enough rows for several scan threads (on a machine with several cores),
         // with many equal scores so the key tie-break decides across slices.
         let (dim, n) = (8usize, 3 * ROWS_PER_SCAN_THREAD + 17);
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let f32_rows: Vec<f32> = (0..n * dim).map(|_| (next() % 5) as f32 - 2.0).collect();
+        // Fibonacci hashing spreads the index over all 64 bits: varied, repeatable.
+        let mix = |i: usize| (i as u64 ^ 0x5EED).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let f32_rows: Vec<f32> = (0..n * dim)
+            .map(|i| (mix(i) >> 61) as f32 % 5.0 - 2.0)
+            .collect();
         let i8_rows: Vec<i8> = f32_rows.iter().map(|&x| x as i8).collect();
         let norms: Vec<f32> = f32_rows.chunks(dim).map(l2_norm).collect();
-        let keys: Vec<u64> = (0..n).map(|_| next()).collect();
+        let keys: Vec<u64> = (0..n).map(|i| mix(i + n * dim)).collect();
         let live: Vec<u8> = (0..n)
             .map(|i| if i % 97 == 0 { 0 } else { SLOT_LIVE })
             .collect();
