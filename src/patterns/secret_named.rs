@@ -14,7 +14,7 @@
 //!   (`AADSTS50076: `, `ORA01017: `): the code heading an error message (`fetching
 //!   token: AADSTS50076: Due to …`). The colon and space carry the judgement: random
 //!   values of capitals and digits alone put three letters or more before four digits
-//!   or more about once in 3,000 at 12 characters; of mixed case about once in 10^6
+//!   or more about once in 1,500 at 12 characters; of mixed case about once in 10^6
 //!   (0 of 200,000 in the test).
 //! - [`in_urn`]: the keyword sits inside a URN (`urn:ietf:params:oauth:jwk-thumbprint:`),
 //!   whose segments are names registered with IANA.
