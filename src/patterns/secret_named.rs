@@ -114,7 +114,7 @@ pub(super) fn is_counting_sample(value: &str) -> bool {
     let Some(at) = value.rfind(['-', '_']) else {
         return false;
     };
-    let (prefix, body) = (&value[..at], value[at + 1..].as_bytes());
+    let (prefix, body) = (&value[..at], &value.as_bytes()[at + 1..]);
     if prefix.is_empty()
         || !prefix
             .bytes()
