@@ -18,12 +18,15 @@ mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
 mod secret_made_up;
+mod secret_named;
 mod secret_placeholder;
 mod secret_reference;
 #[cfg(test)]
 mod secret_round10_tests;
 #[cfg(test)]
 mod secret_round11_tests;
+#[cfg(test)]
+mod secret_round12_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

@@ -11,7 +11,9 @@
 
 use super::redact::find;
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
-use super::secret_value::{decode_base64, has_test_word, is_placeholder, looks_secret};
+use super::secret_value::{
+    decode_base64, has_sequential_run, has_test_word, is_placeholder, looks_secret,
+};
 use super::secret_views::percent_decode;
 use super::secret_words::is_code_like;
 
@@ -232,7 +234,10 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
         // Round 11: also a password holding a test word between punctuation
         // (`fake_login:fake_password`), as a keyword's value is read
         // (`secret_value::has_test_word`, about once in 10^6 random passwords).
-        Some((_, pw)) => !(is_sample_password(pw) || has_test_word(pw)),
+        // Round 12: also one counting up (`1234567890abcdef…`, a README's made-up
+        // client secret), as a keyword's value is read (`has_sequential_run`, about
+        // once in 10^8 random values).
+        Some((_, pw)) => !(is_sample_password(pw) || has_test_word(pw) || has_sequential_run(pw)),
         // Not `user:password` (RFC 7617), so not base64 of credentials: a test's
         // `Basic notreally`, or a raw token, judged as any assigned value is.
         None => looks_secret("", encoded, true, None),

@@ -14,6 +14,9 @@ use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt, is_worded_base32};
 use super::secret_made_up::{
     is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
 };
+use super::secret_named::{
+    in_urn, is_counting_sample, is_derived_name, is_error_code, names_public_value,
+};
 use super::secret_placeholder::is_sample_phrase;
 use super::secret_reference::{is_elided, is_format_template, is_path_template};
 use super::secret_shape::is_hex_digest;
@@ -119,6 +122,20 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         && assigned.len() == ident.len()
         && ident.bytes().all(|b| b.is_ascii_lowercase())
         && is_hex_digest(value)
+    {
+        return false;
+    }
+    // Round 12 (`secret_named`): `JWE_Authentication_Tag_5_1_4 = "…"` (an AEAD tag,
+    // public) and `auth_failed: "KDC_ERR_…"` (an outcome) by the name's last word;
+    // `token: AADSTS50076: Due to …` (an error code heading a message);
+    // `urn:ietf:params:oauth:jwk-thumbprint:` (a URN's segments);
+    // `BackchannelAuthenticationRequest: BackchannelAuthenticationRequestTTL` (a name
+    // derived from the setting's); `"glpat-abc123"` (a prefix and a counting sample).
+    if names_public_value(&assigned)
+        || is_error_code(value, &text[end..])
+        || in_urn(text, start)
+        || (!quoted && is_derived_name(&assigned, value))
+        || is_counting_sample(value)
     {
         return false;
     }
