@@ -149,7 +149,11 @@ fn run(rows: u64) {
     let mode = ScanMode::i8_rerank_default(K);
     // One unmeasured pass: the f32 scans above never touched the i8 rows, so the
     // first i8 query would pay their page faults and the one-thread run below not.
-    black_box(cache.search(&queries[0], K, Metric::Cosine, mode).expect("search"));
+    black_box(
+        cache
+            .search(&queries[0], K, Metric::Cosine, mode)
+            .expect("search"),
+    );
     let mut approx = Vec::new();
     let t = Instant::now();
     for q in &queries {
