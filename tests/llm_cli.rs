@@ -27,11 +27,7 @@ fn run(store: &Path, server: Option<&Server>, extra: &[(&str, &str)], args: &[&s
     }
     c.env("HOME", &home).env("XDG_CONFIG_HOME", &home);
     if let Some(s) = server {
-        c.env("ENGRAM_LLM_MODEL", "test-model")
-            .env("ENGRAM_LLM_BASE_URL", &s.addr)
-            .env("ENGRAM_LLM_API_KEY", KEY)
-            .env("ENGRAM_LLM_MAX_RETRIES", "0")
-            .env("ENGRAM_LLM_TIMEOUT_SECS", "5");
+        s.configure(&mut c, KEY);
     }
     for (k, v) in extra {
         c.env(k, v);

@@ -34,11 +34,7 @@ fn run(store: &Path, team: bool, server: Option<&Server>, args: &[&str]) -> Outp
         c.env("ENGRAM_DATABASE_URL", pg::url());
     }
     if let Some(s) = server {
-        c.env("ENGRAM_LLM_MODEL", "test-model")
-            .env("ENGRAM_LLM_BASE_URL", &s.addr)
-            .env("ENGRAM_LLM_API_KEY", "sk-team-test-key")
-            .env("ENGRAM_LLM_MAX_RETRIES", "0")
-            .env("ENGRAM_LLM_TIMEOUT_SECS", "5");
+        s.configure(&mut c, "sk-team-test-key");
     }
     c.output().expect("run engram")
 }

@@ -186,6 +186,16 @@ impl Server {
         Server { addr, seen }
     }
 
+    /// Point an `engram` command at this server as its chat model (`test-model`, the
+    /// key `api_key`), with no retries and a short timeout so a failing test fails fast.
+    pub fn configure(&self, c: &mut std::process::Command, api_key: &str) {
+        c.env("ENGRAM_LLM_MODEL", "test-model")
+            .env("ENGRAM_LLM_BASE_URL", &self.addr)
+            .env("ENGRAM_LLM_API_KEY", api_key)
+            .env("ENGRAM_LLM_MAX_RETRIES", "0")
+            .env("ENGRAM_LLM_TIMEOUT_SECS", "5");
+    }
+
     /// Every request so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
