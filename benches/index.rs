@@ -300,6 +300,67 @@ fn bench_query() {
         lat.sort();
         lat
     };
+    // Where a hybrid query's time goes: each source on its own, as search runs it
+    // (40 candidates per source), p50 over the same queries.
+    let stage = |f: &dyn Fn(&str)| {
+        let mut lat = Vec::new();
+        for _round in 0..5 {
+            for q in queries {
+                lat.push(timed(|| f(q)).1);
+            }
+        }
+        lat.sort();
+        lat
+    };
+    let stages = [
+        (
+            "symbols",
+            stage(&|q| {
+                std::hint::black_box(index::symbol_ranked(&store, q, 1, 40).expect("symbols"));
+            }),
+        ),
+        (
+            "chunk keywords",
+            stage(&|q| {
+                std::hint::black_box(
+                    index::keyword_ranked(&store, q, None, 10, 40).expect("keywords"),
+                );
+            }),
+        ),
+        (
+            "memory keywords",
+            stage(&|q| {
+                let filter = engram::memory::MemoryFilter::default();
+                std::hint::black_box(
+                    engram::memory::keyword_ranked(&store, q, &filter, 40).expect("memories"),
+                );
+            }),
+        ),
+        (
+            "embed query",
+            stage(&|q| {
+                std::hint::black_box(embedder.embed(&[q]).expect("embed"));
+            }),
+        ),
+        (
+            "vector scan",
+            stage(&|q| {
+                let v = embedder.embed(&[q]).expect("embed").remove(0);
+                std::hint::black_box(
+                    store
+                        .vector_search(embedder.name(), &v, 80)
+                        .expect("vector search"),
+                );
+            }),
+        ),
+    ];
+    for (name, lat) in &stages {
+        println!(
+            "  stage {name:<16} p50 {:>7.2} ms  p99 {:>7.2} ms",
+            percentile(lat, 0.5),
+            percentile(lat, 0.99)
+        );
+    }
     for (name, lat) in [
         ("hybrid", &hybrid),
         ("keyword only", &keyword),

@@ -10,8 +10,8 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// First 8 bytes of every vector cache file.
 pub const MAGIC: [u8; 8] = *b"ENGRVEC\0";
-/// The only format version this code reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this code writes; it also reads version 1 (no i8 columns).
+pub const FORMAT_VERSION: u32 = 2;
 /// Size of the header in bytes; also the alignment of every section and row.
 pub const HEADER_LEN: usize = 64;
 /// Alignment of every section start and every row stride.
@@ -20,6 +20,13 @@ pub const ALIGN: u64 = 64;
 pub const FLAG_F32: u32 = 1 << 0;
 /// Flag bit: i8 quantized rows and per-slot scales are present.
 pub const FLAG_I8: u32 = 1 << 1;
+/// Flag bit (version 2): the i8 codes are also stored by column, in blocks of
+/// [`COLUMN_BLOCK`] slots, so a query with few non-zero codes reads only its own
+/// dimensions. Requires [`FLAG_I8`].
+pub const FLAG_I8_COLUMNS: u32 = 1 << 2;
+/// Slots per block of the i8 column section: each dimension's codes for these slots
+/// are contiguous (1 KiB), which a scan reads as one sequential stream.
+pub const COLUMN_BLOCK: u64 = 1024;
 /// Largest accepted dimension. Far above any real embedder; it exists so a
 /// corrupt header cannot make layout arithmetic produce absurd strides.
 pub const MAX_DIM: u32 = 1 << 16;
@@ -38,11 +45,12 @@ pub const SLOT_LIVE: u8 = 1;
 pub struct VectorFileHeader {
     /// Must equal [`MAGIC`].
     pub magic: [u8; 8],
-    /// Must equal [`FORMAT_VERSION`].
+    /// 1 or 2 ([`FORMAT_VERSION`]).
     pub version: U32,
     /// Number of f32 elements per vector, 1..=[`MAX_DIM`].
     pub dim: U32,
-    /// [`FLAG_F32`] (required) | optional [`FLAG_I8`]; other bits must be zero.
+    /// [`FLAG_F32`] (required) | optional [`FLAG_I8`] | optional
+    /// [`FLAG_I8_COLUMNS`] (version 2, with `FLAG_I8`); other bits must be zero.
     pub flags: U32,
     /// Must be zero.
     pub reserved0: U32,
@@ -66,9 +74,9 @@ const _: () = assert!(core::mem::size_of::<VectorFileHeader>() == HEADER_LEN);
 pub const CRC_OFFSET: usize = 60;
 
 impl VectorFileHeader {
-    /// A fresh header for an empty file; the CRC is filled in.
-    pub fn new(dim: u32, with_i8: bool, capacity: u64, embedder_id: u64) -> Self {
-        let flags = FLAG_F32 | if with_i8 { FLAG_I8 } else { 0 };
+    /// A fresh header for an empty file; the CRC is filled in. `flags` holds
+    /// [`FLAG_F32`] and the optional sections wanted.
+    pub fn new(dim: u32, flags: u32, capacity: u64, embedder_id: u64) -> Self {
         let mut h = VectorFileHeader {
             magic: MAGIC,
             version: U32::new(FORMAT_VERSION),
@@ -100,6 +108,11 @@ impl VectorFileHeader {
     pub fn has_i8(&self) -> bool {
         self.flags.get() & FLAG_I8 != 0
     }
+
+    /// Whether the file carries the i8 codes by column as well.
+    pub fn has_i8_columns(&self) -> bool {
+        self.flags.get() & FLAG_I8_COLUMNS != 0
+    }
 }
 
 /// Why a byte slice is not a valid vector cache file (format-level; no path).
@@ -123,7 +136,7 @@ pub enum FormatError {
     /// Header CRC mismatch.
     #[error("header CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     BadCrc { stored: u32, computed: u32 },
-    /// A header field holds a value version 1 never writes.
+    /// A header field holds a value its version never writes.
     #[error("invalid header field {field}: {value}")]
     BadField { field: &'static str, value: u64 },
     /// `count` exceeds `capacity`.
@@ -134,9 +147,10 @@ pub enum FormatError {
     LayoutOverflow { dim: u32, capacity: u64 },
 }
 
-/// Byte offsets and sizes of every section for one (dim, capacity, with_i8).
+/// Byte offsets and sizes of every section for one (dim, flags, capacity).
 ///
-/// All offsets are multiples of [`ALIGN`]; `scales`/`i8_rows` are `None` without i8.
+/// All offsets are multiples of [`ALIGN`]; `scales`/`i8_rows` are `None` without i8,
+/// `i8_columns` without [`FLAG_I8_COLUMNS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VectorFileLayout {
     /// Elements per vector.
@@ -159,8 +173,25 @@ pub struct VectorFileLayout {
     pub i8_rows: Option<u64>,
     /// Bytes from one i8 row to the next: `align64(dim)`.
     pub stride_i8: u64,
+    /// Offset of the i8 column blocks: slot `i`'s code `j` is at
+    /// `i8_columns + ((i / COLUMN_BLOCK) * dim + j) * COLUMN_BLOCK + i % COLUMN_BLOCK`.
+    pub i8_columns: Option<u64>,
     /// Exact file length.
     pub total_len: u64,
+}
+
+impl VectorFileLayout {
+    /// Byte offset of slot `slot`'s code for dimension `j` in the i8 column blocks;
+    /// `None` without columns or out of range.
+    pub fn column_code(&self, slot: u64, j: u32) -> Option<u64> {
+        let columns = self.i8_columns?;
+        if slot >= self.capacity || j >= self.dim {
+            return None;
+        }
+        let block = slot / COLUMN_BLOCK;
+        let column = block * u64::from(self.dim) + u64::from(j);
+        Some(columns + column * COLUMN_BLOCK + slot % COLUMN_BLOCK)
+    }
 }
 
 /// Round `n` up to a multiple of [`ALIGN`], or `None` on overflow.
@@ -171,8 +202,10 @@ pub fn align64(n: u64) -> Option<u64> {
 impl VectorFileLayout {
     /// Compute the layout, failing (never panicking) if any size overflows `u64`
     /// or the platform's `usize`, so callers may index with the results freely.
-    pub fn compute(dim: u32, with_i8: bool, capacity: u64) -> Result<Self, FormatError> {
+    pub fn compute(dim: u32, flags: u32, capacity: u64) -> Result<Self, FormatError> {
         let overflow = FormatError::LayoutOverflow { dim, capacity };
+        let with_i8 = flags & FLAG_I8 != 0;
+        let with_columns = with_i8 && flags & FLAG_I8_COLUMNS != 0;
         let go = || -> Option<Self> {
             let stride_f32 = align64(u64::from(dim).checked_mul(4)?)?;
             let stride_i8 = align64(u64::from(dim))?;
@@ -196,6 +229,15 @@ impl VectorFileLayout {
             } else {
                 None
             };
+            let i8_columns = if with_columns {
+                let at = end;
+                let blocks = capacity.div_ceil(COLUMN_BLOCK);
+                let block_bytes = u64::from(dim).checked_mul(COLUMN_BLOCK)?;
+                end = at.checked_add(blocks.checked_mul(block_bytes)?)?;
+                Some(at)
+            } else {
+                None
+            };
             usize::try_from(end).ok()?;
             isize::try_from(end).ok()?;
             Some(VectorFileLayout {
@@ -209,6 +251,7 @@ impl VectorFileLayout {
                 stride_f32,
                 i8_rows,
                 stride_i8,
+                i8_columns,
                 total_len: end,
             })
         };
@@ -260,7 +303,12 @@ pub fn check_header_bytes(bytes: &[u8]) -> Result<VectorFileHeader, FormatError>
         });
     }
     let flags = header.flags.get();
-    if flags & FLAG_F32 == 0 || flags & !(FLAG_F32 | FLAG_I8) != 0 {
+    let known = match version {
+        1 => FLAG_F32 | FLAG_I8,
+        _ => FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS,
+    };
+    let columns_without_rows = flags & FLAG_I8_COLUMNS != 0 && flags & FLAG_I8 == 0;
+    if flags & FLAG_F32 == 0 || flags & !known != 0 || columns_without_rows {
         return Err(FormatError::BadField {
             field: "flags",
             value: flags.into(),
@@ -288,7 +336,7 @@ pub fn check_header_bytes(bytes: &[u8]) -> Result<VectorFileHeader, FormatError>
     if count > capacity {
         return Err(FormatError::CountExceedsCapacity { count, capacity });
     }
-    VectorFileLayout::compute(dim, header.has_i8(), capacity)?;
+    VectorFileLayout::compute(dim, flags, capacity)?;
     Ok(*header)
 }
 
@@ -302,7 +350,7 @@ pub fn check_file_len(
 ) -> Result<(VectorFileHeader, VectorFileLayout), FormatError> {
     let header = check_header_bytes(header_bytes)?;
     let layout =
-        VectorFileLayout::compute(header.dim.get(), header.has_i8(), header.capacity.get())?;
+        VectorFileLayout::compute(header.dim.get(), header.flags.get(), header.capacity.get())?;
     if file_len < layout.total_len {
         return Err(FormatError::Truncated {
             len: file_len,
@@ -374,11 +422,11 @@ mod tests {
 
     #[test]
     fn header_roundtrip_and_layout_alignment() {
-        let h = VectorFileHeader::new(384, true, 10, 0xfeed);
+        let h = VectorFileHeader::new(384, FLAG_F32 | FLAG_I8, 10, 0xfeed);
         let bytes = h.as_bytes().to_vec();
         assert_eq!(&bytes[..8], b"ENGRVEC\0");
         assert_eq!(check_header_bytes(&bytes), Ok(h));
-        let l = VectorFileLayout::compute(384, true, 10).unwrap();
+        let l = VectorFileLayout::compute(384, FLAG_F32 | FLAG_I8, 10).unwrap();
         for off in [
             l.live,
             l.norms,
@@ -391,13 +439,49 @@ mod tests {
         assert_eq!(l.stride_f32, 1536);
         assert_eq!(l.stride_i8, 384);
         assert_eq!(l.total_len, l.i8_rows.unwrap() + 10 * 384);
-        let l3 = VectorFileLayout::compute(3, false, 1).unwrap();
+        assert_eq!(l.i8_columns, None);
+        let l3 = VectorFileLayout::compute(3, FLAG_F32, 1).unwrap();
         assert_eq!((l3.stride_f32, l3.stride_i8, l3.scales), (64, 64, None));
     }
 
     #[test]
+    fn column_blocks_follow_the_i8_rows() {
+        let all = FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS;
+        // 2,500 slots make three blocks of 1,024; the last one is partly unused.
+        let l = VectorFileLayout::compute(384, all, 2500).unwrap();
+        let columns = l.i8_columns.unwrap();
+        assert_eq!(columns, l.i8_rows.unwrap() + 2500 * 384);
+        assert_eq!(columns % ALIGN, 0);
+        assert_eq!(l.total_len, columns + 3 * 384 * 1024);
+        assert_eq!(l.column_code(0, 0), Some(columns));
+        assert_eq!(l.column_code(1, 0), Some(columns + 1));
+        assert_eq!(l.column_code(0, 1), Some(columns + 1024));
+        assert_eq!(l.column_code(1030, 2), Some(columns + (384 + 2) * 1024 + 6));
+        assert_eq!(l.column_code(2500, 0), None);
+        assert_eq!(l.column_code(0, 384), None);
+        // Columns without rows are not a layout any version writes.
+        let h = VectorFileHeader::new(8, FLAG_F32 | FLAG_I8_COLUMNS, 4, 1);
+        assert!(matches!(
+            check_header_bytes(h.as_bytes()),
+            Err(FormatError::BadField { field: "flags", .. })
+        ));
+        // Version 1 knew no columns; its files are read as they are.
+        let mut h = VectorFileHeader::new(8, all, 4, 1);
+        h.version = U32::new(1);
+        h.seal();
+        assert!(matches!(
+            check_header_bytes(h.as_bytes()),
+            Err(FormatError::BadField { field: "flags", .. })
+        ));
+        let mut h = VectorFileHeader::new(8, FLAG_F32 | FLAG_I8, 4, 1);
+        h.version = U32::new(1);
+        h.seal();
+        assert_eq!(check_header_bytes(h.as_bytes()), Ok(h));
+    }
+
+    #[test]
     fn rejects_bad_headers() {
-        let good = VectorFileHeader::new(8, false, 4, 1);
+        let good = VectorFileHeader::new(8, FLAG_F32, 4, 1);
         assert!(matches!(
             check_header_bytes(&good.as_bytes()[..63]),
             Err(FormatError::Truncated { .. })
@@ -409,13 +493,13 @@ mod tests {
             Err(FormatError::BadMagic { .. })
         ));
         let mut h = good;
-        h.version = U32::new(2);
+        h.version = U32::new(3);
         h.seal();
         assert!(matches!(
             check_header_bytes(h.as_bytes()),
             Err(FormatError::VersionTooNew {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             })
         ));
         let mut h = good;
@@ -461,7 +545,7 @@ mod tests {
         fn sealed_random_headers_never_panic(
             dim in any::<u32>(), cap in any::<u64>(), count in any::<u64>(), flags in any::<u32>()
         ) {
-            let mut h = VectorFileHeader::new(1, false, 1, 0);
+            let mut h = VectorFileHeader::new(1, FLAG_F32, 1, 0);
             h.dim = U32::new(dim);
             h.capacity = U64::new(cap);
             h.count = U64::new(count);

@@ -1,7 +1,7 @@
 //! Top-k scanning over the vector cache's mapped sections.
 //!
 //! Owns: per-row scoring with simsimd, the bounded top-k heap, the exact f32 scan
-//! and the i8 scan with exact f32 re-rank.
+//! and the i8 scan (by row, or by column for a sparse query) with exact f32 re-rank.
 //! Must never: write to the mapping, allocate per row, sort all rows, or panic on
 //! row contents (a corrupt file may hold NaN/garbage; such rows are skipped).
 
@@ -11,6 +11,9 @@ use std::collections::BinaryHeap;
 use simsimd::SpatialSimilarity;
 
 use crate::format::vector_file::{l2_norm, SLOT_LIVE};
+
+mod columns;
+use columns::{best_by_columns, sparse_dims};
 
 /// How scores are computed. Higher is better for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,6 +73,9 @@ pub(crate) struct Sections<'a> {
     pub f32_rows: &'a [f32],
     /// `count * stride_i8` elements; empty when the file has no i8 rows.
     pub i8_rows: &'a [i8],
+    /// The i8 codes by column: `ceil(count / COLUMN_BLOCK)` blocks of `dim` columns of
+    /// `COLUMN_BLOCK` codes; empty when the file has none.
+    pub i8_columns: &'a [i8],
     pub dim: usize,
     /// Row stride in f32 elements.
     pub stride_f32: usize,
@@ -254,7 +260,10 @@ pub(crate) fn scan_i8_rerank(
         0 => scan_threads(s.live.len()),
         n => n.min(s.live.len().max(1)),
     };
-    let approx = best_i8(s, query_i8, candidates, metric, threads);
+    let approx = match sparse_dims(s, query_i8) {
+        Some(dims) => best_by_columns(s, &dims, candidates, metric, threads),
+        None => best_i8(s, query_i8, candidates, metric, threads),
+    };
     let query_norm = l2_norm(query);
     let mut top = TopK::new(k);
     for c in approx.heap {
@@ -277,16 +286,29 @@ fn best_i8(
     metric: Metric,
     threads: usize,
 ) -> TopK {
-    let rows = s.live.len();
-    if threads <= 1 {
-        return scan_i8_range(s, query_i8, 0..rows, candidates, metric);
+    best_of_parts(s.live.len(), threads, candidates, |range| {
+        scan_i8_range(s, query_i8, range, candidates, metric)
+    })
+}
+
+/// Split `0..units` (rows or column blocks) into `threads` ranges, scan each with
+/// `scan` on its own thread, and keep the best `candidates` of their union. The order
+/// is total (score, then key hash), so the result is the one-thread scan's.
+fn best_of_parts<F>(units: usize, threads: usize, candidates: usize, scan: F) -> TopK
+where
+    F: Fn(std::ops::Range<usize>) -> TopK + Sync,
+{
+    let threads = threads.clamp(1, units.max(1));
+    if threads == 1 {
+        return scan(0..units);
     }
-    let per = rows.div_ceil(threads);
+    let per = units.div_ceil(threads);
+    let scan = &scan;
     let parts: Vec<TopK> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let range = (t * per).min(rows)..((t + 1) * per).min(rows);
-                scope.spawn(move || scan_i8_range(s, query_i8, range, candidates, metric))
+                let range = (t * per).min(units)..((t + 1) * per).min(units);
+                scope.spawn(move || scan(range))
             })
             .collect();
         handles
@@ -449,6 +471,7 @@ mod tests {
             scales: &scales,
             f32_rows: &f32_rows,
             i8_rows: &i8_rows,
+            i8_columns: &[],
             dim,
             stride_f32: dim,
             stride_i8: dim,

@@ -84,6 +84,7 @@ fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
         dim,
         embedder_id: embedder_id(embedder),
         with_i8: true,
+        with_i8_columns: true,
         initial_capacity: 1024,
     }
 }

@@ -65,6 +65,17 @@ pub enum VectorCacheError {
         /// Whether the caller asked for i8 rows.
         expected: bool,
     },
+    /// The file's i8 column section presence differs from the caller's
+    /// `with_i8_columns` (a file from an engram before format version 2 has none).
+    #[error("vector cache {path:?} has i8 columns = {found}, expected {expected}; delete the file; it is rebuilt from the log")]
+    ColumnsMismatch {
+        /// File that failed validation.
+        path: PathBuf,
+        /// Whether the file has i8 columns.
+        found: bool,
+        /// Whether the caller asked for them.
+        expected: bool,
+    },
     /// A vector or query has the wrong number of elements.
     #[error("vector has {found} elements but the cache dimension is {expected}")]
     DimensionMismatch {

@@ -1,7 +1,8 @@
 //! File and mapping helpers for the vector cache: sizing and mapping a new file,
 //! writing one slot's row data, and typed views of mapped sections.
 //!
-//! Owns: the byte-level writes of a slot's row, norm, i8 codes and scale.
+//! Owns: the byte-level writes of a slot's row, norm, i8 codes (by row and by
+//! column) and scale.
 //! Must never: decide slot order or publish a slot (key, live flag, count); the
 //! caller does that after these writes, which is what keeps readers safe.
 
@@ -26,7 +27,7 @@ pub(crate) fn create_mapped(
     header: &VectorFileHeader,
 ) -> Result<(File, MmapMut, VectorFileLayout), CreateError> {
     let layout =
-        VectorFileLayout::compute(header.dim.get(), header.has_i8(), header.capacity.get())
+        VectorFileLayout::compute(header.dim.get(), header.flags.get(), header.capacity.get())
             .map_err(CreateError::Format)?;
     let file = OpenOptions::new()
         .read(true)
@@ -50,7 +51,7 @@ pub(crate) fn create_anon(
     header: &VectorFileHeader,
 ) -> Result<(MmapMut, VectorFileLayout), CreateError> {
     let layout =
-        VectorFileLayout::compute(header.dim.get(), header.has_i8(), header.capacity.get())
+        VectorFileLayout::compute(header.dim.get(), header.flags.get(), header.capacity.get())
             .map_err(CreateError::Format)?;
     let len = usize::try_from(layout.total_len)
         .map_err(|_| CreateError::Io(std::io::Error::other("vector cache too large for memory")))?;
@@ -74,8 +75,8 @@ pub(crate) fn write_row_into(map: &mut [u8], layout: &VectorFileLayout, slot: u6
         dst.copy_from_slice(&vector_file::l2_norm(v).to_le_bytes());
     }
     if let (Some(scales), Some(rows)) = (layout.scales, layout.i8_rows) {
-        let at = (rows + slot * layout.stride_i8) as usize;
-        let scale = match map.get_mut(at..at + v.len()) {
+        let row_at = (rows + slot * layout.stride_i8) as usize;
+        let scale = match map.get_mut(row_at..row_at + v.len()) {
             Some(dst) => {
                 vector_file::quantize_i8(v, <[i8]>::mut_from_bytes(dst).unwrap_or(&mut []))
             }
@@ -84,6 +85,29 @@ pub(crate) fn write_row_into(map: &mut [u8], layout: &VectorFileLayout, slot: u6
         let at = (scales + slot * 4) as usize;
         if let Some(dst) = map.get_mut(at..at + 4) {
             dst.copy_from_slice(&scale.to_le_bytes());
+        }
+        write_columns(map, layout, slot, row_at, v.len());
+    }
+}
+
+/// Copy slot `slot`'s i8 codes (`dim` bytes at `row_at`) into the column blocks, one
+/// byte per dimension, `COLUMN_BLOCK` bytes apart.
+fn write_columns(map: &mut [u8], layout: &VectorFileLayout, slot: u64, row_at: usize, dim: usize) {
+    let (Some(start), Some(first)) = (layout.i8_columns, layout.column_code(slot, 0)) else {
+        return;
+    };
+    // The column section follows the rows, so one split gives both without a copy.
+    let Some((rows, columns)) = map.split_at_mut_checked(start as usize) else {
+        return;
+    };
+    let Some(row) = rows.get(row_at..row_at + dim) else {
+        return;
+    };
+    let first = (first - start) as usize;
+    let step = vector_file::COLUMN_BLOCK as usize;
+    for (j, &code) in row.iter().enumerate() {
+        if let Some(b) = columns.get_mut(first + j * step) {
+            *b = code;
         }
     }
 }

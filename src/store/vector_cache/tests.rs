@@ -32,6 +32,7 @@ fn opts(dim: u32, with_i8: bool, cap: u64) -> VectorCacheOptions {
         dim,
         embedder_id: embedder_id("test-embedder"),
         with_i8,
+        with_i8_columns: with_i8,
         initial_capacity: cap,
     }
 }
@@ -180,6 +181,62 @@ fn i8_rerank_recall_at_10() {
     }
 }
 
+/// A vector with `nonzero` random dimensions set, like a short text's hashed embedding.
+fn sparse_vec(rng: &mut Rng, dim: usize, nonzero: usize) -> Vec<f32> {
+    let mut v = vec![0.0f32; dim];
+    for _ in 0..nonzero {
+        v[(rng.next_u64() % dim as u64) as usize] = rng.f32();
+    }
+    v
+}
+
+#[test]
+fn sparse_queries_read_the_columns_and_find_what_the_rows_find() {
+    // Two caches fed the same upserts, removals and growths (each growth rewrites the
+    // columns): one with i8 columns, one with rows only. Sparse queries go through
+    // the columns in the first, the rows in the second; the hits must be identical.
+    let dir = tempfile::tempdir().unwrap();
+    let with_columns = opts(96, true, 700);
+    let rows_only = VectorCacheOptions {
+        with_i8_columns: false,
+        ..with_columns.clone()
+    };
+    let mut a = VectorCache::create(&dir.path().join("a"), &with_columns).unwrap();
+    let mut b = VectorCache::create(&dir.path().join("b"), &rows_only).unwrap();
+    let mut rng = Rng(11);
+    for i in 0..3000u64 {
+        // Mostly dense rows (chunks of code) with some sparse ones, some replaced.
+        let key = (i % 2600).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let v = if i % 7 == 0 {
+            sparse_vec(&mut rng, 96, 5)
+        } else {
+            rng.vec(96)
+        };
+        a.upsert(key, &v).unwrap();
+        b.upsert(key, &v).unwrap();
+        if i % 13 == 0 {
+            let gone = (i / 2).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            assert_eq!(a.remove(gone).unwrap(), b.remove(gone).unwrap());
+        }
+    }
+    assert!(a.capacity() > 700, "the caches grew");
+    let a = VectorCache::open_read_only(&dir.path().join("a"), &with_columns).unwrap();
+    for metric in [Metric::Cosine, Metric::Dot] {
+        for _ in 0..20 {
+            let q = sparse_vec(&mut rng, 96, 8);
+            if q.iter().all(|&x| x == 0.0) {
+                continue;
+            }
+            let mode = ScanMode::i8_rerank_default(10);
+            let by_columns = a.search(&q, 10, metric, mode).unwrap();
+            assert_eq!(by_columns, b.search(&q, 10, metric, mode).unwrap());
+            assert_eq!(by_columns.len(), 10);
+            let exact = a.search(&q, 10, metric, ScanMode::F32).unwrap();
+            assert!(recall_at(&exact, &by_columns) >= 0.9, "{metric:?}");
+        }
+    }
+}
+
 #[test]
 fn rejects_bad_vectors_and_queries() {
     let dir = tempfile::tempdir().unwrap();
@@ -271,12 +328,12 @@ fn corrupt_files_give_typed_errors() {
     corrupt(open_with(&b, &o), "CRC");
 
     let mut b = good.clone();
-    edit_header(&mut b, |h| h.version = U32::new(2), true);
+    edit_header(&mut b, |h| h.version = U32::new(3), true);
     assert!(matches!(
         open_with(&b, &o),
         Err(VectorCacheError::VersionTooNew {
-            found: 2,
-            supported: 1,
+            found: 3,
+            supported: 2,
             ..
         })
     ));
@@ -285,7 +342,7 @@ fn corrupt_files_give_typed_errors() {
     edit_header(&mut b, |h| h.count = U64::new(9), true);
     corrupt(open_with(&b, &o), "exceeds capacity");
 
-    let l = VectorFileLayout::compute(8, true, 8).unwrap();
+    let l = VectorFileLayout::compute(8, FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS, 8).unwrap();
     let mut b = good.clone();
     b[l.live as usize + 1] = 7;
     corrupt(open_with(&b, &o), "live flag");
@@ -310,6 +367,19 @@ fn corrupt_files_give_typed_errors() {
         open_with(&good, &opts(8, false, 8)),
         Err(VectorCacheError::QuantizationMismatch { found: true, .. })
     ));
+    // A file written before the columns existed: rebuilt, not searched.
+    let rows_only = VectorCacheOptions {
+        with_i8_columns: false,
+        ..o.clone()
+    };
+    assert!(matches!(
+        open_with(&good, &rows_only),
+        Err(VectorCacheError::ColumnsMismatch {
+            found: true,
+            expected: false,
+            ..
+        })
+    ));
     let err = open_with(&good[..good.len() - 1], &o)
         .unwrap_err()
         .to_string();
@@ -332,7 +402,7 @@ fn open_repairs_duplicate_live_key() {
     drop(c);
     // Simulate a crash between appending slot 1 and tombstoning slot 0.
     let mut b = fs::read(&path).unwrap();
-    let l = VectorFileLayout::compute(2, false, 8).unwrap();
+    let l = VectorFileLayout::compute(2, FLAG_F32, 8).unwrap();
     b[l.live as usize] = SLOT_LIVE;
     fs::write(&path, &b).unwrap();
     let c = VectorCache::open(&path, &o).unwrap();
