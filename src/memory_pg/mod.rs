@@ -190,6 +190,34 @@ impl PgDatabase {
         self.ssl_mode
     }
 
+    /// Whether the server sees one of these connections encrypted (`pg_stat_ssl`):
+    /// the TLS version and cipher (`TLSv1.3 TLS_AES_256_GCM_SHA384`), or `None` for
+    /// plain text.
+    pub fn session_tls(&self) -> Result<Option<String>> {
+        self.block_on_deadline(async {
+            let client = self.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .map_err(|e| self.error(e))?;
+            let ssl: bool = row.get(0);
+            let version: Option<String> = row.get(1);
+            let cipher: Option<String> = row.get(2);
+            Ok(ssl.then(|| {
+                format!(
+                    "{} {}",
+                    version.unwrap_or_default(),
+                    cipher.unwrap_or_default()
+                )
+                .trim()
+                .to_string()
+            }))
+        })?
+    }
+
     /// Run `fut` on this database's runtime and wait for it. Safe from any thread:
     /// from inside another runtime (a `spawn_blocking` closure, even an async task) it
     /// runs on a helper thread instead of nesting runtimes.
