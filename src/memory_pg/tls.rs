@@ -368,6 +368,10 @@ impl Verifier {
                 CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
                     format!("it is not valid yet ({c}); check this machine's clock")
                 }
+                CertificateError::Other(o) if o.0.to_string().contains("CaUsedAsEndEntity") => {
+                    "the server presents a CA certificate (basicConstraints CA:TRUE, as `openssl req -x509` makes) as its own, which is not accepted; give the server a certificate signed by a CA and put that CA in sslrootcert, or use sslmode=require to encrypt without checking".to_string()
+                }
+                CertificateError::Other(o) => o.0.to_string(),
                 other => format!("{other}"),
             },
             other => format!("{other}"),
