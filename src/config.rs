@@ -354,9 +354,21 @@ pub fn check_database_url(v: &str) -> Result<(), String> {
             return Err(format!("port {p:?} is not a port number; {expected}"));
         }
     }
-    let db = path.split('?').next().unwrap_or("");
+    let (db, query) = path.split_once('?').unwrap_or((path, ""));
     if db.is_empty() {
         return Err(format!("no database name; {expected}"));
+    }
+    // The TLS mode (libpq's names; the team backend honours these five).
+    for pair in query.split('&') {
+        if let Some(mode) = pair.strip_prefix("sslmode=") {
+            const MODES: &[&str] = &["disable", "prefer", "require", "verify-ca", "verify-full"];
+            if !MODES.contains(&mode) {
+                return Err(format!(
+                    "sslmode={mode} is not supported; expected one of {}",
+                    MODES.join(", ")
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -456,6 +468,15 @@ mod tests {
             );
         }
         assert!(check_database_url("postgresql://localhost/engram").is_ok());
+        assert!(check_database_url(
+            "postgres://u:p@db:5432/engram?sslmode=verify-full&sslrootcert=/etc/ca.pem"
+        )
+        .is_ok());
+        let e = check_database_url("postgres://u:p@db/engram?sslmode=allow").unwrap_err();
+        assert!(
+            e.contains("sslmode=allow") && e.contains("verify-full"),
+            "{e}"
+        );
         assert_eq!(
             hide_password("host=h password=pw dbname=d"),
             "host=h password=*** dbname=d"

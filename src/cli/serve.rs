@@ -92,7 +92,7 @@ pub fn serve(
     }
     // One database (one pool) for every repository served.
     let team = match config().get_opt("database_url") {
-        Some(url) => Some(PgDatabase::connect(url)?),
+        Some(url) => Some(super::team::connect(url)?),
         None => None,
     };
     let mut servers = Vec::with_capacity(repos.len().max(1));
@@ -215,7 +215,7 @@ pub fn enrich(
 /// database_url set).
 pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
     let team = match config().get_opt("database_url") {
-        Some(url) => Some(PgDatabase::connect(url)?),
+        Some(url) => Some(super::team::connect(url)?),
         None => None,
     };
     let engine = engine(cli, None, team.as_ref())?;

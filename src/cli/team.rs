@@ -83,9 +83,23 @@ fn recall_row(m: &engram::memory::Memory, score: f64) -> serde_json::Value {
     json!({"key": m.id, "kind": "memory", "score": score, "text": m.text, "tags": m.tags})
 }
 
+/// The team database at `url` (the database_url setting), trusting the root
+/// certificates of the database_sslrootcert setting too when the URL names no
+/// `sslrootcert` of its own.
+pub(super) fn connect(url: &str) -> Result<std::sync::Arc<PgDatabase>> {
+    let root = super::config()
+        .get_opt("database_sslrootcert")
+        .map(std::path::Path::new);
+    Ok(PgDatabase::connect_with(
+        url,
+        engram::memory_pg::STATEMENT_TIMEOUT,
+        root,
+    )?)
+}
+
 /// This checkout's repository in the team database at `url`.
 pub(super) fn open(cli: &Cli, url: &str) -> Result<PgMemories> {
-    let db = PgDatabase::connect(url)?;
+    let db = connect(url)?;
     let repo = repo_name(cli)?;
     Ok(db.memories(&repo, super::embedder()?)?)
 }

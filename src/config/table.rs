@@ -211,6 +211,13 @@ pub const SETTINGS: &[Setting] = &[
         check: database_url,
     },
     Setting {
+        name: "database_sslrootcert",
+        env: "ENGRAM_DATABASE_SSLROOTCERT",
+        default: "",
+        help: "PEM file of CA certificates trusted (besides the system's) for TLS to database_url's server, when the URL names no sslrootcert; checked with sslmode=verify-ca or verify-full (and require, as in libpq)",
+        check: any,
+    },
+    Setting {
         name: "server_addr",
         env: "ENGRAM_SERVER_ADDR",
         default: "127.0.0.1:7878",

@@ -20,20 +20,22 @@
 mod backend;
 mod rows;
 mod schema;
+pub mod tls;
 
 use std::future::Future;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::NoTls;
 
 use crate::embed::Embedder;
 use crate::memory::{MemoryError, Result};
 
 pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
+pub use tls::{SslMode, TlsSettings};
 
 /// How long opening a connection may take before the call fails (PostgreSQL down or
 /// unreachable): calls fail fast rather than hang.
@@ -60,6 +62,8 @@ pub struct PgDatabase {
     server: String,
     /// The server's statement timeout on these connections.
     statement_timeout: Duration,
+    /// The URL's `sslmode`.
+    ssl_mode: SslMode,
 }
 
 impl std::fmt::Debug for PgDatabase {
@@ -97,16 +101,36 @@ impl PgDatabase {
     /// Prepare connections to the database at `url` (`postgres://USER:PASS@HOST:PORT/DB`
     /// or a `key=value` string). Nothing is connected yet: the first call connects,
     /// and fails within [`CONNECT_TIMEOUT`] when the server is not there.
+    ///
+    /// TLS follows the URL's libpq `sslmode` (`disable`, `prefer` — the default —,
+    /// `require`, `verify-ca`, `verify-full`) and `sslrootcert` (see [`tls`]); an
+    /// unusable root file is an error here, before any connection.
     pub fn connect(url: &str) -> Result<Arc<PgDatabase>> {
-        PgDatabase::connect_with_timeout(url, STATEMENT_TIMEOUT)
+        PgDatabase::connect_with(url, STATEMENT_TIMEOUT, None)
     }
 
     /// [`PgDatabase::connect`] with another statement timeout (at least a
     /// millisecond): the server cancels a statement running longer, and the client
     /// abandons a transaction attempt with no answer after it and a short grace.
     pub fn connect_with_timeout(url: &str, statement_timeout: Duration) -> Result<Arc<PgDatabase>> {
+        PgDatabase::connect_with(url, statement_timeout, None)
+    }
+
+    /// [`PgDatabase::connect_with_timeout`] with a root certificate file to trust
+    /// when the URL names none (its own `sslrootcert` wins): the
+    /// `database_sslrootcert` setting.
+    pub fn connect_with(
+        url: &str,
+        statement_timeout: Duration,
+        sslrootcert: Option<&Path>,
+    ) -> Result<Arc<PgDatabase>> {
         let statement_timeout = statement_timeout.max(Duration::from_millis(1));
-        let mut cfg = tokio_postgres::Config::from_str(url).map_err(|e| {
+        let (url, mut tls) =
+            tls::split(url).map_err(|e| MemoryError::Invalid(format!("database_url: {e}")))?;
+        if tls.root_cert.is_none() {
+            tls.root_cert = sslrootcert.map(Path::to_path_buf);
+        }
+        let mut cfg = tokio_postgres::Config::from_str(&url).map_err(|e| {
             MemoryError::Invalid(format!(
                 "database_url is not a PostgreSQL connection string ({e}); expected postgres://USER:PASSWORD@HOST:PORT/DATABASE"
             ))
@@ -122,7 +146,10 @@ impl PgDatabase {
             statement_timeout.as_millis()
         );
         cfg.options(options.trim());
+        cfg.ssl_mode(tls.mode.for_client());
         let server = describe(&cfg);
+        let connector = tls::connector(&tls)
+            .map_err(|e| MemoryError::Invalid(format!("database_url (TLS to {server}): {e}")))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("engram-pg")
@@ -131,7 +158,7 @@ impl PgDatabase {
             .map_err(|e| MemoryError::Invalid(format!("no runtime for {server}: {e}")))?;
         let manager = Manager::from_config(
             cfg,
-            NoTls,
+            connector,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -149,12 +176,46 @@ impl PgDatabase {
             pool,
             server,
             statement_timeout,
+            ssl_mode: tls.mode,
         }))
     }
 
     /// `postgres host:port/database`, for messages.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The `sslmode` connections are made with.
+    pub fn ssl_mode(&self) -> SslMode {
+        self.ssl_mode
+    }
+
+    /// Whether the server sees one of these connections encrypted (`pg_stat_ssl`):
+    /// the TLS version and cipher (`TLSv1.3 TLS_AES_256_GCM_SHA384`), or `None` for
+    /// plain text.
+    pub fn session_tls(&self) -> Result<Option<String>> {
+        self.block_on_deadline(async {
+            let client = self.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .map_err(|e| self.error(e))?;
+            let ssl: bool = row.get(0);
+            let version: Option<String> = row.get(1);
+            let cipher: Option<String> = row.get(2);
+            Ok(ssl.then(|| {
+                format!(
+                    "{} {}",
+                    version.unwrap_or_default(),
+                    cipher.unwrap_or_default()
+                )
+                .trim()
+                .to_string()
+            }))
+        })?
     }
 
     /// Run `fut` on this database's runtime and wait for it. Safe from any thread:
@@ -258,11 +319,21 @@ impl PgDatabase {
                 }
             }
             None => {
+                // A certificate the TLS check refused: its own words say what and why.
+                if let Some(refused) = tls::refusal(&e) {
+                    return unavailable(refused);
+                }
                 let mut reason = e.to_string();
                 let mut source = std::error::Error::source(&e);
                 while let Some(s) = source {
                     reason.push_str(&format!(": {s}"));
                     source = s.source();
+                }
+                if reason.contains("server does not support TLS") {
+                    reason.push_str(&format!(
+                        " (database_url asks for sslmode={}; use sslmode=prefer or disable for a server without TLS)",
+                        self.ssl_mode
+                    ));
                 }
                 unavailable(reason)
             }
