@@ -8,6 +8,7 @@
 
 mod fuse;
 mod resolve;
+mod sources;
 mod weights;
 
 use std::path::Path;
@@ -19,8 +20,10 @@ use serde::Serialize;
 pub use fuse::{fuse, fuse_with, lift, RankedList, K as RRF_K};
 pub use weights::{FusionWeights, SEARCH_K};
 
-use crate::embed::{default_embedder, is_zero, Embedder};
-use crate::index::{self, IndexError};
+use sources::{keyword_lists, vector_list, KeywordLists, Sources};
+
+use crate::embed::{default_embedder, Embedder};
+use crate::index::IndexError;
 use crate::memory::{MemoryError, MemoryFilter};
 use crate::stale::Staleness;
 use crate::store::{Store, StoreError};
@@ -307,111 +310,36 @@ pub fn search(
     let weights = opts
         .weights
         .unwrap_or_else(|| FusionWeights::for_query(query, embedder.name()));
-    let mut lists = Vec::new();
-    // Code named exactly as the query (a symbol's name or qualified name): first, ahead
-    // of any agreement of the lists (a query naming a symbol is the strongest evidence).
-    // Among those, the ones in the query's case go before the others.
-    let mut named: Vec<String> = Vec::new();
-    let mut named_same_case: Vec<String> = Vec::new();
-    if code {
-        // Symbols whose names (or signatures, docs) hold the query's words; as chunks,
-        // unless symbols themselves were asked for.
-        // Symbol names back up the other sources: their any-word query (costly over
-        // common words) runs only when no symbol holds every word.
-        let syms = index::symbol_ranked(store, query, 1, fetch)?;
-        let mut keys = Vec::with_capacity(syms.len());
-        for (key, score) in syms {
-            let same_case = score == index::NAMED_SAME_CASE;
-            let exact = same_case || score == index::NAMED_OTHER_CASE;
-            let key = if opts.kind == Some(HitKind::Symbol) {
-                key
-            } else if let Some(info) = index::symbol_info(store, crate::key::hash64(&key))? {
-                match index::chunk_at(store, &info.path, info.start_line)? {
-                    Some(chunk) if !keys.contains(&chunk) => chunk,
-                    _ => continue,
-                }
-            } else {
-                continue;
-            };
-            if exact {
-                named.push(key.clone());
-            }
-            if same_case {
-                named_same_case.push(key.clone());
-            }
-            keys.push(key);
-        }
-        lists.push(RankedList {
-            keys,
-            weight: weights.symbol,
+    let sources = Sources {
+        code,
+        memories,
+        fetch,
+        top_k,
+    };
+    // The vector list (embedding the query, scanning the cache) needs nothing from
+    // the keyword lists: it runs on its own thread meanwhile, so a query costs about
+    // the longer of the two rather than their sum.
+    let want_vectors = !opts.keyword_only && weights.vector > 0.0;
+    let (keyword, vectors) = std::thread::scope(|scope| {
+        let vectors = want_vectors.then(|| {
+            let (embedder, sources) = (&embedder, &sources);
+            scope.spawn(move || vector_list(store, query, opts, embedder, sources, weights.vector))
         });
-    }
-    if code && opts.kind != Some(HitKind::Symbol) {
-        let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
-        lists.push(RankedList {
-            keys: keys.into_iter().map(|(k, _)| k).collect(),
-            weight: weights.keyword,
-        });
-    }
-    if memories {
-        let mut mems = crate::memory::keyword_ranked(store, query, &opts.memory_filter, fetch)?;
-        fresh_first(store, &mut mems)?;
-        lists.push(RankedList {
-            keys: mems.into_iter().map(|(k, _)| k).collect(),
-            weight: weights.keyword,
-        });
-    }
-    let mut degraded = None;
-    let mut vector_space = None;
-    // A list that counts for nothing is not worth its embedding and scan.
-    if !opts.keyword_only && weights.vector > 0.0 {
-        match embedder.embed(&[query]) {
-            Ok(mut v) => {
-                let qv = v.pop().unwrap_or_default();
-                if !qv.is_empty() && !is_zero(&qv) {
-                    if embedder.name() != opts.embedder.name() {
-                        vector_space = Some(embedder.name().to_string());
-                    }
-                    let found = store.vector_search(embedder.name(), &qv, fetch * 2)?;
-                    let mut found: Vec<(String, f64)> = found
-                        .into_iter()
-                        .filter(|m| m.score >= MIN_VECTOR_SIMILARITY)
-                        .map(|m| (m.key, f64::from(m.score)))
-                        .collect();
-                    fresh_first(store, &mut found)?;
-                    let mut keys: Vec<String> = found
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .filter(|k| {
-                            (code && opts.kind != Some(HitKind::Symbol) && k.starts_with("chunk:"))
-                                || (memories && k.starts_with("mem:"))
-                        })
-                        .collect();
-                    // Keyword candidates are filtered in their query; vector ones here,
-                    // all in one query, so no hit is checked one by one.
-                    if memories && opts.memory_filter != MemoryFilter::default() {
-                        let mem: Vec<String> = keys
-                            .iter()
-                            .filter(|k| k.starts_with("mem:"))
-                            .cloned()
-                            .collect();
-                        let allowed: std::collections::HashSet<String> =
-                            crate::memory::filter_ids(store, &mem, &opts.memory_filter)?
-                                .into_iter()
-                                .collect();
-                        keys.retain(|k| !k.starts_with("mem:") || allowed.contains(k));
-                    }
-                    lists.push(RankedList {
-                        keys,
-                        weight: weights.vector,
-                    });
-                }
-            }
-            Err(e) => {
-                tracing::warn!("vector search skipped: {e}");
-                degraded = Some(format!("keyword only: {e}"));
-            }
-        }
+        let keyword = keyword_lists(store, query, opts, &sources, &weights);
+        let vectors = vectors.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (keyword, vectors)
+    });
+    let KeywordLists {
+        mut lists,
+        named,
+        named_same_case,
+    } = keyword?;
+    let (mut degraded, mut vector_space) = (None, None);
+    if let Some(vectors) = vectors {
+        let vectors = vectors?;
+        degraded = vectors.degraded;
+        vector_space = vectors.space;
+        lists.extend(vectors.list);
     }
     let mut fused = fuse_with(&lists, SEARCH_K);
     lift(&mut fused, &named);
