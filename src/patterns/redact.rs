@@ -26,7 +26,7 @@ use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, putty_has_body, url_password_is_secret,
 };
-use super::secret_inert::{is_doc_example_key_id, is_unsigned_jwt};
+use super::secret_inert::{is_doc_example_key_id, is_malformed_jwt, is_unsigned_jwt};
 use super::secret_keyword::keyword_secret;
 use super::secret_made_up::is_made_up_tail;
 use super::secret_named::is_worded_token_body;
@@ -191,8 +191,11 @@ impl Redactor {
                     .then_some((start, extend_token(bytes, end))),
                 Check::Signed => {
                     let end = extend_token(bytes, end);
+                    // Round 13: a JWT-shaped token that is none (a rejection test's),
+                    // judged only where a quote closes it right after.
+                    let closed = matches!(bytes.get(end), Some(b'"' | b'\'' | b'`'));
                     text.get(start..end)
-                        .is_none_or(|t| !is_unsigned_jwt(t))
+                        .is_none_or(|t| !is_unsigned_jwt(t) && !is_malformed_jwt(t, closed))
                         .then_some((start, end))
                 }
                 Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
