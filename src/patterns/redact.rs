@@ -39,6 +39,10 @@ use super::{builtin, PatternError};
 /// about 12 KiB; 64 KiB leaves room for PGP blocks and escaping).
 const KEY_SEARCH: usize = 64 << 10;
 
+/// Most times a keyword match judged no secret is scanned again for a keyword inside
+/// its value (`find_spans`).
+const MAX_RESCANS: usize = 4;
+
 /// Longest run a token is extended over past its regex match.
 const TOKEN_EXTEND: usize = 4 << 10;
 
@@ -159,9 +163,37 @@ impl Redactor {
     }
 
     fn find_in(&self, text: &str) -> Result<Vec<Finding>, PatternError> {
-        let bytes = text.as_bytes();
         let mut out = Vec::new();
-        for (rule, start, end) in self.scan(bytes)? {
+        self.find_spans(text, 0, text.len(), 0, &mut out)?;
+        if let Some(rule) = self.rules.iter().position(|r| r.id == "netrc_password") {
+            for (start, end) in netrc_lines(text) {
+                out.push(Finding { rule, start, end });
+            }
+        }
+        out.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), f.rule));
+        // A rescan may find again what the first scan found.
+        out.dedup();
+        Ok(out)
+    }
+
+    /// The rules' spans in `text[from..to]` (judged with the whole text), pushed to `out`. A keyword match judged no
+    /// secret whose span holds a second operator is scanned again from its second
+    /// character to its end (round 13): Hyperscan reports the leftmost start of a match
+    /// only, so a keyword inside another's value (`otpauth://totp/…?secret=…`, where
+    /// `auth` opens a match whose value `//totp/…` is no secret) was never judged on its
+    /// own. A keyword inside the value ends where the value does, so the span is enough.
+    /// `depth` bounds the rescans of one match.
+    fn find_spans(
+        &self,
+        text: &str,
+        from: usize,
+        to: usize,
+        depth: usize,
+        out: &mut Vec<Finding>,
+    ) -> Result<(), PatternError> {
+        let bytes = text.as_bytes();
+        for (rule, start, end) in self.scan(&bytes[from..to])? {
+            let (start, end) = (start + from, end + from);
             let Some(r) = self.rules.get(rule) else {
                 continue;
             };
@@ -198,7 +230,21 @@ impl Redactor {
                         .is_none_or(|t| !is_unsigned_jwt(t) && !is_malformed_jwt(t, closed))
                         .then_some((start, end))
                 }
-                Check::Entropy => keyword_secret(text, start, end).then_some((start, end)),
+                Check::Entropy => {
+                    let secret = keyword_secret(text, start, end);
+                    // Only a value holding a second operator can hold an assignment.
+                    let operators = bytes[start..end]
+                        .iter()
+                        .filter(|&&b| matches!(b, b'=' | b':' | b','))
+                        .count();
+                    if !secret && depth < MAX_RESCANS && operators >= 2 {
+                        let next = ceil_boundary(text, start + 1);
+                        let mut inner = Vec::new();
+                        self.find_spans(text, next, end.max(next), depth + 1, &mut inner)?;
+                        out.extend(inner);
+                    }
+                    secret.then_some((start, end))
+                }
                 Check::ConnString => conn_string(bytes, start, end),
                 Check::PrivateKey
                     if bytes[start..].starts_with(b"-----BEGIN") && !pem_has_body(bytes, end) =>
@@ -233,13 +279,7 @@ impl Redactor {
                 out.push(Finding { rule, start, end });
             }
         }
-        if let Some(rule) = self.rules.iter().position(|r| r.id == "netrc_password") {
-            for (start, end) in netrc_lines(text) {
-                out.push(Finding { rule, start, end });
-            }
-        }
-        out.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end)));
-        Ok(out)
+        Ok(())
     }
 
     /// `text` with every secret replaced by `[REDACTED:<id>]` and as many `\n` as

@@ -5,7 +5,7 @@
 //! the alphabets secrets are drawn from (`secret_round13_tests.rs`), and a near miss
 //! holding a random part is still caught.
 //!
-//! - [`is_identifier_words`]: a lower-case identifier of words joined by `_` or `.`,
+//! - [`is_identifier_words`]: a lower-case identifier of words joined by `_`, `-` or `.`,
 //!   a leading `.` allowed (`.flows_vault_connectio_setup_oauth_jwt`, a relative module
 //!   in a lazy-import table; `rfc9068_profile`, an enum's value), at least half of its
 //!   letters in common identifier words of three letters or more, two such words, one of
@@ -32,17 +32,17 @@ const SHORT_WORDS: &[&str] = &[
     "no", "so", "or", "us", "am", "he",
 ];
 
-/// Whether `value` is a lower-case identifier of words joined by `_` or `.`; see the
+/// Whether `value` is a lower-case identifier of words joined by `_`, `-` or `.`; see the
 /// module comment.
 pub(super) fn is_identifier_words(value: &str) -> bool {
     let v = value.trim_start_matches('.');
     if !v
         .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'))
     {
         return false;
     }
-    let parts: Vec<&str> = v.split(['_', '.']).collect();
+    let parts: Vec<&str> = v.split(['_', '.', '-']).collect();
     let (mut letters, mut covered, mut words, mut long) = (0usize, 0usize, 0usize, 0usize);
     for part in &parts {
         let word = part.trim_end_matches(|c: char| c.is_ascii_digit());

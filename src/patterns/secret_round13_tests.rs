@@ -36,6 +36,7 @@ fn identifier_words_are_names() {
         ".flows_vault_connectio_setup_oauth_jwt"
     ));
     assert!(is_identifier_words("rfc9068_profile"));
+    assert!(is_identifier_words("connection-twilio-token-sms"));
     assert!(!is_identifier_words("qoiaikneobbm_i469"));
     assert!(!is_identifier_words("Flows_Vault_Setup"));
     // A random part among the words is still caught.
@@ -208,7 +209,7 @@ fn b64url(data: &[u8]) -> String {
 fn random_values_are_rarely_composed() {
     let mut next = xorshift(0x2545_F491_4F6C_DD1D);
     let base32 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let lower_snake = b"abcdefghijklmnopqrstuvwxyz0123456789___";
+    let lower_snake = b"abcdefghijklmnopqrstuvwxyz0123456789__--.";
     let mut hits = [0usize; 6];
     for i in 0..200_000 {
         let len = 12 + i % 29;
@@ -233,4 +234,30 @@ fn random_values_are_rarely_composed() {
         [0, 0, 0, 0, 0, 0],
         "identifier words, worded password, repeated half, text base32, urn, malformed jwt"
     );
+}
+
+#[test]
+fn a_keyword_inside_a_rejected_value_is_judged_on_its_own() {
+    let r = Redactor::builtin().unwrap();
+    for (text, secret) in [
+        (
+            "otpauth://totp/Acme:alice?secret=4NOT34Z4NW47QAIL7XZQ4U3KDYWTE7S3&issuer=Acme\n",
+            "4NOT34Z4NW47QAIL7XZQ4U3KDYWTE7S3",
+        ),
+        (
+            "    url = \"otpauth://totp/Acme:alice?secret=4NOT34Z4NW47QAIL7XZQ4U3KDYWTE7S3&issuer=Acme\"\n",
+            "4NOT34Z4NW47QAIL7XZQ4U3KDYWTE7S3",
+        ),
+        (
+            "auth_url = \"https://hooks.example.com/cb?access_token=Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1\"\n",
+            "Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1",
+        ),
+    ] {
+        assert!(caught(r, text, secret), "{text}");
+    }
+    // The TOTP documentation's own key stays what it was.
+    assert!(kept(
+        r,
+        "otpauth://totp/Example:alice@google.com?secret=JBSWY3DPEHPK3PXP&issuer=Example\n"
+    ));
 }
