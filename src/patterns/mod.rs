@@ -14,6 +14,7 @@ mod compile;
 pub mod redact;
 mod scan;
 mod secret_code;
+mod secret_composed;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
@@ -27,6 +28,8 @@ mod secret_round10_tests;
 mod secret_round11_tests;
 #[cfg(test)]
 mod secret_round12_tests;
+#[cfg(test)]
+mod secret_round13_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

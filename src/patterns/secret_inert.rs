@@ -112,22 +112,41 @@ pub(super) fn is_doc_example_key_id(id: &[u8]) -> bool {
 /// whose first five are ASCII letters about (52/256)^5 ≈ 3 × 10^-4 of the time and
 /// one of the five-thousand-odd common words about never (0 of 200,000 in the tests).
 pub(super) fn is_worded_base32(value: &str) -> bool {
+    let Some(out) = decode_base32(value) else {
+        return false;
+    };
+    let letters = out.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let Ok(word) = std::str::from_utf8(&out[..letters]) else {
+        return false;
+    };
+    let lower = word.to_ascii_lowercase();
+    let one_case =
+        word == lower || word == word.to_ascii_uppercase() || word.get(1..) == lower.get(1..);
+    letters >= 5 && one_case && super::secret_words::is_identifier_word(&lower)
+}
+
+/// The bytes of `value` read as base32 (RFC 4648, padding optional), 16 characters or
+/// more, all in capitals or all in lower case (an otpauth URI's `secret=` is written in
+/// either); `None` for anything else.
+fn decode_base32(value: &str) -> Option<Vec<u8>> {
     let v = value
         .trim_end_matches(['"', '\'', '`'])
         .trim_end_matches('=');
-    if v.len() < 16
-        || !v
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b))
-    {
-        return false;
+    let upper = v
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b));
+    let lower = v
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b));
+    if v.len() < 16 || !(upper || lower) {
+        return None;
     }
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut out = Vec::with_capacity(v.len() * 5 / 8);
     for b in v.bytes() {
-        let d = if b.is_ascii_uppercase() {
-            b - b'A'
+        let d = if b.is_ascii_alphabetic() {
+            b.to_ascii_uppercase() - b'A'
         } else {
             b - b'2' + 26
         };
@@ -139,14 +158,76 @@ pub(super) fn is_worded_base32(value: &str) -> bool {
             bits &= (1 << nbits) - 1;
         }
     }
-    let letters = out.iter().take_while(|b| b.is_ascii_alphabetic()).count();
-    let Ok(word) = std::str::from_utf8(&out[..letters]) else {
+    Some(out)
+}
+
+/// Whether `value` is base32 of text (round 13): ten bytes or more, every one a letter,
+/// a digit, a space or `. , ! ? _ - @ : /` (`GEZDGNBVGY3TQOJQ…`, "1234567890…", and
+/// `KRSXG5CTMVRXEZLUKN2XAZLSKNSWG4TFOQ`, "TestSecretSuperSecret": TOTP libraries' test
+/// keys, typed as text and then encoded). An issued TOTP secret is random bytes, ten or
+/// more of which are all such characters about (73/256)^10 ≈ 4 × 10^-6 of the time
+/// (the test counts random base32 values of 16 to 32 characters).
+pub(super) fn is_text_base32(value: &str) -> bool {
+    decode_base32(value).is_some_and(|out| {
+        out.len() >= 10
+            && out.iter().all(|&b| {
+                b.is_ascii_alphanumeric()
+                    || matches!(
+                        b,
+                        b' ' | b'.' | b',' | b'!' | b'?' | b'_' | b'-' | b'@' | b':' | b'/'
+                    )
+            })
+    })
+}
+
+/// Whether a JWT-shaped value (two or three base64url parts, one opening `eyJ`) is no
+/// JWT at all (round 13): a part that is not base64 of anything (a length of 4n + 1,
+/// which no byte string encodes to: `…IkpXVCJ9A.`, a character added to make a test
+/// fail), a header that decodes to text that is no JSON object (`dGVzdA`, "test";
+/// `WyJ0ZXN0Il0`, `["test"]`), a payload that decodes to such text (`aW52YWxpZCBjbGFpbQ`,
+/// "invalid claim"), or a JWS header (one naming its `alg`) followed by one part only,
+/// the payload missing. These are the malformed tokens of a JOSE library's rejection
+/// tests. A real JWT's header and claims are JSON objects and its parts are base64url
+/// of whole bytes; an opaque payload that decodes to binary is not judged, and neither
+/// is a two-part `eyJ….sig` whose first part names no `alg` (a signed cookie of
+/// `itsdangerous`). `closed`: the value ended at its closing quote, so that a token cut
+/// by a line wrap is never judged malformed for its cut.
+pub(super) fn is_malformed_jwt(token: &str, closed: bool) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    if !closed
+        || !(2..=3).contains(&parts.len())
+        || !parts.iter().any(|p| p.starts_with("eyJ"))
+        || parts.iter().any(|p| {
+            p.is_empty()
+                || !p
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+    {
         return false;
+    }
+    if parts.iter().any(|p| p.len() % 4 == 1) {
+        return true;
+    }
+    let text = |part: &str| {
+        super::secret_shape::decode_base64(part)
+            .filter(|out| out.len() >= 4 && out.iter().all(|&b| b == b' ' || b.is_ascii_graphic()))
+            .map(|out| String::from_utf8_lossy(&out).into_owned())
     };
-    let lower = word.to_ascii_lowercase();
-    let one_case =
-        word == lower || word == word.to_ascii_uppercase() || word.get(1..) == lower.get(1..);
-    letters >= 5 && one_case && super::secret_words::is_identifier_word(&lower)
+    let object = |t: &str| t.starts_with('{') && t.ends_with('}');
+    let (header, second) = (text(parts[0]), text(parts[1]));
+    match parts.len() {
+        3 => {
+            header.as_deref().is_some_and(|h| !object(h))
+                || second.as_deref().is_some_and(|p| !object(p))
+        }
+        _ => {
+            header
+                .as_deref()
+                .is_some_and(|h| object(h) && h.contains("\"alg\""))
+                && second.as_deref().is_none_or(|p| !object(p))
+        }
+    }
 }
 
 /// `AKIAABCDEFGUE1234567`: the 16 characters after the four-letter prefix hold an

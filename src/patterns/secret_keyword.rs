@@ -10,12 +10,15 @@ use super::redact::{ceil_boundary, find, floor_boundary};
 use super::secret_code::{
     is_camel_words, is_fallback_chain, is_member_expression, is_same_name_binding, is_type_name,
 };
-use super::secret_inert::{is_sigv4_scope, is_unsigned_jwt, is_worded_base32};
+use super::secret_composed::{is_identifier_words, is_repeated_half, is_worded_password};
+use super::secret_inert::{
+    is_malformed_jwt, is_sigv4_scope, is_text_base32, is_unsigned_jwt, is_worded_base32,
+};
 use super::secret_made_up::{
     is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
 };
 use super::secret_named::{
-    in_urn, is_counting_sample, is_derived_name, is_error_code, names_public_value,
+    in_urn, is_counting_sample, is_derived_name, is_error_code, is_urn, names_public_value,
 };
 use super::secret_placeholder::is_sample_phrase;
 use super::secret_reference::{is_elided, is_format_template, is_path_template};
@@ -82,6 +85,9 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         return false;
     }
     let mut value = &m[i..];
+    // The quoted value ran to its closing quote, uncut (round 13's malformed JWTs are
+    // judged only so).
+    let closed = quoted && value.ends_with(['\'', '"', '`']) && !value.contains('\\');
     // `None\r\nAccess-…` in a literal: the escape ends the value here (the decoded
     // reading of the text judges what follows it on its own line).
     if let Some(at) = find(value.as_bytes(), b"\\") {
@@ -102,8 +108,10 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         let after = after.strip_prefix('|').unwrap_or("").trim_start();
         let type_name = value.starts_with(|c: char| c.is_ascii_uppercase())
             && value.bytes().all(|b| b.is_ascii_alphanumeric());
+        // Python's `X | None` too (`_passphrase_helper: _PassphraseHelper | None`, round 13).
         if after.starts_with("undefined")
             || after.starts_with("null")
+            || after.starts_with("None")
             || (type_name && after.starts_with(|c: char| c.is_ascii_uppercase()))
         {
             return false;
@@ -169,6 +177,21 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_path_template(value)
         || cut_at_field(text, end).is_some_and(|f| is_format_template(&format!("{value}{f}")))
         || is_worded_base32(value)
+    {
+        return false;
+    }
+    // Round 13 (`secret_composed`, `secret_inert`, `secret_named`): values a person
+    // composed. `".flows_vault_connectio_setup_oauth_jwt"` (identifier words),
+    // `"SecurePass123!"` (capitalised words, digits, a symbol), `"wrn3pqx5…wrn3pqx5…"`
+    // (one part written twice), `GEZDGNBVGY3TQOJQ…` (base32 of text, "1234567890…"),
+    // `"urn:oasis:names:tc:SAML:2.0:ac:classes:Password"` (a URN), and a JWT-shaped
+    // value that is no JWT (`"eyJ….dGVzdA.…"`: a JOSE library's rejection test).
+    if is_identifier_words(value)
+        || is_worded_password(value)
+        || is_repeated_half(value)
+        || is_text_base32(value)
+        || is_urn(value)
+        || is_malformed_jwt(value, closed)
     {
         return false;
     }

@@ -26,6 +26,8 @@
 //!   made-up body. A random body of six characters or more is so about once in 10^10.
 //! - [`is_worded_token_body`]: a token rule's match whose body after its prefix is
 //!   three or more common words joined by `-` or `_` (`glpat-python-gitlab-token_`).
+//! - [`is_urn`] (round 13): the value is a URN (`urn:oasis:names:tc:SAML:2.0:ac:classes:Password`),
+//!   as [`in_urn`] is for the keyword.
 
 use super::secret_words::is_identifier_word;
 
@@ -96,6 +98,23 @@ pub(super) fn in_urn(text: &str, start: usize) -> bool {
         })
         .map_or(0, |i| i + 1);
     before[from..].len() >= 4 && before[from..from + 4].eq_ignore_ascii_case(b"urn:")
+}
+
+/// Whether `value` is itself a URN (round 13): `urn:`, a namespace of letters, digits
+/// and `-`, and a `:` (`urn:oasis:names:tc:SAML:2.0:ac:classes:Password`, a SAML
+/// authentication context's name assigned to `PASSWORD`). Names registered with a
+/// namespace, public by design; a random value opens with `urn:` about never.
+pub(super) fn is_urn(value: &str) -> bool {
+    let v = value.as_bytes();
+    let nid = v.get(4..).map_or(0, |r| {
+        r.iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+            .count()
+    });
+    v.len() > 4
+        && v[..4].eq_ignore_ascii_case(b"urn:")
+        && (1..=31).contains(&nid)
+        && v.get(4 + nid) == Some(&b':')
 }
 
 /// Whether an unquoted `value` is the assigned name (eight characters or more) and a
