@@ -33,8 +33,8 @@ pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};
 pub use symbol_search::{
-    chunk_at, lookup_symbols, symbol_info, symbol_ranked, SymbolInfo, NAMED_OTHER_CASE,
-    NAMED_SAME_CASE,
+    chunk_at, chunks_of_symbols, lookup_symbols, symbol_info, symbol_ranked, SymbolInfo,
+    NAMED_OTHER_CASE, NAMED_SAME_CASE,
 };
 pub use walk::{is_secrets_file, language, Skipped};
 

@@ -326,6 +326,32 @@ pub fn chunk_at(store: &Store, path: &str, line: u64) -> Result<Option<String>, 
     })?)
 }
 
+/// For each symbol key, the key of the chunk that holds the symbol's first line (as
+/// [`chunk_at`] finds it), in one read of the tracker: search maps up to its whole
+/// symbol list this way, and a lock and two queries per symbol added up.
+pub fn chunks_of_symbols(
+    store: &Store,
+    symbol_keys: &[String],
+) -> Result<Vec<Option<String>>, IndexError> {
+    Ok(store.with_tracker(|db| {
+        let mut stmt = db.prepare_cached(
+            "SELECT (SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
+                     WHERE c.path = s.path AND c.start_line <= s.start_line
+                       AND c.end_line >= s.start_line
+                     ORDER BY c.start_line DESC LIMIT 1)
+             FROM code_symbols s WHERE s.key_hash = ?1",
+        )?;
+        let mut out = Vec::with_capacity(symbol_keys.len());
+        for key in symbol_keys {
+            let chunk: Option<Option<String>> = stmt
+                .query_row([crate::key::hash64(key) as i64], |r| r.get(0))
+                .optional()?;
+            out.push(chunk.flatten());
+        }
+        Ok(out)
+    })?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,19 +55,24 @@ pub(super) fn keyword_lists(
         // Symbol names back up the other sources: their any-word query (costly over
         // common words) runs only when no symbol holds every word.
         let syms = index::symbol_ranked(store, query, 1, fetch)?;
+        let as_symbols = opts.kind == Some(HitKind::Symbol);
+        let chunks = if as_symbols {
+            Vec::new()
+        } else {
+            let symbol_keys: Vec<String> = syms.iter().map(|(k, _)| k.clone()).collect();
+            index::chunks_of_symbols(store, &symbol_keys)?
+        };
         let mut keys = Vec::with_capacity(syms.len());
-        for (key, score) in syms {
+        for (i, (key, score)) in syms.into_iter().enumerate() {
             let same_case = score == index::NAMED_SAME_CASE;
             let exact = same_case || score == index::NAMED_OTHER_CASE;
-            let key = if opts.kind == Some(HitKind::Symbol) {
+            let key = if as_symbols {
                 key
-            } else if let Some(info) = index::symbol_info(store, crate::key::hash64(&key))? {
-                match index::chunk_at(store, &info.path, info.start_line)? {
+            } else {
+                match chunks.get(i).cloned().flatten() {
                     Some(chunk) if !keys.contains(&chunk) => chunk,
                     _ => continue,
                 }
-            } else {
-                continue;
             };
             if exact {
                 named.push(key.clone());
