@@ -427,8 +427,37 @@ fn prefetch(p: *const u8) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// The sections of a cache held in vectors, rows packed (stride = `dim`).
+    pub(in crate::store::vector_scan) struct Rows {
+        pub keys: Vec<u64>,
+        pub live: Vec<u8>,
+        pub norms: Vec<f32>,
+        pub scales: Vec<f32>,
+        pub f32_rows: Vec<f32>,
+        pub i8_rows: Vec<i8>,
+        pub i8_columns: Vec<i8>,
+        pub dim: usize,
+    }
+
+    impl Rows {
+        pub fn sections(&self) -> Sections<'_> {
+            Sections {
+                keys: &self.keys,
+                live: &self.live,
+                norms: &self.norms,
+                scales: &self.scales,
+                f32_rows: &self.f32_rows,
+                i8_rows: &self.i8_rows,
+                i8_columns: &self.i8_columns,
+                dim: self.dim,
+                stride_f32: self.dim,
+                stride_i8: self.dim,
+            }
+        }
+    }
 
     #[test]
     fn topk_keeps_best_and_breaks_ties_by_key() {
@@ -464,18 +493,17 @@ mod tests {
             .map(|i| if i % 97 == 0 { 0 } else { SLOT_LIVE })
             .collect();
         let scales = vec![1.0f32; n];
-        let s = Sections {
-            keys: &keys,
-            live: &live,
-            norms: &norms,
-            scales: &scales,
-            f32_rows: &f32_rows,
-            i8_rows: &i8_rows,
-            i8_columns: &[],
+        let rows = Rows {
+            keys,
+            live,
+            norms,
+            scales,
+            f32_rows,
+            i8_rows,
+            i8_columns: Vec::new(),
             dim,
-            stride_f32: dim,
-            stride_i8: dim,
         };
+        let s = rows.sections();
         let query = [1.0f32, -2.0, 0.0, 2.0, 1.0, 1.0, -1.0, 0.0];
         let query_i8: Vec<i8> = query.iter().map(|&x| x as i8).collect();
         for metric in [Metric::Cosine, Metric::Dot] {

@@ -193,6 +193,7 @@ fn block_dots_portable(
 #[cfg(test)]
 mod tests {
     use super::super::best_i8;
+    use super::super::tests::Rows;
     use super::*;
     use crate::format::vector_file::l2_norm;
 
@@ -230,18 +231,17 @@ mod tests {
         let live: Vec<u8> = (0..n)
             .map(|i| if i % 89 == 0 { 0 } else { SLOT_LIVE })
             .collect();
-        let s = Sections {
-            keys: &keys,
-            live: &live,
-            norms: &norms,
-            scales: &scales,
-            f32_rows: &f32_rows,
-            i8_rows: &i8_rows,
-            i8_columns: &columns,
+        let rows = Rows {
+            keys,
+            live,
+            norms,
+            scales,
+            f32_rows,
+            i8_rows,
+            i8_columns: columns,
             dim,
-            stride_f32: dim,
-            stride_i8: dim,
         };
+        let s = rows.sections();
         let mut query = vec![0f32; dim];
         for (j, x) in [(3, 0.9f32), (17, -0.4), (40, 0.25), (63, 0.6)] {
             query[j] = x;
