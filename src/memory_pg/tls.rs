@@ -6,7 +6,7 @@
 //! here ([`split`]) before tokio-postgres parses the rest, and the modes map to its
 //! own as: `disable` → no TLS; `prefer` → TLS when the server offers it, else plain;
 //! `require`, `verify-ca`, `verify-full` → TLS or no connection. What differs between
-//! the last three is the certificate check, which is this module's ([`Verifier`]):
+//! the last three is the certificate check, which is this module's (`Verifier`):
 //!
 //! - `prefer`, `require`: none. The session is encrypted, but anyone in the middle
 //!   can present a certificate of their own (libpq behaves the same). As in libpq,
@@ -445,7 +445,7 @@ impl ServerCertVerifier for Verifier {
 }
 
 /// The refusal of the server's certificate inside a client error, if that is what
-/// failed: its message as [`Verifier`] put it.
+/// failed: its message as `Verifier` put it.
 pub fn refusal(e: &tokio_postgres::Error) -> Option<String> {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
