@@ -30,9 +30,12 @@ mod secret_round11_tests;
 mod secret_round12_tests;
 #[cfg(test)]
 mod secret_round13_tests;
+#[cfg(test)]
+mod secret_round14_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;
+mod secret_script;
 mod secret_shape;
 pub mod secret_text;
 pub mod secret_value;

@@ -22,6 +22,7 @@ use super::secret_named::{
 };
 use super::secret_placeholder::is_sample_phrase;
 use super::secret_reference::{is_elided, is_format_template, is_path_template};
+use super::secret_script::{is_other_script_text, spells_name};
 use super::secret_shape::is_hex_digest;
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
 
@@ -193,6 +194,12 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_urn(value)
         || is_malformed_jwt(value, closed)
     {
+        return false;
+    }
+    // Round 14 (`secret_script`): `passphrase-prompt = 密码短语` (text in a script other
+    // than Latin, a translation catalog's) and `PwdOtpPhoneFl = "PWD_OTP_PHONE_FL"` (an
+    // enum member whose value spells its name).
+    if is_other_script_text(value) || spells_name(&assigned, value) {
         return false;
     }
     looks_secret(ident, value, quoted, next)

@@ -1,0 +1,67 @@
+//! Values assigned to a credential-named key that are no credential, added in round 14
+//! (held-out-14's classes). Each reads a property no issued secret has:
+//!
+//! - [`is_other_script_text`]: a value holding a letter of a script other than Latin
+//!   (`密码短语`, `Парольная фраза`): a translation catalog's message for a prompt named
+//!   `passphrase-prompt`, text in a language. Passwords and tokens that services issue,
+//!   and the keys a scanner is for, are ASCII-printable; a letter of another script
+//!   says the value is words. An ASCII value never passes, so no random token is lost.
+//!   (Accented Latin letters are left to round 9's `is_accented_sample`.)
+//! - [`spells_name`]: a quoted value that is the assigned name itself, spelt in other
+//!   case and separators (`PwdOtpPhoneFl = "PWD_OTP_PHONE_FL"`, an enum member whose
+//!   value is its name in capitals; `"db_password": "DB_PASSWORD"`). A random value
+//!   would have to spell the identifier it is assigned to.
+//! - [`is_mostly_one_byte`]: a token at least half of which is one repeated byte
+//!   (`AAAAAAAAAAAAAAAAAAAAAAAAABFjcHJ0AAABUAAAADNk…`, base64 of zero bytes in an armored
+//!   OpenPGP block, which opens like a Twitter bearer token); applied to the
+//!   percent-encoded bearer rule only (`Check::PercentEncoded`), whose fixed prefix is
+//!   the run itself. An issued token is random
+//!   after its fixed prefix: a Twitter bearer token's 21 `A`s are a quarter of it
+//!   (0 of 200,000 random ones of 71 to 116 characters are half `A`; at the rule's
+//!   shortest, 51, about one in 10^4 is).
+
+/// Whether `c` is a Latin letter outside ASCII (Latin-1 Supplement, Latin Extended A
+/// and B, IPA, Latin Extended Additional, the Latin ligatures).
+fn is_latin(c: char) -> bool {
+    matches!(c, '\u{c0}'..='\u{2af}' | '\u{1e00}'..='\u{1eff}' | '\u{fb00}'..='\u{fb06}')
+}
+
+/// Whether `value` holds a letter of a script other than Latin (Cyrillic, Greek, CJK,
+/// Arabic, …): text in a language, not a secret.
+pub(super) fn is_other_script_text(value: &str) -> bool {
+    value
+        .chars()
+        .any(|c| !c.is_ascii() && c.is_alphabetic() && !is_latin(c))
+}
+
+/// `s` lower-cased without its separators (`_`, `-`, `.`).
+fn folded(s: &str) -> String {
+    s.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whether `value` (an identifier of letters, digits and `_`/`-`) spells `name`, the
+/// whole assigned identifier, case and separators aside.
+pub(super) fn spells_name(name: &str, value: &str) -> bool {
+    value.len() >= 6
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        && value.bytes().any(|b| b.is_ascii_alphabetic())
+        && folded(value) == folded(name)
+}
+
+/// Whether one byte makes up at least half of `token` (16 bytes or more).
+pub(super) fn is_mostly_one_byte(token: &[u8]) -> bool {
+    if token.len() < 16 {
+        return false;
+    }
+    let mut counts = [0usize; 256];
+    for &b in token {
+        counts[usize::from(b)] += 1;
+    }
+    let most = counts.iter().copied().max().unwrap_or(0);
+    most * 2 >= token.len()
+}
