@@ -353,15 +353,16 @@ fn is_respelled_word(password: &str) -> bool {
 /// zero bytes in base64, or a mask, not an issued token, which is random after its
 /// prefix. Tokens shorter than 16 bytes are not judged.
 pub(super) fn is_filler(token: &[u8]) -> bool {
-    if token.len() < 16 {
-        return false;
-    }
+    token.len() >= 16 && commonest_byte_count(token) * 10 >= token.len() * 9
+}
+
+/// How many times `token`'s most frequent byte occurs in it.
+pub(super) fn commonest_byte_count(token: &[u8]) -> usize {
     let mut counts = [0usize; 256];
     for &b in token {
         counts[usize::from(b)] += 1;
     }
-    let most = counts.iter().copied().max().unwrap_or(0);
-    most * 10 >= token.len() * 9
+    counts.iter().copied().max().unwrap_or(0)
 }
 
 #[cfg(test)]

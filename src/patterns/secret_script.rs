@@ -55,13 +55,5 @@ pub(super) fn spells_name(name: &str, value: &str) -> bool {
 
 /// Whether one byte makes up at least half of `token` (16 bytes or more).
 pub(super) fn is_mostly_one_byte(token: &[u8]) -> bool {
-    if token.len() < 16 {
-        return false;
-    }
-    let mut counts = [0usize; 256];
-    for &b in token {
-        counts[usize::from(b)] += 1;
-    }
-    let most = counts.iter().copied().max().unwrap_or(0);
-    most * 2 >= token.len()
+    token.len() >= 16 && super::secret_placeholder::commonest_byte_count(token) * 2 >= token.len()
 }
