@@ -311,16 +311,22 @@ pub fn symbol_info(store: &Store, key_hash: u64) -> Result<Option<SymbolInfo>, I
     })?)
 }
 
+/// The query for the key of the chunk of the file `path` that holds line `line` (SQL
+/// expressions): the last one starting at or before it, since windows overlap.
+fn chunk_holding_sql(path: &str, line: &str) -> String {
+    format!(
+        "SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
+         WHERE c.path = {path} AND c.start_line <= {line} AND c.end_line >= {line}
+         ORDER BY c.start_line DESC LIMIT 1"
+    )
+}
+
 /// The key of the chunk of `path` that holds `line` (the last one starting at or
 /// before it, since windows overlap).
 pub fn chunk_at(store: &Store, path: &str, line: u64) -> Result<Option<String>, IndexError> {
     Ok(store.with_tracker(|db| {
         Ok(db
-            .prepare_cached(
-                "SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
-                 WHERE c.path = ?1 AND c.start_line <= ?2 AND c.end_line >= ?2
-                 ORDER BY c.start_line DESC LIMIT 1",
-            )?
+            .prepare_cached(&chunk_holding_sql("?1", "?2"))?
             .query_row(rusqlite::params![path, line as i64], |r| r.get(0))
             .optional()?)
     })?)
@@ -334,13 +340,10 @@ pub fn chunks_of_symbols(
     symbol_keys: &[String],
 ) -> Result<Vec<Option<String>>, IndexError> {
     Ok(store.with_tracker(|db| {
-        let mut stmt = db.prepare_cached(
-            "SELECT (SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
-                     WHERE c.path = s.path AND c.start_line <= s.start_line
-                       AND c.end_line >= s.start_line
-                     ORDER BY c.start_line DESC LIMIT 1)
-             FROM code_symbols s WHERE s.key_hash = ?1",
-        )?;
+        let mut stmt = db.prepare_cached(&format!(
+            "SELECT ({}) FROM code_symbols s WHERE s.key_hash = ?1",
+            chunk_holding_sql("s.path", "s.start_line")
+        ))?;
         let mut out = Vec::with_capacity(symbol_keys.len());
         for key in symbol_keys {
             let chunk: Option<Option<String>> = stmt
