@@ -476,3 +476,68 @@ fn a_vector_cache_from_before_the_i8_columns_is_rebuilt_with_them_and_searched()
     assert!(header.has_i8_columns());
     assert_eq!(s.vector_search("e", &sparse(30), 40).unwrap().len(), 40);
 }
+
+/// `embedders.count` follows every way a vector row comes and goes — a new vector,
+/// one replaced, one made stale by a new value, a deleted key — and the tracker has
+/// no triggers (tracker.md: a trigger makes FTS5 flush once per record).
+#[test]
+fn vector_counts_follow_puts_replacements_and_deletes_without_triggers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let counts = |s: &Store| -> Vec<(String, u64)> {
+        let mut v: Vec<_> = s
+            .vector_spaces()
+            .unwrap()
+            .into_iter()
+            .map(|sp| (sp.embedder, sp.count))
+            .collect();
+        v.sort();
+        v
+    };
+    let commit = |f: &dyn Fn(&mut WriteBatch)| {
+        let mut b = WriteBatch::new();
+        f(&mut b);
+        s.commit(&b).unwrap();
+        assert!(verify(dir.path()).unwrap().is_sound());
+    };
+    commit(&|b| {
+        for k in ["chunk:a", "chunk:b"] {
+            b.put(k, Map::new(), "text").unwrap();
+            b.put_vector(k, "e1", &[1.0, 0.0]).unwrap();
+        }
+        b.put_vector("chunk:a", "e2", &[0.0, 1.0, 0.0]).unwrap();
+    });
+    assert_eq!(counts(&s), vec![("e1".into(), 2), ("e2".into(), 1)]);
+    // Replacing a key's vector keeps the count.
+    commit(&|b| {
+        b.put_vector("chunk:a", "e1", &[0.0, 1.0]).unwrap();
+    });
+    assert_eq!(counts(&s), vec![("e1".into(), 2), ("e2".into(), 1)]);
+    // A new value makes both of a's vectors stale; deleting b drops its vector.
+    commit(&|b| {
+        b.put("chunk:a", Map::new(), "new text").unwrap();
+        b.delete("chunk:b").unwrap();
+    });
+    assert_eq!(counts(&s), vec![]);
+    // A put and its vector in one batch: the vector is the value's, not stale.
+    commit(&|b| {
+        b.put("chunk:c", Map::new(), "text").unwrap();
+        b.put_vector("chunk:c", "e2", &[1.0, 0.0, 0.0]).unwrap();
+    });
+    assert_eq!(counts(&s), vec![("e2".into(), 1)]);
+    let triggers: i64 = s
+        .with_tracker(|db| {
+            Ok(db.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .unwrap();
+    assert_eq!(triggers, 0);
+    // A rebuild from the log counts the same.
+    drop(s);
+    std::fs::remove_file(dir.path().join("tracker.db")).unwrap();
+    let s = open(dir.path());
+    assert_eq!(counts(&s), vec![("e2".into(), 1)]);
+}

@@ -93,14 +93,16 @@ CREATE TABLE IF NOT EXISTS vectors (
     dim INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key_hash, embedder)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS embedders (
     name TEXT PRIMARY KEY, dim INTEGER NOT NULL, count INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS vectors_counted AFTER INSERT ON vectors
-    BEGIN UPDATE embedders SET count = count + 1 WHERE name = new.embedder; END;
-CREATE TRIGGER IF NOT EXISTS vectors_uncounted AFTER DELETE ON vectors
-    BEGIN UPDATE embedders SET count = count - 1 WHERE name = old.embedder; END;
 ";
 
 /// Version of the core tables above; part of the schema fingerprint.
-const CORE_VERSION: u32 = 4;
+///
+/// 5: `embedders.count` is kept by [`apply_batch`] instead of triggers on `vectors`.
+/// A statement that fires a trigger opens a statement journal, and opening one makes
+/// every FTS5 table written in the transaction flush its pending terms to a new
+/// segment: with the triggers, each put and each vector flushed the memory and code
+/// full-text indexes once per record, and FTS5 spent the batch merging the segments.
+const CORE_VERSION: u32 = 5;
 
 /// The schema fingerprint for a set of projections.
 pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
@@ -175,7 +177,7 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // default 2 MiB cache spills them mid-transaction (pagerStress) and reads them
     // back. Pages are only allocated as used, so small stores pay nothing.
     db.pragma_update(None, "cache_size", -CACHE_KIB)?;
-    // Statement journals (every full-text write opens one) and sorts stay in memory
+    // Statement journals (a multi-row write opens one) and sorts stay in memory
     // rather than in a temporary file: they are small, and dropped at commit.
     db.pragma_update(None, "temp_store", "MEMORY")?;
     // One IMMEDIATE transaction, so processes opening a new store at once queue on
@@ -392,6 +394,28 @@ pub fn apply_batch(
     Ok(())
 }
 
+/// Delete the key's `vectors` rows (those older than `before_seq` when given) and
+/// take them off their embedders' counts. Most puts are of keys with no vector yet,
+/// so the lookup usually ends it.
+fn delete_vectors(tx: &Connection, key_hash: u64, before_seq: Option<u64>) -> Result<()> {
+    let h = key_hash as i64;
+    let bound = before_seq.map_or(i64::MAX, |s| s as i64);
+    let gone: Vec<String> = tx
+        .prepare_cached("SELECT embedder FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
+        .query_map(params![h, bound], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if gone.is_empty() {
+        return Ok(());
+    }
+    tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
+        .execute(params![h, bound])?;
+    for embedder in &gone {
+        tx.prepare_cached("UPDATE embedders SET count = count - 1 WHERE name = ?1")?
+            .execute([embedder])?;
+    }
+    Ok(())
+}
+
 fn apply_record(
     tx: &Connection,
     offset: u64,
@@ -431,8 +455,7 @@ fn apply_record(
                 return Err(StoreError::KeyHashCollision { new: key, existing });
             }
             // A new value makes embeddings of the old one stale.
-            tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
-                .execute(params![key_hash as i64, rec.seq() as i64])?;
+            delete_vectors(tx, key_hash, Some(rec.seq()))?;
             let change = Change::Put {
                 key: &key,
                 key_hash,
@@ -449,8 +472,7 @@ fn apply_record(
         RecordKind::Tombstone => {
             tx.prepare_cached("DELETE FROM records WHERE key_hash = ?1")?
                 .execute([key_hash as i64])?;
-            tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1")?
-                .execute([key_hash as i64])?;
+            delete_vectors(tx, key_hash, None)?;
             let change = Change::Delete {
                 key_hash,
                 seq: rec.seq(),
@@ -477,22 +499,27 @@ fn apply_record(
                 }
                 rec.body.len() / 4
             };
-            // The embedder's latest dimension is the one its cache holds. Its row comes
-            // first: the `vectors` triggers count the embedder's live vectors in it.
+            // The embedder's latest dimension is the one its cache holds.
             tx.prepare_cached("INSERT INTO embedders (name, dim) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET dim = excluded.dim")?
                 .execute(params![embedder, dim as i64])?;
-            tx.prepare_cached(
-                "INSERT INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (key_hash, embedder) DO UPDATE SET offset = excluded.offset,
-                   dim = excluded.dim, seq = excluded.seq",
-            )?
-            .execute(params![
-                key_hash as i64,
-                embedder,
-                offset as i64,
-                dim as i64,
-                rec.seq() as i64
-            ])?;
+            let (h, off, d, seq) = (key_hash as i64, offset as i64, dim as i64, rec.seq() as i64);
+            // Insert, or else replace in place; only a new row adds to the count
+            // (see CORE_VERSION for why this is not a trigger).
+            let added = tx
+                .prepare_cached(
+                    "INSERT INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (key_hash, embedder) DO NOTHING",
+                )?
+                .execute(params![h, embedder, off, d, seq])?;
+            if added == 1 {
+                tx.prepare_cached("UPDATE embedders SET count = count + 1 WHERE name = ?1")?
+                    .execute([embedder])?;
+            } else {
+                tx.prepare_cached(
+                    "UPDATE vectors SET offset = ?3, dim = ?4, seq = ?5 WHERE key_hash = ?1 AND embedder = ?2",
+                )?
+                .execute(params![h, embedder, off, d, seq])?;
+            }
         }
         RecordKind::Event => {
             let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();

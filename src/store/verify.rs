@@ -346,6 +346,29 @@ fn compare_tracker(
             ),
         });
     }
+    // `embedders.count` is kept by hand beside each vectors write (tracker.md): check
+    // it against the rows it counts.
+    let mut stmt = db.prepare(
+        "SELECT e.name, e.count, (SELECT count(*) FROM vectors v WHERE v.embedder = e.name)
+         FROM embedders e",
+    )?;
+    let counts = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    for row in counts {
+        let (name, kept, rows) = row?;
+        if kept != rows {
+            report.problems.push(Problem {
+                file: TRACKER_FILE,
+                offset: None,
+                what: format!("embedder {name}: count says {kept} vectors, the table has {rows}"),
+            });
+        }
+    }
     Ok(())
 }
 
