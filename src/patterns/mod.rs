@@ -13,6 +13,7 @@ pub mod builtin;
 mod compile;
 pub mod redact;
 mod scan;
+mod secret_binary;
 mod secret_code;
 mod secret_composed;
 mod secret_framing;
@@ -21,6 +22,7 @@ mod secret_keyword;
 mod secret_made_up;
 mod secret_named;
 mod secret_placeholder;
+mod secret_protocol;
 mod secret_reference;
 #[cfg(test)]
 mod secret_round10_tests;
@@ -32,6 +34,8 @@ mod secret_round12_tests;
 mod secret_round13_tests;
 #[cfg(test)]
 mod secret_round14_tests;
+#[cfg(test)]
+mod secret_round15_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

@@ -22,6 +22,7 @@ use std::sync::{Mutex, OnceLock};
 use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
+use super::secret_binary::{is_base64url_run, is_encoded_cose_key};
 use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, putty_has_body, url_password_is_secret,
@@ -220,10 +221,17 @@ impl Redactor {
                 // zero bytes in an armored OpenPGP block; `secret_script::is_mostly_one_byte`).
                 // Only here: the rules' own positive samples (`AGE-SECRET-KEY-1QQQQ…`) are
                 // half one letter, and only this rule's prefix is a run.
+                // Round 15: nor one running on in base64url (`…BQ-Km2G7…`: Twitter's tokens
+                // are standard base64, percent-encoded) or holding a COSE key (WebAuthn's
+                // attested credential data; `secret_binary`).
                 Check::PercentEncoded => {
                     let end = extend_token(bytes, end);
                     let token = &bytes[start..end];
-                    (!is_base64_blob(token) && !is_mostly_one_byte(token)).then_some((start, end))
+                    (!is_base64_blob(token)
+                        && !is_mostly_one_byte(token)
+                        && !is_base64url_run(token)
+                        && !is_encoded_cose_key(token))
+                    .then_some((start, end))
                 }
                 Check::DocExample => (!is_doc_example_key_id(&bytes[start..end]))
                     .then_some((start, extend_token(bytes, end))),

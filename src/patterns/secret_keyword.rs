@@ -7,6 +7,7 @@
 //! fails: any match gives a yes or a no.
 
 use super::redact::{ceil_boundary, find, floor_boundary};
+use super::secret_binary::is_structured_binary;
 use super::secret_code::{
     is_camel_words, is_fallback_chain, is_member_expression, is_same_name_binding, is_type_name,
 };
@@ -21,8 +22,11 @@ use super::secret_named::{
     in_urn, is_counting_sample, is_derived_name, is_error_code, is_urn, names_public_value,
 };
 use super::secret_placeholder::is_sample_phrase;
+use super::secret_protocol::{auth_in_protocol_word, is_timestamp};
 use super::secret_reference::{is_elided, is_format_template, is_path_template};
-use super::secret_script::{is_other_script_text, spells_name};
+use super::secret_script::{
+    ends_with_name, is_other_script_text, is_setting_with_query, spells_name,
+};
 use super::secret_shape::is_hex_digest;
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
 
@@ -200,6 +204,22 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // than Latin, a translation catalog's) and `PwdOtpPhoneFl = "PWD_OTP_PHONE_FL"` (an
     // enum member whose value spells its name).
     if is_other_script_text(value) || spells_name(&assigned, value) {
+        return false;
+    }
+    // Round 15 (`secret_binary`, `secret_protocol`): base64 that decodes to structured
+    // binary (`"SZYN5Yg…l2MBAAAABQ"`, WebAuthn authenticator data ending in a zero-run
+    // counter; a COSE key; a certificate's DER), the keyword `auth` inside a protocol's
+    // word with a value that reads as code (`"webauthn": "flask_security.…"`,
+    // `oauth2_provider:cimd:…`, `authn: WebAuthnMixin`), a timestamp
+    // (`authenticated_at: "2019-03-11T11:25:22Z"`) and an enum member whose value is its
+    // qualified name (`AUTH_SIGNED = "TPM_ST_AUTH_SIGNED"`) or a setting's name with a
+    // query (`token: SECURITY_LOGIN_ERROR_VIEW?error=`, `secret_script`).
+    if is_structured_binary(value)
+        || auth_in_protocol_word(text, start, ident, value)
+        || is_timestamp(value)
+        || ends_with_name(&assigned, value)
+        || is_setting_with_query(value)
+    {
         return false;
     }
     looks_secret(ident, value, quoted, next)

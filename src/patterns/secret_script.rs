@@ -10,7 +10,10 @@
 //! - [`spells_name`]: a quoted value that is the assigned name itself, spelt in other
 //!   case and separators (`PwdOtpPhoneFl = "PWD_OTP_PHONE_FL"`, an enum member whose
 //!   value is its name in capitals; `"db_password": "DB_PASSWORD"`). A random value
-//!   would have to spell the identifier it is assigned to.
+//!   would have to spell the identifier it is assigned to. Since round 15 also
+//!   [`ends_with_name`], the name qualified by a namespace (`AUTH_SIGNED =
+//!   "TPM_ST_AUTH_SIGNED"`), and [`is_setting_with_query`], a setting's name with a
+//!   query (`token: SECURITY_LOGIN_ERROR_VIEW?error=`).
 //! - [`is_mostly_one_byte`]: a token at least half of which is one repeated byte
 //!   (`AAAAAAAAAAAAAAAAAAAAAAAAABFjcHJ0AAABUAAAADNk…`, base64 of zero bytes in an armored
 //!   OpenPGP block, which opens like a Twitter bearer token); applied to the
@@ -51,6 +54,42 @@ pub(super) fn spells_name(name: &str, value: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
         && value.bytes().any(|b| b.is_ascii_alphabetic())
         && folded(value) == folded(name)
+}
+
+/// Whether `value` (an identifier of letters, digits and `_`/`-`) ends, after a
+/// separator, with `name` (case and separators aside; 6 letters or more): an enum
+/// member whose value is its name qualified by a namespace (`AUTH_SIGNED =
+/// "TPM_ST_AUTH_SIGNED"`, round 15). A random value would have to end with the
+/// identifier it is assigned to.
+pub(super) fn ends_with_name(name: &str, value: &str) -> bool {
+    let want = folded(name);
+    want.len() >= 6
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        && value
+            .match_indices(['_', '-'])
+            .any(|(at, _)| folded(&value[at + 1..]) == want)
+}
+
+/// Whether `value` is a setting's name followed by a query (`SECURITY_LOGIN_ERROR_VIEW?
+/// error=`, an OpenAPI document's redirect target named by the setting that holds it;
+/// round 15): two or more words of capitals joined by `_`, then `?`, a word of small
+/// letters and `=`. A random value would have to open with ten or more capitals and
+/// underscores in that order and then spell a query.
+pub(super) fn is_setting_with_query(value: &str) -> bool {
+    let Some((name, query)) = value.split_once('?') else {
+        return false;
+    };
+    let words: Vec<&str> = name.split('_').collect();
+    let field = query.split('=').next().unwrap_or("");
+    words.len() >= 2
+        && words
+            .iter()
+            .all(|w| w.len() >= 2 && w.bytes().all(|b| b.is_ascii_uppercase()))
+        && query.contains('=')
+        && !field.is_empty()
+        && field.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }
 
 /// Whether one byte makes up at least half of `token` (16 bytes or more).
