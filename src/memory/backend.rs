@@ -283,18 +283,22 @@ impl MemoryBackend for Memories {
         args.push(rusqlite::types::Value::Integer(
             limit.min(i64::MAX as usize) as i64,
         ));
-        Ok(self.store().with_tracker(|db| {
+        let ids: Vec<String> = self.store().with_tracker(|db| {
             let mut stmt = db.prepare_cached(&format!(
-                "SELECT m.id, m.text FROM memories m WHERE m.id > ?{cond} ORDER BY m.id LIMIT ?"
+                "SELECT m.id FROM memories m WHERE m.id > ?{cond} ORDER BY m.id LIMIT ?"
             ))?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-                Ok(MemoryText {
-                    id: r.get(0)?,
-                    text: r.get(1)?,
-                })
-            })?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get(0))?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })?)
+        })?;
+        // The text lives in the log only (the tracker keeps no second copy). A memory
+        // forgotten since the page was listed is left out.
+        let mut page = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(m) = self.get(&id)? {
+                page.push(MemoryText { id, text: m.text });
+            }
+        }
+        Ok(page)
     }
 
     fn export(&self, out: &mut dyn Write) -> Result<u64> {

@@ -61,7 +61,7 @@ impl MemoryFilter {
             .chain(self.tags.iter().map(|t| format!("tag:{t}")))
             .chain(self.session.iter().map(|s| format!("session:{s}")));
         for label in labels {
-            sql.push_str(" AND m.key_hash IN (SELECT key_hash FROM memory_labels WHERE label = ?)");
+            sql.push_str(" AND m.seq IN (SELECT seq FROM memory_labels WHERE label = ?)");
             args.push(SqlValue::Text(label));
         }
         if let Some(since) = self.since_ms {

@@ -84,7 +84,7 @@ pub(super) fn id_by_label(
 ) -> crate::store::Result<Option<String>> {
     Ok(db
         .prepare_cached(
-            "SELECT m.id FROM memory_labels l JOIN memories m ON m.key_hash = l.key_hash
+            "SELECT m.id FROM memory_labels l JOIN memories m ON m.seq = l.seq
              WHERE l.label = ?1 ORDER BY m.updated_ms DESC LIMIT 1",
         )?
         .query_row([label], |r| r.get(0))

@@ -22,13 +22,14 @@ impl Projection for MemoryProjection {
     }
 
     fn version(&self) -> u32 {
-        7
+        // 8: no second copy of the text in `memories`; labels keyed by `seq`.
+        8
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
             "CREATE TABLE IF NOT EXISTS memories (
-                key_hash INTEGER PRIMARY KEY, id TEXT NOT NULL, text TEXT NOT NULL,
+                key_hash INTEGER PRIMARY KEY, id TEXT NOT NULL,
                 tags TEXT NOT NULL, metadata TEXT NOT NULL,
                 created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS memories_by_update ON memories (updated_ms, seq);
@@ -37,9 +38,9 @@ impl Projection for MemoryProjection {
                 key_hash INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL,
                 PRIMARY KEY (key_hash, seq)) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS memory_labels (
-                label TEXT NOT NULL, key_hash INTEGER NOT NULL,
-                PRIMARY KEY (label, key_hash)) WITHOUT ROWID;
-             CREATE INDEX IF NOT EXISTS memory_labels_by_key ON memory_labels (key_hash);
+                label TEXT NOT NULL, seq INTEGER NOT NULL,
+                PRIMARY KEY (label, seq)) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS memory_labels_by_seq ON memory_labels (seq);
              CREATE TABLE IF NOT EXISTS memory_edges (
                 src TEXT NOT NULL, rel TEXT NOT NULL, dst TEXT NOT NULL, owner INTEGER NOT NULL,
                 PRIMARY KEY (src, rel, dst, owner)) WITHOUT ROWID;
@@ -87,9 +88,9 @@ impl Projection for MemoryProjection {
                 let num = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
                 let previous = fts_rowid(db, h)?;
                 db.prepare_cached(
-                    "INSERT INTO memories (key_hash, id, text, tags, metadata, created_ms, updated_ms, seq)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                     ON CONFLICT (key_hash) DO UPDATE SET id = excluded.id, text = excluded.text,
+                    "INSERT INTO memories (key_hash, id, tags, metadata, created_ms, updated_ms, seq)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (key_hash) DO UPDATE SET id = excluded.id,
                        tags = excluded.tags, metadata = excluded.metadata,
                        created_ms = excluded.created_ms, updated_ms = excluded.updated_ms,
                        seq = excluded.seq",
@@ -97,7 +98,6 @@ impl Projection for MemoryProjection {
                 .execute(params![
                     h,
                     key,
-                    text,
                     serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into()),
                     metadata.to_string(),
                     num("created_ms"),
@@ -110,13 +110,13 @@ impl Projection for MemoryProjection {
                 )?
                 .execute(params![h, *seq as i64, *offset as i64])?;
                 // A new memory has no old labels or edges to clear.
-                if previous.is_some() {
-                    db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
-                        .execute([h])?;
+                if let Some(old) = previous {
+                    db.prepare_cached("DELETE FROM memory_labels WHERE seq = ?1")?
+                        .execute([old])?;
                     db.prepare_cached("DELETE FROM memory_edges WHERE owner = ?1")?
                         .execute([h])?;
                 }
-                write_labels(db, h, meta)?;
+                write_labels(db, *seq as i64, meta)?;
                 write_edges(db, h, key, meta)?;
                 if let Some(old) = previous {
                     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
@@ -140,12 +140,15 @@ impl Projection for MemoryProjection {
 
 /// One row per filterable value: `task:debug`, `insight:decision`, `context:auth`,
 /// `tag:sqlite`, `session:…`, `provenance:user_stated`.
-/// Insert the labels of the memory under `h` (whose old ones are already gone).
-fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) -> Result<()> {
+/// Insert the labels of the memory whose current value the record `seq` wrote (its old
+/// ones are already gone). Keyed by `seq` rather than by key hash, a batch appends to
+/// the end of each label's range and of the `seq` index instead of splitting pages at
+/// random places in both.
+fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>) -> Result<()> {
     let mut insert =
-        db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, key_hash) VALUES (?1, ?2)")?;
+        db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?1, ?2)")?;
     let kind = meta.get("kind").and_then(Value::as_str).unwrap_or("memory");
-    insert.execute(params![format!("kind:{kind}"), h])?;
+    insert.execute(params![format!("kind:{kind}"), seq])?;
     // Typed entries are looked up by a field: a note by its name, an error by the
     // signature its recurrences share.
     let lookup = match kind {
@@ -159,7 +162,7 @@ fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) 
             .and_then(|m| m.get(field))
             .and_then(Value::as_str);
         if let Some(value) = value {
-            insert.execute(params![format!("{prefix}:{value}"), h])?;
+            insert.execute(params![format!("{prefix}:{value}"), seq])?;
         }
     }
     for (field, prefix) in [
@@ -168,7 +171,7 @@ fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) 
         ("provenance", "provenance"),
     ] {
         if let Some(v) = meta.get(field).and_then(Value::as_str) {
-            insert.execute(params![format!("{prefix}:{v}"), h])?;
+            insert.execute(params![format!("{prefix}:{v}"), seq])?;
         }
     }
     for (field, prefix) in [
@@ -183,7 +186,7 @@ fn write_labels(db: &Connection, h: i64, meta: &serde_json::Map<String, Value>) 
             .flatten()
         {
             if let Some(v) = v.as_str() {
-                insert.execute(params![format!("{prefix}:{v}"), h])?;
+                insert.execute(params![format!("{prefix}:{v}"), seq])?;
             }
         }
     }
@@ -242,8 +245,8 @@ fn delete(db: &Connection, h: i64) -> Result<()> {
         .execute([h])?;
     db.prepare_cached("DELETE FROM memory_versions WHERE key_hash = ?1")?
         .execute([h])?;
-    db.prepare_cached("DELETE FROM memory_labels WHERE key_hash = ?1")?
-        .execute([h])?;
+    db.prepare_cached("DELETE FROM memory_labels WHERE seq = ?1")?
+        .execute([fts_row])?;
     db.prepare_cached("DELETE FROM memories_fts WHERE rowid = ?1")?
         .execute([fts_row])?;
     Ok(())
