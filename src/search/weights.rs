@@ -59,8 +59,9 @@ impl FusionWeights {
     ///   MiniLM only: an HTTP embedder gets the same weight unmeasured. A static token
     ///   table (`static-…`, distilled from MiniLM) is no learned encoder: its list
     ///   counts 0.5 of keywords (tune-half best of the mean over the three query types,
-    ///   over 0.2 to 2.0, for `static-minilm-tok-128-df`; at 2.0 doc sentences fell
-    ///   from 0.470 to 0.390; tools/search-eval/README.md).
+    ///   over 0.2 to 2.0, for the best tables, `static-minilm-tok-256-df3` and
+    ///   `-tok-128-df`; at 2.0 doc sentences fell from 0.472 to 0.390;
+    ///   tools/search-eval/README.md).
     pub fn for_query(query: &str, embedder_name: &str) -> FusionWeights {
         let builtin = embedder_name.starts_with("hash-");
         let table = embedder_name.starts_with("static-");
@@ -145,10 +146,10 @@ mod tests {
         let neural = FusionWeights::for_query("fetch the query data", "minilm");
         assert!(hashed.vector > 0.0 && neural.vector > hashed.vector);
         assert_eq!(hashed.symbol, neural.symbol);
-        let table = FusionWeights::for_query("fetch the query data", "static-minilm-tok-128-df");
+        let table = FusionWeights::for_query("fetch the query data", "static-minilm-tok-256-df3");
         assert!(table.vector > 0.0 && table.vector < neural.vector);
         assert_eq!(
-            FusionWeights::for_query("getQueryData", "static-minilm-tok-128-df").vector,
+            FusionWeights::for_query("getQueryData", "static-minilm-tok-256-df3").vector,
             0.0
         );
     }
