@@ -142,7 +142,7 @@ fn unknown(name: &str) -> String {
     #[cfg(not(feature = "neural"))]
     let neural = "; local models (minilm, bge-small) need a build with --features neural";
     format!(
-        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256){neural}; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto"
+        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256), static-NAME (a token table in $ENGRAM_STATIC_DIR){neural}; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto"
     )
 }
 
