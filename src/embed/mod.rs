@@ -12,16 +12,20 @@
 //! This module never touches the store or the network; the built-in
 //! [`HashedEmbedder`] needs no model file and no API key. With the `neural` feature,
 //! [`neural`] adds local sentence-transformers (all-MiniLM-L6-v2, bge-small-en-v1.5)
-//! loaded from a model directory.
+//! loaded from a model directory. [`StaticEmbedder`] (`static-…`) reads a static token
+//! table distilled from such a model (`examples/distil_static.rs`) from
+//! `$ENGRAM_STATIC_DIR`: no model run, one lookup per word piece.
 
 mod hashed;
 mod lexicon;
 #[cfg(feature = "neural")]
 pub mod neural;
 mod remote_name;
+pub mod static_table;
 
 pub use hashed::HashedEmbedder;
 pub use remote_name::{parse_remote, RemoteApi, RemoteName};
+pub use static_table::StaticEmbedder;
 
 /// What can go wrong while embedding.
 #[derive(Debug, thiserror::Error)]
@@ -53,8 +57,9 @@ pub fn default_embedder() -> HashedEmbedder {
 
 /// The embedder a configuration names: `hash-v2-DIMS` (the built-in, DIMS from 16 to
 /// 4096), or with the `neural` feature a known model (`minilm`, `bge-small`, …) loaded
-/// from `$ENGRAM_MODEL_DIR` or the default models directory. Names of embedders this
-/// build does not have are refused with the ones it has.
+/// from `$ENGRAM_MODEL_DIR` or the default models directory, or a static token table
+/// `static-…` read from `$ENGRAM_STATIC_DIR/NAME.bin`. Names of embedders this build
+/// does not have are refused with the ones it has.
 pub fn embedder_by_name(name: &str) -> Result<std::sync::Arc<dyn Embedder>, String> {
     let dir = std::env::var_os("ENGRAM_MODEL_DIR").filter(|d| !d.is_empty());
     embedder_for(name, dir.as_deref().map(std::path::Path::new))
@@ -69,6 +74,9 @@ pub fn embedder_for(
 ) -> Result<std::sync::Arc<dyn Embedder>, String> {
     if let Some(d) = hashed_dims(name) {
         return Ok(std::sync::Arc::new(HashedEmbedder::new(d)));
+    }
+    if name.starts_with("static-") {
+        return static_embedder(name);
     }
     #[cfg(feature = "neural")]
     if neural::models::find(name).is_some() {
@@ -93,7 +101,7 @@ pub fn builtin_embedder(name: &str) -> Option<std::sync::Arc<dyn Embedder>> {
 /// Checks that `name` is an embedder this build has, without loading a model (for
 /// validating configuration).
 pub fn check_embedder_name(name: &str) -> Result<(), String> {
-    if hashed_dims(name).is_some() {
+    if hashed_dims(name).is_some() || name.starts_with("static-") {
         return Ok(());
     }
     #[cfg(feature = "neural")]
@@ -111,6 +119,18 @@ pub fn check_embedder_name(name: &str) -> Result<(), String> {
     Err(unknown(name))
 }
 
+/// The static token table `name`, from `$ENGRAM_STATIC_DIR/NAME.bin`.
+fn static_embedder(name: &str) -> Result<std::sync::Arc<dyn Embedder>, String> {
+    let dir = std::env::var_os("ENGRAM_STATIC_DIR")
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| {
+            format!("embedder {name:?} is a static token table: set ENGRAM_STATIC_DIR to the directory of {name}.bin (made by examples/distil_static.rs)")
+        })?;
+    StaticEmbedder::load(name, std::path::Path::new(&dir))
+        .map(|e| std::sync::Arc::new(e) as _)
+        .map_err(|e| format!("embedder {name}: {e}"))
+}
+
 fn hashed_dims(name: &str) -> Option<usize> {
     let d = name.strip_prefix("hash-v2-")?.parse::<usize>().ok()?;
     (16..=4096).contains(&d).then_some(d)
@@ -122,7 +142,7 @@ fn unknown(name: &str) -> String {
     #[cfg(not(feature = "neural"))]
     let neural = "; local models (minilm, bge-small) need a build with --features neural";
     format!(
-        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256){neural}; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto"
+        "unknown embedder {name:?}; this build has hash-v2-DIMS (DIMS 16..4096, default hash-v2-256), static-NAME (a token table in $ENGRAM_STATIC_DIR){neural}; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto"
     )
 }
 

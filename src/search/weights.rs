@@ -56,9 +56,15 @@ impl FusionWeights {
     ///   0.538 at 1.0, 0.543 at 2.0, flat from 1.5 to 2.0; paraphrases 0.129 to 0.156,
     ///   doc sentences 0.494 to 0.480; held out, paraphrases 0.204 to 0.232 and doc
     ///   sentences 0.508 to 0.465, so a trade, not shown a net gain). Measured with
-    ///   MiniLM only: an HTTP embedder gets the same weight unmeasured.
+    ///   MiniLM only: an HTTP embedder gets the same weight unmeasured. A static token
+    ///   table (`static-…`, distilled from MiniLM) is no learned encoder: its list
+    ///   counts 0.5 of keywords (tune-half best of the mean over the three query types,
+    ///   over 0.2 to 2.0, for the best tables, `static-minilm-tok-256-df3` and
+    ///   `-tok-128-df`; at 2.0 doc sentences fell from 0.472 to 0.390;
+    ///   tools/search-eval/README.md).
     pub fn for_query(query: &str, embedder_name: &str) -> FusionWeights {
         let builtin = embedder_name.starts_with("hash-");
+        let table = embedder_name.starts_with("static-");
         if looks_like_identifier(query) {
             FusionWeights {
                 symbol: 1.2,
@@ -70,6 +76,12 @@ impl FusionWeights {
                 symbol: 1.2,
                 keyword: 1.0,
                 vector: 0.4,
+            }
+        } else if table {
+            FusionWeights {
+                symbol: 1.2,
+                keyword: 1.0,
+                vector: 0.5,
             }
         } else {
             FusionWeights {
@@ -134,5 +146,11 @@ mod tests {
         let neural = FusionWeights::for_query("fetch the query data", "minilm");
         assert!(hashed.vector > 0.0 && neural.vector > hashed.vector);
         assert_eq!(hashed.symbol, neural.symbol);
+        let table = FusionWeights::for_query("fetch the query data", "static-minilm-tok-256-df3");
+        assert!(table.vector > 0.0 && table.vector < neural.vector);
+        assert_eq!(
+            FusionWeights::for_query("getQueryData", "static-minilm-tok-256-df3").vector,
+            0.0
+        );
     }
 }

@@ -217,6 +217,14 @@ impl NeuralEmbedder {
         Ok(out)
     }
 
+    /// The last hidden state of `ids` (one row of [`Embedder::dimensions`] floats per
+    /// id), taken as they are (the caller adds any special tokens), not pooled: what
+    /// distilling a static token table needs, one vocabulary entry at a time
+    /// (`examples/distil_static.rs`).
+    pub fn last_hidden(&self, ids: &[u32]) -> Result<Vec<f32>, NeuralError> {
+        self.model.forward(ids, gemm::Parallelism::None)
+    }
+
     /// One vector from a text's token vectors (`len` rows), pooled and (when the model
     /// says so) normalised.
     fn pool(&self, hidden: &[f32], len: usize) -> Vec<f32> {
