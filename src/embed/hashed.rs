@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::lexicon::{concept, is_stop_word, stem};
 use super::{EmbedError, Embedder};
-use crate::text::split_identifier;
+use crate::text::{is_one_word, split_identifier};
 
 /// Weight of a word's stem, the feature that says most.
 const STEM_WEIGHT: f32 = 1.0;
@@ -59,40 +59,29 @@ impl HashedEmbedder {
         // Keyed by the feature hash itself (already well mixed), so the map neither
         // hashes again nor seeds randomly: the same text sums its features in the same
         // order every run (a randomly seeded map changed the vector's last bits).
-        let mut features: HashMap<u64, f32, BuildHasherDefault<FeatureHasher>> =
+        let mut features: Features =
             HashMap::with_capacity_and_hasher(text.len(), Default::default());
-        let mut add = |tag: u8, s: &[u8], w: f32| {
-            *features.entry(feature_hash(tag, s)).or_insert(0.0) += w;
-        };
+        let mut padded: Vec<u8> = Vec::with_capacity(80);
         for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
             if raw.is_empty() || raw.len() > 64 {
                 continue;
             }
+            // Most words are one lower-case ASCII word: no split, no allocation.
+            if is_one_word(raw) {
+                word_features(raw, &mut features, &mut padded);
+                continue;
+            }
             let parts = split_identifier(raw);
             if parts.len() > 1 {
-                add(b'i', raw.to_lowercase().as_bytes(), IDENT_WEIGHT);
+                add(
+                    &mut features,
+                    b'i',
+                    raw.to_lowercase().as_bytes(),
+                    IDENT_WEIGHT,
+                );
             }
             for part in &parts {
-                if part.len() < 2 || is_stop_word(part) || part.bytes().all(|b| b.is_ascii_digit())
-                {
-                    continue;
-                }
-                let s = stem(part);
-                add(b'w', s.as_bytes(), STEM_WEIGHT);
-                if let Some(c) = concept(s) {
-                    add(b'c', c.as_bytes(), CONCEPT_WEIGHT);
-                }
-                let padded: Vec<u8> = std::iter::once(b'<')
-                    .chain(s.bytes())
-                    .chain(std::iter::once(b'>'))
-                    .collect();
-                let n = padded.len().saturating_sub(2);
-                if n > 1 {
-                    let w = TRIGRAM_WEIGHT / (n as f32).sqrt();
-                    for g in padded.windows(3) {
-                        add(b'g', g, w);
-                    }
-                }
+                word_features(part, &mut features, &mut padded);
             }
         }
         let mut v = vec![0.0f32; self.dims];
@@ -113,6 +102,38 @@ impl HashedEmbedder {
             }
         }
         v
+    }
+}
+
+/// Feature hash → summed weight.
+type Features = HashMap<u64, f32, BuildHasherDefault<FeatureHasher>>;
+
+/// Add `w` to the feature `tag` + `s`.
+fn add(features: &mut Features, tag: u8, s: &[u8], w: f32) {
+    *features.entry(feature_hash(tag, s)).or_insert(0.0) += w;
+}
+
+/// Add the features of one lower-case word of a text: its stem, the idea it names,
+/// its trigrams. `padded` is scratch space, reused from word to word.
+fn word_features(part: &str, features: &mut Features, padded: &mut Vec<u8>) {
+    if part.len() < 2 || is_stop_word(part) || part.bytes().all(|b| b.is_ascii_digit()) {
+        return;
+    }
+    let s = stem(part);
+    add(features, b'w', s.as_bytes(), STEM_WEIGHT);
+    if let Some(c) = concept(s) {
+        add(features, b'c', c.as_bytes(), CONCEPT_WEIGHT);
+    }
+    padded.clear();
+    padded.push(b'<');
+    padded.extend_from_slice(s.as_bytes());
+    padded.push(b'>');
+    let n = padded.len().saturating_sub(2);
+    if n > 1 {
+        let w = TRIGRAM_WEIGHT / (n as f32).sqrt();
+        for g in padded.windows(3) {
+            add(features, b'g', g, w);
+        }
     }
 }
 
@@ -232,6 +253,50 @@ mod tests {
             "{} vs {}",
             cos(&a, &b),
             cos(&a, &c)
+        );
+    }
+}
+
+#[cfg(test)]
+mod golden {
+    use super::*;
+
+    /// Texts covering every path of `embed_one`: plain words, stop words, digits,
+    /// compound identifiers in each style, non-ASCII letters (whose lower case is
+    /// longer), words of 64 bytes and more, and repetition.
+    pub(super) const TEXTS: &[&str] = &[
+        "fn parse_http_request(buf: &[u8]) -> Request { todo!() }",
+        "the quick brown fox removes deleted entries from the cache",
+        "class HTTPServer2Handler(BaseHTTPRequestHandler): pass  # sha256 utf8 base64",
+        "İstanbul ÖZEL straße Überprüfung naïve café MAßE ǅemal",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+        "retry retry retry retrying retried getUserById get_user_by_id GetUserByID",
+        "",
+        "{}();",
+    ];
+
+    /// FNV-1a over the bits of every vector: a change to any feature, weight or the
+    /// order features are summed in changes it.
+    pub(super) fn digest(e: &HashedEmbedder) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for t in TEXTS {
+            for x in e.embed_one(t) {
+                for b in x.to_bits().to_le_bytes() {
+                    h ^= u64::from(b);
+                    h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                }
+            }
+        }
+        h
+    }
+
+    /// `hash-v2` is fixed forever: vectors stored by any engram are compared with
+    /// queries embedded by any later one, so its output must not move by one bit.
+    #[test]
+    fn hash_v2_output_is_bit_for_bit_what_it_always_was() {
+        assert_eq!(
+            digest(&HashedEmbedder::default()),
+            11_975_962_517_019_819_174
         );
     }
 }

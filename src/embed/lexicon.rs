@@ -10,12 +10,16 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
+/// The lexicon's sets are looked up for every word the embedder reads, and their keys
+/// come from this file, not from users: a fast unkeyed hash rather than SipHash.
+type Fast = foldhash::fast::FixedState;
+
 /// The lexicon's text: `[stop words]`, then `[groups]`, one group a line.
 const LEXICON: &str = include_str!("lexicon.txt");
 
 /// The lexicon, parsed.
 struct Lexicon {
-    stop_words: HashSet<&'static str>,
+    stop_words: HashSet<&'static str, Fast>,
     /// In file order: when a word sits in two groups the first one wins.
     groups: Vec<Vec<&'static str>>,
 }
@@ -24,7 +28,7 @@ struct Lexicon {
 /// mistake caught by the unit tests.
 fn parse(text: &'static str) -> Lexicon {
     let mut lex = Lexicon {
-        stop_words: HashSet::new(),
+        stop_words: HashSet::default(),
         groups: Vec::new(),
     };
     let mut section = "";
@@ -60,10 +64,10 @@ pub fn is_stop_word(word: &str) -> bool {
 /// [`stem`] so inflections (`removed`, `removing`) find their group too. When a word
 /// sits in two groups the first one listed wins.
 pub fn concept(stemmed: &str) -> Option<&'static str> {
-    static BY_STEM: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    static BY_STEM: OnceLock<HashMap<&'static str, &'static str, Fast>> = OnceLock::new();
     BY_STEM
         .get_or_init(|| {
-            let mut m = HashMap::new();
+            let mut m = HashMap::default();
             for g in &lexicon().groups {
                 for w in g {
                     m.entry(stem(w)).or_insert(g[0]);
