@@ -23,7 +23,7 @@ use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_binary::{is_base64url_run, is_encoded_cose_key};
-use super::secret_context::{decodes_to_user_pass, in_public_pem_block};
+use super::secret_context::{docker_auth_is_secret, in_public_pem_block};
 use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, putty_has_body, url_password_is_secret,
@@ -238,7 +238,7 @@ impl Redactor {
                     .then_some((start, end))
                 }
                 // Round 16: a Docker `"auth"` is base64 of `user:password`
-                // (`secret_context::decodes_to_user_pass`).
+                // (`secret_context::docker_auth_is_secret`).
                 Check::UserPass => {
                     let end = extend_token(bytes, end);
                     docker_auth_is_secret(text, start, end).then_some((start, end))
@@ -377,23 +377,6 @@ impl Redactor {
             _ => 0,
         }
     }
-}
-
-/// Whether a Docker config match (`"auth": "…"`, `"identitytoken": "…"`) is a
-/// credential: an identity token always, an `auth` when it decodes to `user:password`.
-fn docker_auth_is_secret(text: &str, start: usize, end: usize) -> bool {
-    let Some(m) = text.get(start..end) else {
-        return true;
-    };
-    if !m.starts_with("\"auth\"") {
-        return true;
-    }
-    let value = m
-        .rsplit_once(':')
-        .map_or("", |(_, v)| v)
-        .trim()
-        .trim_matches('"');
-    decodes_to_user_pass(value)
 }
 
 fn is_token_byte(b: u8) -> bool {

@@ -271,6 +271,23 @@ pub(super) fn decodes_to_user_pass(value: &str) -> bool {
     })
 }
 
+/// Whether a Docker config match (`"auth": "…"`, `"identitytoken": "…"`) is a
+/// credential: an identity token always, an `auth` when it decodes to `user:password`.
+pub(super) fn docker_auth_is_secret(text: &str, start: usize, end: usize) -> bool {
+    let Some(m) = text.get(start..end) else {
+        return true;
+    };
+    if !m.starts_with("\"auth\"") {
+        return true;
+    }
+    let value = m
+        .rsplit_once(':')
+        .map_or("", |(_, v)| v)
+        .trim()
+        .trim_matches('"');
+    decodes_to_user_pass(value)
+}
+
 /// PEM labels whose body is public data.
 const PUBLIC_PEM: &[&[u8]] = &[
     b"CERTIFICATE-----",
