@@ -16,6 +16,7 @@ mod scan;
 mod secret_binary;
 mod secret_code;
 mod secret_composed;
+mod secret_context;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
@@ -36,6 +37,8 @@ mod secret_round13_tests;
 mod secret_round14_tests;
 #[cfg(test)]
 mod secret_round15_tests;
+#[cfg(test)]
+mod secret_round16_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

@@ -23,6 +23,7 @@ use hyperscan::Scratch;
 
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_binary::{is_base64url_run, is_encoded_cose_key};
+use super::secret_context::{docker_auth_is_secret, in_public_pem_block};
 use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, putty_has_body, url_password_is_secret,
@@ -227,11 +228,20 @@ impl Redactor {
                 Check::PercentEncoded => {
                     let end = extend_token(bytes, end);
                     let token = &bytes[start..end];
+                    // Round 16: nor a line of a certificate's, a CSR's or a public
+                    // key's PEM body (`secret_context::in_public_pem_block`).
                     (!is_base64_blob(token)
+                        && !in_public_pem_block(bytes, start)
                         && !is_mostly_one_byte(token)
                         && !is_base64url_run(token)
                         && !is_encoded_cose_key(token))
                     .then_some((start, end))
+                }
+                // Round 16: a Docker `"auth"` is base64 of `user:password`
+                // (`secret_context::docker_auth_is_secret`).
+                Check::UserPass => {
+                    let end = extend_token(bytes, end);
+                    docker_auth_is_secret(text, start, end).then_some((start, end))
                 }
                 Check::DocExample => (!is_doc_example_key_id(&bytes[start..end]))
                     .then_some((start, extend_token(bytes, end))),
@@ -277,7 +287,11 @@ impl Redactor {
             // buffer or a mask, not an issued token (`secret_placeholder::is_filler`).
             let token_rule = matches!(
                 r.check,
-                Check::None | Check::DocExample | Check::PercentEncoded | Check::Signed
+                Check::None
+                    | Check::DocExample
+                    | Check::PercentEncoded
+                    | Check::Signed
+                    | Check::UserPass
             );
             // Since round 9 also one whose value after its name or prefix is so
             // (`"private_key_id": "ffff…f"`, `secret_made_up::is_made_up_tail`).
@@ -354,6 +368,7 @@ impl Redactor {
                 | Check::Signed
                 | Check::Netrc
                 | Check::PercentEncoded
+                | Check::UserPass
                 | Check::UrlPassword
                 | Check::BasicAuth
                 | Check::ServiceAccount,

@@ -12,6 +12,9 @@ use super::secret_code::{
     is_camel_words, is_fallback_chain, is_member_expression, is_same_name_binding, is_type_name,
 };
 use super::secret_composed::{is_identifier_words, is_repeated_half, is_worded_password};
+use super::secret_context::{
+    in_acme_challenge, is_keyword_argument, is_push_subscription_auth, is_type_expression,
+};
 use super::secret_inert::{
     is_malformed_jwt, is_sigv4_scope, is_text_base32, is_unsigned_jwt, is_worded_base32,
 };
@@ -69,7 +72,8 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     let mut quoted = false;
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\'' | b'"' | b'`') {
         // `token = "".join(…)`: an empty string whose method is called, code that
-        // builds the value (round 10). Not a triple-quoted string's opening, and not a
+        // builds the value (round 10); `password=""}` or `secret = "";`, an empty
+        // string and more code (round 16). Not a triple-quoted string's opening, and not a
         // value that merely starts with the quote character: a random password does
         // so and then reads `.name(` about 10^-6 of the time.
         if quoted
@@ -77,7 +81,9 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
             && matches!(b[i], b'\'' | b'"' | b'`')
             && b.get(i + 1) != Some(&b[i])
             && (i < 2 || b[i - 2] != b[i])
-            && text.get(start + i + 1..).is_some_and(is_method_call)
+            && text
+                .get(start + i + 1..)
+                .is_some_and(|rest| is_method_call(rest) || ends_expression(rest))
         {
             return false;
         }
@@ -222,6 +228,17 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     {
         return false;
     }
+    // Round 16 (`secret_context`): a type in a string (`input_tokens: "Optional[int]"`,
+    // Python's forward references), an ACME challenge's public `token`, a Web Push
+    // subscription's `auth` beside its `p256dh`, and a keyword argument's name
+    // (`authenticate": description="…"`).
+    if is_type_expression(value)
+        || in_acme_challenge(text, start, &assigned, value)
+        || is_push_subscription_auth(text, start, &assigned, value)
+        || (!quoted && is_keyword_argument(value, next))
+    {
+        return false;
+    }
     looks_secret(ident, value, quoted, next)
 }
 
@@ -249,6 +266,14 @@ fn cut_at_field(text: &str, end: usize) -> Option<&str> {
     let rest = text.get(end..)?;
     let close = rest.strip_prefix('{')?.find('}')?;
     (close <= 24).then(|| &rest[..close + 2])
+}
+
+/// Whether `rest`, after an empty string literal, ends the expression (`password=""}`,
+/// `secret = "";`, `("token", "")`): the value is the empty string, and what follows
+/// is more code, not the value (round 16: `password=""}if(wordlist==null){…` in a
+/// minified bundle).
+fn ends_expression(rest: &str) -> bool {
+    rest.starts_with(['}', ')', ']', ';', ','])
 }
 
 /// Whether `rest` opens with a method call: `.`, an identifier, `(` (`.join(`).

@@ -61,6 +61,10 @@ pub enum Check {
     /// the issuer's token (whose `+` and `=` are `%2B` and `%3D`, or mid-token when
     /// decoded by hand).
     PercentEncoded,
+    /// A Docker config's `"auth"`, `base64(user:password)`: a secret unless it does not
+    /// decode to text with a `:` (a Web Push subscription's `"auth"`, 16 random bytes of
+    /// base64url, left to the generic rule; round 16). `"identitytoken"` is a secret.
+    UserPass,
 }
 
 /// One kind of secret.

@@ -259,7 +259,8 @@ pub const CORE: &[SecretRule] = &[
         r#""(?:auth|identitytoken)"[ \t]*:[ \t]*"[A-Za-z0-9+/_\-.]{12,}={0,2}""#,
         r#""auths": {"ghcr.io": {"auth": "dXNlcjpnaHBfc2VjcmV0cGFzc3dvcmQ="}}"#,
         r#""auth": "","#,
-    ),
+    )
+    .check(Check::UserPass),
     rule(
         "jwt",
         "JSON Web Token (no word boundary needed, so found inside escaped literals too)",
