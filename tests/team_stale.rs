@@ -155,6 +155,8 @@ fn team_memories_go_stale_against_the_local_code_index_and_confirm_on_the_databa
         "{v}"
     );
     assert!(mark["since_ms"].as_u64().unwrap() > 0);
+    let got = ok(&a, true, &["get", &id]);
+    assert_eq!(got["stale"][0]["reason"], "changed", "{got}");
     // The local store's own staleness still sees only its decoy.
     let local = ok(&a, false, &["stale"]);
     assert_eq!(local["stale"][0]["memory"]["id"], decoy.as_str(), "{local}");
@@ -263,6 +265,22 @@ fn mcp_staleness_tools_work_on_the_team_backend() {
     assert_eq!(v["stale"][0]["stale"][0]["reason"], "changed");
     let got = a.call("memory_get", &args(json!({"id": id}))).unwrap();
     assert_eq!(got["memory"]["stale"][0]["reason"], "changed", "{got}");
+    let found = a
+        .call(
+            "memory_search",
+            &args(json!({"query": "Session.request retry"})),
+        )
+        .unwrap();
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "the database's memory only: {found}");
+    assert_eq!(
+        (
+            hits[0]["key"].as_str(),
+            hits[0]["stale"][0]["reason"].as_str()
+        ),
+        (Some(id.as_str()), Some("changed")),
+        "{found}"
+    );
     let ctx = a
         .call(
             "coding_get_project_context",

@@ -88,6 +88,27 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
             super::coding::print_analysis(out, &engram::memory::analyze_patterns_of(&team)?)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Get { id } => {
+            let Some(m) = team.get(id)? else {
+                bail!("no memory {id}");
+            };
+            // With its marks against the local code index, as the local `get` shows.
+            let marks = match &code {
+                Some(c) => engram::stale::marks_against(c.store(), std::slice::from_ref(&m))?
+                    .remove(&m.id)
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            let mut shown = serde_json::to_value(&m)?;
+            shown["stale"] = json!(marks);
+            out.value(&shown, || {
+                match engram::stale::tag(&marks, engram::store::now_ms()) {
+                    Some(t) => format!("{}{t}\n", human(&m)),
+                    None => human(&m),
+                }
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Stale { limit } => {
             let list = match &code {
                 Some(c) => engram::stale::list_in(c.store(), &team, *limit)?,
@@ -218,12 +239,6 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
                     .collect::<Vec<_>>()
                     .join("\n\n")
             })?;
-        }
-        Command::Get { id } => {
-            let Some(m) = b.get(id)? else {
-                bail!("no memory {id}");
-            };
-            out.value(&m, || human(&m))?;
         }
         Command::Forget { id } => {
             let forgotten = b.forget(id)?;

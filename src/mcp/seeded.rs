@@ -47,9 +47,15 @@ impl Engine {
         let mut v = match arg_str(a, "query").filter(|q| !q.trim().is_empty()) {
             Some(q) if self.team => {
                 let hits = self.backend.recall(q, &filter, top_k).map_err(err)?;
+                // Each hit's marks against the local code index, as local hits carry.
+                let found: Vec<Memory> = hits.iter().map(|h| h.memory.clone()).collect();
+                let mut marks = self.stale_marks(&found)?;
                 let hits: Vec<SearchHit> = hits
                     .iter()
-                    .map(|h| memory_hit(&h.memory, h.score))
+                    .map(|h| SearchHit {
+                        stale: Some(marks.remove(&h.memory.id).unwrap_or_default()),
+                        ..memory_hit(&h.memory, h.score)
+                    })
                     .collect();
                 let mut budget = self.gate.budget();
                 let shown = shape::hits(&hits, &mut budget);
