@@ -23,8 +23,8 @@ use engram::memory::{ErrorReport, FileChange, Memories, Memory, MemoryBackend};
 use serde_json::{json, Map, Value};
 
 /// `engram --store STORE --json ARGS…` with no user configuration, on the team
-/// database when `team` is set; must succeed.
-fn ok(store: &Path, team: bool, args: &[&str]) -> Value {
+/// database when `team` is set: (success, JSON output, stderr).
+fn run(store: &Path, team: bool, args: &[&str]) -> (bool, Value, String) {
     let home = store.parent().unwrap().join("home");
     let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
     c.arg("--store").arg(store).arg("--json").args(args);
@@ -38,13 +38,18 @@ fn ok(store: &Path, team: bool, args: &[&str]) -> Value {
         c.env("ENGRAM_DATABASE_URL", pg::url());
     }
     let out = c.output().expect("run engram");
-    assert!(
+    (
         out.status.success(),
-        "engram {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// [`run`], which must succeed.
+fn ok(store: &Path, team: bool, args: &[&str]) -> Value {
+    let (done, v, err) = run(store, team, args);
+    assert!(done, "engram {args:?} failed: {err}");
+    v
 }
 
 fn id(v: &Value) -> String {
@@ -166,6 +171,17 @@ fn context_analyze_and_enrich_read_the_team_database_from_the_cli() {
     let text = e["context"].as_str().unwrap();
     assert!(text.contains(&format!("[memory: {pitfall}]")), "{text}");
     assert!(!text.contains("decoy"), "{text}");
+
+    // `engram search` reads code only: the local store's memories are not the team's.
+    let local = ok(&a, false, &["search", "uploads retry decoy"]);
+    assert!(
+        local.to_string().contains("decoy"),
+        "the local store has them: {local}"
+    );
+    let found = ok(&a, true, &["search", "uploads retry decoy"]);
+    assert!(!found.to_string().contains("decoy"), "{found}");
+    let (done, _, err) = run(&a, true, &["search", "uploads", "--kind", "memory"]);
+    assert!(!done && err.contains("engram recall"), "{err}");
 
     // Repository B sees none of it.
     let r = ok(&b, true, &["analyze"]);
