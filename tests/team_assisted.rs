@@ -419,3 +419,81 @@ fn the_writing_assisted_commands_write_to_the_team_database() {
     };
     assert!(!done && err.contains("no memory"), "{err}");
 }
+
+#[cfg(feature = "llm")]
+#[test]
+fn mcp_session_end_summarises_and_extracts_on_the_team_database() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use engram::assist::{Assistant, Features};
+    use engram::embed::default_embedder;
+    use engram::gate::{Caps, Gate};
+    use engram::index::IndexOptions;
+    use engram::llm::{Api, HttpProvider, LlmSettings};
+    use engram::mcp::Engine;
+    use serde_json::{json, Map};
+
+    let dir = tempfile::tempdir().unwrap();
+    let repo = pg::unique_repo("assisted-mcp-end");
+    let server = Server::start(vec![
+        Reply::openai("# Session Summary\n\n## Overview\nCache warmed."),
+        Reply::openai(
+            "{\"items\": [{\"kind\": \"decision\", \"text\": \"Warm the cache at start\"}]}",
+        ),
+    ]);
+    let gate = Gate::new(&repo, None, Vec::new(), Caps::default());
+    let mut settings = LlmSettings::new(Api::OpenAi, &server.addr, "test-model");
+    settings.max_retries = 0;
+    settings.timeout = Duration::from_secs(3);
+    let provider = HttpProvider::new(settings).unwrap();
+    let vision = provider.for_vision();
+    let assistant = Assistant::new(
+        Arc::new(provider),
+        Arc::new(vision),
+        Features::from_names(&["summary", "extract"]),
+        gate.clone(),
+    );
+    let team = Arc::new(
+        pg::database()
+            .memories(&repo, Arc::new(default_embedder()))
+            .unwrap(),
+    );
+    let engine = Engine::new(
+        Memories::open(dir.path().join("store")).unwrap(),
+        gate,
+        IndexOptions::default(),
+    )
+    .with_assistant(Some(assistant))
+    .with_backend(team.clone());
+    let call = |name: &str, v: Value| {
+        engine
+            .call(name, &v.as_object().cloned().unwrap_or_else(Map::new))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let sid = call("coding_start_session", json!({"description": "cache work"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    call(
+        "coding_track_file_change",
+        json!({"path": "src/cache.rs", "action": "edit", "reason": "warm the cache", "session": sid}),
+    );
+    let v = call("coding_end_session", json!({"id": sid}));
+    assert!(v.get("warnings").is_none(), "{v}");
+    assert!(
+        v["llm_summary"].as_str().unwrap().contains("Cache warmed"),
+        "{v}"
+    );
+    let x = v["extracted"][0].as_str().unwrap().to_string();
+    assert!(
+        server.seen()[0].body.contains("warm the cache"),
+        "the session's records come from the database"
+    );
+    // Written to the database, nothing to the local store.
+    use engram::memory::MemoryBackend;
+    let s = team.get(&sid).unwrap().unwrap();
+    assert_eq!(s.metadata["llm_summary_provenance"], "llm_extracted");
+    assert_eq!(team.get(&x).unwrap().unwrap().provenance, "llm_extracted");
+    assert_eq!(engine.memories.count().unwrap(), 0);
+}
