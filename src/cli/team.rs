@@ -5,7 +5,7 @@
 //! commands ask the chat model about the database's entries, write what it answers
 //! there and audit the call there. The code index stays in the local store: written
 //! memories are anchored to it, and `stale`, `confirm` and the `[stale: …]` tags of
-//! `context` judge the database's memories against it.
+//! `context` judge the database's memories against it (`team_code.rs`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -62,75 +62,12 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
         Command::Session {
             command: SessionCommand::Extract { id, dry_run },
         } => super::assisted::session_extract(&team, &team, &dir, out, id, *dry_run),
-        Command::Context {
-            budget,
-            compress,
-            dry_run,
-        } => {
-            // The database's entries, tagged stale against the local code index.
-            let full = |b: usize| -> Result<String> {
-                Ok(match &code {
-                    Some(c) => engram::stale::project_context_in(c.store(), &team, b)?,
-                    None => engram::memory::project_context_of(&team, b, &|_| None)?,
-                })
-            };
-            super::assisted::context(
-                &team,
-                &full,
-                &dir,
-                out,
-                *budget,
-                compress.as_deref(),
-                *dry_run,
-            )
-        }
+        Command::Context { .. }
+        | Command::Get { .. }
+        | Command::Stale { .. }
+        | Command::Confirm { .. } => super::team_code::run(&team, code.as_deref(), &dir, cli, out),
         Command::Analyze => {
             super::coding::print_analysis(out, &engram::memory::analyze_patterns_of(&team)?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Get { id } => {
-            let Some(m) = team.get(id)? else {
-                bail!("no memory {id}");
-            };
-            // With its marks against the local code index, as the local `get` shows.
-            let marks = match &code {
-                Some(c) => engram::stale::marks_against(c.store(), std::slice::from_ref(&m))?
-                    .remove(&m.id)
-                    .unwrap_or_default(),
-                None => Vec::new(),
-            };
-            let mut shown = serde_json::to_value(&m)?;
-            shown["stale"] = json!(marks);
-            out.value(&shown, || {
-                match engram::stale::tag(&marks, engram::store::now_ms()) {
-                    Some(t) => format!("{}{t}\n", human(&m)),
-                    None => human(&m),
-                }
-            })?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Stale { limit } => {
-            let list = match &code {
-                Some(c) => engram::stale::list_in(c.store(), &team, *limit)?,
-                None => {
-                    eprintln!("engram: no local code index in {}: the memories' anchors have nothing to be compared with (engram index first)", dir.display());
-                    Vec::new()
-                }
-            };
-            super::memories::print_stale(out, &list)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Confirm { id } => {
-            let Some(c) = &code else {
-                bail!("engram confirm re-anchors a memory to the local code index, and there is none in {} (engram index first)", dir.display());
-            };
-            let m = engram::stale::confirm_in(c.store(), &team, id)?;
-            let left = engram::stale::marks_against(c.store(), std::slice::from_ref(&m))?;
-            super::memories::print_confirmed(
-                out,
-                &m,
-                left.get(&m.id).cloned().unwrap_or_default(),
-            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Recall {
