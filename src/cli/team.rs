@@ -139,8 +139,16 @@ fn open_with_code(cli: &Cli, url: &str) -> Result<(PgMemories, Option<Arc<Memori
     let mut team = db.memories(&repo, super::embedder()?)?;
     // Only an existing store: opening creates one, and a team checkout need not have
     // any (its memories are in the database).
-    let code = if store_dir(cli)?.join("blob.dat").exists() {
-        Some(Arc::new(super::memories::open(cli)?))
+    let code = if store_dir(cli)?.join(engram::store::BLOB_FILE).exists() {
+        // A local store that cannot be opened (read-only, locked by a crash) must not
+        // stop the database's commands; they go on without the code index, saying so.
+        match super::memories::open(cli) {
+            Ok(m) => Some(Arc::new(m)),
+            Err(e) => {
+                eprintln!("engram: warning: the local store's code index is not available ({e:#}): memories are written without code anchors and nothing is marked stale");
+                None
+            }
+        }
     } else {
         None
     };
