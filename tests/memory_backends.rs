@@ -771,3 +771,64 @@ fn a_bad_line_imports_nothing_on_either_backend() {
         assert_eq!(b.count().unwrap(), 0);
     }
 }
+
+// ---------------------------------------------------------------------------------
+
+/// Two sessions' coding records, the same on every backend.
+fn coding_history(b: &dyn MemoryBackend) {
+    for (files, error) in [
+        (&["src/upload.py", "src/retry.py"][..], "UploadTimeout"),
+        (&["src/upload.py", "src/auth.py"][..], "UploadTimeout"),
+    ] {
+        let s = b.start_session("upload work", &[]).unwrap();
+        for f in files {
+            b.track_file_change(&FileChange {
+                path: f.to_string(),
+                action: "edit".into(),
+                reason: "retries".into(),
+                session: Some(s.id.clone()),
+                ..FileChange::default()
+            })
+            .unwrap();
+        }
+        let e = ErrorReport {
+            error_type: error.into(),
+            message: "upload timed out".into(),
+            ..ErrorReport::default()
+        };
+        b.record_error(&e, &[]).unwrap();
+    }
+    let mut m = Memory::new("uploads retry at most three times");
+    m.insights = vec!["pitfall".into()];
+    b.write(m).unwrap();
+}
+
+/// The project context and pattern analysis read entries through the trait alone,
+/// so both backends answer alike.
+#[test]
+fn context_and_analysis_agree_on_both_backends() {
+    let l = local();
+    let p = pg::memories("context_and_analysis");
+    coding_history(&l.memories);
+    coding_history(&p);
+    let local = engram::memory::analyze_patterns_of(&l.memories).unwrap();
+    let team = engram::memory::analyze_patterns_of(&p).unwrap();
+    assert_eq!(local, team);
+    assert_eq!(local.recurring_errors, [("UploadTimeout".to_string(), 2)]);
+    assert_eq!(local.hot_files[0], ("src/upload.py".to_string(), 2));
+    for b in [&l.memories as &dyn MemoryBackend, &p] {
+        let text = engram::memory::project_context_of(b, 4096, &|_| None).unwrap();
+        for want in [
+            "## Recent sessions\n- session: upload work",
+            "## Open pitfalls\n- uploads retry at most three times [mem:",
+            "## Most changed files\n- src/upload.py (2 changes)",
+            "## Unresolved errors\n- UploadTimeout: upload timed out (seen 2x) [mem:",
+        ] {
+            assert!(
+                text.contains(want),
+                "{}: {want:?} missing from {text}",
+                b.describe()
+            );
+        }
+    }
+}

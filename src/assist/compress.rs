@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::parse::strip_fences;
 use super::{AssistError, Assistant, Question};
 use crate::gate::truncate;
-use crate::memory::Memories;
+use crate::memory::AuditLog;
 
 /// How much detail a compressed context keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,10 +59,11 @@ const SYSTEM: &str = "You compress a software project's working memory for an AI
 starting a new session. Keep identifiers, file paths and numbers exact; drop repetition.";
 
 impl Assistant {
-    /// `context` compressed to `level`, at most `budget` bytes.
+    /// `context` compressed to `level`, at most `budget` bytes; the call is audited in
+    /// `log` (or the team log, when one is set).
     pub fn compress_context(
         &self,
-        memories: &Memories,
+        log: &dyn AuditLog,
         context: &str,
         level: Level,
         budget: usize,
@@ -74,7 +75,7 @@ impl Assistant {
             budget / 6
         );
         let answer = self.ask(
-            memories,
+            log,
             &Question {
                 purpose: "compress_context",
                 system: SYSTEM,

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::parse::{field_str, json_object};
 use super::summary::session_with_data;
 use super::{AssistError, Assistant, Question};
-use crate::memory::{Memories, Memory};
+use crate::memory::{AuditLog, Memories, Memory, MemoryBackend, MemoryFilter};
 
 /// Most memories stored from one answer.
 pub const MAX_ITEMS: usize = 20;
@@ -102,9 +102,21 @@ impl Assistant {
         memories: &Memories,
         id: &str,
     ) -> Result<Extracted, AssistError> {
+        self.extract_knowledge_in(memories, memories, id)
+    }
+
+    /// [`Assistant::extract_knowledge`] from a session `memories` holds (the local
+    /// store or the team backend), into it; the call audited in `log` (or the team
+    /// log, when set).
+    pub fn extract_knowledge_in(
+        &self,
+        memories: &dyn MemoryBackend,
+        log: &dyn AuditLog,
+        id: &str,
+    ) -> Result<Extracted, AssistError> {
         let (session, data) = session_with_data(memories, id)?;
         let answer = self.ask(
-            memories,
+            log,
             &Question {
                 purpose: "extract_knowledge",
                 system: SYSTEM,
@@ -121,7 +133,7 @@ impl Assistant {
         let mut kept: Vec<String> = Vec::new();
         for (kind, text) in items {
             let known = memories
-                .recall(&text, 5)?
+                .recall(&text, &MemoryFilter::default(), 5)?
                 .iter()
                 .any(|h| same_words(&h.memory.text, &text))
                 || kept.iter().any(|k| same_words(k, &text));

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::parse::strip_fences;
 use super::{AssistError, Assistant, Question};
-use crate::memory::{Memories, Memory, MemoryFilter};
+use crate::memory::{AuditLog, Memories, Memory, MemoryBackend, MemoryFilter};
 
 const SYSTEM: &str = "You are an expert software engineering assistant specializing in \
 analysing coding sessions.
@@ -102,7 +102,7 @@ pub(crate) fn session_data(session: &Memory, entries: &[Memory]) -> String {
 /// The session entry `id` and the text describing it and its records, as sent to a
 /// model; an error when `id` is not a session.
 pub(crate) fn session_with_data(
-    memories: &Memories,
+    memories: &dyn MemoryBackend,
     id: &str,
 ) -> Result<(Memory, String), AssistError> {
     let session = memories
@@ -115,7 +115,10 @@ pub(crate) fn session_with_data(
 }
 
 /// The entries a session recorded, oldest first.
-fn session_entries(memories: &Memories, session: &Memory) -> Result<Vec<Memory>, AssistError> {
+fn session_entries(
+    memories: &dyn MemoryBackend,
+    session: &Memory,
+) -> Result<Vec<Memory>, AssistError> {
     let filter = MemoryFilter {
         session: Some(session.id.clone()),
         ..MemoryFilter::default()
@@ -129,9 +132,20 @@ impl Assistant {
     /// The model's Markdown summary of session `id`, stored on the session entry beside
     /// the deterministic one; returns the updated entry.
     pub fn summarize_session(&self, memories: &Memories, id: &str) -> Result<Memory, AssistError> {
+        self.summarize_session_in(memories, memories, id)
+    }
+
+    /// [`Assistant::summarize_session`] of a session `memories` holds (the local store
+    /// or the team backend), the call audited in `log` (or the team log, when set).
+    pub fn summarize_session_in(
+        &self,
+        memories: &dyn MemoryBackend,
+        log: &dyn AuditLog,
+        id: &str,
+    ) -> Result<Memory, AssistError> {
         let (session, data) = session_with_data(memories, id)?;
         let answer = self.ask(
-            memories,
+            log,
             &Question {
                 purpose: "session_summary",
                 system: SYSTEM,

@@ -22,7 +22,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 use super::{AssistError, Assistant};
-use crate::memory::Memories;
+use crate::memory::AuditLog;
 
 /// Largest screenshot read (bytes).
 pub const MAX_SCREENSHOT_BYTES: usize = 8 << 20;
@@ -186,14 +186,15 @@ pub fn parse_fields(text: &str) -> Option<ScreenshotFields> {
 }
 
 impl Assistant {
-    /// What the vision model reads in `shot`.
+    /// What the vision model reads in `shot`; the call is audited in `log` (or the
+    /// team log, when one is set).
     pub fn read_screenshot(
         &self,
-        memories: &Memories,
+        log: &dyn AuditLog,
         shot: &Screenshot,
     ) -> Result<ScreenshotFields, AssistError> {
         let answer = self.ask_image(
-            memories,
+            log,
             "error_screenshot",
             SYSTEM,
             PROMPT,

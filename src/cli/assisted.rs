@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use engram::assist::{is_base64, screenshot_from, unread_image, warn, Assistant, Level};
-use engram::memory::{AuditLog, ErrorReport, Memories, Memory, MemoryBackend};
+use engram::memory::{AuditLog, ErrorReport, Memory, MemoryBackend};
 use serde_json::{json, Value};
 
 use super::output::Output;
@@ -37,9 +37,12 @@ fn print_prepared(out: &Output, a: &Assistant) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram session end ID`: the deterministic summary, and the model's when asked.
+/// `engram session end ID`: the deterministic summary, and the model's when asked;
+/// on `memories` (the local store or the team backend), a model call audited in
+/// `log` (or the team log, when set).
 pub fn session_end(
-    memories: &Memories,
+    memories: &dyn MemoryBackend,
+    log: &dyn AuditLog,
     dir: &Path,
     out: &Output,
     (id, failed): (&str, bool),
@@ -54,25 +57,25 @@ pub fn session_end(
     if dry_run {
         let a = a.as_ref().expect("checked by assistant_for");
         if want_summary {
-            let _ = a.summarize_session(memories, id);
+            let _ = a.summarize_session_in(memories, log, id);
         }
         if want_extract {
-            let _ = a.extract_knowledge(memories, id);
+            let _ = a.extract_knowledge_in(memories, log, id);
         }
         return print_prepared(out, a);
     }
-    let mut m = memories.end_session(id, !failed)?;
+    let mut m = memories.end_session(id, !failed, None)?;
     let mut warnings = Vec::new();
     let mut extracted = Vec::new();
     if let Some(a) = a.as_ref() {
         if want_summary {
-            match a.summarize_session(memories, &m.id) {
+            match a.summarize_session_in(memories, log, &m.id) {
                 Ok(updated) => m = updated,
                 Err(e) => warnings.extend(warn("session summary", &e)),
             }
         }
         if want_extract {
-            match a.extract_knowledge(memories, &m.id) {
+            match a.extract_knowledge_in(memories, log, &m.id) {
                 Ok(x) => extracted = x.stored,
                 Err(e) => warnings.extend(warn("knowledge extraction", &e)),
             }
@@ -105,9 +108,10 @@ pub fn session_end(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram session extract ID`.
+/// `engram session extract ID` (memories and audit log as for [`session_end`]).
 pub fn session_extract(
-    memories: &Memories,
+    memories: &dyn MemoryBackend,
+    log: &dyn AuditLog,
     dir: &Path,
     out: &Output,
     id: &str,
@@ -116,7 +120,7 @@ pub fn session_extract(
     let Some(a) = assistant_for(dir, dry_run)? else {
         bail!("extraction needs a chat model, and none is configured (set llm_model)");
     };
-    let r = a.extract_knowledge(memories, id);
+    let r = a.extract_knowledge_in(memories, log, id);
     if dry_run {
         return print_prepared(out, &a);
     }
@@ -227,16 +231,19 @@ pub fn error_suggest(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram context [--compress LEVEL]`.
+/// `engram context [--compress LEVEL]`: `full(budget)` is the project context of
+/// wherever the memories are (the local store or the team backend), a model call is
+/// audited in `log`.
 pub fn context(
-    memories: &Memories,
+    log: &dyn AuditLog,
+    full: &dyn Fn(usize) -> Result<String>,
     dir: &Path,
     out: &Output,
     budget: usize,
     compress: Option<&str>,
     dry_run: bool,
 ) -> Result<ExitCode> {
-    let text = engram::stale::project_context(memories, budget)?;
+    let text = full(budget)?;
     let a = assistant_for(dir, dry_run)?;
     let level = match compress {
         Some(l) => Some(l.parse::<Level>().map_err(anyhow::Error::msg)?),
@@ -249,8 +256,8 @@ pub fn context(
     let mut compressed = None;
     match (level, a.as_ref()) {
         (Some(level), Some(a)) => {
-            let full = engram::stale::project_context(memories, a.max_request_bytes)?;
-            match a.compress_context(memories, &full, level, budget) {
+            let full = full(a.max_request_bytes)?;
+            match a.compress_context(log, &full, level, budget) {
                 Ok(t) => compressed = Some(t),
                 Err(e) => warnings.extend(warn("context compression", &e)),
             }
@@ -274,8 +281,9 @@ pub fn context(
 }
 
 /// A screenshot given to `error record`: kept as its hash and size only, read by the
-/// vision model when that feature is on.
-pub fn screenshot(memories: &Memories, dir: &Path, e: &mut ErrorReport) -> Result<()> {
+/// vision model when that feature is on (the call audited in `log`, or the team log
+/// when set).
+pub fn screenshot(log: &dyn AuditLog, dir: &Path, e: &mut ErrorReport) -> Result<()> {
     let Some(given) = e.screenshot.take() else {
         return Ok(());
     };
@@ -301,7 +309,7 @@ pub fn screenshot(memories: &Memories, dir: &Path, e: &mut ErrorReport) -> Resul
     let Some(a) = super::assistant(dir, false)?.filter(|a| a.features.vision) else {
         return Ok(());
     };
-    match a.read_screenshot(memories, &shot) {
+    match a.read_screenshot(log, &shot) {
         Ok(f) => {
             if e.file.is_none() {
                 e.file.clone_from(&f.file);

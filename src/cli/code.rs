@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use engram::index::{self, IndexOptions, SecretAction};
 use engram::search::{self, HitKind, SearchOptions};
 use engram::store::Store;
@@ -99,7 +99,13 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             let store = Store::open(&dir, store_options(cli, &dir)?, engram::projections())
                 .with_context(|| format!("opening store {}", dir.display()))?;
             let kind = kind.as_deref().map(str::parse::<HitKind>).transpose()?;
-            let results = search::search(
+            // With database_url set the memories are the team database's: the local
+            // store's (left from before, or another tool's) are not this repository's.
+            let team = super::config().get_opt("database_url").is_some();
+            if team && kind == Some(HitKind::Memory) {
+                bail!("with database_url set, memories are in the team database: `engram recall QUERY` searches them");
+            }
+            let mut results = search::search(
                 &store,
                 query,
                 &SearchOptions {
@@ -114,6 +120,9 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     ..SearchOptions::default()
                 },
             )?;
+            if team {
+                results.hits.retain(|h| h.kind != HitKind::Memory);
+            }
             if let Some(why) = &results.degraded {
                 tracing::warn!("search degraded: {why}");
             }

@@ -34,6 +34,7 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
         } => {
             return assisted::session_end(
                 memories,
+                memories,
                 &store_dir(cli)?,
                 out,
                 (id, *failed),
@@ -42,7 +43,16 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
         }
         Command::Session {
             command: SessionCommand::Extract { id, dry_run },
-        } => return assisted::session_extract(memories, &store_dir(cli)?, out, id, *dry_run),
+        } => {
+            return assisted::session_extract(
+                memories,
+                memories,
+                &store_dir(cli)?,
+                out,
+                id,
+                *dry_run,
+            )
+        }
         Command::Error {
             command: ErrorCommand::Suggest { id, dry_run },
         } => {
@@ -88,6 +98,7 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
         } => {
             return assisted::context(
                 memories,
+                &|b| Ok(engram::stale::project_context(memories, b)?),
                 &store_dir(cli)?,
                 out,
                 *budget,
@@ -95,22 +106,7 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
                 *dry_run,
             );
         }
-        Command::Analyze => {
-            let r = memories.analyze_patterns()?;
-            out.value(&r, || {
-                let mut s = String::new();
-                for (t, n) in &r.recurring_errors {
-                    s.push_str(&format!("error {t}: {n} times\n"));
-                }
-                for (a, b, n) in r.co_changes.iter().take(10) {
-                    s.push_str(&format!("changed together {n}x: {a} + {b}\n"));
-                }
-                for (f, n) in r.hot_files.iter().take(10) {
-                    s.push_str(&format!("hot file {f}: {n} changes\n"));
-                }
-                s
-            })?;
-        }
+        Command::Analyze => print_analysis(out, &memories.analyze_patterns()?)?,
         Command::Related { id, hops } => {
             let rel = memories.related(id, *hops)?;
             out.value(&json!({"related": rel}), || {
@@ -204,4 +200,22 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
         _ => unreachable!("dispatched in memories::run"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `engram analyze`: recurring errors, files changed together, hot files (the local
+/// store's or the team backend's).
+pub(super) fn print_analysis(out: &Output, r: &engram::memory::PatternReport) -> Result<()> {
+    out.value(r, || {
+        let mut s = String::new();
+        for (t, n) in &r.recurring_errors {
+            s.push_str(&format!("error {t}: {n} times\n"));
+        }
+        for (a, b, n) in r.co_changes.iter().take(10) {
+            s.push_str(&format!("changed together {n}x: {a} + {b}\n"));
+        }
+        for (f, n) in r.hot_files.iter().take(10) {
+            s.push_str(&format!("hot file {f}: {n} changes\n"));
+        }
+        s
+    })
 }

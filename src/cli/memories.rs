@@ -15,7 +15,7 @@ use super::coding;
 use super::output::Output;
 use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields, NoteCommand};
 
-fn open(cli: &Cli) -> Result<Memories> {
+pub(super) fn open(cli: &Cli) -> Result<Memories> {
     let dir = store_dir(cli)?;
     let m = Memories::open_with(&dir, store_options(cli, &dir)?)
         .with_context(|| format!("opening store {}", dir.display()))?
@@ -165,39 +165,12 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             })?;
         }
         Command::Stale { limit } => {
-            let list = engram::stale::list(&memories, *limit)?;
-            let now = engram::store::now_ms();
-            out.value(&json!({"stale": list}), || {
-                list.iter()
-                    .map(|s| {
-                        let why: Vec<String> = s
-                            .stale
-                            .iter()
-                            .map(|x| format!("  {} ({})", x.label(now), x.summary))
-                            .collect();
-                        format!(
-                            "{}
-{}",
-                            human(&s.memory).trim_end(),
-                            why.join("\n")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n\n")
-            })?;
+            print_stale(out, &engram::stale::list(&memories, *limit)?)?;
         }
         Command::Confirm { id } => {
             let m = engram::stale::confirm(&memories, id)?;
             let left = engram::stale::of_memories(memories.store(), std::slice::from_ref(&m.id))?;
-            let stale = left.get(&m.id).cloned().unwrap_or_default();
-            out.value(&json!({"memory": m, "stale": stale}), || {
-                format!(
-                    "{} re-anchored to the current code (version {}, {} anchors)",
-                    m.id,
-                    m.version,
-                    m.anchors.len()
-                )
-            })?;
+            print_confirmed(out, &m, left.get(&m.id).cloned().unwrap_or_default())?;
         }
         Command::Get { id } => {
             let Some(m) = memories.get(id)? else {
@@ -363,6 +336,42 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         _ => unreachable!("dispatched in cli::run"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `engram stale`: the stale memories and why (the local store's or the team
+/// backend's).
+pub(super) fn print_stale(out: &Output, list: &[engram::stale::StaleMemory]) -> Result<()> {
+    let now = engram::store::now_ms();
+    out.value(&json!({"stale": list}), || {
+        list.iter()
+            .map(|s| {
+                let why: Vec<String> = s
+                    .stale
+                    .iter()
+                    .map(|x| format!("  {} ({})", x.label(now), x.summary))
+                    .collect();
+                format!("{}\n{}", human(&s.memory).trim_end(), why.join("\n"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    })
+}
+
+/// `engram confirm`: the re-anchored memory and the marks left (none unless the code
+/// changed meanwhile).
+pub(super) fn print_confirmed(
+    out: &Output,
+    m: &Memory,
+    stale: Vec<engram::stale::Staleness>,
+) -> Result<()> {
+    out.value(&json!({"memory": m, "stale": stale}), || {
+        format!(
+            "{} re-anchored to the current code (version {}, {} anchors)",
+            m.id,
+            m.version,
+            m.anchors.len()
+        )
+    })
 }
 
 /// Memories as JSON, each with `stale`: its marks, empty when fresh.

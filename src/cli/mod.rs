@@ -21,6 +21,7 @@ mod serve;
 mod settings;
 mod store_location;
 mod team;
+mod team_code;
 mod watch;
 
 use std::process::ExitCode;

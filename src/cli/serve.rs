@@ -62,9 +62,13 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>, team: Option<&Arc<PgDatabase>>) -> 
         .with_assistant(assistant)
         .with_external(super::providers::external()?);
     if let Some(db) = team {
+        // What the team backend stores is anchored to this repository's local code
+        // index (the engine's store), for staleness.
+        let anchors = engram::stale::LocalCodeAnchors::new(engine.memories.clone());
         let backend = db
             .memories(&repo_name, embedder()?)
-            .with_context(|| format!("opening repository {repo_name} on {}", db.server()))?;
+            .with_context(|| format!("opening repository {repo_name} on {}", db.server()))?
+            .with_anchors(Arc::new(anchors));
         engine = engine.with_backend(Arc::new(backend));
     }
     Ok(engine)
@@ -189,7 +193,8 @@ pub fn new_token(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram enrich PROMPT`: the context block an agent would get.
+/// `engram enrich PROMPT`: the context block an agent would get (its memories and
+/// notes from the team database, with database_url set).
 pub fn enrich(
     cli: &Cli,
     out: &Output,
@@ -197,7 +202,11 @@ pub fn enrich(
     budget: usize,
     providers: bool,
 ) -> Result<ExitCode> {
-    let engine = engine(cli, None, None)?;
+    let team = match config().get_opt("database_url") {
+        Some(url) => Some(super::team::connect(url)?),
+        None => None,
+    };
+    let engine = engine(cli, None, team.as_ref())?;
     let v = engine
         .call(
             "enrich_prompt",

@@ -1,18 +1,24 @@
 //! The memory commands on the team backend: when `database_url` is set, memories,
 //! notes and coding records live in that PostgreSQL database (`engram::memory_pg`),
 //! under the repository the local store would have been for (its directory name).
-//! Routing and printing only, through the `MemoryBackend` trait; `error suggest` and
-//! `recall --rerank llm` (which only read memories) ask the chat model about the
-//! database's entries and audit the call there; commands that need a local store
-//! (staleness, the model-assisted ones that write) say so.
+//! Routing and printing only, through the `MemoryBackend` trait. The model-assisted
+//! commands ask the chat model about the database's entries, write what it answers
+//! there and audit the call there. The code index stays in the local store: written
+//! memories are anchored to it, and `stale`, `confirm` and the `[stale: …]` tags of
+//! `context` judge the database's memories against it (`team_code.rs`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use anyhow::{bail, Context, Result};
-use engram::memory::{note_name, Decision, ErrorReport, FileChange, MemoryBackend, MemoryFilter};
+use engram::memory::{
+    note_name, Decision, ErrorReport, FileChange, Memories, MemoryBackend, MemoryFilter,
+};
 use engram::memory_pg::{PgDatabase, PgMemories};
+use engram::stale::LocalCodeAnchors;
 use serde_json::json;
 
 use super::memories::{human, memory_filter, memory_from, report_redactions};
@@ -29,18 +35,41 @@ fn repo_name(cli: &Cli) -> Result<String> {
         .with_context(|| format!("no repository name in {}", dir.display()))
 }
 
-fn not_here(what: &str) -> Result<ExitCode> {
-    bail!(
-        "{what} needs the local store and is not available with database_url set (the team backend); unset ENGRAM_DATABASE_URL to use the local store"
-    )
-}
-
 pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
-    let team = open(cli, url)?;
+    let (team, code) = open_with_code(cli, url)?;
+    let dir = store_dir(cli)?;
     match &cli.command {
         Command::Error {
             command: ErrorCommand::Suggest { id, dry_run },
-        } => super::assisted::error_suggest(&team, &team, &store_dir(cli)?, out, id, *dry_run),
+        } => super::assisted::error_suggest(&team, &team, &dir, out, id, *dry_run),
+        Command::Session {
+            command:
+                SessionCommand::End {
+                    id,
+                    failed,
+                    llm_summary,
+                    extract,
+                    dry_run,
+                },
+        } => super::assisted::session_end(
+            &team,
+            &team,
+            &dir,
+            out,
+            (id, *failed),
+            (*llm_summary, *extract, *dry_run),
+        ),
+        Command::Session {
+            command: SessionCommand::Extract { id, dry_run },
+        } => super::assisted::session_extract(&team, &team, &dir, out, id, *dry_run),
+        Command::Context { .. }
+        | Command::Get { .. }
+        | Command::Stale { .. }
+        | Command::Confirm { .. } => super::team_code::run(&team, code.as_deref(), &dir, cli, out),
+        Command::Analyze => {
+            super::coding::print_analysis(out, &engram::memory::analyze_patterns_of(&team)?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Recall {
             query,
             top_k,
@@ -55,7 +84,6 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
                 .into_iter()
                 .map(|h| (recall_row(&h.memory, h.score), h.memory))
                 .collect();
-            let dir = store_dir(cli)?;
             match super::assisted::rerank(&dir, out, &team, query, found.clone(), *dry_run)? {
                 Some(_) if *dry_run => return Ok(ExitCode::SUCCESS),
                 Some(scored) => found = scored,
@@ -74,7 +102,7 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
-        _ => run_on(&team, cli, out),
+        _ => run_on(&team, &dir, cli, out),
     }
 }
 
@@ -97,14 +125,42 @@ pub(super) fn connect(url: &str) -> Result<std::sync::Arc<PgDatabase>> {
     )?)
 }
 
-/// This checkout's repository in the team database at `url`.
+/// This checkout's repository in the team database at `url`, anchoring what it
+/// writes to the local code index when there is one.
 pub(super) fn open(cli: &Cli, url: &str) -> Result<PgMemories> {
-    let db = connect(url)?;
-    let repo = repo_name(cli)?;
-    Ok(db.memories(&repo, super::embedder()?)?)
+    Ok(open_with_code(cli, url)?.0)
 }
 
-fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
+/// [`open`], and the local store holding this checkout's code index (`None` when
+/// nothing was indexed here: no store to open, nothing to anchor to).
+fn open_with_code(cli: &Cli, url: &str) -> Result<(PgMemories, Option<Arc<Memories>>)> {
+    let db = connect(url)?;
+    let repo = repo_name(cli)?;
+    let mut team = db.memories(&repo, super::embedder()?)?;
+    // Only an existing store: opening creates one, and a team checkout need not have
+    // any (its memories are in the database).
+    let code = if store_dir(cli)?.join(engram::store::BLOB_FILE).exists() {
+        // A local store that cannot be opened (read-only, locked by a crash) must not
+        // stop the database's commands; they go on without the code index, saying so.
+        match super::memories::open(cli) {
+            Ok(m) => Some(Arc::new(m)),
+            Err(e) => {
+                eprintln!("engram: warning: the local store's code index is not available ({e:#}): memories are written without code anchors and nothing is marked stale");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(c) = &code {
+        team = team.with_anchors(Arc::new(LocalCodeAnchors::new(c.clone())));
+    }
+    Ok((team, code))
+}
+
+fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> Result<ExitCode> {
+    // Through the trait alone, as the local commands; `team` is the audit log too.
+    let b: &dyn MemoryBackend = team;
     match &cli.command {
         Command::Remember { text, fields } => {
             let m = b.write(memory_from(text, fields)?)?;
@@ -128,12 +184,6 @@ fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .collect::<Vec<_>>()
                     .join("\n\n")
             })?;
-        }
-        Command::Get { id } => {
-            let Some(m) = b.get(id)? else {
-                bail!("no memory {id}");
-            };
-            out.value(&m, || human(&m))?;
         }
         Command::Forget { id } => {
             let forgotten = b.forget(id)?;
@@ -220,22 +270,6 @@ fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
             let m = b.start_session(description, tags)?;
             out.value(&m, || m.id.clone())?;
         }
-        Command::Session {
-            command:
-                SessionCommand::End {
-                    id,
-                    failed,
-                    llm_summary,
-                    extract,
-                    dry_run,
-                },
-        } => {
-            if *llm_summary || *extract || *dry_run {
-                return not_here("a model-assisted session end");
-            }
-            let m = b.end_session(id, !failed, None)?;
-            out.value(&m, || m.text.clone())?;
-        }
         Command::Change {
             path,
             action,
@@ -301,24 +335,22 @@ fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
                     resolved_by,
                 },
         } => {
-            if screenshot.is_some() {
-                return not_here("--screenshot");
-            }
-            let m = b.record_error(
-                &ErrorReport {
-                    error_type: error_type.clone(),
-                    message: message.clone(),
-                    stack_trace: stack_trace.clone(),
-                    file: file.clone(),
-                    line: *line,
-                    solution: solution.clone(),
-                    resolved: *resolved,
-                    session: session.clone(),
-                    resolved_by: resolved_by.clone(),
-                    ..ErrorReport::default()
-                },
-                &[],
-            )?;
+            let mut report = ErrorReport {
+                error_type: error_type.clone(),
+                message: message.clone(),
+                stack_trace: stack_trace.clone(),
+                file: file.clone(),
+                line: *line,
+                solution: solution.clone(),
+                resolved: *resolved,
+                screenshot: screenshot.clone(),
+                session: session.clone(),
+                resolved_by: resolved_by.clone(),
+                ..ErrorReport::default()
+            };
+            // Read by the vision model when that feature is on, audited in the database.
+            super::assisted::screenshot(team, dir, &mut report)?;
+            let m = b.record_error(&report, &[])?;
             report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])
@@ -367,12 +399,6 @@ fn run_on(b: &dyn MemoryBackend, cli: &Cli, out: &Output) -> Result<ExitCode> {
             })?;
             out.value(&m, || m.id.clone())?;
         }
-        Command::Stale { .. } => return not_here("engram stale"),
-        Command::Confirm { .. } => return not_here("engram confirm"),
-        Command::Context { .. } => return not_here("engram context"),
-        Command::Analyze => return not_here("engram analyze"),
-        Command::Session { .. } => return not_here("this session command"),
-        Command::Error { .. } => return not_here("this error command"),
         _ => unreachable!("dispatched in cli::run"),
     }
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@
 //! decides what to ask and how to merge; it never touches files or tables itself —
 //! providers do — and never stores what an external provider returns.
 
+mod backend;
 mod external;
 #[cfg(feature = "mcp")]
 mod mcp_provider;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use backend::BackendProviders;
 pub use external::{
     ask_all, ExternalAnswer, ExternalHit, ExternalProvider, ProviderHealth, ProviderNote,
     ProviderStatus,
@@ -51,6 +53,8 @@ pub enum ManagerError {
     Search(#[from] crate::search::SearchError),
     #[error(transparent)]
     Patterns(#[from] crate::patterns::PatternError),
+    #[error(transparent)]
+    Stale(#[from] crate::stale::StaleError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -69,6 +73,15 @@ pub struct Enriched {
     pub providers: Vec<ProviderNote>,
 }
 
+/// A chat model scoring memories, where the memories it scores are read, and the
+/// audit log its calls fall back on (see [`MemoryManager::rerank`]).
+#[cfg(feature = "llm")]
+pub type Reranker = (
+    Arc<crate::assist::Assistant>,
+    Arc<dyn crate::memory::MemoryBackend>,
+    Arc<dyn crate::memory::AuditLog>,
+);
+
 /// Providers composed behind a gate.
 pub struct MemoryManager {
     pub code: Arc<dyn CodeMemoryProvider>,
@@ -79,9 +92,10 @@ pub struct MemoryManager {
     pub external: Vec<Arc<dyn ExternalProvider>>,
     pub gate: Gate,
     /// A chat model scoring the memories `enrich_prompt` finds, when its `rerank`
-    /// feature is on (and the memories to score are reachable).
+    /// feature is on: the model, where the memories it scores are read (the
+    /// session provider's backend), and the audit log its calls fall back on.
     #[cfg(feature = "llm")]
-    pub rerank: Option<(Arc<crate::assist::Assistant>, Arc<crate::memory::Memories>)>,
+    pub rerank: Option<Reranker>,
 }
 
 #[cfg(feature = "llm")]
@@ -89,7 +103,7 @@ impl MemoryManager {
     /// The memory items in the model's order, those under its threshold dropped; the
     /// items as they were (with a warning) when the model gives no scores.
     fn reranked(&self, prompt: &str, items: Vec<ContextItem>) -> Vec<ContextItem> {
-        let Some((assistant, memories)) = &self.rerank else {
+        let Some((assistant, memories, log)) = &self.rerank else {
             return items;
         };
         if !assistant.features.rerank || items.is_empty() {
@@ -101,7 +115,7 @@ impl MemoryManager {
                 candidates.push(m);
             }
         }
-        match assistant.rerank(&**memories, prompt, &candidates) {
+        match assistant.rerank(&**log, prompt, &candidates) {
             Ok(scored) => scored
                 .iter()
                 .filter_map(|s| {

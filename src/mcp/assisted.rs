@@ -23,7 +23,7 @@ impl Engine {
     pub(super) fn after_session_end(&self, id: &str, v: &mut Value) {
         let mut warnings = Vec::new();
         if let Some(a) = self.assistant_with(|f| f.summary) {
-            match a.summarize_session(&self.memories, id) {
+            match a.summarize_session_in(&*self.backend, &*self.memories, id) {
                 Ok(m) => {
                     let summary = m.metadata.get("llm_summary").and_then(Value::as_str);
                     let clean = self
@@ -37,7 +37,7 @@ impl Engine {
             }
         }
         if let Some(a) = self.assistant_with(|f| f.extract) {
-            match a.extract_knowledge(&self.memories, id) {
+            match a.extract_knowledge_in(&*self.backend, &*self.memories, id) {
                 Ok(x) => {
                     v["extracted"] = json!(x.stored.iter().map(|m| &m.id).collect::<Vec<_>>());
                 }
@@ -63,7 +63,7 @@ impl Engine {
                     e.extra_metadata
                         .insert("screenshot_bytes".into(), json!(shot.bytes));
                     if let Some(asst) = self.assistant_with(|f| f.vision) {
-                        match asst.read_screenshot(&self.memories, &shot) {
+                        match asst.read_screenshot(&*self.memories, &shot) {
                             Ok(f) => {
                                 if e.file.is_none() {
                                     e.file =
@@ -160,14 +160,13 @@ impl Engine {
             warnings.push("compress asks for a model, and none is configured (llm_model); showing the full context".into());
             return Ok(None);
         };
-        let full =
-            crate::stale::project_context(&self.memories, asst.max_request_bytes).map_err(err)?;
+        let full = self.full_context(asst.max_request_bytes)?;
         let full = if full.len() < context.len() {
             context
         } else {
             &full
         };
-        match asst.compress_context(&self.memories, full, level, budget) {
+        match asst.compress_context(&*self.memories, full, level, budget) {
             Ok(t) => Ok(Some(t)),
             Err(e) => {
                 warnings.extend(warn("context compression", &e));

@@ -2,14 +2,19 @@
 //! call: `memory_update` (`Memories::update`), `memory_delete` (`Memories::forget`),
 //! `delete_note` and `search_notes` (notes), `memory_stats` (what
 //! `GET /api/memory/{repo}/stats` reports); and staleness: `memory_stale`
-//! (`stale::list`) and `memory_confirm` (`stale::confirm`). Listed in the `memory`
-//! profile, not `core`.
+//! (`stale::list`) and `memory_confirm` (`stale::confirm`), on the team backend
+//! `stale::list_in` and `stale::confirm_in` (its memories against the local code
+//! index). Listed in the `memory` profile, not `core`.
+
+use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, err, required_str, str_list};
 use super::handlers::{Engine, ToolResult};
 use super::tools::{opt, req as required, Profile, ToolSpec, Ty};
+use crate::memory::Memory;
+use crate::stale::Staleness;
 
 const MEMORY: &[Profile] = &[Profile::Memory];
 
@@ -134,7 +139,12 @@ impl Engine {
             .and_then(Value::as_u64)
             .unwrap_or(20)
             .clamp(1, 500) as usize;
-        let found = crate::stale::list(&self.memories, limit).map_err(err)?;
+        let found = if self.team {
+            crate::stale::list_in(self.memories.store(), &*self.backend, limit)
+        } else {
+            crate::stale::list(&self.memories, limit)
+        }
+        .map_err(err)?;
         let mut budget = self.gate.budget();
         let mut items = Vec::new();
         for s in &found {
@@ -149,28 +159,39 @@ impl Engine {
 
     fn memory_confirm(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "id")?;
-        let m = crate::stale::confirm(&self.memories, id).map_err(err)?;
+        let m = if self.team {
+            crate::stale::confirm_in(self.memories.store(), &*self.backend, id)
+        } else {
+            crate::stale::confirm(&self.memories, id)
+        }
+        .map_err(err)?;
         let mut shown = super::shape::memory(&m, &mut self.gate.budget());
-        self.annotate_stale(shown.iter_mut())?;
+        self.annotate_stale(std::slice::from_ref(&m), shown.iter_mut())?;
         Ok(json!({"id": m.id, "confirmed": true, "version": m.version, "memory": shown}))
     }
 
-    /// Add `stale` (the marks, empty when fresh) to each shaped memory (one query).
+    /// The stale marks of `found` (those with none left out): the local store's
+    /// derived marks, or on the team backend its memories' anchors judged against
+    /// the local code index.
+    pub(super) fn stale_marks(
+        &self,
+        found: &[Memory],
+    ) -> Result<HashMap<String, Vec<Staleness>>, String> {
+        if self.team {
+            return crate::stale::marks_against(self.memories.store(), found).map_err(err);
+        }
+        let ids: Vec<String> = found.iter().map(|m| m.id.clone()).collect();
+        crate::stale::of_memories(self.memories.store(), &ids).map_err(err)
+    }
+
+    /// Add `stale` (the marks, empty when fresh) to each shaped memory of `found`.
     pub(super) fn annotate_stale<'a>(
         &self,
+        found: &[Memory],
         items: impl Iterator<Item = &'a mut Value>,
     ) -> Result<(), String> {
-        if self.team {
-            // Staleness is the local store's (its code anchors); team memories have none.
-            return Ok(());
-        }
-        let mut items: Vec<&mut Value> = items.collect();
-        let ids: Vec<String> = items
-            .iter()
-            .filter_map(|v| v.get("id").and_then(Value::as_str).map(String::from))
-            .collect();
-        let mut marks = crate::stale::of_memories(self.memories.store(), &ids).map_err(err)?;
-        for v in &mut items {
+        let mut marks = self.stale_marks(found)?;
+        for v in items {
             let Some(id) = v.get("id").and_then(Value::as_str).map(String::from) else {
                 continue;
             };
@@ -179,6 +200,17 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// The project context of wherever the memories are, at most `budget` bytes, stale
+    /// entries tagged against the local code index.
+    pub(super) fn full_context(&self, budget: usize) -> Result<String, String> {
+        if self.team {
+            crate::stale::project_context_in(self.memories.store(), &*self.backend, budget)
+        } else {
+            crate::stale::project_context(&self.memories, budget)
+        }
+        .map_err(err)
     }
 
     fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {

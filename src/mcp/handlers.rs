@@ -15,7 +15,7 @@ use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
-use crate::manager::{MemoryManager, StoreProviders};
+use crate::manager::{BackendProviders, MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
@@ -94,6 +94,18 @@ impl Engine {
         self.pattern_sets = backend.clone();
         self.backend = backend;
         self.team = true;
+        // enrich_prompt's memories and notes come from the backend too (stale tags
+        // from the local code index); the code provider stays on the local store.
+        let providers = Arc::new(BackendProviders::new(
+            self.backend.clone(),
+            Some(self.memories.clone()),
+        ));
+        self.manager.sessions = providers.clone();
+        self.manager.notes = providers;
+        #[cfg(feature = "llm")]
+        if let Some((_, memories, _)) = &mut self.manager.rerank {
+            *memories = self.backend.clone();
+        }
         self
     }
 
@@ -104,7 +116,10 @@ impl Engine {
         if let (Some(a), Some(log)) = (&assistant, &self.team_log) {
             a.set_audit_log(log.clone());
         }
-        self.manager.rerank = assistant.clone().map(|a| (a, self.memories.clone()));
+        let log: Arc<dyn AuditLog> = self.memories.clone();
+        self.manager.rerank = assistant
+            .clone()
+            .map(|a| (a, self.backend.clone(), log.clone()));
         self.assistant = assistant;
         self
     }
@@ -139,7 +154,7 @@ impl Engine {
     fn memory_list(&self, field: &str, found: &[Memory]) -> ToolResult {
         let mut budget = self.gate.budget();
         let mut items = shape::memories(found, &mut budget);
-        self.annotate_stale(items.iter_mut())?;
+        self.annotate_stale(found, items.iter_mut())?;
         Ok(shape::listed(field, items, &budget))
     }
 
@@ -285,7 +300,7 @@ impl Engine {
                 Some(mem) => {
                     let mut budget = self.gate.budget();
                     let mut shown = shape::memory(&mem, &mut budget);
-                    self.annotate_stale(shown.iter_mut())?;
+                    self.annotate_stale(std::slice::from_ref(&mem), shown.iter_mut())?;
                     let mut v = json!({"memory": shown});
                     if budget.cut() {
                         v["truncated"] = json!(true);
@@ -376,7 +391,8 @@ impl Engine {
             "coding_search_errors" => self.search_errors(a),
             "coding_get_project_context" => self.project_context(a),
             "coding_analyze_patterns" => {
-                Ok(serde_json::to_value(m.analyze_patterns().map_err(err)?).map_err(err)?)
+                let r = crate::memory::analyze_patterns_of(&**b).map_err(err)?;
+                Ok(serde_json::to_value(r).map_err(err)?)
             }
             "enrich_prompt" => self.enrich_with(
                 required_str(a, "prompt")?,

@@ -47,9 +47,15 @@ impl Engine {
         let mut v = match arg_str(a, "query").filter(|q| !q.trim().is_empty()) {
             Some(q) if self.team => {
                 let hits = self.backend.recall(q, &filter, top_k).map_err(err)?;
+                // Each hit's marks against the local code index, as local hits carry.
+                let found: Vec<Memory> = hits.iter().map(|h| h.memory.clone()).collect();
+                let mut marks = self.stale_marks(&found)?;
                 let hits: Vec<SearchHit> = hits
                     .iter()
-                    .map(|h| memory_hit(&h.memory, h.score))
+                    .map(|h| SearchHit {
+                        stale: Some(marks.remove(&h.memory.id).unwrap_or_default()),
+                        ..memory_hit(&h.memory, h.score)
+                    })
                     .collect();
                 let mut budget = self.gate.budget();
                 let shown = shape::hits(&hits, &mut budget);
@@ -242,11 +248,18 @@ impl Engine {
         let budget = bounded_count(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
         let mut text = String::new();
         if let Some(focus) = arg_str(a, "focus").filter(|f| !f.trim().is_empty()) {
-            let hits = self.memories.recall(focus, 5).map_err(err)?;
+            // From where the memory tools read (the team backend too), each tagged
+            // stale against the local code index.
+            let hits = if self.team {
+                self.backend.recall(focus, &MemoryFilter::default(), 5)
+            } else {
+                self.memories.recall(focus, 5)
+            }
+            .map_err(err)?;
             if !hits.is_empty() {
                 text.push_str(&format!("## Focus: {focus}\n"));
-                let ids: Vec<String> = hits.iter().map(|h| h.memory.id.clone()).collect();
-                let marks = crate::stale::of_memories(self.memories.store(), &ids).map_err(err)?;
+                let found: Vec<Memory> = hits.iter().map(|h| h.memory.clone()).collect();
+                let marks = self.stale_marks(&found)?;
                 let now = crate::store::now_ms();
                 for h in hits {
                     let first = h.memory.text.lines().next().unwrap_or("");
@@ -261,7 +274,7 @@ impl Engine {
             }
         }
         let rest = budget.saturating_sub(text.len());
-        text.push_str(&crate::stale::project_context(&self.memories, rest).map_err(err)?);
+        text.push_str(&self.full_context(rest)?);
         let mut warnings = Vec::new();
         let compressed = self.compressed(a, &text, budget, &mut warnings)?;
         let clean = self

@@ -85,6 +85,14 @@ pub trait Anchorer: Send + Sync {
     ) -> crate::store::Result<Vec<Anchor>>;
 }
 
+/// Computes a memory's anchors for a backend that holds no code of its own (the
+/// team backend: a repository's code index stays in its local store, so whoever
+/// opens the backend beside that store hands it a source reading the store).
+pub trait AnchorSource: Send + Sync {
+    /// The anchors of `memory`, each with the current content hash of what it names.
+    fn anchors(&self, memory: &Memory) -> Result<Vec<Anchor>>;
+}
+
 impl Memories {
     /// Compute every written memory's anchors with `anchorer` (under the writer lock).
     /// Without one, a memory keeps the anchors it is given.

@@ -29,13 +29,13 @@ use std::sync::Arc;
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
-pub use anchor::{Anchor, Anchorer, MAX_ANCHORS};
+pub use anchor::{Anchor, AnchorSource, Anchorer, MAX_ANCHORS};
 pub use audit::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub(crate) use backend::recall_fetch;
 pub use backend::{fuse_ranked, MemoryBackend, MemoryText, MIN_VECTOR_SIMILARITY};
 pub(crate) use coding::{check_error, decision_entry, error_entry};
 pub use coding::{error_signature, normalise_message, Decision, ErrorReport};
-pub use context::PatternReport;
+pub use context::{analyze_patterns_of, project_context_of, PatternReport};
 pub use edges::Related;
 pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;

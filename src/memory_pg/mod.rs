@@ -32,7 +32,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod
 use tokio_postgres::error::SqlState;
 
 use crate::embed::Embedder;
-use crate::memory::{MemoryError, Result};
+use crate::memory::{AnchorSource, MemoryError, Result};
 
 pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
 pub use tls::{SslMode, TlsSettings};
@@ -409,6 +409,8 @@ pub struct PgMemories {
     /// pgvector 0.8 or later: filtered nearest-neighbour queries scan the HNSW index
     /// on until they have enough rows (`hnsw.iterative_scan`).
     iterative_scan: bool,
+    /// Computes the anchors of what is written (the local code index's), when set.
+    anchors: Option<Arc<dyn AnchorSource>>,
 }
 
 impl std::fmt::Debug for PgMemories {
@@ -439,9 +441,18 @@ impl PgMemories {
             repo: repo.to_string(),
             embedder,
             iterative_scan,
+            anchors: None,
         };
         m.db.block_on(m.ensure_vector_index())?;
         Ok(m)
+    }
+
+    /// Anchor every memory written or updated with `source` (the code index of the
+    /// repository's local store, `stale::LocalCodeAnchors`), as the local store does
+    /// with its own anchorer. Without one, a memory keeps the anchors it is given.
+    pub fn with_anchors(mut self, source: Arc<dyn AnchorSource>) -> PgMemories {
+        self.anchors = Some(source);
+        self
     }
 
     /// The repository these memories belong to.

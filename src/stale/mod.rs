@@ -7,8 +7,10 @@
 //! ([`StaleProjection`]), and answers which memories are stale and why. It must never
 //! write a record of its own and never delete or hide a memory: staleness is a mark,
 //! derived from memory and code records, that a rebuild reproduces
-//! (`format-spec/staleness.md`).
+//! (`format-spec/staleness.md`). Memories another backend holds (the team backend) are
+//! anchored and judged against the local code index too, on read (`backend.rs`).
 
+mod backend;
 mod projection;
 mod resolve;
 
@@ -21,6 +23,7 @@ use crate::key::{hash64, Key};
 use crate::memory::{Memories, Memory, MemoryError};
 use crate::store::Store;
 
+pub use backend::{confirm_in, list_in, marks_against, project_context_in, LocalCodeAnchors};
 pub use projection::StaleProjection;
 pub use resolve::{references, CodeAnchorer, MAX_AUTO_ANCHORS};
 

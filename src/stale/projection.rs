@@ -244,33 +244,37 @@ fn delete(db: &Connection, h: i64, t: i64) -> Result<()> {
 }
 
 /// A row of `stale_code`.
-struct Code {
-    target: String,
-    key: String,
-    hash: String,
-    signature: String,
-    lines: i64,
+pub(super) struct Code {
+    pub(super) target: String,
+    pub(super) key: String,
+    pub(super) hash: String,
+    pub(super) signature: String,
+    pub(super) lines: i64,
+    /// The timestamp of the live code record (when the code became what it is).
+    pub(super) at_ms: i64,
 }
 
-fn code_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Code> {
+pub(super) fn code_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Code> {
     Ok(Code {
         target: r.get(0)?,
         key: r.get(1)?,
         hash: r.get(2)?,
         signature: r.get(3)?,
         lines: r.get(4)?,
+        at_ms: r.get(5)?,
     })
 }
 
 /// `stale_code` rows as [`code_row`] reads them; the key comes from `records`, which
 /// holds it once for every live record (a row's `key_hash` is always live).
-const CODE_ROW: &str = "SELECT c.target, r.key, c.hash, c.signature, c.lines
+pub(super) const CODE_ROW: &str =
+    "SELECT c.target, r.key, c.hash, c.signature, c.lines, r.timestamp_ms
      FROM stale_code c JOIN records r ON r.key_hash = c.key_hash";
 
 /// Where the code of a gone `target` with body `hash` lives now, if anywhere: a live
 /// target of the same kind with that hash, one in the same file first, then the least
 /// target in byte order (staleness.md, "Evaluating", step 3).
-fn moved_to(db: &Connection, hash: &str, target: &str) -> Result<Option<Code>> {
+pub(super) fn moved_to(db: &Connection, hash: &str, target: &str) -> Result<Option<Code>> {
     let (kind, path) = target_parts(target);
     // Targets of one file's symbols share the prefix `sym:{path}#`; `$` follows `#`.
     if let Some(prefix) = target.strip_prefix("sym:").map(|_| format!("sym:{path}#")) {

@@ -18,7 +18,7 @@ impl PgMemories {
     ) -> Result<Memory> {
         let (name, m) = memory::note_entry(name, value, provenance)?;
         let name = name.to_string();
-        let m = Self::prepare(m)?;
+        let m = self.prepare(m)?;
         let ahead = self.ahead(&[&m]);
         self.run(ahead, |ahead| {
             let (name, m) = (name.clone(), m.clone());
@@ -60,7 +60,7 @@ impl PgMemories {
         let signature = error_signature(e);
         // The first occurrence's entry, embedded ahead; a recurrence usually embeds
         // the same text, else the attempt asks for its vector.
-        let first = Self::prepare(memory::error_entry(e, &signature, tags, None, 1))?;
+        let first = self.prepare(memory::error_entry(e, &signature, tags, None, 1))?;
         let ahead = self.ahead(&[&first]);
         self.run(ahead, |ahead| {
             let signature = signature.clone();
@@ -84,7 +84,7 @@ impl PgMemories {
                 let holder: String = row.get(0);
                 let frequency: i64 = row.get(1);
                 let out = if holder == fresh {
-                    let mut m = Self::prepare(memory::error_entry(e, &signature, tags, None, 1))?;
+                    let mut m = self.prepare(memory::error_entry(e, &signature, tags, None, 1))?;
                     m.id = fresh;
                     match self.write_new(&tx, &ahead, m).await {
                         Err(TxError::Fail(MemoryError::Invalid(_))) => return Err(TxError::Retry),
@@ -94,7 +94,7 @@ impl PgMemories {
                     let Some(old) = self.fetch(&tx, &holder, true).await? else {
                         return Err(TxError::Fail(MemoryError::NotFound(holder)));
                     };
-                    let m = Self::prepare(memory::error_entry(
+                    let m = self.prepare(memory::error_entry(
                         e,
                         &signature,
                         tags,
@@ -129,7 +129,7 @@ impl PgMemories {
                 ..MemoryFilter::default()
             };
             let entries = self.list_filtered(&filter, usize::MAX >> 1, 0)?;
-            let m = Self::prepare(memory::ended_session(
+            let m = self.prepare(memory::ended_session(
                 &session,
                 entries,
                 success,

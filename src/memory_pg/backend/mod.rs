@@ -34,7 +34,7 @@ impl MemoryBackend for PgMemories {
     }
 
     fn write(&self, memory: Memory) -> Result<Memory> {
-        let m = Self::prepare(memory)?;
+        let m = self.prepare(memory)?;
         let ahead = self.ahead(&[&m]);
         self.run(ahead, |ahead| {
             let m = m.clone();
@@ -52,7 +52,7 @@ impl MemoryBackend for PgMemories {
         let id = normalise_id(id)?;
         let mut change = change;
         change.id = id.clone();
-        let change = Self::prepare(change)?;
+        let change = self.prepare(change)?;
         let ahead = self.ahead(&[&change]);
         self.run(ahead, |ahead| {
             let (id, change) = (id.clone(), change.clone());
