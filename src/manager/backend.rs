@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::{ContextItem, ManagerError, NoteProvider, SessionMemoryProvider};
-use crate::memory::{note_name, Memories, Memory, MemoryBackend, MemoryFilter};
+use crate::memory::{Memories, Memory, MemoryBackend, MemoryFilter};
 
 /// Session memories and notes read from and written to a [`MemoryBackend`].
 pub struct BackendProviders {
@@ -78,12 +78,7 @@ impl NoteProvider for BackendProviders {
     }
 
     fn list(&self) -> Result<Vec<(String, String)>, ManagerError> {
-        Ok(self
-            .backend
-            .note_list()?
-            .into_iter()
-            .map(|m| (note_name(&m).unwrap_or("").to_string(), m.text))
-            .collect())
+        super::providers::note_pairs(self.backend.note_list()?)
     }
 
     fn search(&self, query: &str, top_k: usize) -> Result<Vec<ContextItem>, ManagerError> {

@@ -200,12 +200,7 @@ impl NoteProvider for StoreProviders {
     }
 
     fn list(&self) -> Result<Vec<(String, String)>, ManagerError> {
-        Ok(self
-            .memories
-            .note_list()?
-            .into_iter()
-            .map(|m| (note_name(&m).unwrap_or("").to_string(), m.text))
-            .collect())
+        note_pairs(self.memories.note_list()?)
     }
 
     fn search(&self, query: &str, top_k: usize) -> Result<Vec<ContextItem>, ManagerError> {
@@ -215,6 +210,16 @@ impl NoteProvider for StoreProviders {
         };
         SessionMemoryProvider::query(self, query, &filter, top_k)
     }
+}
+
+/// Notes as [`NoteProvider::list`] gives them, (name, value), from either backend.
+pub(super) fn note_pairs(
+    notes: Vec<crate::memory::Memory>,
+) -> Result<Vec<(String, String)>, ManagerError> {
+    Ok(notes
+        .into_iter()
+        .map(|m| (note_name(&m).unwrap_or("").to_string(), m.text))
+        .collect())
 }
 
 /// The built-in chunker: tree-sitter symbols, Markdown headings, line windows.
