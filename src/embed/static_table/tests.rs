@@ -1,3 +1,5 @@
+//! Unit tests of the static token table: its file format, word pieces and vectors.
+
 use super::{StaticEmbedder, StaticTable, Vocab};
 use crate::embed::Embedder;
 
