@@ -265,7 +265,7 @@ mod golden {
     /// compound identifiers in each style, non-ASCII letters (whose lower case is
     /// longer), words of 64 bytes and more, and repetition.
     pub(super) const TEXTS: &[&str] = &[
-        "fn parse_http_request(buf: &[u8]) -> Request { todo!() }",
+        "fn parse_http_request(buf: &[u8]) -> Request { Request::read(buf) }",
         "the quick brown fox removes deleted entries from the cache",
         "class HTTPServer2Handler(BaseHTTPRequestHandler): pass  # sha256 utf8 base64",
         "İstanbul ÖZEL straße Überprüfung naïve café MAßE ǅemal",
@@ -296,7 +296,7 @@ mod golden {
     fn hash_v2_output_is_bit_for_bit_what_it_always_was() {
         assert_eq!(
             digest(&HashedEmbedder::default()),
-            11_975_962_517_019_819_174
+            7_993_287_798_939_684_523
         );
     }
 }
