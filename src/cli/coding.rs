@@ -125,33 +125,9 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
             })?;
         }
         Command::Error {
-            command:
-                ErrorCommand::Record {
-                    error_type,
-                    message,
-                    stack_trace,
-                    file,
-                    line,
-                    solution,
-                    resolved,
-                    screenshot,
-                    session,
-                    resolved_by,
-                },
+            command: record @ ErrorCommand::Record { .. },
         } => {
-            let mut report = ErrorReport {
-                error_type: error_type.clone(),
-                message: message.clone(),
-                stack_trace: stack_trace.clone(),
-                file: file.clone(),
-                line: *line,
-                solution: solution.clone(),
-                resolved: *resolved,
-                screenshot: screenshot.clone(),
-                session: session.clone(),
-                resolved_by: resolved_by.clone(),
-                ..ErrorReport::default()
-            };
+            let mut report = error_report(record);
             assisted::screenshot(memories, &store_dir(cli)?, &mut report)?;
             let m = memories.record_error(&report)?;
             report_redactions(m.redacted);
@@ -218,4 +194,37 @@ pub(super) fn print_analysis(out: &Output, r: &engram::memory::PatternReport) ->
         }
         s
     })
+}
+
+/// The error `engram error record` reports, from its arguments (both backends); the
+/// callers match `ErrorCommand::Record`, so the default is never reached.
+pub(super) fn error_report(record: &ErrorCommand) -> ErrorReport {
+    let ErrorCommand::Record {
+        error_type,
+        message,
+        stack_trace,
+        file,
+        line,
+        solution,
+        resolved,
+        screenshot,
+        session,
+        resolved_by,
+    } = record
+    else {
+        return ErrorReport::default();
+    };
+    ErrorReport {
+        error_type: error_type.clone(),
+        message: message.clone(),
+        stack_trace: stack_trace.clone(),
+        file: file.clone(),
+        line: *line,
+        solution: solution.clone(),
+        resolved: *resolved,
+        screenshot: screenshot.clone(),
+        session: session.clone(),
+        resolved_by: resolved_by.clone(),
+        ..ErrorReport::default()
+    }
 }

@@ -179,14 +179,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             let marks = engram::stale::of_memories(memories.store(), std::slice::from_ref(&m.id))?
                 .remove(&m.id)
                 .unwrap_or_default();
-            let mut shown = serde_json::to_value(&m)?;
-            shown["stale"] = json!(marks);
-            out.value(&shown, || {
-                match engram::stale::tag(&marks, engram::store::now_ms()) {
-                    Some(t) => format!("{}{t}\n", human(&m)),
-                    None => human(&m),
-                }
-            })?;
+            print_marked(out, &m, &marks)?;
         }
         Command::Forget { id } => {
             let forgotten = memories.forget(id)?;
@@ -355,6 +348,24 @@ pub(super) fn print_stale(out: &Output, list: &[engram::stale::StaleMemory]) -> 
             .collect::<Vec<_>>()
             .join("\n\n")
     })
+}
+
+/// Show one memory with its stale marks (`get`, on either backend): in JSON as a
+/// `stale` field, for people as a tag after the memory.
+pub(super) fn print_marked(
+    out: &Output,
+    m: &Memory,
+    marks: &[engram::stale::Staleness],
+) -> Result<()> {
+    let mut shown = serde_json::to_value(m)?;
+    shown["stale"] = json!(marks);
+    out.value(&shown, || {
+        match engram::stale::tag(marks, engram::store::now_ms()) {
+            Some(t) => format!("{}{t}\n", human(m)),
+            None => human(m),
+        }
+    })?;
+    Ok(())
 }
 
 /// `engram confirm`: the re-anchored memory and the marks left (none unless the code

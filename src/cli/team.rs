@@ -14,9 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use engram::memory::{
-    note_name, Decision, ErrorReport, FileChange, Memories, MemoryBackend, MemoryFilter,
-};
+use engram::memory::{note_name, Decision, FileChange, Memories, MemoryBackend, MemoryFilter};
 use engram::memory_pg::{PgDatabase, PgMemories};
 use engram::stale::LocalCodeAnchors;
 use serde_json::json;
@@ -321,33 +319,9 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             })?;
         }
         Command::Error {
-            command:
-                ErrorCommand::Record {
-                    error_type,
-                    message,
-                    stack_trace,
-                    file,
-                    line,
-                    solution,
-                    resolved,
-                    screenshot,
-                    session,
-                    resolved_by,
-                },
+            command: record @ ErrorCommand::Record { .. },
         } => {
-            let mut report = ErrorReport {
-                error_type: error_type.clone(),
-                message: message.clone(),
-                stack_trace: stack_trace.clone(),
-                file: file.clone(),
-                line: *line,
-                solution: solution.clone(),
-                resolved: *resolved,
-                screenshot: screenshot.clone(),
-                session: session.clone(),
-                resolved_by: resolved_by.clone(),
-                ..ErrorReport::default()
-            };
+            let mut report = super::coding::error_report(record);
             // Read by the vision model when that feature is on, audited in the database.
             super::assisted::screenshot(team, dir, &mut report)?;
             let m = b.record_error(&report, &[])?;

@@ -10,9 +10,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use engram::memory::{Memories, MemoryBackend};
 use engram::memory_pg::PgMemories;
-use serde_json::json;
 
-use super::memories::human;
+use super::memories::print_marked;
 use super::output::Output;
 use super::{Cli, Command};
 
@@ -59,14 +58,7 @@ pub(super) fn run(
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
-            let mut shown = serde_json::to_value(&m)?;
-            shown["stale"] = json!(marks);
-            out.value(&shown, || {
-                match engram::stale::tag(&marks, engram::store::now_ms()) {
-                    Some(t) => format!("{}{t}\n", human(&m)),
-                    None => human(&m),
-                }
-            })?;
+            print_marked(out, &m, &marks)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stale { limit } => {

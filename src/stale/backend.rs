@@ -180,13 +180,7 @@ pub fn list_in(
         }
         offset += n;
     }
-    out.sort_by(|a, b| {
-        b.since_ms()
-            .cmp(&a.since_ms())
-            .then_with(|| a.memory.id.cmp(&b.memory.id))
-    });
-    out.truncate(limit);
-    Ok(out)
+    Ok(super::newest_first(out, limit))
 }
 
 /// Re-anchor memory `id` of `backend` to the code of `code` as it is now (a new

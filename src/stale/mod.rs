@@ -265,6 +265,18 @@ impl StaleMemory {
     }
 }
 
+/// `list` and `backend::list_in`'s order: newest change first, then by id; at most
+/// `limit`.
+pub(crate) fn newest_first(mut out: Vec<StaleMemory>, limit: usize) -> Vec<StaleMemory> {
+    out.sort_by(|a, b| {
+        b.since_ms()
+            .cmp(&a.since_ms())
+            .then_with(|| a.memory.id.cmp(&b.memory.id))
+    });
+    out.truncate(limit);
+    out
+}
+
 /// Stale memories, newest change first (at most `limit`).
 pub fn list(memories: &Memories, limit: usize) -> Result<Vec<StaleMemory>> {
     let mut out = Vec::new();
@@ -273,13 +285,7 @@ pub fn list(memories: &Memories, limit: usize) -> Result<Vec<StaleMemory>> {
             out.push(StaleMemory { memory, stale });
         }
     }
-    out.sort_by(|a, b| {
-        b.since_ms()
-            .cmp(&a.since_ms())
-            .then_with(|| a.memory.id.cmp(&b.memory.id))
-    });
-    out.truncate(limit);
-    Ok(out)
+    Ok(newest_first(out, limit))
 }
 
 /// Re-anchor a memory to the code as it is now (a new version): it is fresh after.
