@@ -142,6 +142,7 @@ fn main() {
         tokens as f64 / texts.len() as f64,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
+    println!("engram's linear layers: {}", e.matmul_kind());
     e.embed(&refs[..16.min(refs.len())]).expect("warm-up");
 
     let (mut rust, mut python) = (Vec::new(), Vec::new());

@@ -93,8 +93,9 @@ fn check(e: &NeuralEmbedder, reference_file: &str) {
         assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
     }
     eprintln!(
-        "{reference_file}: {} texts, lowest cosine {worst:.9} (1 - cos = {:.1e})",
+        "{reference_file}: {} texts, linear layers {}, lowest cosine {worst:.9} (1 - cos = {:.1e})",
         texts.len(),
+        e.matmul_kind(),
         1.0 - worst
     );
 }
@@ -128,6 +129,32 @@ fn cls_pooling_matches_sentence_transformers() {
     let e = NeuralEmbedder::load("minilm-cls", tmp.path()).expect("load");
     assert_eq!(e.pooling(), Pooling::Cls);
     check(&e, "minilm_cls.json");
+}
+
+/// The products' kind is chosen once per process, so the f32 path (what a CPU without
+/// AMX runs) is checked in a child process of this test binary with AMX turned off,
+/// whichever path this process took.
+#[test]
+fn the_f32_path_matches_too() {
+    if std::env::var_os("ENGRAM_NEURAL_AMX").is_some() {
+        return; // already the child, or the whole run was pinned to one path
+    }
+    let Some(_) = model() else { return };
+    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "minilm_matches_sentence_transformers",
+            "--nocapture",
+        ])
+        .env("ENGRAM_NEURAL_AMX", "0")
+        .output()
+        .expect("run the test binary");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the f32 run failed:\n{err}");
+    assert!(
+        err.contains("linear layers f32, lowest cosine"),
+        "the child did not check the f32 path:\n{err}"
+    );
 }
 
 #[test]

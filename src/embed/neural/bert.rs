@@ -5,8 +5,9 @@
 //! output projection, GELU feed-forward and the two layer norms, exactly as Hugging
 //! Face's `BertModel` computes them. Each sequence runs alone at its own length, so no
 //! work is spent on padding and no attention mask is needed; the caller runs many
-//! sequences at once on different cores. Matrix products go through the `gemm` crate
-//! (AVX-512/AVX2 kernels picked at run time). It never panics on a malformed file: a
+//! sequences at once on different cores. The linear layers multiply on AMX tiles in
+//! bf16 where the CPU has them (`amx`); every other matrix product goes through the
+//! `gemm` crate (AVX-512/AVX2 kernels picked at run time). It never panics on a malformed file: a
 //! missing or mis-shaped tensor is an error naming it.
 
 use std::path::Path;
@@ -16,18 +17,66 @@ use candle_core::{DType, Device};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use gemm::Parallelism;
 
-use super::ops::{activation, layer_norm, linear, linear_acc, mm, softmax};
+use super::amx::{self, PackedWeight};
+use super::ops::{activation, layer_norm, linear, linear_acc, mm, softmax_rows};
 use super::NeuralError;
 
+/// A linear layer's weight matrix (`out × inp`, PyTorch's layout): f32 for `ops`, or
+/// packed into AMX tiles when this process may use them and the shape fills them.
+enum Weight {
+    F32(Vec<f32>),
+    Tiles(PackedWeight),
+}
+
+impl Weight {
+    fn new(w: Vec<f32>, out: usize, inp: usize) -> Weight {
+        if amx::available() {
+            if let Some(p) = PackedWeight::pack(&w, out, inp) {
+                return Weight::Tiles(p);
+            }
+        }
+        Weight::F32(w)
+    }
+
+    /// dst (l × out) = x · Wᵀ + b, or dst += x · Wᵀ + b when `acc` (the residual
+    /// connection already in dst).
+    #[allow(clippy::too_many_arguments)]
+    fn project(
+        &self,
+        dst: &mut [f32],
+        x: &[f32],
+        l: usize,
+        (inp, out): (usize, usize),
+        b: &[f32],
+        acc: bool,
+        par: Parallelism,
+    ) {
+        match self {
+            Weight::F32(w) if acc => linear_acc(dst, x, l, inp, out, w, b, par),
+            Weight::F32(w) => linear(dst, x, l, inp, out, w, b, par),
+            Weight::Tiles(p) => {
+                for row in dst[..l * out].chunks_exact_mut(out) {
+                    if acc {
+                        row.iter_mut().zip(b).for_each(|(d, b)| *d += b);
+                    } else {
+                        row.copy_from_slice(b);
+                    }
+                }
+                p.matmul_acc(dst, x, l);
+            }
+        }
+    }
+}
+
 struct Layer {
-    qkv_w: Vec<f32>, // (3H, H): query, key, value rows stacked
+    qkv_w: Weight, // (3H, H): query, key, value rows stacked
     qkv_b: Vec<f32>,
-    o_w: Vec<f32>, // (H, H)
+    o_w: Weight, // (H, H)
     o_b: Vec<f32>,
     ln1: (Vec<f32>, Vec<f32>),
-    i_w: Vec<f32>, // (I, H)
+    i_w: Weight, // (I, H)
     i_b: Vec<f32>,
-    out_w: Vec<f32>, // (H, I)
+    out_w: Weight, // (H, I)
     out_b: Vec<f32>,
     ln2: (Vec<f32>, Vec<f32>),
 }
@@ -132,14 +181,22 @@ impl Bert {
                 qkv_b.extend(w.load(&format!("{p}attention.self.{part}.bias"), &[h])?);
             }
             layers.push(Layer {
-                qkv_w,
+                qkv_w: Weight::new(qkv_w, 3 * h, h),
                 qkv_b,
-                o_w: w.load(&format!("{p}attention.output.dense.weight"), &[h, h])?,
+                o_w: Weight::new(
+                    w.load(&format!("{p}attention.output.dense.weight"), &[h, h])?,
+                    h,
+                    h,
+                ),
                 o_b: w.load(&format!("{p}attention.output.dense.bias"), &[h])?,
                 ln1: w.norm(&format!("{p}attention.output.LayerNorm"), h)?,
-                i_w: w.load(&format!("{p}intermediate.dense.weight"), &[i, h])?,
+                i_w: Weight::new(
+                    w.load(&format!("{p}intermediate.dense.weight"), &[i, h])?,
+                    i,
+                    h,
+                ),
                 i_b: w.load(&format!("{p}intermediate.dense.bias"), &[i])?,
-                out_w: w.load(&format!("{p}output.dense.weight"), &[h, i])?,
+                out_w: Weight::new(w.load(&format!("{p}output.dense.weight"), &[h, i])?, h, i),
                 out_b: w.load(&format!("{p}output.dense.bias"), &[h])?,
                 ln2: w.norm(&format!("{p}output.LayerNorm"), h)?,
             });
@@ -157,6 +214,21 @@ impl Bert {
             emb_ln,
             layers,
         })
+    }
+
+    /// `"bf16 on AMX tiles"` when every linear layer's weights were packed for AMX,
+    /// else `"f32"` (a layer whose shape does not fill tiles stays f32).
+    pub fn matmul_kind(&self) -> &'static str {
+        let tiled = |w: &Weight| matches!(w, Weight::Tiles(_));
+        if self
+            .layers
+            .iter()
+            .all(|l| tiled(&l.qkv_w) && tiled(&l.o_w) && tiled(&l.i_w) && tiled(&l.out_w))
+        {
+            "bf16 on AMX tiles"
+        } else {
+            "f32"
+        }
     }
 
     /// The last hidden state of `ids` (one row of `hidden` floats per token). Ids
@@ -190,7 +262,9 @@ impl Bert {
         let mut tmp = vec![0f32; l * h];
         let mut mid = vec![0f32; l * i];
         for layer in &self.layers {
-            linear(&mut qkv, &x, l, h, 3 * h, &layer.qkv_w, &layer.qkv_b, par);
+            layer
+                .qkv_w
+                .project(&mut qkv, &x, l, (h, 3 * h), &layer.qkv_b, false, par);
             for head in 0..nh {
                 let q = &qkv[head * d..];
                 let k = &qkv[h + head * d..];
@@ -210,9 +284,7 @@ impl Bert {
                     false,
                     par,
                 );
-                for row in scores.chunks_exact_mut(l) {
-                    softmax(row);
-                }
+                softmax_rows(&mut scores, l);
                 // ctx[:, head] = scores · v
                 mm(
                     &mut ctx[head * d..],
@@ -230,12 +302,18 @@ impl Bert {
                 );
             }
             tmp.copy_from_slice(&x);
-            linear_acc(&mut tmp, &ctx, l, h, h, &layer.o_w, &layer.o_b, par);
+            layer
+                .o_w
+                .project(&mut tmp, &ctx, l, (h, h), &layer.o_b, true, par);
             layer_norm(&mut tmp, h, &layer.ln1, self.eps);
-            linear(&mut mid, &tmp, l, h, i, &layer.i_w, &layer.i_b, par);
+            layer
+                .i_w
+                .project(&mut mid, &tmp, l, (h, i), &layer.i_b, false, par);
             activation(&mut mid, self.act);
             x.copy_from_slice(&tmp);
-            linear_acc(&mut x, &mid, l, i, h, &layer.out_w, &layer.out_b, par);
+            layer
+                .out_w
+                .project(&mut x, &mid, l, (i, h), &layer.out_b, true, par);
             layer_norm(&mut x, h, &layer.ln2, self.eps);
         }
         Ok(x)

@@ -7,9 +7,12 @@
 //! sentence-transformers would give for them (same truncation, pooling and
 //! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
 //! are tokenised in parallel and each runs through the encoder at its own length
-//! (`bert`: no padding, no mask), longest first, one text per core at a time. It never downloads anything and never touches the store:
+//! (`bert`: no padding, no mask), longest first, one text per core at a time; on CPUs
+//! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`). It never
+//! downloads anything and never touches the store:
 //! a missing directory is an error that says how to get the files.
 
+mod amx;
 mod bert;
 #[cfg(feature = "model-fetch")]
 pub mod fetch;
@@ -153,6 +156,13 @@ impl NeuralEmbedder {
     /// Most tokens per text (longer texts are truncated, as sentence-transformers does).
     pub fn max_tokens(&self) -> usize {
         self.layout.max_tokens
+    }
+
+    /// How the linear layers' matrix products run here: `"bf16 on AMX tiles"` when the
+    /// CPU has Intel AMX and Linux grants it (sentence vectors then differ from f32's by
+    /// a cosine of about 1e-5), else `"f32"`. `ENGRAM_NEURAL_AMX=0` forces f32.
+    pub fn matmul_kind(&self) -> &'static str {
+        self.model.matmul_kind()
     }
 
     /// How many tokens of `text` the model sees (special tokens included, after

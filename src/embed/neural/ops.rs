@@ -129,33 +129,125 @@ pub(super) fn linear_acc(
     );
 }
 
-pub(super) fn layer_norm(x: &mut [f32], h: usize, (g, b): &(Vec<f32>, Vec<f32>), eps: f32) {
-    for row in x.chunks_exact_mut(h) {
-        let mean = row.iter().sum::<f32>() / h as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        for ((v, g), b) in row.iter_mut().zip(g).zip(b) {
-            *v = (*v - mean) * inv * g + b;
+/// Defines `$name` over one body compiled three times: for AVX-512, for AVX2 + FMA, and
+/// for the crate's baseline target, picked at run time by what the CPU has. The crate is
+/// built for any x86-64, so without this the element-wise loops of the forward pass
+/// (GELU, softmax, layer norm) would run four lanes wide at best.
+macro_rules! simd_dispatch {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+                unsafe fn avx512($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                {
+                    // SAFETY: the CPU has every feature the function was compiled for.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: as above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+pub(super) use simd_dispatch;
+
+/// Lanes of the partial sums below: a multiple of every vector width, so the loops
+/// vectorise without reordering any one lane's additions.
+const LANES: usize = 16;
+
+/// Σ f(x) over `xs`, in `LANES` partial sums (float addition is not associative, so a
+/// plain running sum is one serial chain the compiler may not split).
+#[inline(always)]
+fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a += f(*v);
+        }
+    }
+    let tail: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The largest of `xs` (NaN-free input: scores of finite weights).
+#[inline(always)]
+fn lane_max(xs: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a = if *v > *a { *v } else { *a };
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    acc.iter().copied().fold(tail, f32::max)
+}
+
+simd_dispatch! {
+    /// Each row of `h` values of `x` normalised to zero mean and unit variance, then
+    /// scaled and shifted.
+    pub(super) fn layer_norm(x: &mut [f32], h: usize, gb: &(Vec<f32>, Vec<f32>), eps: f32) {
+        let (g, b) = gb;
+        for row in x.chunks_exact_mut(h) {
+            let mean = lane_sum(row, |v| v) / h as f32;
+            let var = lane_sum(row, |v| (v - mean) * (v - mean)) / h as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for ((v, g), b) in row.iter_mut().zip(g).zip(b) {
+                *v = (*v - mean) * inv * g + b;
+            }
         }
     }
 }
 
-pub(super) fn softmax(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
-    for v in row.iter_mut() {
-        *v = exp(*v - max);
-        sum += *v;
+simd_dispatch! {
+    /// Softmax of each row of `n` scores, in place.
+    pub(super) fn softmax_rows(scores: &mut [f32], n: usize) {
+        for row in scores.chunks_exact_mut(n) {
+            let max = lane_max(row);
+            for v in row.iter_mut() {
+                *v = exp(*v - max);
+            }
+            let inv = 1.0 / lane_sum(row, |v| v);
+            row.iter_mut().for_each(|v| *v *= inv);
+        }
     }
-    let inv = 1.0 / sum;
-    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+simd_dispatch! {
+    /// GELU, exact (erf) form, in place.
+    fn gelu(x: &mut [f32]) {
+        x.iter_mut()
+            .for_each(|v| *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2)));
+    }
 }
 
 pub(super) fn activation(x: &mut [f32], act: HiddenAct) {
     match act {
-        HiddenAct::Gelu => x
-            .iter_mut()
-            .for_each(|v| *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2))),
+        HiddenAct::Gelu => gelu(x),
         HiddenAct::GeluApproximate => x.iter_mut().for_each(|v| {
             let u = 0.797_884_6 * (*v + 0.044_715 * *v * *v * *v);
             *v = 0.5 * *v * (1.0 + u.tanh());
@@ -164,21 +256,26 @@ pub(super) fn activation(x: &mut [f32], act: HiddenAct) {
     }
 }
 
-/// e^x in f32 (relative error about 2e-7; branch-free, so loops over it vectorise).
+/// e^x in f32 (relative error about 2e-7; branch-free and without a float-to-integer
+/// conversion, so loops over it vectorise).
 #[inline(always)]
 fn exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
     // Round to nearest by adding and taking away 1.5·2²³ (plain adds vectorise;
-    // `f32::round` is a library call without SSE4.1).
+    // `f32::round` is a library call without SSE4.1). While 1.5·2²³ + n lies in
+    // [2²³, 2²⁴), its bits are those of 1.5·2²³ plus n: n as an integer for free.
     const SHIFT: f32 = 12_582_912.0;
-    let n = (x * std::f32::consts::LOG2_E + SHIFT) - SHIFT;
+    let t = x * std::f32::consts::LOG2_E + SHIFT;
+    let n = t - SHIFT;
     let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
     // e^r on [-ln2/2, ln2/2]: Taylor terms to r⁶.
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    // 2ⁿ: n + 127 in the exponent field (n is in [-126, 127] after the clamp).
+    let biased = t.to_bits().wrapping_sub(SHIFT.to_bits()).wrapping_add(127);
+    p * f32::from_bits(biased << 23)
 }
 
 /// erf(x) (Abramowitz and Stegun 7.1.26; absolute error below 1.5e-7).
