@@ -17,6 +17,7 @@ mod secret_binary;
 mod secret_code;
 mod secret_composed;
 mod secret_context;
+mod secret_excerpt;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
@@ -39,9 +40,12 @@ mod secret_round14_tests;
 mod secret_round15_tests;
 #[cfg(test)]
 mod secret_round16_tests;
+#[cfg(test)]
+mod secret_round17_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;
+mod secret_sample;
 mod secret_script;
 mod secret_shape;
 pub mod secret_text;

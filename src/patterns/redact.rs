@@ -24,6 +24,7 @@ use hyperscan::Scratch;
 use super::compile::{compile_cached, CompiledSet};
 use super::secret_binary::{is_base64url_run, is_encoded_cose_key};
 use super::secret_context::{docker_auth_is_secret, in_public_pem_block};
+use super::secret_excerpt::is_pem_excerpt;
 use super::secret_framing::{
     basic_auth_is_secret, conn_string, is_base64_blob, near_private_key_field, netrc_lines,
     netrc_password_is_secret, pem_has_body, putty_has_body, url_password_is_secret,
@@ -270,8 +271,11 @@ impl Redactor {
                     secret.then_some((start, end))
                 }
                 Check::ConnString => conn_string(bytes, start, end),
+                // Round 17: nor one showing only the start of an RSA-sized key
+                // (`secret_excerpt`).
                 Check::PrivateKey
-                    if bytes[start..].starts_with(b"-----BEGIN") && !pem_has_body(bytes, end) =>
+                    if bytes[start..].starts_with(b"-----BEGIN")
+                        && (!pem_has_body(bytes, end) || is_pem_excerpt(bytes, end)) =>
                 {
                     None
                 }

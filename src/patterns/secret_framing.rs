@@ -10,6 +10,7 @@
 //! that could be a real credential.
 
 use super::redact::find;
+use super::secret_code::is_camel_words;
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
 use super::secret_value::{
     decode_base64, has_sequential_run, has_test_word, is_placeholder, looks_secret,
@@ -240,7 +241,12 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
         Some((_, pw)) => !(is_sample_password(pw) || has_test_word(pw) || has_sequential_run(pw)),
         // Not `user:password` (RFC 7617), so not base64 of credentials: a test's
         // `Basic notreally`, or a raw token, judged as any assigned value is.
-        None => looks_secret("", encoded, true, None),
+        // Round 17: nor a type's name in camel words with padding where the
+        // credentials go (`Authorization: Basic Base64String===`, a docstring's).
+        None => {
+            !is_camel_words(encoded.trim_end_matches('='), "")
+                && looks_secret("", encoded, true, None)
+        }
     }
 }
 

@@ -27,6 +27,10 @@ use super::secret_named::{
 use super::secret_placeholder::is_sample_phrase;
 use super::secret_protocol::{auth_in_protocol_word, is_timestamp};
 use super::secret_reference::{is_elided, is_format_template, is_path_template};
+use super::secret_sample::{
+    closes_message_literal, in_known_answer_vector, is_disowned, is_name_list, is_possessive_name,
+    of_fake_account,
+};
 use super::secret_script::{
     ends_with_name, is_other_script_text, is_setting_with_query, spells_name,
 };
@@ -95,6 +99,8 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     if comma && !(quoted && name_quoted) {
         return false;
     }
+    // The quote that opened the value, when one did.
+    let opener = if quoted { b[i - 1] } else { 0 };
     let mut value = &m[i..];
     // The quoted value ran to its closing quote, uncut (round 13's malformed JWTs are
     // judged only so).
@@ -236,6 +242,20 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || in_acme_challenge(text, start, &assigned, value)
         || is_push_subscription_auth(text, start, &assigned, value)
         || (!quoted && is_keyword_argument(value, next))
+    {
+        return false;
+    }
+    // Round 17 (`secret_sample`): a token in a known-answer test vector (`"key"` before
+    // it, `"payload"` after it), a value that says it does not work (`revoked…`,
+    // `invalid…`), credentials beside an account named as made up (`username="fakebot3"`),
+    // `yourPassphrase`, a message string's keyword followed by concatenation
+    // (`"wrong hex password: "+h.hex}`), and a pair of lower camel-case names.
+    if in_known_answer_vector(text, start, &assigned)
+        || is_disowned(value)
+        || of_fake_account(text, start, end)
+        || is_possessive_name(value, &assigned)
+        || closes_message_literal(text, start, value, opener)
+        || (comma && is_name_list(value, &assigned))
     {
         return false;
     }

@@ -129,6 +129,8 @@ const NOT_SECRET_QUALIFIERS: &[&str] = &[
     "prev",
     "previous",
     "acquire",
+    // Round 17: OData's and Azure's `$skiptoken`, a page's position in a listing.
+    "skip",
 ];
 
 /// Whether the identifier word right before a keyword (`Continuation` in
