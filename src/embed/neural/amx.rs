@@ -13,6 +13,7 @@
 //! whose length was checked first. `ENGRAM_NEURAL_AMX=0` turns the path off (then the
 //! f32 products of `ops` run).
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use super::ops::simd_dispatch;
@@ -117,18 +118,32 @@ impl PackedWeight {
         );
         // Rows padded to whole pairs of tiles with zeros, so every tile is full.
         let rows = l.div_ceil(2 * TILE) * 2 * TILE;
-        let mut xb = vec![0u16; rows * inp];
-        to_bf16(&mut xb, &x[..l * inp]);
-        let mut acc = vec![0f32; rows * out];
-        // SAFETY: `available` said the CPU has AMX and Linux granted the tile state.
-        // Every tile load reads 16 rows of 64 bytes at the given stride: A tiles from
-        // `xb` (rows ≤ `rows`, columns < `inp`), B tiles from `self.tiles` (whole tiles
-        // inside it); every store writes 16 rows of 16 f32 inside `acc` (rows ≤ `rows`,
-        // columns < `out`). Both shapes were fixed above, so none of them leaves its
-        // buffer.
-        unsafe { kernel(&xb, &self.tiles, &mut acc, rows, inp, out) };
-        add_into(&mut dst[..l * out], &acc[..l * out]);
+        SCRATCH.with(|scratch| {
+            let (xb, acc) = &mut *scratch.borrow_mut();
+            // Reused across calls: the rows of x are overwritten, the padding rows
+            // zeroed, and the kernel stores every element of `acc` it is given.
+            xb.resize(rows * inp, 0);
+            acc.resize(rows * out, 0.0);
+            let (xb, acc) = (&mut xb[..rows * inp], &mut acc[..rows * out]);
+            to_bf16(xb, &x[..l * inp]);
+            xb[l * inp..].fill(0);
+            // SAFETY: `available` said the CPU has AMX and Linux granted the tile
+            // state. Every tile load reads 16 rows of 64 bytes at the given stride: A
+            // tiles from `xb` (rows ≤ `rows`, columns < `inp`), B tiles from
+            // `self.tiles` (whole tiles inside it); every store writes 16 rows of 16
+            // f32 inside `acc` (rows ≤ `rows`, columns < `out`). The slices have
+            // exactly those shapes, so none of them leaves its buffer.
+            unsafe { kernel(xb, &self.tiles, acc, rows, inp, out) };
+            add_into(&mut dst[..l * out], &acc[..l * out]);
+        });
     }
+}
+
+thread_local! {
+    /// Per thread: x in bf16 padded to whole tile pairs, and the products before they
+    /// are added to the destination. Kept between calls, since every layer of every
+    /// text needs them at about the same size.
+    static SCRATCH: RefCell<(Vec<u16>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 simd_dispatch! {
