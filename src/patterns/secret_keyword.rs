@@ -22,8 +22,9 @@ use super::secret_made_up::{
     is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
 };
 use super::secret_marker::{
-    holds_respelled_credential, is_camel_sentence, is_file_name, is_module_constant,
-    is_prefix_list, is_sequence_sample, is_short_byte_list, names_token_kind,
+    holds_respelled_credential, is_camel_sentence, is_dotted_path, is_file_name,
+    is_module_constant, is_prefix_list, is_sequence_sample, is_short_byte_list, names_token_kind,
+    says_wrong,
 };
 use super::secret_named::{
     in_urn, is_counting_sample, is_derived_name, is_error_code, is_urn, names_public_value,
@@ -269,7 +270,8 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // in camel humps
     // (`iWishIWereCoolEnoughForRoot!`), keyboard runs (`AbcDef123!@#`), a file's name
     // (`'Ansible.Become.cs'`), a class constant behind its module
-    // (`hmacmd5.HmacMd5.SERVICE_ID`) and a list of fewer than eight bytes.
+    // (`hmacmd5.HmacMd5.SERVICE_ID`), a list of fewer than eight bytes, camel words
+    // saying the value is wrong (`ObviouslyWrong`) and a quoted dotted path of names.
     if names_token_kind(&assigned, value)
         || (comma && is_prefix_list(&assigned, value))
         || holds_respelled_credential(value)
@@ -278,6 +280,8 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_file_name(value)
         || (!quoted && is_module_constant(value))
         || is_short_byte_list(value)
+        || says_wrong(value)
+        || (quoted && is_dotted_path(value))
     {
         return false;
     }

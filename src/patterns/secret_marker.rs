@@ -26,6 +26,13 @@
 //!   characters) cut from a longer type's name in camel words
 //!   (`"confluence_options", ConfluenceConnectorOptions`).
 //!
+//! - [`says_wrong`]: camel words one of which says the value does not work
+//!   (`password=ObviouslyWrong`, a login failure's test).
+//! - [`is_dotted_path`]: a dotted path of names (`allauth.webauthn.forms.signupForm`).
+//! - [`without_trailing_escape`]: a connection string's password judged without the
+//!   string literal's escape after it (`"password=plaintext\n"`); a counting run there
+//!   (`password=123456`) is a sample, as after a keyword.
+//!
 //! A value in a mock object (`mockTokens = { api_key: "ak_LCWG…" }`) is not turned down
 //! for its object's name: a random value of 32 characters or more after a credential
 //! keyword is always caught, and a mocked response may hold a real one.
@@ -231,7 +238,8 @@ pub(super) fn is_sequence_sample(value: &str) -> bool {
 
 /// Whether `value` is a file's name: two parts or more joined by `.`, the last one of
 /// [`FILE_EXTENSIONS`], each other part letters (camel humps allowed), `_` and `-`, the
-/// first starting with a letter, its words reading as words
+/// first starting with a letter, the stem two words or more (parted by `.`, `_` or
+/// `-`) in camel humps reading as words
 /// (`secret_words::loosely_words`), one of them an identifier word of four letters or
 /// more (`Ansible.Become.cs`, `access_token.json`). A token
 /// is no such name: base64 has no `.`, a dotted token's parts hold digits, and random
@@ -248,31 +256,17 @@ pub(super) fn is_file_name(value: &str) -> bool {
                     .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
         })
         && {
-            let words = stem_words(stem);
-            loosely_words(words.iter().map(String::as_str), 0.5)
-                && words
-                    .iter()
-                    .any(|w| w.len() >= 4 && is_identifier_word(&w.to_ascii_lowercase()))
+            let parts: Vec<&str> = stem.split(['.', '_', '-']).collect();
+            let humps: Option<Vec<Vec<&str>>> = parts.iter().map(|p| camel_humps(p)).collect();
+            humps.is_some_and(|humps| {
+                let words: Vec<&str> = humps.into_iter().flatten().collect();
+                parts.len() >= 2
+                    && loosely_words(words.iter().copied(), 0.5)
+                    && words
+                        .iter()
+                        .any(|w| w.len() >= 4 && is_identifier_word(&w.to_ascii_lowercase()))
+            })
         }
-}
-
-/// The words of a file name's stem: its parts at `.`, `_` and `-`, cut at camel humps
-/// (`Ansible.AccessToken` gives `Ansible`, `Access`, `Token`).
-fn stem_words(stem: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for part in stem.split(['.', '_', '-']) {
-        let mut word = String::new();
-        for c in part.chars() {
-            if c.is_ascii_uppercase() && word.bytes().any(|b| b.is_ascii_lowercase()) {
-                out.push(std::mem::take(&mut word));
-            }
-            word.push(c);
-        }
-        if !word.is_empty() {
-            out.push(word);
-        }
-    }
-    out
 }
 
 /// Whether `value`, unquoted, is a class's constant behind its module: lower-case
@@ -344,4 +338,96 @@ pub(super) fn is_keyword_type_name(token: &[u8]) -> bool {
 /// type's name ([`is_keyword_type_name`]).
 pub(super) fn is_worded_token(token: &[u8]) -> bool {
     is_worded_token_body(token) || is_keyword_type_name(token)
+}
+
+/// Words a value says it does not work with: a failure test's password.
+const WRONG_WORDS: &[&str] = &[
+    "wrong",
+    "incorrect",
+    "invalid",
+    "bad",
+    "bogus",
+    "expired",
+    "revoked",
+];
+
+/// Camel humps of a run of letters: a leading lower-case word, then a capital and
+/// lower-case letters each; `None` for anything else (digits, symbols, acronyms).
+fn camel_humps(value: &str) -> Option<Vec<&str>> {
+    let b = value.as_bytes();
+    if b.is_empty() || !b.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let mut humps = Vec::new();
+    let mut start = 0;
+    for i in 1..=b.len() {
+        if i == b.len() || b[i].is_ascii_uppercase() {
+            let hump = &value[start..i];
+            if hump.len() < 2 || !hump.bytes().skip(1).all(|c| c.is_ascii_lowercase()) {
+                return None;
+            }
+            humps.push(hump);
+            start = i;
+        }
+    }
+    Some(humps)
+}
+
+/// Whether `value` is two to four camel humps of words, one of them saying the value
+/// does not work (`ObviouslyWrong`, `BadPassword`, `invalidSecret`): a failure test's
+/// value, which only a wrong credential can be. Every other hump is an identifier word
+/// of three letters or more or an adverb, five letters or more ending in `ly` with a
+/// vowel before it (`Obviously`); random letters after such a word spell that about
+/// never (the round's test counts).
+pub(super) fn says_wrong(value: &str) -> bool {
+    let Some(humps) = camel_humps(value) else {
+        return false;
+    };
+    let wrong = |h: &&str| WRONG_WORDS.contains(&h.to_ascii_lowercase().as_str());
+    (2..=4).contains(&humps.len())
+        && humps.iter().any(wrong)
+        && humps.iter().filter(|h| !wrong(h)).all(|h| {
+            let lower = h.to_ascii_lowercase();
+            (h.len() >= 3 && is_identifier_word(&lower))
+                || (h.len() >= 5
+                    && lower.ends_with("ly")
+                    && lower[..h.len() - 2].contains(['a', 'e', 'i', 'o', 'u']))
+        })
+}
+
+/// Whether `value` is a dotted path of names: three parts or more joined by `.`, each
+/// letters in camel humps, the first lower case, all of them reading as words
+/// (`secret_words::loosely_words`) and two parts of four letters or more identifier
+/// words (`allauth.webauthn.forms.signupForm`, a module's function named in an HTML
+/// attribute). Base64 has no `.`, and random letters between dots read as words about
+/// never.
+pub(super) fn is_dotted_path(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('.').collect();
+    if parts.len() < 3 || !parts[0].starts_with(|c: char| c.is_ascii_lowercase()) {
+        return false;
+    }
+    let mut humps = Vec::new();
+    for part in &parts {
+        let Some(h) = camel_humps(part) else {
+            return false;
+        };
+        humps.extend(h);
+    }
+    let words = humps
+        .iter()
+        .filter(|h| h.len() >= 4 && is_identifier_word(&h.to_ascii_lowercase()))
+        .count();
+    words >= 2 && loosely_words(humps.iter().copied(), 0.5)
+}
+
+/// The value of a connection string's `password=` as written in a string literal,
+/// without the escape that ends it (`plaintext\n` in `"password=plaintext\n"`): a line
+/// break in the literal, not part of the password.
+pub(super) fn without_trailing_escape(value: &str) -> &str {
+    for escape in ["\\n", "\\r", "\\t"] {
+        if let Some(v) = value.strip_suffix(escape) {
+            return without_trailing_escape(v);
+        }
+    }
+    value
 }

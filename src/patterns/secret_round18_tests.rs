@@ -8,8 +8,9 @@
 
 use super::redact::Redactor;
 use super::secret_marker::{
-    holds_respelled_credential, is_camel_sentence, is_file_name, is_keyword_type_name,
-    is_module_constant, is_prefix_list, is_sequence_sample, is_short_byte_list, names_token_kind,
+    holds_respelled_credential, is_camel_sentence, is_dotted_path, is_file_name,
+    is_keyword_type_name, is_module_constant, is_prefix_list, is_sequence_sample,
+    is_short_byte_list, names_token_kind, says_wrong, without_trailing_escape,
 };
 use super::test_random::{random, xorshift, B64URL, BASE62, LOWER, PASSWORD};
 
@@ -164,11 +165,56 @@ fn file_names_constants_byte_lists_and_type_names_are_no_values() {
 }
 
 #[test]
+fn wrong_passwords_escapes_runs_and_dotted_paths_are_samples() {
+    let r = Redactor::builtin().unwrap();
+    for text in [
+        "    let conn_str =\n        \"server=tcp:localhost,1433;user=SA;password=ObviouslyWrong;TrustServerCertificate=true\";\n",
+        "    slog.write(\"password=plaintext\\n\")\n",
+        "        self.assertIn(\"password=123456\", body)\n",
+        "  <div data-webauthn-auth-onload=\"allauth.webauthn.forms.signupForm\"></div>\n",
+    ] {
+        assert!(kept(r, text), "{text}");
+    }
+    assert!(says_wrong("ObviouslyWrong"));
+    assert!(says_wrong("badPassword"));
+    assert!(!says_wrong("WrongXkqzvb"));
+    assert!(!says_wrong("Wrong"));
+    assert!(is_dotted_path("allauth.webauthn.forms.signupForm"));
+    assert!(!is_dotted_path("allauth.forms"));
+    assert!(!is_dotted_path("aXkq.zvbT.qwpl"));
+    assert_eq!(without_trailing_escape("plaintext\\n"), "plaintext");
+    assert_eq!(without_trailing_escape("plain\\ntext"), "plain\\ntext");
+    let mut next = xorshift(0xBE54_66CF_34E9_0C6C);
+    for _ in 0..20 {
+        // Random passwords in the same frames are caught, escape or not.
+        let pw = random(&mut next, BASE62, 16);
+        for text in [
+            format!(
+                "    let conn_str = \"server=tcp:localhost;user=SA;password={pw};Trust=true\";\n"
+            ),
+            format!("    slog.write(\"password={pw}\\n\")\n"),
+            format!("        self.assertIn(\"password={pw}\", body)\n"),
+            format!("  <div data-auth=\"{pw}\"></div>\n"),
+        ] {
+            assert!(caught(r, &text, &pw), "{text}");
+        }
+        // A random password after a wrong word, or a counting run, is caught.
+        let tail = random(&mut next, BASE62, 14);
+        for text in [
+            format!("password=Wrong{tail};\n"),
+            format!("password=\"123{tail}\"\n"),
+        ] {
+            assert!(caught(r, &text, &tail), "{text}");
+        }
+    }
+}
+
+#[test]
 fn random_values_rarely_take_round_18s_shapes() {
     let mut next = xorshift(0x4528_21E6_38D0_1377);
     let (mut respelled, mut sentence, mut sequence, mut file, mut constant, mut typed) =
         (0, 0, 0, 0, 0, 0);
-    let mut prefixes = 0;
+    let (mut prefixes, mut wrong, mut dotted_paths) = (0, 0, 0);
     for _ in 0..200_000 {
         let pw = random(&mut next, PASSWORD, 16);
         respelled += usize::from(holds_respelled_credential(&pw));
@@ -176,6 +222,8 @@ fn random_values_rarely_take_round_18s_shapes() {
         // Letters only, camel humps as often as chance gives them.
         let letters = random(&mut next, &BASE62[..52], 18);
         sentence += usize::from(is_camel_sentence(&letters));
+        wrong += usize::from(says_wrong(&letters));
+        wrong += usize::from(says_wrong(&format!("Wrong{}", &letters[..10])));
         typed += usize::from(is_keyword_type_name(
             format!("confluence_token = {}", &random(&mut next, BASE62, 24)).as_bytes(),
         ));
@@ -189,6 +237,8 @@ fn random_values_rarely_take_round_18s_shapes() {
         dotted.push_str(".cs");
         file += usize::from(is_file_name(&dotted));
         constant += usize::from(is_module_constant(&dotted));
+        let path = random(&mut next, b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ..", 24);
+        dotted_paths += usize::from(is_dotted_path(&path));
         // Token bodies that end in `_` (base64url), and lower-case ones.
         let body = format!("{}_", random(&mut next, B64URL, 31));
         prefixes += usize::from(is_prefix_list("org_a_api_key_", &body));
@@ -202,4 +252,6 @@ fn random_values_rarely_take_round_18s_shapes() {
     assert_eq!(constant, 0);
     assert_eq!(typed, 0);
     assert_eq!(prefixes, 0);
+    assert_eq!(wrong, 0);
+    assert_eq!(dotted_paths, 0);
 }
