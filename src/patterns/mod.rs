@@ -22,6 +22,7 @@ mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
 mod secret_made_up;
+mod secret_marker;
 mod secret_named;
 mod secret_placeholder;
 mod secret_protocol;
@@ -42,6 +43,8 @@ mod secret_round15_tests;
 mod secret_round16_tests;
 #[cfg(test)]
 mod secret_round17_tests;
+#[cfg(test)]
+mod secret_round18_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

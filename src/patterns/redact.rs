@@ -32,7 +32,7 @@ use super::secret_framing::{
 use super::secret_inert::{is_doc_example_key_id, is_malformed_jwt, is_unsigned_jwt};
 use super::secret_keyword::keyword_secret;
 use super::secret_made_up::is_made_up_tail;
-use super::secret_named::is_worded_token_body;
+use super::secret_marker::is_worded_token;
 use super::secret_placeholder::is_filler;
 use super::secret_rules::{self, Check, SecretRule};
 use super::secret_script::is_mostly_one_byte;
@@ -300,12 +300,12 @@ impl Redactor {
             // Since round 9 also one whose value after its name or prefix is so
             // (`"private_key_id": "ffff…f"`, `secret_made_up::is_made_up_tail`).
             let span = span.filter(|&(s, e)| {
-                // Round 12: one whose body after its prefix is words
-                // (`glpat-python-gitlab-token_`, `secret_named::is_worded_token_body`).
+                // Round 12: one whose body after its prefix is words (`glpat-python-gitlab-token`);
+                // round 18: one cut from a type's name (`secret_marker::is_worded_token`).
                 !(token_rule
                     && (is_filler(&bytes[s..e])
                         || is_made_up_tail(&bytes[s..e])
-                        || is_worded_token_body(&bytes[s..e])))
+                        || is_worded_token(&bytes[s..e])))
             });
             if let Some((start, end)) = span {
                 out.push(Finding { rule, start, end });

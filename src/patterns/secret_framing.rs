@@ -11,6 +11,7 @@
 
 use super::redact::find;
 use super::secret_code::is_camel_words;
+use super::secret_marker::{says_wrong, without_trailing_escape};
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
 use super::secret_value::{
     decode_base64, has_sequential_run, has_test_word, is_placeholder, looks_secret,
@@ -46,7 +47,15 @@ pub(super) fn conn_string(bytes: &[u8], start: usize, end: usize) -> Option<(usi
     }
     // A placeholder, or a sample as in URLs and `.netrc` lines (`Password=pw;`,
     // `pwd=Naukio;`, `Password=café`): a document's or a parser test's value.
-    if is_placeholder(value) || is_sample_conn_password(value) {
+    // Round 18 (`secret_marker`): judged without a literal's `\n` after it
+    // (`"password=plaintext\n"`); a counting run (`password=123456`) and camel words
+    // saying the value is wrong (`password=ObviouslyWrong;`) are samples too.
+    let value = without_trailing_escape(value);
+    if is_placeholder(value)
+        || is_sample_conn_password(value)
+        || has_sequential_run(value)
+        || says_wrong(value)
+    {
         return None;
     }
     // `password=bar&username=foo` is a form body; its password is the part before `&`,

@@ -21,6 +21,11 @@ use super::secret_inert::{
 use super::secret_made_up::{
     is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
 };
+use super::secret_marker::{
+    holds_respelled_credential, is_camel_sentence, is_dotted_path, is_file_name,
+    is_module_constant, is_prefix_list, is_sequence_sample, is_short_byte_list, names_token_kind,
+    says_wrong,
+};
 use super::secret_named::{
     in_urn, is_counting_sample, is_derived_name, is_error_code, is_urn, names_public_value,
 };
@@ -256,6 +261,27 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_possessive_name(value, &assigned)
         || closes_message_literal(text, start, value, opener)
         || (comma && is_name_list(value, &assigned))
+    {
+        return false;
+    }
+    // Round 18 (`secret_marker`): a kind's short marker (`JWT_CATEGORY_SESSION_TOKEN =
+    // "cl_B7d4PD111AAA"`), a list of token prefixes (`"org_a_oauth_access_",
+    // "org_a_api_key_"`), a respelled credential word (`MySekretPa$$word`), a sentence
+    // in camel humps
+    // (`iWishIWereCoolEnoughForRoot!`), keyboard runs (`AbcDef123!@#`), a file's name
+    // (`'Ansible.Become.cs'`), a class constant behind its module
+    // (`hmacmd5.HmacMd5.SERVICE_ID`), a list of fewer than eight bytes, camel words
+    // saying the value is wrong (`ObviouslyWrong`) and a quoted dotted path of names.
+    if names_token_kind(&assigned, value)
+        || (comma && is_prefix_list(&assigned, value))
+        || holds_respelled_credential(value)
+        || is_camel_sentence(value)
+        || is_sequence_sample(value)
+        || is_file_name(value)
+        || (!quoted && is_module_constant(value))
+        || is_short_byte_list(value)
+        || says_wrong(value)
+        || (quoted && is_dotted_path(value))
     {
         return false;
     }
