@@ -34,6 +34,7 @@ use tokio_postgres::error::SqlState;
 use crate::embed::Embedder;
 use crate::memory::{AnchorSource, MemoryError, Result};
 
+pub use backend::{PgRedactReport, PgStoredSecret};
 pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
 pub use tls::{SslMode, TlsSettings};
 
