@@ -4,8 +4,9 @@
 //! Routing and printing only, through the `MemoryBackend` trait. The model-assisted
 //! commands ask the chat model about the database's entries, write what it answers
 //! there and audit the call there. The code index stays in the local store: written
-//! memories are anchored to it, and `stale`, `confirm` and the `[stale: …]` tags of
-//! `context` judge the database's memories against it (`team_code.rs`).
+//! memories are anchored to it, and `stale`, `confirm`, the `stale` marks of `get` and
+//! `list` and the `[stale: …]` tags of `context` judge the database's memories against
+//! it (`team_code.rs`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -62,6 +63,7 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
         } => super::assisted::session_extract(&team, &team, &dir, out, id, *dry_run),
         Command::Context { .. }
         | Command::Get { .. }
+        | Command::List { .. }
         | Command::Stale { .. }
         | Command::Confirm { .. } => super::team_code::run(&team, code.as_deref(), &dir, cli, out),
         Command::Analyze => {
@@ -195,17 +197,6 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             if !forgotten {
                 return Ok(ExitCode::from(1));
             }
-        }
-        Command::List {
-            limit,
-            offset,
-            filter,
-        } => {
-            let list = b.list_filtered(&memory_filter(filter)?, *limit, *offset)?;
-            let total = b.count()?;
-            out.value(&json!({"memories": list, "total": total}), || {
-                list.iter().map(human).collect::<Vec<_>>().join("\n")
-            })?;
         }
         Command::Recall {
             query,
