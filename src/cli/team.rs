@@ -113,16 +113,20 @@ fn recall_row(m: &engram::memory::Memory, score: f64) -> serde_json::Value {
 
 /// The team database at `url` (the database_url setting), trusting the root
 /// certificates of the database_sslrootcert setting too when the URL names no
-/// `sslrootcert` of its own.
+/// `sslrootcert` of its own, with the database_statement_timeout_ms setting's
+/// statement timeout.
 pub(super) fn connect(url: &str) -> Result<std::sync::Arc<PgDatabase>> {
-    let root = super::config()
+    let config = super::config();
+    let root = config
         .get_opt("database_sslrootcert")
         .map(std::path::Path::new);
-    Ok(PgDatabase::connect_with(
-        url,
-        engram::memory_pg::STATEMENT_TIMEOUT,
-        root,
-    )?)
+    let timeout = match config.get_opt("database_statement_timeout_ms") {
+        Some(ms) => std::time::Duration::from_millis(ms.trim().parse().with_context(|| {
+            format!("database_statement_timeout_ms {ms:?}: expected milliseconds above 0")
+        })?),
+        None => engram::memory_pg::STATEMENT_TIMEOUT,
+    };
+    Ok(PgDatabase::connect_with(url, timeout, root)?)
 }
 
 /// This checkout's repository in the team database at `url`, anchoring what it
