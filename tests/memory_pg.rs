@@ -8,7 +8,7 @@ mod pg;
 use pg::Raw;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -584,6 +584,15 @@ fn with_database_url_set_the_memory_commands_use_the_team_backend() {
 /// swallows everything while keeping the connections open: a server that hangs
 /// without dropping the connection.
 fn freezing_proxy(target: String, frozen: Arc<AtomicBool>) -> std::net::SocketAddr {
+    freezing_proxy_counting(target, frozen, Arc::new(AtomicU64::new(0)))
+}
+
+/// [`freezing_proxy`], adding the bytes it forwards (both ways) to `forwarded`.
+fn freezing_proxy_counting(
+    target: String,
+    frozen: Arc<AtomicBool>,
+    forwarded: Arc<AtomicU64>,
+) -> std::net::SocketAddr {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -597,7 +606,7 @@ fn freezing_proxy(target: String, frozen: Arc<AtomicBool>) -> std::net::SocketAd
                 (client.try_clone().unwrap(), server.try_clone().unwrap()),
                 (server, client),
             ] {
-                let frozen = frozen.clone();
+                let (frozen, forwarded) = (frozen.clone(), forwarded.clone());
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 16 * 1024];
                     loop {
@@ -607,6 +616,7 @@ fn freezing_proxy(target: String, frozen: Arc<AtomicBool>) -> std::net::SocketAd
                                 if to.write_all(&buf[..n]).is_err() {
                                     return;
                                 }
+                                forwarded.fetch_add(n as u64, Ordering::SeqCst);
                             }
                             Ok(_) => {}
                         }
@@ -648,10 +658,10 @@ fn a_server_that_stops_answering_fails_the_call_with_a_timeout() {
     assert!(db.deadline() >= Duration::from_millis(500));
 }
 
-/// An import is one transaction of several statements per entry. Its deadline grows
-/// with the entries, so a large import on a short statement timeout completes instead
-/// of being taken for a hung server (before, any import over the timeout plus 2 s
-/// failed with `TimedOut`, which made 1M-memory loads impossible); each statement
+/// An import is one transaction of several statements per entry. It runs as long as
+/// it keeps writing entries, so a large import on a short statement timeout completes
+/// instead of being taken for a hung server (before, any import over the timeout plus
+/// 2 s failed with `TimedOut`, which made 1M-memory loads impossible); each statement
 /// still has the server's timeout.
 #[test]
 fn a_large_import_outlasts_the_per_call_deadline_without_timing_out() {
@@ -681,4 +691,63 @@ fn a_large_import_outlasts_the_per_call_deadline_without_timing_out() {
         "imported {n} in {took:?} (deadline per call {:?})",
         db.deadline()
     );
+}
+
+/// An import through a server that stops answering midway is given up once no entry
+/// was written for the deadline (statement timeout + 2 s), not after a time that grows
+/// with the file, and leaves nothing of itself behind (one transaction).
+#[test]
+fn an_import_whose_server_stops_answering_midway_times_out_and_writes_nothing() {
+    pg::database(); // migrated
+    let url = pg::url();
+    let after_at = url.rsplit_once('@').expect("a URL with user@host").1;
+    let target = after_at.split(['/', '?']).next().unwrap().to_string();
+    let frozen = Arc::new(AtomicBool::new(false));
+    let forwarded = Arc::new(AtomicU64::new(0));
+    let proxy = freezing_proxy_counting(target.clone(), frozen.clone(), forwarded.clone());
+    let proxied = url.replacen(&target, &proxy.to_string(), 1);
+    let db = PgDatabase::connect_with_timeout(&proxied, Duration::from_millis(500)).unwrap();
+    let repo = pg::unique_repo("import-hang");
+    let m = db.memories(&repo, Arc::new(default_embedder())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("many.jsonl");
+    // Far more than is written before the freeze.
+    let n = 20_000;
+    let lines: Vec<String> = (0..n)
+        .map(|i| {
+            serde_json::json!({"id": format!("mem:{i:08x}"), "text": format!("imported memory number {i} about caching")})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    // Freeze once the import's transaction is well under way: some hundreds of
+    // entries sent (a kilobyte or more each, with its vector).
+    let opened = forwarded.load(Ordering::SeqCst);
+    let watcher = {
+        let (frozen, forwarded) = (frozen.clone(), forwarded.clone());
+        std::thread::spawn(move || loop {
+            if forwarded.load(Ordering::SeqCst) > opened + 1_000_000 {
+                frozen.store(true, Ordering::SeqCst);
+                return Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        })
+    };
+    let err = m.import_file(&file).unwrap_err();
+    let ended = Instant::now();
+    let froze = watcher.join().unwrap();
+    assert!(matches!(err, MemoryError::TimedOut { .. }), "{err:?}");
+    let waited = ended - froze;
+    assert!(
+        waited >= db.deadline() - Duration::from_millis(100)
+            && waited < db.deadline() + Duration::from_secs(3),
+        "given up {waited:?} after the server stopped answering (deadline {:?})",
+        db.deadline()
+    );
+    // Nothing of it was committed.
+    frozen.store(false, Ordering::SeqCst);
+    let fresh = pg::database()
+        .memories(&repo, Arc::new(default_embedder()))
+        .unwrap();
+    assert_eq!(fresh.count().unwrap(), 0);
 }

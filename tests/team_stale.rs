@@ -198,6 +198,75 @@ fn team_memories_go_stale_against_the_local_code_index_and_confirm_on_the_databa
     assert!(err.contains("no local code index"), "{err}");
 }
 
+/// The `stale` field of each memory `engram list` prints, by id.
+fn listed_marks(store: &Path, team: bool) -> Vec<(String, Value)> {
+    let v = ok(store, team, &["list"]);
+    v["memories"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|m| {
+            let marks = m
+                .get("stale")
+                .cloned()
+                .unwrap_or_else(|| panic!("no stale field: {m}"));
+            (m["id"].as_str().unwrap().to_string(), marks)
+        })
+        .collect()
+}
+
+#[test]
+fn team_list_carries_the_stale_marks_the_local_list_does() {
+    let (_tmp, repo, a, _b) = setup();
+    let anchored = ok(&a, true, &["remember", "Session.request sends once"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let plain = ok(
+        &a,
+        true,
+        &["remember", "the release train leaves on Fridays"],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The local list's shape, for comparison: every memory has `stale`.
+    let decoy = ok(&a, false, &["remember", "Session.request local decoy"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(listed_marks(&a, false), vec![(decoy.clone(), json!([]))]);
+    let fresh = listed_marks(&a, true);
+    assert_eq!(
+        fresh,
+        vec![(plain.clone(), json!([])), (anchored.clone(), json!([]))],
+        "fresh while the code is unchanged, the database's rows only"
+    );
+
+    std::fs::write(repo.join("src/net.py"), NET_V2).unwrap();
+    ok(&a, false, &["index", repo.to_str().unwrap()]);
+    let marked = listed_marks(&a, true);
+    assert_eq!(marked.len(), 2);
+    assert_eq!(marked[0], (plain.clone(), json!([])));
+    assert_eq!(marked[1].0, anchored);
+    let mark = &marked[1].1[0];
+    assert_eq!(
+        mark["target"], "sym:src/net.py#Session.request:method",
+        "{mark}"
+    );
+    assert_eq!(mark["reason"], "changed", "{mark}");
+    // The same marks `get` shows, and the local list marks its own decoy the same way.
+    assert_eq!(ok(&a, true, &["get", &anchored])["stale"], marked[1].1);
+    assert_eq!(listed_marks(&a, false)[0].1[0]["reason"], "changed");
+
+    // Without a local code index nothing is marked, and the field is still there.
+    let empty = a.parent().unwrap().join(pg::unique_repo("stale-list-none"));
+    ok(&empty, true, &["remember", "Session.request elsewhere"]);
+    let none = listed_marks(&empty, true);
+    assert_eq!(none.len(), 1);
+    assert_eq!(none[0].1, json!([]));
+}
+
 fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap()
 }

@@ -309,7 +309,9 @@ pub enum Command {
     },
     /// Scan stored text with a pattern set (secrets, security-smells, debug-leftovers, or a loaded one).
     /// `engram scan secrets` alone reads every record of the log (live values, kept
-    /// versions, audit events, superseded records) for what an older engram let through.
+    /// versions, audit events, superseded records) for what an older engram let through,
+    /// and with database_url set the repository's memory and version rows in the
+    /// database too.
     Scan {
         /// The set, e.g. `secrets` or `pat:security-smells`.
         pattern_set: String,
@@ -331,7 +333,8 @@ pub enum Command {
     },
     /// Rewrite every record holding a secret (found as `engram scan secrets` finds them)
     /// with the secret replaced, by compacting the store; afterwards the old bytes are
-    /// in no file of the store.
+    /// in no file of the store. With database_url set, the database's rows holding one
+    /// are rewritten in place too (VACUUM reclaims the old row versions).
     Redact,
     /// Key utilities.
     Key {

@@ -388,7 +388,15 @@ pub(super) fn print_confirmed(
 /// Memories as JSON, each with `stale`: its marks, empty when fresh.
 fn with_stale(memories: &Memories, list: &[Memory]) -> Result<Vec<serde_json::Value>> {
     let ids: Vec<String> = list.iter().map(|m| m.id.clone()).collect();
-    let mut marks = engram::stale::of_memories(memories.store(), &ids)?;
+    marked_rows(list, engram::stale::of_memories(memories.store(), &ids)?)
+}
+
+/// Memories as JSON, each with `stale`: its marks in `marks` (by id), empty when it
+/// has none there. `list` prints these on either backend.
+pub(super) fn marked_rows(
+    list: &[Memory],
+    mut marks: std::collections::HashMap<String, Vec<engram::stale::Staleness>>,
+) -> Result<Vec<serde_json::Value>> {
     let mut out = Vec::with_capacity(list.len());
     for m in list {
         let mut v = serde_json::to_value(m)?;

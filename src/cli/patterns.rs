@@ -2,7 +2,8 @@
 //! `redact`. With database_url set, loaded sets' definitions live in the team
 //! database (under the repository the store is for); compiling and scanning stay
 //! local, except that memory scans (`scan --memories`, the default, and `scan --key
-//! mem:…`) read the memories from the database.
+//! mem:…`) read the memories from the database, and `scan secrets` and `redact` go
+//! over the repository's rows in the database as well as the local store's log.
 
 use std::process::ExitCode;
 
@@ -87,14 +88,31 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         }
         Command::Redact => {
             let r = engram::patterns::redact_stored_secrets(memories.store())?;
-            out.value(&json!(r), || {
-                format!(
+            // On the team backend the repository's rows in PostgreSQL too.
+            let team_report = team
+                .as_ref()
+                .map(|t| t.redact_stored_secrets())
+                .transpose()?;
+            let mut v = json!(r);
+            if let Some(t) = &team_report {
+                v["team"] = json!(t);
+            }
+            out.value(&v, || {
+                let mut text = format!(
                     "{} records rewritten without their secrets; log {} -> {} bytes (generation {})",
                     r.records_rewritten,
                     r.compaction.bytes_before,
                     r.compaction.bytes_after,
                     r.compaction.generation
-                )
+                );
+                if let Some(t) = &team_report {
+                    text.push_str(&format!(
+                        "\nteam database: {} row(s) of {} memories rewritten without their {} secret(s) \
+                         (the old row versions stay in PostgreSQL's files until VACUUM reclaims them)",
+                        t.rows_rewritten, t.memories_rewritten, t.secrets
+                    ));
+                }
+                text
             })?;
         }
         Command::Scan {
@@ -106,10 +124,22 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             context: None,
         } if pattern_set.trim_start_matches("pat:") == "secrets" => {
             let found = engram::patterns::find_stored_secrets(memories.store())?;
-            let total: u64 = found.iter().map(|f| f.secrets).sum();
-            out.value(&json!({"records": found, "secrets": total}), || {
-                if found.is_empty() {
-                    return "no secret in any record of the store".into();
+            // On the team backend the repository's rows in PostgreSQL too.
+            let team_found = team.as_ref().map(|t| t.find_stored_secrets()).transpose()?;
+            let team_rows = team_found.as_deref().unwrap_or_default();
+            let total: u64 = found.iter().map(|f| f.secrets).sum::<u64>()
+                + team_rows.iter().map(|f| f.secrets).sum::<u64>();
+            let mut v = json!({"records": found, "secrets": total});
+            if team_found.is_some() {
+                v["team_rows"] = json!(team_rows);
+            }
+            out.value(&v, || {
+                if found.is_empty() && team_rows.is_empty() {
+                    return if team_found.is_some() {
+                        "no secret in any record of the store or row of the team database".into()
+                    } else {
+                        "no secret in any record of the store".into()
+                    };
                 }
                 let mut lines: Vec<String> = found
                     .iter()
@@ -124,9 +154,22 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                         )
                     })
                     .collect();
+                lines.extend(team_rows.iter().map(|f| {
+                    let rules: Vec<String> =
+                        f.rules.iter().map(|(r, n)| format!("{r} x{n}")).collect();
+                    format!(
+                        "{:<24} {:<12} {} version {}: {} secret(s) ({})",
+                        f.table,
+                        f.kind,
+                        f.id,
+                        f.version,
+                        f.secrets,
+                        rules.join(", ")
+                    )
+                }));
                 lines.push(format!(
                     "{total} secret(s) in {} record(s); `engram redact` removes them",
-                    found.len()
+                    found.len() + team_rows.len()
                 ));
                 lines.join("\n")
             })?;

@@ -4,8 +4,9 @@
 //! Routing and printing only, through the `MemoryBackend` trait. The model-assisted
 //! commands ask the chat model about the database's entries, write what it answers
 //! there and audit the call there. The code index stays in the local store: written
-//! memories are anchored to it, and `stale`, `confirm` and the `[stale: …]` tags of
-//! `context` judge the database's memories against it (`team_code.rs`).
+//! memories are anchored to it, and `stale`, `confirm`, the `stale` marks of `get` and
+//! `list` and the `[stale: …]` tags of `context` judge the database's memories against
+//! it (`team_code.rs`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -62,6 +63,7 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
         } => super::assisted::session_extract(&team, &team, &dir, out, id, *dry_run),
         Command::Context { .. }
         | Command::Get { .. }
+        | Command::List { .. }
         | Command::Stale { .. }
         | Command::Confirm { .. } => super::team_code::run(&team, code.as_deref(), &dir, cli, out),
         Command::Analyze => {
@@ -111,16 +113,20 @@ fn recall_row(m: &engram::memory::Memory, score: f64) -> serde_json::Value {
 
 /// The team database at `url` (the database_url setting), trusting the root
 /// certificates of the database_sslrootcert setting too when the URL names no
-/// `sslrootcert` of its own.
+/// `sslrootcert` of its own, with the database_statement_timeout_ms setting's
+/// statement timeout.
 pub(super) fn connect(url: &str) -> Result<std::sync::Arc<PgDatabase>> {
-    let root = super::config()
+    let config = super::config();
+    let root = config
         .get_opt("database_sslrootcert")
         .map(std::path::Path::new);
-    Ok(PgDatabase::connect_with(
-        url,
-        engram::memory_pg::STATEMENT_TIMEOUT,
-        root,
-    )?)
+    let timeout = match config.get_opt("database_statement_timeout_ms") {
+        Some(ms) => std::time::Duration::from_millis(ms.trim().parse().with_context(|| {
+            format!("database_statement_timeout_ms {ms:?}: expected milliseconds above 0")
+        })?),
+        None => engram::memory_pg::STATEMENT_TIMEOUT,
+    };
+    Ok(PgDatabase::connect_with(url, timeout, root)?)
 }
 
 /// This checkout's repository in the team database at `url`, anchoring what it
@@ -195,17 +201,6 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             if !forgotten {
                 return Ok(ExitCode::from(1));
             }
-        }
-        Command::List {
-            limit,
-            offset,
-            filter,
-        } => {
-            let list = b.list_filtered(&memory_filter(filter)?, *limit, *offset)?;
-            let total = b.count()?;
-            out.value(&json!({"memories": list, "total": total}), || {
-                list.iter().map(human).collect::<Vec<_>>().join("\n")
-            })?;
         }
         Command::Recall {
             query,

@@ -1,7 +1,7 @@
 //! The team backend's commands that read the local code index too: with
 //! `database_url` set, memories live in the database while a repository's code
 //! index stays in its local store, so staleness (`stale`, `confirm`, the `stale`
-//! marks of `get`) and the `[stale: …]` tags of `context` judge the database's
+//! marks of `get` and `list`) and the `[stale: …]` tags of `context` judge the database's
 //! memories against that index. Routing and printing only.
 
 use std::path::Path;
@@ -11,11 +11,13 @@ use anyhow::{bail, Result};
 use engram::memory::{Memories, MemoryBackend};
 use engram::memory_pg::PgMemories;
 
-use super::memories::print_marked;
+use serde_json::json;
+
+use super::memories::{human, marked_rows, memory_filter, print_marked};
 use super::output::Output;
 use super::{Cli, Command};
 
-/// Run `context`, `get`, `stale` or `confirm` on `team`, with the code index of
+/// Run `context`, `get`, `list`, `stale` or `confirm` on `team`, with the code index of
 /// `code` (`None` when nothing was indexed in this checkout) in the store `dir`.
 pub(super) fn run(
     team: &PgMemories,
@@ -59,6 +61,24 @@ pub(super) fn run(
                 None => Vec::new(),
             };
             print_marked(out, &m, &marks)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List {
+            limit,
+            offset,
+            filter,
+        } => {
+            let list = team.list_filtered(&memory_filter(filter)?, *limit, *offset)?;
+            let total = team.count()?;
+            // Each with its marks against the local code index, as the local `list`.
+            let marks = match code {
+                Some(c) => engram::stale::marks_against(c.store(), &list)?,
+                None => Default::default(),
+            };
+            let shown = marked_rows(&list, marks)?;
+            out.value(&json!({"memories": shown, "total": total}), || {
+                list.iter().map(human).collect::<Vec<_>>().join("\n")
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stale { limit } => {

@@ -218,6 +218,13 @@ pub const SETTINGS: &[Setting] = &[
         check: any,
     },
     Setting {
+        name: "database_statement_timeout_ms",
+        env: "ENGRAM_DATABASE_STATEMENT_TIMEOUT_MS",
+        default: "30000",
+        help: "how long one statement may run on database_url's server before it cancels it; a call whose server stops answering is given up this and 2 s later (an import, however large, when no entry is written for that long)",
+        check: positive,
+    },
+    Setting {
         name: "server_addr",
         env: "ENGRAM_SERVER_ADDR",
         default: "127.0.0.1:7878",

@@ -21,6 +21,7 @@ mod pattern_sets;
 mod projection;
 mod recall;
 mod sessions;
+mod stored_secrets;
 pub mod taxonomy;
 
 use std::path::Path;
@@ -50,6 +51,7 @@ pub use projection::MemoryProjection;
 pub use recall::{filter_ids, keyword_ranked, RecallHit};
 pub(crate) use sessions::{change_entry, check_session, ended_session, session_entry};
 pub use sessions::{FileChange, CHANGE_ACTIONS};
+pub use stored_secrets::{redact_stored, StoredRedaction};
 
 use crate::embed::{default_embedder, is_zero, Embedder};
 use crate::key::{hash64, Key};

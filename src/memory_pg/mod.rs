@@ -25,6 +25,7 @@ pub mod tls;
 use std::future::Future;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +35,7 @@ use tokio_postgres::error::SqlState;
 use crate::embed::Embedder;
 use crate::memory::{AnchorSource, MemoryError, Result};
 
+pub use backend::{PgRedactReport, PgStoredSecret};
 pub use schema::{Migration, SchemaStatus, MIGRATIONS, SCHEMA_VERSION};
 pub use tls::{SslMode, TlsSettings};
 
@@ -44,6 +46,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// connection) before the server cancels it; a call whose transaction attempt has
 /// no answer within this and a short grace more is abandoned by the client
 /// (a server that hangs without dropping the connection): [`MemoryError::TimedOut`].
+/// An import, one transaction however large, is abandoned only when it writes no
+/// entry for that long. The default; [`PgDatabase::connect_with_timeout`] sets
+/// another (the CLI's `database_statement_timeout_ms` setting).
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much longer than the statement timeout the client waits for an attempt.
 const DEADLINE_GRACE: Duration = Duration::from_secs(2);
@@ -251,9 +256,7 @@ impl PgDatabase {
         self.block_on_within(self.deadline(), fut)
     }
 
-    /// [`PgDatabase::block_on_deadline`] with a deadline of `after` instead: for an
-    /// attempt whose statements are many (an import), where the deadline grows with
-    /// the work so that only a server that stopped answering runs into it.
+    /// [`PgDatabase::block_on_deadline`] with a deadline of `after` instead.
     pub(crate) fn block_on_within<F: Future + Send>(
         &self,
         after: Duration,
@@ -267,6 +270,41 @@ impl PgDatabase {
                 server: self.server.clone(),
                 after,
             })
+    }
+
+    /// [`PgDatabase::block_on`] until `fut` makes no [`Progress`] for `after`: for an
+    /// attempt whose statements are many (an import, one transaction however large),
+    /// which may run for hours on a large file or a distant server and is abandoned
+    /// only when the server stops answering — no entry written within `after`, the
+    /// same wait a single statement gets — never for its size.
+    pub(crate) fn block_on_while_progressing<F: Future + Send>(
+        &self,
+        after: Duration,
+        progress: &Progress,
+        fut: F,
+    ) -> Result<F::Output>
+    where
+        F::Output: Send,
+    {
+        progress.tick();
+        self.block_on(async move {
+            let mut fut = std::pin::pin!(fut);
+            loop {
+                let now = std::time::Instant::now();
+                let until = progress.last() + after;
+                if until <= now {
+                    return None;
+                }
+                if let Ok(out) = tokio::time::timeout(until - now, &mut fut).await {
+                    return Some(out);
+                }
+                // The wait ran out; the attempt may have moved on meanwhile.
+            }
+        })
+        .ok_or_else(|| MemoryError::TimedOut {
+            server: self.server.clone(),
+            after,
+        })
     }
 
     /// A pooled connection; a typed [`MemoryError::Unavailable`] naming the server
@@ -367,6 +405,34 @@ impl PgDatabase {
         embedder: Arc<dyn Embedder>,
     ) -> Result<PgMemories> {
         PgMemories::open(self.clone(), repo, embedder)
+    }
+}
+
+/// When a long attempt last moved on (wrote an entry): what
+/// [`PgDatabase::block_on_while_progressing`] watches. Clones share the mark.
+#[derive(Debug, Clone)]
+pub(crate) struct Progress {
+    start: std::time::Instant,
+    /// Milliseconds from `start` to the last mark.
+    last_ms: Arc<AtomicU64>,
+}
+
+impl Progress {
+    pub(crate) fn new() -> Progress {
+        Progress {
+            start: std::time::Instant::now(),
+            last_ms: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Mark progress now.
+    pub(crate) fn tick(&self) {
+        let ms = self.start.elapsed().as_millis().min(u64::MAX as u128) as u64;
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    fn last(&self) -> std::time::Instant {
+        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
     }
 }
 

@@ -26,12 +26,27 @@ pub(super) fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
 /// A memory from a row of [`MEMORY_COLUMNS`] (or the same six columns of a version):
 /// the record metadata as stored, with the version and times of the row.
 pub(super) fn memory_from_row(row: &Row) -> Result<Memory> {
-    let id: String = row.get(0);
-    let text: String = row.get(1);
-    let version: i64 = row.get(2);
-    let created: i64 = row.get(3);
-    let updated: i64 = row.get(4);
     let Json(doc): Json<Value> = row.get(5);
+    memory_from_parts(
+        &row.get::<_, String>(0),
+        &row.get::<_, String>(1),
+        row.get(2),
+        row.get(3),
+        row.get(4),
+        doc,
+    )
+}
+
+/// A memory from the values of a row of [`MEMORY_COLUMNS`]: id, text, version,
+/// created and updated times, and the stored record metadata.
+pub(super) fn memory_from_parts(
+    id: &str,
+    text: &str,
+    version: i64,
+    created: i64,
+    updated: i64,
+    doc: Value,
+) -> Result<Memory> {
     let Value::Object(mut meta) = doc else {
         return Err(MemoryError::Invalid(format!(
             "{id}: stored metadata is not an object"
@@ -40,7 +55,7 @@ pub(super) fn memory_from_row(row: &Row) -> Result<Memory> {
     meta.insert("version".into(), Value::from(version.max(1) as u64));
     meta.insert("created_ms".into(), Value::from(created.max(0) as u64));
     meta.insert("updated_ms".into(), Value::from(updated.max(0) as u64));
-    Memory::from_parts(&id, &meta, text.as_bytes()).ok_or_else(|| {
+    Memory::from_parts(id, &meta, text.as_bytes()).ok_or_else(|| {
         MemoryError::Invalid(format!("{id}: stored row does not decode as a memory"))
     })
 }

@@ -11,6 +11,7 @@ mod audit;
 mod coding;
 mod patterns;
 mod query;
+mod secrets;
 mod transfer;
 mod tx;
 mod write;
@@ -26,6 +27,7 @@ use crate::memory::{
 };
 use crate::memory_pg::rows::{Param, MEMORY_COLUMNS};
 use crate::memory_pg::PgMemories;
+pub use secrets::{PgRedactReport, PgStoredSecret};
 use tx::Ahead;
 
 impl MemoryBackend for PgMemories {

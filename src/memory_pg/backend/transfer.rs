@@ -9,7 +9,7 @@ use deadpool_postgres::Transaction;
 use super::tx::{TxError, TxResult};
 use crate::memory::{self, ImportReport, MemoryError, Related, Result};
 use crate::memory_pg::rows::{memory_from_row, MEMORY_COLUMNS};
-use crate::memory_pg::PgMemories;
+use crate::memory_pg::{PgMemories, Progress};
 
 impl PgMemories {
     /// `related`: a breadth-first walk over the edges, in one transaction.
@@ -107,7 +107,9 @@ impl PgMemories {
         Ok(n)
     }
 
-    /// `import_file`: the whole file in one transaction.
+    /// `import_file`: the whole file in one transaction, whole or not at all. It may
+    /// run as long as it keeps writing: only a server that answers no entry within
+    /// the deadline ends it ([`PgMemories::run_bulk`]).
     pub(super) fn import_jsonl(&self, path: &Path) -> Result<ImportReport> {
         // No code index here: a legacy hash64 symbol resolves to nothing.
         let memory::Prepared {
@@ -118,8 +120,10 @@ impl PgMemories {
             return Ok(report);
         }
         let ahead = self.ahead(&prepared.iter().map(|(m, _)| m).collect::<Vec<_>>());
-        self.run_many(ahead, prepared.len(), |ahead| {
+        let progress = Progress::new();
+        self.run_bulk(ahead, &progress, |ahead| {
             let (prepared, mut report) = (prepared.clone(), report.clone());
+            let progress = progress.clone();
             async move {
                 let mut client = self.client().await?;
                 let tx = self.begin(&mut client).await?;
@@ -151,6 +155,7 @@ impl PgMemories {
                     let seq = self.upsert(&tx, &m).await?;
                     self.after_write(&tx, &m, seq, vector).await?;
                     report.imported += 1;
+                    progress.tick();
                 }
                 self.commit(tx).await?;
                 Ok(report)

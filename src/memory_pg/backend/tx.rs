@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::embed::is_zero;
 use crate::memory::{self, AuditEvent, Memory, MemoryError, Result};
-use crate::memory_pg::{PgMemories, RETRIES};
+use crate::memory_pg::{PgMemories, Progress, RETRIES};
 
 type Slot = Arc<Mutex<Option<Map<String, Value>>>>;
 
@@ -78,11 +78,6 @@ impl From<MemoryError> for TxError {
 }
 
 pub(super) type TxResult<T> = std::result::Result<T, TxError>;
-
-/// How much longer an attempt may take for each entry it writes ([`PgMemories::run_many`]):
-/// an import writes each entry in about six statements, a few milliseconds on a
-/// loaded machine; 50 ms leaves room for ten times that.
-const PER_ENTRY: Duration = Duration::from_millis(50);
 
 pub(super) fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -151,26 +146,44 @@ impl PgMemories {
         self.attempts(ahead, true, self.db.deadline(), f)
     }
 
-    /// [`PgMemories::run`] for an attempt that writes `entries` entries: its deadline
-    /// is the usual one plus [`PER_ENTRY`] for each, so a large import is not taken
-    /// for a hung server (each of its statements still has the server's statement
-    /// timeout).
-    pub(super) fn run_many<T, F, Fut>(&self, ahead: Ahead, entries: usize, f: F) -> Result<T>
+    /// [`PgMemories::run`] for an attempt that writes many entries (an import) and
+    /// marks `progress` after each: it is abandoned only when no entry is written
+    /// within the usual deadline (the server stopped answering), however long the
+    /// whole takes — a large file, a distant server, a loaded machine. Each
+    /// statement still has the server's statement timeout.
+    pub(super) fn run_bulk<T, F, Fut>(&self, ahead: Ahead, progress: &Progress, f: F) -> Result<T>
     where
         F: Fn(Arc<Ahead>) -> Fut,
         Fut: Future<Output = TxResult<T>> + Send,
         T: Send,
     {
-        let deadline = self.db.deadline() + PER_ENTRY * entries.min(u32::MAX as usize) as u32;
-        self.attempts(ahead, true, deadline, f)
+        self.attempts_watched(ahead, true, self.db.deadline(), Some(progress), f)
     }
 
     /// [`PgMemories::run`], carrying the caller's attached audit event or not.
     pub(super) fn attempts<T, F, Fut>(
         &self,
+        ahead: Ahead,
+        carry: bool,
+        deadline: Duration,
+        f: F,
+    ) -> Result<T>
+    where
+        F: Fn(Arc<Ahead>) -> Fut,
+        Fut: Future<Output = TxResult<T>> + Send,
+        T: Send,
+    {
+        self.attempts_watched(ahead, carry, deadline, None, f)
+    }
+
+    /// [`PgMemories::attempts`]; with `progress`, `deadline` bounds the time between
+    /// two marks of it instead of the whole attempt.
+    fn attempts_watched<T, F, Fut>(
+        &self,
         mut ahead: Ahead,
         carry: bool,
         deadline: Duration,
+        progress: Option<&Progress>,
         f: F,
     ) -> Result<T>
     where
@@ -185,9 +198,14 @@ impl PgMemories {
             rounds += 1;
             let snapshot = Arc::new(std::mem::take(&mut ahead));
             let attempt = f(snapshot.clone());
-            let outcome = match &carried {
-                Some(c) => self.db.block_on_within(deadline, c.scope(attempt))?,
-                None => self.db.block_on_within(deadline, attempt)?,
+            let outcome = match (&carried, progress) {
+                (Some(c), Some(p)) => {
+                    self.db
+                        .block_on_while_progressing(deadline, p, c.scope(attempt))?
+                }
+                (None, Some(p)) => self.db.block_on_while_progressing(deadline, p, attempt)?,
+                (Some(c), None) => self.db.block_on_within(deadline, c.scope(attempt))?,
+                (None, None) => self.db.block_on_within(deadline, attempt)?,
             };
             ahead = Arc::try_unwrap(snapshot).unwrap_or_else(|a| (*a).clone());
             match outcome {
