@@ -130,7 +130,7 @@ pub(super) fn is_prefix_list(assigned: &str, value: &str) -> bool {
 }
 
 /// The letter a look-alike symbol or digit stands for in a respelled word.
-fn unrespelled(c: u8) -> u8 {
+pub(super) fn unrespelled(c: u8) -> u8 {
     match c {
         b'@' | b'4' => b'a',
         b'3' => b'e',

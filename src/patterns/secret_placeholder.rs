@@ -333,12 +333,9 @@ fn is_respelled_word(password: &str) -> bool {
             let letter = match c {
                 b'a'..=b'z' => c,
                 b'A'..=b'Z' if i == 0 => c.to_ascii_lowercase(),
-                b'@' | b'4' => b'a',
-                b'3' => b'e',
-                b'1' | b'!' => b'i',
-                b'0' => b'o',
-                b'$' | b'5' => b's',
-                b'7' => b't',
+                b'@' | b'4' | b'3' | b'1' | b'!' | b'0' | b'$' | b'5' | b'7' => {
+                    super::secret_marker::unrespelled(c)
+                }
                 _ => return false,
             };
             respelled += usize::from(letter != c.to_ascii_lowercase());
