@@ -10,9 +10,10 @@
 
 #[path = "support/pg.rs"]
 mod pg;
+#[path = "support/team_cli.rs"]
+mod team_cli;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use engram::embed::default_embedder;
@@ -21,36 +22,7 @@ use engram::index::IndexOptions;
 use engram::mcp::Engine;
 use engram::memory::{ErrorReport, FileChange, Memories, Memory, MemoryBackend};
 use serde_json::{json, Map, Value};
-
-/// `engram --store STORE --json ARGS…` with no user configuration, on the team
-/// database when `team` is set: (success, JSON output, stderr).
-fn run(store: &Path, team: bool, args: &[&str]) -> (bool, Value, String) {
-    let home = store.parent().unwrap().join("home");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
-    c.arg("--store").arg(store).arg("--json").args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("ENGRAM_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("HOME", &home).env("XDG_CONFIG_HOME", &home);
-    if team {
-        c.env("ENGRAM_DATABASE_URL", pg::url());
-    }
-    let out = c.output().expect("run engram");
-    (
-        out.status.success(),
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// [`run`], which must succeed.
-fn ok(store: &Path, team: bool, args: &[&str]) -> Value {
-    let (done, v, err) = run(store, team, args);
-    assert!(done, "engram {args:?} failed: {err}");
-    v
-}
+use team_cli::{engram as run, ok};
 
 fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()

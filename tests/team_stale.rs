@@ -9,9 +9,10 @@
 
 #[path = "support/pg.rs"]
 mod pg;
+#[path = "support/team_cli.rs"]
+mod team_cli;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use engram::embed::default_embedder;
@@ -21,6 +22,7 @@ use engram::mcp::Engine;
 use engram::memory::Memories;
 use engram::stale::LocalCodeAnchors;
 use serde_json::{json, Map, Value};
+use team_cli::{engram, ok};
 
 const NET_V1: &str = "\
 class Session:
@@ -42,35 +44,6 @@ class Session:
     def send(self, method, url):
         return None
 ";
-
-/// `engram --store STORE --json ARGS…` with no user configuration, on the team
-/// database when `team` is set: (success, JSON output, stderr).
-fn engram(store: &Path, team: bool, args: &[&str]) -> (bool, Value, String) {
-    let home = store.parent().unwrap().join("home");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
-    c.arg("--store").arg(store).arg("--json").args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("ENGRAM_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("HOME", &home).env("XDG_CONFIG_HOME", &home);
-    if team {
-        c.env("ENGRAM_DATABASE_URL", pg::url());
-    }
-    let out = c.output().expect("run engram");
-    (
-        out.status.success(),
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(store: &Path, team: bool, args: &[&str]) -> Value {
-    let (done, v, err) = engram(store, team, args);
-    assert!(done, "engram {args:?} failed: {err}");
-    v
-}
 
 /// The ids `engram stale` lists.
 fn stale_ids(store: &Path) -> Vec<String> {
