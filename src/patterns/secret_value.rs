@@ -338,6 +338,7 @@ fn is_wordy(value: &str) -> bool {
         .iter()
         .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()));
     parts.len() >= 2
+        && one_or_two_case_styles(&parts)
         && loosely_words(letters, 0.5)
         && parts.iter().all(|p| {
             let letters = p.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -351,6 +352,30 @@ fn is_wordy(value: &str) -> bool {
             };
             word && !p.is_empty()
         })
+}
+
+/// Whether the parts of a joined value (of two letters or more) keep to at most two of
+/// the styles lower case, upper case and capitalised, as words a person joins do
+/// (`new_password1`, `Invalid-Token`, `FAKE_SAML_RESPONSE`, `HTTP_proxy`). Random
+/// characters split at `_`, `-` and `.` often show all three: `A_ILF0_Ndhe.miuo`
+/// (secrets_redactor seed 1795672518340556075) read as words with one common letter
+/// pair in two and was let through until this check.
+fn one_or_two_case_styles(parts: &[&str]) -> bool {
+    let (mut lower, mut upper, mut capitalised) = (false, false, false);
+    for part in parts {
+        let letters = part.trim_end_matches(|c: char| c.is_ascii_digit());
+        if letters.len() < 2 {
+            continue;
+        }
+        if letters.bytes().all(|b| b.is_ascii_lowercase()) {
+            lower = true;
+        } else if letters.bytes().all(|b| b.is_ascii_uppercase()) {
+            upper = true;
+        } else {
+            capitalised = true;
+        }
+    }
+    usize::from(lower) + usize::from(upper) + usize::from(capitalised) <= 2
 }
 
 #[cfg(test)]

@@ -160,4 +160,5 @@ fn random_passwords_rarely_read_as_joined_words() {
         assert!(is_wordy(v), "{v}");
     }
     assert!(!is_wordy("qoiaikneobbm-i469"));
+    assert!(!is_wordy("A_ILF0_Ndhe.miuo"));
 }
