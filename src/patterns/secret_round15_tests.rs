@@ -84,6 +84,12 @@ fn authenticator_data_with_a_zero_run_is_data() {
     }
     assert!(has_zero_run(&[7, 0, 0, 0, 5]));
     assert!(!has_zero_run(&[7, 0, 0, 9, 0, 0]));
+    // Three zero bytes inside a value are chance; at its ends, a record's fields.
+    assert!(!has_zero_run(&[7, 1, 0, 0, 0, 2, 3, 4, 5, 6, 7]));
+    assert!(has_zero_run(&[0, 0, 0, 7, 1, 2, 3, 4, 5, 6, 7]));
+    assert!(has_zero_run(&[1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 1]));
+    assert!(has_zero_run(&[7, 1, 0, 0, 0, 0, 3, 4, 5, 6, 7]));
+    assert!(!is_structured_binary("A9e5kPW7vn3IG51eGn2oNqMAAADIoHxR"));
     // Upper-case hex is no base64: `AAAA` there is no zero run.
     assert!(!is_structured_binary("DEADBEEFAAAA1234DEADBEEFAAAA1234"));
 }
