@@ -106,6 +106,11 @@ fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engra
     let key_hash = obj.remove("key_hash");
     let mut legacy = None;
     let original_id = match obj.get("id") {
+        // An empty id is none given (what `Memory::new` serialises): a fresh one.
+        Some(Value::String(s)) if s.is_empty() => {
+            obj.remove("id");
+            None
+        }
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Null) | None => {
             obj.remove("id");

@@ -81,6 +81,12 @@ fn legacy_ids_are_derived_and_kept() {
     assert_ne!(derived_id(uuid, 1), derived_id(uuid, 0));
     // A mem: id that is malformed is an error, not a legacy id.
     assert!(parse_memory(r#"{"id":"mem:xyz","text":"t"}"#, &none).is_err());
+    // An empty id is no id (a serialised `Memory::new`); blank is still refused.
+    assert_eq!(
+        parse_memory(r#"{"id":"","text":"t"}"#, &none).unwrap().id,
+        ""
+    );
+    assert!(parse_memory(r#"{"id":" ","text":"t"}"#, &none).is_err());
 }
 
 #[test]
