@@ -21,6 +21,7 @@ mod secret_excerpt;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
+mod secret_locator;
 mod secret_made_up;
 mod secret_marker;
 mod secret_named;
@@ -45,6 +46,8 @@ mod secret_round16_tests;
 mod secret_round17_tests;
 #[cfg(test)]
 mod secret_round18_tests;
+#[cfg(test)]
+mod secret_round19_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

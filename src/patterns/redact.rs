@@ -31,6 +31,7 @@ use super::secret_framing::{
 };
 use super::secret_inert::{is_doc_example_key_id, is_malformed_jwt, is_unsigned_jwt};
 use super::secret_keyword::keyword_secret;
+use super::secret_locator::{has_masked_tail, is_glued_in_base64url};
 use super::secret_made_up::is_made_up_tail;
 use super::secret_marker::is_worded_token;
 use super::secret_placeholder::is_filler;
@@ -305,7 +306,10 @@ impl Redactor {
                 !(token_rule
                     && (is_filler(&bytes[s..e])
                         || is_made_up_tail(&bytes[s..e])
-                        || is_worded_token(&bytes[s..e])))
+                        || is_worded_token(&bytes[s..e])
+                        // Round 19: a masked tail, or a slice of base64url data.
+                        || has_masked_tail(&bytes[s..e])
+                        || is_glued_in_base64url(bytes, s, end, e)))
             });
             if let Some((start, end)) = span {
                 out.push(Finding { rule, start, end });

@@ -11,8 +11,10 @@
 
 use super::redact::find;
 use super::secret_code::is_camel_words;
+use super::secret_locator::is_key_file;
 use super::secret_marker::{says_wrong, without_trailing_escape};
 use super::secret_placeholder::{is_plain_words, is_sample_conn_password, is_sample_password};
+use super::secret_sample::is_possessive_name;
 use super::secret_value::{
     decode_base64, has_sequential_run, has_test_word, is_placeholder, looks_secret,
 };
@@ -195,8 +197,10 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
     let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
     // `https://abc:123@…`, `user3:123123@`, `SAS_POLICY_NAME:SAS_KEY@`, `us%40r:p%40ss@`:
     // a document's or a test's sample (`secret_placeholder`), not a password.
+    // Round 19: `kerberos+keytab://host:app2.keytab@…` names the file the key is in.
     !(is_placeholder(password)
         || is_sample_password(password)
+        || is_key_file(password)
         || password.chars().all(|c| c == '*' || c == 'x' || c == 'X'))
 }
 
@@ -247,7 +251,13 @@ pub(super) fn basic_auth_is_secret(text: &str, start: usize, end: usize) -> bool
         // Round 12: also one counting up (`1234567890abcdef…`, a README's made-up
         // client secret), as a keyword's value is read (`has_sequential_run`, about
         // once in 10^8 random values).
-        Some((_, pw)) => !(is_sample_password(pw) || has_test_word(pw) || has_sequential_run(pw)),
+        // Round 19: also a possessive placeholder (`myName:myPassword`).
+        Some((_, pw)) => {
+            !(is_sample_password(pw)
+                || has_test_word(pw)
+                || has_sequential_run(pw)
+                || is_possessive_name(pw, "password"))
+        }
         // Not `user:password` (RFC 7617), so not base64 of credentials: a test's
         // `Basic notreally`, or a raw token, judged as any assigned value is.
         // Round 17: nor a type's name in camel words with padding where the

@@ -18,6 +18,10 @@ use super::secret_context::{
 use super::secret_inert::{
     is_malformed_jwt, is_sigv4_scope, is_text_base32, is_unsigned_jwt, is_worded_base32,
 };
+use super::secret_locator::{
+    is_defaulted_binding, is_entry_point, is_host_setting, is_named_type, is_shell_pwd,
+    is_worded_counter, is_xpath,
+};
 use super::secret_made_up::{
     is_accented_sample, is_claims_only_jwt, is_constant_reference, is_two_words,
 };
@@ -282,6 +286,22 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_short_byte_list(value)
         || says_wrong(value)
         || (quoted && is_dotted_path(value))
+    {
+        return false;
+    }
+    // Round 19 (`secret_locator`): a Python entry point (`password =
+    // keystoneauth1.extras._saml2._loading:Saml2Password`), words and a counting run
+    // (`"hf_oauth_123"`), a host name under a host's name (`AUTH_HOST =
+    // "mtls.auth.openai.com"`), the shell's `$PWD`, a type named after the credential
+    // word (`auth: BedrockAwsAuth`), an XPath query (`'/String/Key[text()="'`) and a
+    // minified setting falling back to `null`.
+    if is_entry_point(value)
+        || is_worded_counter(value)
+        || is_host_setting(&assigned, value)
+        || is_shell_pwd(text, start, ident)
+        || is_named_type(&assigned, value)
+        || is_xpath(value)
+        || (!quoted && is_defaulted_binding(&assigned, value))
     {
         return false;
     }

@@ -70,7 +70,7 @@ const FILE_EXTENSIONS: &[&str] = &[
 const SHIFTED_DIGITS: &[u8] = b"!@#$%^&*()";
 
 /// Lower-cased words of an identifier: split at `_`, `-`, `.` and camel humps.
-fn words(name: &str) -> Vec<String> {
+pub(super) fn words(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut prev_lower = false;
