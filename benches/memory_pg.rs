@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use engram::embed::{default_embedder, EmbedError, Embedder};
 use engram::memory::{Memories, Memory, MemoryBackend, MemoryFilter};
-use engram::memory_pg::{PgDatabase, PgMemories};
+use engram::memory_pg::{PgDatabase, PgMemories, EF_SEARCH};
 use engram::store::{Durability, StoreOptions};
 use pgvector::Vector;
 
@@ -417,7 +417,7 @@ fn main() {
             t[5].push(s.elapsed());
         }
         let labels = [
-            ("hybrid   postgres", "MemoryBackend::recall: tsvector + HNSW (ef_search 80), fused, one transaction"),
+            ("hybrid   postgres", "MemoryBackend::recall: tsvector + HNSW (ef_search database_ef_search's default), fused, one transaction"),
             ("hybrid   local   ", "MemoryBackend::recall: SQLite FTS + flat vector scan, fused"),
             ("vector   postgres", "HNSW, 80 candidates, ef_search 80, iterative scan strict_order: the backend's vector query alone"),
             ("vector   local   ", "flat SIMD scan of every vector, 80 candidates"),
@@ -456,17 +456,28 @@ fn main() {
                 .collect();
             println!("plan ({what}): {}", nodes.join(" / "));
         }
-        for ef in [40, 80, 200] {
-            let mut found = 0usize;
-            let mut total = 0usize;
-            for qv in &qvs {
-                let exact = sql.nearest(
+        let exact: Vec<Vec<String>> = qvs
+            .iter()
+            .map(|qv| {
+                sql.nearest(
                     repo,
                     &embedder_name,
                     qv,
                     10,
                     "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off",
-                );
+                )
+            })
+            .collect();
+        println!(
+            "exact: ORDER BY <=> with index scans off; HNSW m 16, ef_construction 64; latency: \
+             the backend's vector query (80 candidates for top 10, iterative scan strict_order) \
+             at that ef_search; recall default {EF_SEARCH} (database_ef_search), 80 before it"
+        );
+        for ef in [40, 80, 100, 120, 150, 200, 300, 400] {
+            let mut found = 0usize;
+            let mut total = 0usize;
+            let mut times = Vec::with_capacity(qvs.len());
+            for (qv, exact) in qvs.iter().zip(&exact) {
                 let approx = sql.nearest(
                     repo,
                     &embedder_name,
@@ -476,11 +487,24 @@ fn main() {
                 );
                 total += exact.len();
                 found += approx.iter().filter(|id| exact.contains(id)).count();
+                let s = Instant::now();
+                let ids = sql.nearest(
+                    repo,
+                    &embedder_name,
+                    qv,
+                    80,
+                    &format!(
+                        "SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = strict_order"
+                    ),
+                );
+                times.push(s.elapsed());
+                assert!(!ids.is_empty());
             }
+            let (p50, p99) = percentiles(&mut times);
             println!(
-                "recall@10 {:.3}  (HNSW m 16, ef_construction 64, ef_search {ef}{}; exact: ORDER BY <=> with index scans off)",
+                "ef_search {ef:>4}  recall@10 {:.3}  vector query p50 {p50:>7.2} ms  p99 {p99:>7.2} ms{}",
                 found as f64 / total.max(1) as f64,
-                if ef == 80 { ", what recall uses for top 10" } else { "" }
+                if ef == EF_SEARCH as i64 { "  (recall's default)" } else { "" }
             );
         }
     }
