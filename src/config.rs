@@ -490,7 +490,7 @@ mod tests {
                 (k == "ENGRAM_DATABASE_EF_SEARCH").then(|| v.to_string())
             })
         };
-        assert_eq!(Config::defaults().get("database_ef_search"), "200");
+        assert_eq!(Config::defaults().get("database_ef_search"), "150");
         assert_eq!(load("1").unwrap().get("database_ef_search"), "1");
         assert_eq!(load("1000").unwrap().get("database_ef_search"), "1000");
         for bad in ["0", "1001", "-5", "many", ""] {

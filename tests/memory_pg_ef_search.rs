@@ -11,6 +11,11 @@ use engram::memory_pg::{EF_SEARCH, MAX_EF_SEARCH};
 
 #[test]
 fn the_server_searches_with_the_larger_of_the_setting_and_twice_the_candidates() {
+    // The setting's default is the backend's.
+    assert_eq!(
+        engram::config::Config::defaults().get("database_ef_search"),
+        EF_SEARCH.to_string()
+    );
     let m = pg::memories("ef-search");
     // Top 10 fetches 40 candidates a source: 80 asked of the index.
     assert_eq!(m.vector_ef_search(10).unwrap(), EF_SEARCH.max(80));

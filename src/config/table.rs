@@ -237,7 +237,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "database_ef_search",
         env: "ENGRAM_DATABASE_EF_SEARCH",
-        default: "200",
+        default: "150",
         help: "least hnsw.ef_search of recall's vector search on database_url's server (1 to 1000): higher finds more of the exact nearest neighbours, slower; a recall asks for twice its candidates when that is more",
         check: ef_search,
     },

@@ -51,11 +51,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// another (the CLI's `database_statement_timeout_ms` setting).
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The least `hnsw.ef_search` a recall's vector candidates are searched with (the
-/// `database_ef_search` setting's default): a recall asks for at least twice the
-/// candidates it keeps, and this when that is fewer. HNSW's recall@10 against exact
-/// search falls as memories grow (0.84 at 80 over 100K, 0.63 over 1M); this keeps it
-/// at 0.9 or more over 100K (bench memory_pg).
-pub const EF_SEARCH: u32 = 200;
+/// `database_ef_search` setting's default); a recall asks the index for twice the
+/// candidates it fetches (80 for top 10) when that is more. HNSW's recall@10 against
+/// exact search falls as memories grow: over 100K, 0.83 at 80 and 0.91 to 0.93 at
+/// 150, for a vector query about 1.5 times as slow (bench memory_pg).
+pub const EF_SEARCH: u32 = 150;
 /// The largest `hnsw.ef_search` pgvector accepts.
 pub const MAX_EF_SEARCH: u32 = 1000;
 /// How much longer than the statement timeout the client waits for an attempt.
