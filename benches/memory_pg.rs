@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use engram::embed::{default_embedder, EmbedError, Embedder};
 use engram::memory::{Memories, Memory, MemoryBackend, MemoryFilter};
-use engram::memory_pg::{PgDatabase, PgMemories};
+use engram::memory_pg::{PgDatabase, PgMemories, EF_SEARCH};
 use engram::store::{Durability, StoreOptions};
 use pgvector::Vector;
 
@@ -417,7 +417,7 @@ fn main() {
             t[5].push(s.elapsed());
         }
         let labels = [
-            ("hybrid   postgres", "MemoryBackend::recall: tsvector + HNSW (ef_search 80), fused, one transaction"),
+            ("hybrid   postgres", "MemoryBackend::recall: tsvector + HNSW (ef_search database_ef_search's default), fused, one transaction"),
             ("hybrid   local   ", "MemoryBackend::recall: SQLite FTS + flat vector scan, fused"),
             ("vector   postgres", "HNSW, 80 candidates, ef_search 80, iterative scan strict_order: the backend's vector query alone"),
             ("vector   local   ", "flat SIMD scan of every vector, 80 candidates"),
@@ -430,7 +430,7 @@ fn main() {
         }
     }
 
-    if let (true, Some(_)) = (wanted("accuracy"), &pg) {
+    if let (true, Some(pg)) = (wanted("accuracy"), &pg) {
         println!("\n## recall@10 of HNSW against exact search ({QUERIES} queries, {n} vectors)");
         for (what, settings) in [
             ("HNSW", "SET LOCAL hnsw.ef_search = 80"),
@@ -456,17 +456,31 @@ fn main() {
                 .collect();
             println!("plan ({what}): {}", nodes.join(" / "));
         }
-        for ef in [40, 80, 200] {
-            let mut found = 0usize;
-            let mut total = 0usize;
-            for qv in &qvs {
-                let exact = sql.nearest(
+        let exact: Vec<Vec<String>> = qvs
+            .iter()
+            .map(|qv| {
+                sql.nearest(
                     repo,
                     &embedder_name,
                     qv,
                     10,
                     "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off",
-                );
+                )
+            })
+            .collect();
+        println!(
+            "exact: ORDER BY <=> with index scans off; HNSW m 16, ef_construction 64; latency: \
+             the backend's vector query (80 candidates for top 10, iterative scan strict_order) \
+             at that ef_search; recall default {EF_SEARCH} (database_ef_search), 80 before it"
+        );
+        // Every ef_search in turn for each query, so load on the machine falls on all
+        // alike; latency ratios are against ef_search 80 (recall's before the setting).
+        const EFS: [i64; 10] = [40, 80, 100, 120, 140, 150, 160, 200, 300, 400];
+        let mut found = [0usize; EFS.len()];
+        let mut total = [0usize; EFS.len()];
+        let mut times: [Vec<Duration>; EFS.len()] = Default::default();
+        for (qv, exact) in qvs.iter().zip(&exact) {
+            for (i, ef) in EFS.iter().enumerate() {
                 let approx = sql.nearest(
                     repo,
                     &embedder_name,
@@ -474,15 +488,59 @@ fn main() {
                     10,
                     &format!("SET LOCAL hnsw.ef_search = {ef}"),
                 );
-                total += exact.len();
-                found += approx.iter().filter(|id| exact.contains(id)).count();
+                total[i] += exact.len();
+                found[i] += approx.iter().filter(|id| exact.contains(id)).count();
+                let s = Instant::now();
+                let ids = sql.nearest(
+                    repo,
+                    &embedder_name,
+                    qv,
+                    80,
+                    &format!(
+                        "SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = strict_order"
+                    ),
+                );
+                times[i].push(s.elapsed());
+                assert!(!ids.is_empty());
             }
+        }
+        let base = percentiles(&mut times[1]);
+        for (i, ef) in EFS.iter().enumerate() {
+            let (p50, p99) = percentiles(&mut times[i]);
             println!(
-                "recall@10 {:.3}  (HNSW m 16, ef_construction 64, ef_search {ef}{}; exact: ORDER BY <=> with index scans off)",
-                found as f64 / total.max(1) as f64,
-                if ef == 80 { ", what recall uses for top 10" } else { "" }
+                "ef_search {ef:>4}  recall@10 {:.3}  vector query p50 {p50:>7.2} ms  p99 {p99:>7.2} ms  ({:.2}x / {:.2}x ef_search 80's){}",
+                found[i] as f64 / total[i].max(1) as f64,
+                p50 / base.0,
+                p99 / base.1,
+                if *ef == i64::from(EF_SEARCH) { "  recall's default" } else { "" }
             );
         }
+
+        // Whole recalls, at ef_search 80 (a floor of 1: twice the 40 candidates) and
+        // at the default, alternately.
+        let at_80 = db
+            .memories(repo, Arc::new(default_embedder()))
+            .expect("open pg")
+            .with_ef_search(1)
+            .expect("ef_search 1");
+        let filter = MemoryFilter::default();
+        let mut t: [Vec<Duration>; 2] = Default::default();
+        for q in &queries {
+            for (i, b) in [&at_80, pg].into_iter().enumerate() {
+                let s = Instant::now();
+                let hits = MemoryBackend::recall(b, q, &filter, 10).expect("recall pg");
+                t[i].push(s.elapsed());
+                assert!(!hits.is_empty());
+            }
+        }
+        let (b50, b99) = percentiles(&mut t[0]);
+        let (d50, d99) = percentiles(&mut t[1]);
+        println!(
+            "recall hybrid postgres  ef_search 80: p50 {b50:>7.2} ms  p99 {b99:>7.2} ms;  \
+             ef_search {EF_SEARCH} (default): p50 {d50:>7.2} ms  p99 {d99:>7.2} ms  ({:.2}x / {:.2}x)",
+            d50 / b50,
+            d99 / b99
+        );
     }
 
     if wanted("write") {

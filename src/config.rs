@@ -484,6 +484,25 @@ mod tests {
     }
 
     #[test]
+    fn database_ef_search_is_a_whole_number_from_1_to_1000() {
+        let load = |v: &'static str| {
+            Config::load_with(None, move |k| {
+                (k == "ENGRAM_DATABASE_EF_SEARCH").then(|| v.to_string())
+            })
+        };
+        assert_eq!(Config::defaults().get("database_ef_search"), "150");
+        assert_eq!(load("1").unwrap().get("database_ef_search"), "1");
+        assert_eq!(load("1000").unwrap().get("database_ef_search"), "1000");
+        for bad in ["0", "1001", "-5", "many", ""] {
+            let err = load(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("database_ef_search") && err.contains("1 to 1000"),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn mcp_provider_tables_sit_beside_the_settings_and_fail_with_the_file_named() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("config.toml");

@@ -658,8 +658,9 @@ fn a_server_that_stops_answering_fails_the_call_with_a_timeout() {
     assert!(db.deadline() >= Duration::from_millis(500));
 }
 
-/// An import is one transaction of several statements per entry. It runs as long as
-/// it keeps writing entries, so a large import on a short statement timeout completes
+/// An import is one transaction of many statements (batches sized to fit the
+/// statement timeout). It runs as long as it keeps writing entries, so a large
+/// import on a short statement timeout completes
 /// instead of being taken for a hung server (before, any import over the timeout plus
 /// 2 s failed with `TimedOut`, which made 1M-memory loads impossible); each statement
 /// still has the server's timeout.
@@ -673,7 +674,7 @@ fn a_large_import_outlasts_the_per_call_deadline_without_timing_out() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("many.jsonl");
     // Enough entries that writing them takes longer than the deadline on any machine
-    // this runs on (about 1 ms each at best: several round trips apiece).
+    // this runs on (a 100 ms statement timeout keeps batches to tens of entries).
     let n = 4_000;
     let lines: Vec<String> = (0..n)
         .map(|i| {

@@ -68,6 +68,7 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>, team: Option<&Arc<PgDatabase>>) -> 
         let backend = db
             .memories(&repo_name, embedder()?)
             .with_context(|| format!("opening repository {repo_name} on {}", db.server()))?
+            .with_ef_search(super::team::ef_search()?)?
             .with_anchors(Arc::new(anchors));
         engine = engine.with_backend(Arc::new(backend));
     }

@@ -129,6 +129,17 @@ pub(super) fn connect(url: &str) -> Result<std::sync::Arc<PgDatabase>> {
     Ok(PgDatabase::connect_with(url, timeout, root)?)
 }
 
+/// The database_ef_search setting: the least `hnsw.ef_search` of recall's vector
+/// search.
+pub(super) fn ef_search() -> Result<u32> {
+    match super::config().get_opt("database_ef_search") {
+        Some(v) => v.trim().parse().with_context(|| {
+            format!("database_ef_search {v:?}: expected a whole number from 1 to 1000")
+        }),
+        None => Ok(engram::memory_pg::EF_SEARCH),
+    }
+}
+
 /// This checkout's repository in the team database at `url`, anchoring what it
 /// writes to the local code index when there is one.
 pub(super) fn open(cli: &Cli, url: &str) -> Result<PgMemories> {
@@ -140,7 +151,9 @@ pub(super) fn open(cli: &Cli, url: &str) -> Result<PgMemories> {
 fn open_with_code(cli: &Cli, url: &str) -> Result<(PgMemories, Option<Arc<Memories>>)> {
     let db = connect(url)?;
     let repo = repo_name(cli)?;
-    let mut team = db.memories(&repo, super::embedder()?)?;
+    let mut team = db
+        .memories(&repo, super::embedder()?)?
+        .with_ef_search(ef_search()?)?;
     // Only an existing store: opening creates one, and a team checkout need not have
     // any (its memories are in the database).
     let code = if store_dir(cli)?.join(engram::store::BLOB_FILE).exists() {

@@ -34,6 +34,16 @@ fn positive(v: &str) -> Result<(), String> {
     }
 }
 
+fn ef_search(v: &str) -> Result<(), String> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(()),
+        _ => Err(
+            "expected a whole number from 1 to 1000 (pgvector's range for hnsw.ef_search)"
+                .to_string(),
+        ),
+    }
+}
+
 fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Result<(), String> {
     move |v| {
         if options.contains(&v) {
@@ -223,6 +233,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "30000",
         help: "how long one statement may run on database_url's server before it cancels it; a call whose server stops answering is given up this and 2 s later (an import, however large, when no entry is written for that long)",
         check: positive,
+    },
+    Setting {
+        name: "database_ef_search",
+        env: "ENGRAM_DATABASE_EF_SEARCH",
+        default: "150",
+        help: "least hnsw.ef_search of recall's vector search on database_url's server (1 to 1000): higher finds more of the exact nearest neighbours, slower; a recall asks for twice its candidates when that is more",
+        check: ef_search,
     },
     Setting {
         name: "server_addr",

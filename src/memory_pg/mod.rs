@@ -50,6 +50,14 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// entry for that long. The default; [`PgDatabase::connect_with_timeout`] sets
 /// another (the CLI's `database_statement_timeout_ms` setting).
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The least `hnsw.ef_search` a recall's vector candidates are searched with (the
+/// `database_ef_search` setting's default); a recall asks the index for twice the
+/// candidates it fetches (80 for top 10) when that is more. HNSW's recall@10 against
+/// exact search falls as memories grow: over 100K, 0.83 at 80 and 0.91 to 0.93 at
+/// 150, for a vector query about 1.5 times as slow (bench memory_pg).
+pub const EF_SEARCH: u32 = 150;
+/// The largest `hnsw.ef_search` pgvector accepts.
+pub const MAX_EF_SEARCH: u32 = 1000;
 /// How much longer than the statement timeout the client waits for an attempt.
 const DEADLINE_GRACE: Duration = Duration::from_secs(2);
 /// How long a call waits for a free pooled connection.
@@ -475,6 +483,9 @@ pub struct PgMemories {
     /// pgvector 0.8 or later: filtered nearest-neighbour queries scan the HNSW index
     /// on until they have enough rows (`hnsw.iterative_scan`).
     iterative_scan: bool,
+    /// The least `hnsw.ef_search` of a vector query ([`EF_SEARCH`] unless
+    /// [`PgMemories::with_ef_search`] set another).
+    ef_search: u32,
     /// Computes the anchors of what is written (the local code index's), when set.
     anchors: Option<Arc<dyn AnchorSource>>,
 }
@@ -507,6 +518,7 @@ impl PgMemories {
             repo: repo.to_string(),
             embedder,
             iterative_scan,
+            ef_search: EF_SEARCH,
             anchors: None,
         };
         m.db.block_on(m.ensure_vector_index())?;
@@ -519,6 +531,20 @@ impl PgMemories {
     pub fn with_anchors(mut self, source: Arc<dyn AnchorSource>) -> PgMemories {
         self.anchors = Some(source);
         self
+    }
+
+    /// Search the HNSW index with `hnsw.ef_search` at least `ef_search` (1 to
+    /// [`MAX_EF_SEARCH`]; the `database_ef_search` setting): higher finds more of the
+    /// exact nearest neighbours, slower. A recall still asks for twice the candidates
+    /// it fetches when that is more, up to [`MAX_EF_SEARCH`].
+    pub fn with_ef_search(mut self, ef_search: u32) -> Result<PgMemories> {
+        if !(1..=MAX_EF_SEARCH).contains(&ef_search) {
+            return Err(MemoryError::Invalid(format!(
+                "ef_search {ef_search}: expected 1 to {MAX_EF_SEARCH} (pgvector's range for hnsw.ef_search)"
+            )));
+        }
+        self.ef_search = ef_search;
+        Ok(self)
     }
 
     /// The repository these memories belong to.

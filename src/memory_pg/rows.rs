@@ -85,8 +85,13 @@ pub(super) fn tsv_texts(m: &Memory) -> (String, String) {
 
 /// The SQL of the keyword vector over parameters `$t` (text) and `$g` (tags).
 pub(super) fn tsv_sql(t: usize, g: usize) -> String {
+    tsv_of(&format!("${t}"), &format!("${g}"))
+}
+
+/// The SQL of the keyword vector over the SQL expressions `t` (text) and `g` (tags).
+pub(super) fn tsv_of(t: &str, g: &str) -> String {
     format!(
-        "setweight(to_tsvector('simple', ${t}), 'B') || setweight(to_tsvector('simple', ${g}), 'A')"
+        "setweight(to_tsvector('simple', {t}), 'B') || setweight(to_tsvector('simple', {g}), 'A')"
     )
 }
 

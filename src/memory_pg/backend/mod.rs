@@ -8,6 +8,7 @@
 //! embeds the new text and runs it again.
 
 mod audit;
+mod bulk;
 mod coding;
 mod patterns;
 mod query;

@@ -110,14 +110,7 @@ impl PgMemories {
     ) -> TxResult<Vec<String>> {
         let dims = qv.len();
         let k = fetch * 2;
-        tx.batch_execute(&format!("SET LOCAL hnsw.ef_search = {}", k.clamp(40, 1000)))
-            .await
-            .map_err(|e| self.pg(e))?;
-        if self.iterative_scan {
-            tx.batch_execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                .await
-                .map_err(|e| self.pg(e))?;
-        }
+        self.vector_settings(tx, k).await?;
         let (cond, mut params) = rows::filter_sql(filter, 4);
         let n = params.len() + 4;
         let sql = format!(
@@ -147,6 +140,45 @@ impl PgMemories {
         let mut ids: Vec<String> = found.into_iter().map(|(_, id)| id).collect();
         ids.truncate(fetch);
         Ok(ids)
+    }
+
+    /// Set, for the rest of `tx`, how the HNSW index is searched for `k` candidates:
+    /// `hnsw.ef_search` the larger of `k` and the setting (pgvector's maximum at
+    /// most), and iterative scans where pgvector has them.
+    async fn vector_settings(&self, tx: &Transaction<'_>, k: usize) -> TxResult<()> {
+        let ef = k
+            .max(self.ef_search as usize)
+            .min(crate::memory_pg::MAX_EF_SEARCH as usize);
+        tx.batch_execute(&format!("SET LOCAL hnsw.ef_search = {ef}"))
+            .await
+            .map_err(|e| self.pg(e))?;
+        if self.iterative_scan {
+            tx.batch_execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                .await
+                .map_err(|e| self.pg(e))?;
+        }
+        Ok(())
+    }
+
+    /// The `hnsw.ef_search` the server holds while a recall of `top_k` searches
+    /// vectors: applied in a transaction as recall applies it, then read back.
+    pub fn vector_ef_search(&self, top_k: usize) -> Result<u32> {
+        let k = crate::memory::recall_fetch(top_k) * 2;
+        self.read(|| async move {
+            let mut client = self.client().await?;
+            let tx = self.begin(&mut client).await?;
+            self.vector_settings(&tx, k).await?;
+            let ef: String = tx
+                .query_one("SELECT current_setting('hnsw.ef_search')", &[])
+                .await
+                .map_err(|e| self.pg(e))?
+                .get(0);
+            self.commit(tx).await?;
+            Ok(ef)
+        })?
+        .trim()
+        .parse()
+        .map_err(|e| crate::memory::MemoryError::Invalid(format!("hnsw.ef_search: {e}")))
     }
 
     /// Create the HNSW index of this embedder's dimension if it is not there (the

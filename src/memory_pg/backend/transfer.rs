@@ -1,11 +1,13 @@
 //! Walking the edges between entries, and moving memories in and out as JSONL.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::path::Path;
+use std::time::Instant;
 
 use deadpool_postgres::Transaction;
 
+use super::bulk::{Imported, Known, Sizer};
 use super::tx::{TxError, TxResult};
 use crate::memory::{self, ImportReport, MemoryError, Related, Result};
 use crate::memory_pg::rows::{memory_from_row, MEMORY_COLUMNS};
@@ -107,9 +109,12 @@ impl PgMemories {
         Ok(n)
     }
 
-    /// `import_file`: the whole file in one transaction, whole or not at all. It may
-    /// run as long as it keeps writing: only a server that answers no entry within
-    /// the deadline ends it ([`PgMemories::run_bulk`]).
+    /// `import_file`: the whole file in one transaction, whole or not at all, in
+    /// batches ([`PgMemories::import_batch`]: one query for which of a batch's ids
+    /// exist, one statement per table for its rows) sized to the statement timeout
+    /// ([`Sizer`]). It may run as long as it keeps writing: only
+    /// a server that answers no batch within the deadline ends it
+    /// ([`PgMemories::run_bulk`]).
     pub(super) fn import_jsonl(&self, path: &Path) -> Result<ImportReport> {
         // No code index here: a legacy hash64 symbol resolves to nothing.
         let memory::Prepared {
@@ -127,35 +132,17 @@ impl PgMemories {
             async move {
                 let mut client = self.client().await?;
                 let tx = self.begin(&mut client).await?;
-                let mut taken: HashSet<String> = HashSet::new();
-                let mut legacy: HashMap<String, String> = HashMap::new();
-                for (mut m, legacy_of) in prepared {
-                    if m.id.is_empty() {
-                        m.id = loop {
-                            let id = memory::random_id()?;
-                            if !taken.contains(&id) && self.fetch(&tx, &id, false).await?.is_none()
-                            {
-                                break id;
-                            }
-                        };
-                    } else if let Some(old) = legacy_of {
-                        m.id = match legacy.get(&old) {
-                            Some(id) => id.clone(),
-                            None => self.legacy_slot(&tx, &taken, &old).await?,
-                        };
-                        legacy.insert(old, m.id.clone());
-                        if self.fetch(&tx, &m.id, false).await?.is_some() {
-                            report.replaced += 1;
-                        }
-                    } else if self.fetch(&tx, &m.id, false).await?.is_some() {
-                        report.replaced += 1;
-                    }
-                    taken.insert(m.id.clone());
-                    let vector = self.vector_for(&ahead, &m)?;
-                    let seq = self.upsert(&tx, &m).await?;
-                    self.after_write(&tx, &m, seq, vector).await?;
-                    report.imported += 1;
+                let mut done = Imported::default();
+                let mut sizer = Sizer::new(self.db.statement_timeout);
+                let mut rest = &prepared[..];
+                while !rest.is_empty() {
+                    let (batch, after) = rest.split_at(sizer.next().min(rest.len()));
+                    let start = Instant::now();
+                    self.import_batch(&tx, &ahead, batch, &mut done, &mut report)
+                        .await?;
+                    sizer.took(batch.len(), start.elapsed());
                     progress.tick();
+                    rest = after;
                 }
                 self.commit(tx).await?;
                 Ok(report)
@@ -168,6 +155,7 @@ impl PgMemories {
     pub(super) async fn legacy_slot(
         &self,
         tx: &Transaction<'_>,
+        known: &mut Known,
         taken: &HashSet<String>,
         old: &str,
     ) -> TxResult<String> {
@@ -176,9 +164,9 @@ impl PgMemories {
             if taken.contains(&id) {
                 continue;
             }
-            match self.fetch(tx, &id, false).await? {
+            match self.known(tx, known, &id).await? {
                 None => return Ok(id),
-                Some(m) if memory::legacy_id(&m) == Some(old) => return Ok(id),
+                Some(m) if memory::legacy_id(m) == Some(old) => return Ok(id),
                 _ => {}
             }
         }

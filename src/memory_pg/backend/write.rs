@@ -82,27 +82,6 @@ impl PgMemories {
         Ok(row.map(|r| r.get(0)))
     }
 
-    /// Insert or replace `m` as it is (an import); its `seq`.
-    pub(super) async fn upsert(&self, tx: &Transaction<'_>, m: &Memory) -> TxResult<i64> {
-        let sql = format!(
-            "INSERT INTO engram_memories ({INSERT_COLUMNS})
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, {})
-             ON CONFLICT (repo, id) DO UPDATE SET kind = excluded.kind, text = excluded.text,
-               task = excluded.task, insights = excluded.insights, contexts = excluded.contexts,
-               tags = excluded.tags, session = excluded.session, version = excluded.version,
-               created_ms = excluded.created_ms, updated_ms = excluded.updated_ms,
-               doc = excluded.doc, tsv = excluded.tsv, seq = nextval('engram_write_seq')
-             RETURNING seq",
-            rows::tsv_sql(14, 15)
-        );
-        let params = self.row_params(m);
-        let row = tx
-            .query_one(&sql, &refs(&params))
-            .await
-            .map_err(|e| self.pg(e))?;
-        Ok(row.get(0))
-    }
-
     /// Replace memory `id` with `change` as its next version: the row is locked, the
     /// version incremented in the same statement. With `expect`, only if the memory
     /// is still at that version (else the attempt is retried).
