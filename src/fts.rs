@@ -25,18 +25,25 @@ pub fn index_text(text: &str) -> Cow<'_, str> {
     };
     if text.is_ascii() {
         // The same words as the general split below (an ASCII byte is its own char),
-        // without decoding chars: this ran on every memory while the writer waited.
-        let separator = |b: &u8| !(b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-');
-        for word in text.as_bytes().split(separator) {
-            if word
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            {
+        // in one pass over the bytes that only stops at a word needing a split: this
+        // ran on every memory while the tracker's writer waited.
+        let bytes = text.as_bytes();
+        let (mut start, mut plain) = (0, true);
+        for (i, &b) in bytes.iter().chain(std::iter::once(&b' ')).enumerate() {
+            if b.is_ascii_lowercase() || b.is_ascii_digit() {
                 continue;
             }
-            if let Ok(word) = std::str::from_utf8(word) {
-                add(word);
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+                plain = false;
+                continue;
             }
+            if !plain {
+                // ASCII, so any byte range is a whole str.
+                if let Some(word) = text.get(start..i) {
+                    add(word);
+                }
+            }
+            (start, plain) = (i + 1, true);
         }
     } else {
         for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
