@@ -89,12 +89,15 @@ impl Projection for MemoryProjection {
                 meta,
                 body,
                 offset,
+                replaces,
                 ..
             } => {
                 let h = *key_hash as i64;
                 if meta.get("type").and_then(Value::as_str) != Some(MEMORY_TYPE) {
                     // The key may have held a memory before; it no longer does.
-                    delete(db, h)?;
+                    if *replaces {
+                        delete(db, h)?;
+                    }
                     return Ok(());
                 }
                 let text = String::from_utf8_lossy(body);
@@ -108,7 +111,7 @@ impl Projection for MemoryProjection {
                     .cloned()
                     .unwrap_or(Value::Object(Default::default()));
                 let num = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
-                let previous = fts_rowid(db, h)?;
+                let previous = if *replaces { fts_rowid(db, h)? } else { None };
                 db.prepare_cached(
                     "INSERT INTO memories (key_hash, id, tags, metadata, created_ms, updated_ms, seq)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
