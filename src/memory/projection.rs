@@ -106,10 +106,10 @@ impl Projection for MemoryProjection {
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(Value::as_str).collect())
                     .unwrap_or_default();
+                // Serialised from the record's map, not from a copy of it.
                 let metadata = meta
                     .get("metadata")
-                    .cloned()
-                    .unwrap_or(Value::Object(Default::default()));
+                    .map_or_else(|| "{}".to_string(), Value::to_string);
                 let num = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0) as i64;
                 let previous = if *replaces { fts_rowid(db, h)? } else { None };
                 db.prepare_cached(
@@ -124,7 +124,7 @@ impl Projection for MemoryProjection {
                     h,
                     key,
                     serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into()),
-                    metadata.to_string(),
+                    metadata,
                     num("created_ms"),
                     num("updated_ms"),
                     *seq as i64
