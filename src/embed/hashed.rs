@@ -56,6 +56,12 @@ impl HashedEmbedder {
 
     /// The vector of one text (all zeros when it has no word worth a feature).
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
+        self.embed_with(text, &mut WordCache::disabled())
+    }
+
+    /// [`HashedEmbedder::embed_one`], taking each word's features from `cache` when
+    /// it has them: the same features in the same order, so the same bits.
+    fn embed_with(&self, text: &str, cache: &mut WordCache) -> Vec<f32> {
         // Keyed by the feature hash itself (already well mixed), so the map neither
         // hashes again nor seeds randomly: the same text sums its features in the same
         // order every run (a randomly seeded map changed the vector's last bits).
@@ -68,7 +74,7 @@ impl HashedEmbedder {
             }
             // Most words are one lower-case ASCII word: no split, no allocation.
             if is_one_word(raw) {
-                word_features(raw, &mut features, &mut padded);
+                cache.add_word(raw, &mut features, &mut padded);
                 continue;
             }
             let parts = split_identifier(raw);
@@ -81,14 +87,19 @@ impl HashedEmbedder {
                 );
             }
             for part in &parts {
-                word_features(part, &mut features, &mut padded);
+                cache.add_word(part, &mut features, &mut padded);
             }
         }
         let mut v = vec![0.0f32; self.dims];
+        // The remainder by a power of two is a mask; a 64-bit division per feature
+        // was a visible part of embedding a text.
+        let mask = (self.dims as u64)
+            .is_power_of_two()
+            .then(|| self.dims as u64 - 1);
         for (h, w) in features {
             // Sublinear in repetition: a word said ten times is not ten times the topic.
             let value = w.sqrt();
-            let slot = (h % self.dims as u64) as usize;
+            let slot = mask.map_or(h % self.dims as u64, |m| h & m) as usize;
             if h >> 63 == 0 {
                 v[slot] += value;
             } else {
@@ -113,16 +124,16 @@ fn add(features: &mut Features, tag: u8, s: &[u8], w: f32) {
     *features.entry(feature_hash(tag, s)).or_insert(0.0) += w;
 }
 
-/// Add the features of one lower-case word of a text: its stem, the idea it names,
-/// its trigrams. `padded` is scratch space, reused from word to word.
-fn word_features(part: &str, features: &mut Features, padded: &mut Vec<u8>) {
+/// The features of one lower-case word of a text, in order: its stem, the idea it
+/// names, its trigrams. `padded` is scratch space, reused from word to word.
+fn word_features(part: &str, padded: &mut Vec<u8>, mut emit: impl FnMut(u64, f32)) {
     if part.len() < 2 || is_stop_word(part) || part.bytes().all(|b| b.is_ascii_digit()) {
         return;
     }
     let s = stem(part);
-    add(features, b'w', s.as_bytes(), STEM_WEIGHT);
+    emit(feature_hash(b'w', s.as_bytes()), STEM_WEIGHT);
     if let Some(c) = concept(s) {
-        add(features, b'c', c.as_bytes(), CONCEPT_WEIGHT);
+        emit(feature_hash(b'c', c.as_bytes()), CONCEPT_WEIGHT);
     }
     padded.clear();
     padded.push(b'<');
@@ -132,8 +143,66 @@ fn word_features(part: &str, features: &mut Features, padded: &mut Vec<u8>) {
     if n > 1 {
         let w = TRIGRAM_WEIGHT / (n as f32).sqrt();
         for g in padded.windows(3) {
-            add(features, b'g', g, w);
+            emit(feature_hash(b'g', g), w);
         }
+    }
+}
+
+/// Each word's features (hash and weight, in [`word_features`] order) as first
+/// computed, for a batch of texts: words repeat from text to text, and a word's
+/// features were most of what embedding it cost (its stop-word and concept lookups,
+/// stem and trigram hashes). Bounded, so a batch of unique words cannot grow it
+/// without end; past the bound words are computed as if uncached.
+struct WordCache {
+    /// Word -> its range in `features`.
+    index: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
+    features: Vec<(u64, f32)>,
+    capacity: usize,
+}
+
+/// How many words a batch's cache keeps (a few MiB at most).
+const WORD_CACHE_WORDS: usize = 1 << 16;
+
+impl WordCache {
+    fn new() -> WordCache {
+        WordCache {
+            index: HashMap::default(),
+            features: Vec::new(),
+            capacity: WORD_CACHE_WORDS,
+        }
+    }
+
+    /// A cache that keeps nothing, for one text alone.
+    fn disabled() -> WordCache {
+        WordCache {
+            capacity: 0,
+            ..WordCache::new()
+        }
+    }
+
+    /// Add the features of the word `part` to `features`.
+    fn add_word(&mut self, part: &str, features: &mut Features, padded: &mut Vec<u8>) {
+        let sum = |features: &mut Features, h: u64, w: f32| {
+            *features.entry(h).or_insert(0.0) += w;
+        };
+        if let Some(&(start, end)) = self.index.get(part) {
+            for &(h, w) in &self.features[start as usize..end as usize] {
+                sum(features, h, w);
+            }
+            return;
+        }
+        if self.index.len() >= self.capacity {
+            word_features(part, padded, |h, w| sum(features, h, w));
+            return;
+        }
+        let start = self.features.len();
+        word_features(part, padded, |h, w| self.features.push((h, w)));
+        for &(h, w) in &self.features[start..] {
+            sum(features, h, w);
+        }
+        // u32 ranges: the cache holds at most 65,536 words of at most 64 bytes.
+        let range = (start as u32, self.features.len() as u32);
+        self.index.insert(part.to_string(), range);
     }
 }
 
@@ -150,13 +219,24 @@ impl Embedder for HashedEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         if threads < 2 || texts.len() < PARALLEL_BATCH {
-            return Ok(texts.iter().map(|t| self.embed_one(t)).collect());
+            let mut cache = WordCache::new();
+            return Ok(texts
+                .iter()
+                .map(|t| self.embed_with(t, &mut cache))
+                .collect());
         }
         let per_thread = texts.len().div_ceil(threads);
         let parts: Vec<Vec<Vec<f32>>> = std::thread::scope(|s| {
             let handles: Vec<_> = texts
                 .chunks(per_thread)
-                .map(|part| s.spawn(move || part.iter().map(|t| self.embed_one(t)).collect()))
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut cache = WordCache::new();
+                        part.iter()
+                            .map(|t| self.embed_with(t, &mut cache))
+                            .collect()
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
@@ -230,6 +310,37 @@ mod tests {
         assert!(super::super::is_zero(&e.embed_one("  {}();  ")));
         assert!(super::super::is_zero(&e.embed_one("")));
         assert_eq!(e.name(), "hash-v2-256");
+    }
+
+    #[test]
+    fn the_word_cache_changes_no_bit() {
+        let e = HashedEmbedder::default();
+        let texts: Vec<&str> = super::golden::TEXTS
+            .iter()
+            .chain(super::golden::TEXTS)
+            .copied()
+            .collect();
+        // Uncached, cached, and cached until full (later words computed directly).
+        for capacity in [0, 5, WORD_CACHE_WORDS] {
+            let mut cache = WordCache {
+                capacity,
+                ..WordCache::new()
+            };
+            for t in &texts {
+                assert_eq!(e.embed_with(t, &mut cache), e.embed_one(t), "{t}");
+            }
+        }
+        // A batch long enough to be split across threads, each with its own cache.
+        let many: Vec<&str> = texts
+            .iter()
+            .cycle()
+            .take(PARALLEL_BATCH * 3)
+            .copied()
+            .collect();
+        let batch = e.embed(&many).expect("embed");
+        for (t, v) in many.iter().zip(&batch) {
+            assert_eq!(v, &e.embed_one(t), "{t}");
+        }
     }
 
     #[test]

@@ -76,6 +76,7 @@ impl Projection for CodeProjection {
                 seq,
                 meta,
                 body,
+                replaces,
                 ..
             } => {
                 let h = *key_hash as i64;
@@ -101,7 +102,11 @@ impl Projection for CodeProjection {
                             meta.get("imports").map(Value::to_string).unwrap_or_else(|| "[]".into())])?;
                     }
                     Some(CHUNK_TYPE) => {
-                        let previous = fts_rowid(db, CHUNK_SEQ, h)?;
+                        let previous = if *replaces {
+                            fts_rowid(db, CHUNK_SEQ, h)?
+                        } else {
+                            None
+                        };
                         db.prepare_cached(
                             "INSERT INTO code_chunks (key_hash, path, chunk_id, lang, start_line, end_line, symbol, seq)
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -127,7 +132,11 @@ impl Projection for CodeProjection {
                         ])?;
                     }
                     Some(SYMBOL_TYPE) => {
-                        let previous = fts_rowid(db, SYMBOL_SEQ, h)?;
+                        let previous = if *replaces {
+                            fts_rowid(db, SYMBOL_SEQ, h)?
+                        } else {
+                            None
+                        };
                         db.prepare_cached(
                             "INSERT INTO code_symbols (key_hash, path, lang, name, qualified_name, kind, start_line, end_line, signature, seq)
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -151,7 +160,9 @@ impl Projection for CodeProjection {
                         )?
                         .execute(params![seq, index_text(&s("qualified_name")), index_text(&detail)])?;
                     }
-                    _ => delete(db, h)?,
+                    // The key may have been code before; a new key was nothing.
+                    _ if *replaces => delete(db, h)?,
+                    _ => {}
                 }
             }
             Change::Delete { key_hash, .. } => delete(db, *key_hash as i64)?,

@@ -7,9 +7,9 @@
 //! (Galaxybrain's `context`, `symbol_keys`, `created_at`, `key_hash`; memory_lib's
 //! UUID ids, `timestamp` and non-code entries) are read too: see `jsonl_compat`.
 //! Export writes engram's spelling.
-//! Import reads the file twice: first to validate every line (reporting each bad one by
-//! number), then to prepare each memory (secrets redacted, embedded) without holding
-//! any lock. Only then does it take the writer lock, check ids, and write everything
+//! Import reads the file once, validating every line (reporting each bad one by
+//! number) and keeping what parsed; only when every line is good does it prepare each
+//! memory (secrets redacted, embedded), without holding any lock. Only then does it take the writer lock, check ids, and write everything
 //! as one batch: a file is imported whole or not at all, and other writers wait only
 //! for the append and the tracker update, not for parsing and embedding. The prepared
 //! memories are held in memory (their text and vector) until that batch is written.
@@ -164,19 +164,28 @@ pub(crate) struct Prepared {
     pub report: ImportReport,
 }
 
-/// Read `path` for an import, as every backend does: first validate every line
-/// (reporting each bad one by number, up to 20; then nothing is returned), then parse
-/// each memory, redact its secrets and default its times. `resolve` maps a legacy
-/// hash64 to its live key.
+/// Read `path` for an import, as every backend does: parse every line, reporting each
+/// bad one by number (up to 20; then nothing is returned), then redact each memory's
+/// secrets and default its times. `resolve` maps a legacy hash64 to its live key.
 pub(crate) fn prepare_import(
     path: &Path,
     resolve: &dyn Fn(u64) -> std::result::Result<Option<String>, String>,
 ) -> Result<Prepared> {
     let shown = path.display().to_string();
     let mut bad: Vec<String> = Vec::new();
+    let mut report = ImportReport::default();
+    // Kept while every line is good, so the file is parsed once rather than once to
+    // validate and again to import (the parse was a fifth of reading an import).
+    let mut parsed: Vec<jsonl_compat::Parsed> = Vec::new();
     for_each_line(path, |line_no, line| {
-        if let Err(reason) = parse_line(line, resolve) {
-            bad.push(format!("line {line_no}: {reason}"));
+        match parse_line(line, resolve) {
+            Err(reason) => {
+                bad.push(format!("line {line_no}: {reason}"));
+                parsed = Vec::new();
+            }
+            Ok(None) => report.skipped_blank += 1,
+            Ok(Some(p)) if bad.is_empty() => parsed.push(p),
+            Ok(Some(_)) => {}
         }
         Ok(bad.len() < MAX_REPORTED)
     })?;
@@ -187,22 +196,13 @@ pub(crate) fn prepare_import(
             bad.join("\n  ")
         )));
     }
-    let mut report = ImportReport::default();
-    let mut prepared: Vec<(Memory, Option<String>)> = Vec::new();
     let now = crate::store::now_ms();
-    for_each_line(path, |line_no, line| {
-        let Some(jsonl_compat::Parsed {
-            memory: mut m,
-            legacy,
-        }) = parse_line(line, resolve).map_err(|reason| MemoryError::BadLine {
-            path: shown.clone(),
-            line: line_no,
-            reason: format!("{reason} (the file changed during import)"),
-        })?
-        else {
-            report.skipped_blank += 1;
-            return Ok(true);
-        };
+    let mut prepared: Vec<(Memory, Option<String>)> = Vec::with_capacity(parsed.len());
+    for jsonl_compat::Parsed {
+        memory: mut m,
+        legacy,
+    } in parsed
+    {
         report.redacted += super::redact_memory(&mut m)?;
         if m.created_ms == 0 {
             m.created_ms = now;
@@ -211,8 +211,7 @@ pub(crate) fn prepare_import(
             m.updated_ms = m.created_ms;
         }
         prepared.push((m, legacy));
-        Ok(true)
-    })?;
+    }
     Ok(Prepared {
         memories: prepared,
         report,

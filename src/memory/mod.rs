@@ -549,7 +549,11 @@ fn warn_vectorless(e: &MemoryError) {
 
 /// What a memory's vector is made of: its text and its tags.
 pub(crate) fn embedding_text(m: &Memory) -> String {
-    let mut t = m.text.clone();
+    // Sized up front: a clone of the text is exactly full, so the first tag moved
+    // (copied) every text of an import once more.
+    let extra: usize = m.tags.iter().map(|t| t.len() + 1).sum();
+    let mut t = String::with_capacity(m.text.len() + extra);
+    t.push_str(&m.text);
     for tag in &m.tags {
         t.push(' ');
         t.push_str(tag);

@@ -64,14 +64,20 @@ impl Projection for StaleProjection {
                 key_hash,
                 timestamp_ms,
                 meta,
+                replaces,
                 ..
             } => match meta.get("type").and_then(Value::as_str) {
                 Some(SYMBOL_TYPE) | Some(FILE_TYPE) => {
                     put_code(db, key, *key_hash as i64, meta, *timestamp_ms as i64)
                 }
-                Some(crate::memory::MEMORY_TYPE) => {
-                    put_memory(db, key, *key_hash as i64, meta, *timestamp_ms as i64)
-                }
+                Some(crate::memory::MEMORY_TYPE) => put_memory(
+                    db,
+                    key,
+                    *key_hash as i64,
+                    meta,
+                    *timestamp_ms as i64,
+                    *replaces,
+                ),
                 _ => Ok(()),
             },
             Change::Delete {
@@ -160,7 +166,16 @@ fn evaluate_all(db: &Connection, mut due: Vec<(i64, String)>, t: i64) -> Result<
     Ok(())
 }
 
-fn put_memory(db: &Connection, id: &str, h: i64, meta: &Map<String, Value>, t: i64) -> Result<()> {
+/// `replaces`: whether the key had a live value before; a new memory has no old
+/// anchors or marks to look up and clear.
+fn put_memory(
+    db: &Connection,
+    id: &str,
+    h: i64,
+    meta: &Map<String, Value>,
+    t: i64,
+    replaces: bool,
+) -> Result<()> {
     let anchors: Vec<Anchor> = match meta.get("anchors") {
         Some(Value::Array(a)) => a
             .iter()
@@ -169,16 +184,17 @@ fn put_memory(db: &Connection, id: &str, h: i64, meta: &Map<String, Value>, t: i
             .collect(),
         _ => Vec::new(),
     };
-    let old = {
+    let mut old = Vec::new();
+    if replaces {
         let mut stmt =
             db.prepare_cached("SELECT target, hash FROM stale_anchors WHERE mem_hash = ?1")?;
         let rows = stmt.query_map([h], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()?
-    };
-    db.prepare_cached("DELETE FROM stale_anchors WHERE mem_hash = ?1")?
-        .execute([h])?;
+        old = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        db.prepare_cached("DELETE FROM stale_anchors WHERE mem_hash = ?1")?
+            .execute([h])?;
+    }
     let mut due = Vec::new();
     for a in &anchors {
         let Some(target) = target_of(&a.key) else {

@@ -21,6 +21,7 @@ mod sealed_cache;
 mod small_file;
 mod stat;
 mod tracker;
+mod tracker_apply;
 pub mod vector_cache;
 mod vector_delta;
 pub mod vector_scan;

@@ -8,13 +8,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 
 use super::error::{Result, StoreError};
-use super::scan::Batch;
-use crate::format::{RecordKind, RecordView};
+use crate::format::RecordView;
 use crate::key::hash64;
+
+pub use super::tracker_apply::apply_batch;
 
 /// A change a committed batch makes, as projections see it.
 #[derive(Debug)]
@@ -28,6 +29,11 @@ pub enum Change<'a> {
         offset: u64,
         meta: &'a Map<String, Value>,
         body: &'a [u8],
+        /// Whether the key had a live value before this put. When it had none, no
+        /// projection holds a row for it (a tombstone removed them all, or there never
+        /// was one), so looking up what to replace can be skipped: for a new memory
+        /// those lookups were six statements of the fifteen its put cost.
+        replaces: bool,
     },
     /// A key deleted (a tombstone names only the key's hash).
     Delete {
@@ -376,174 +382,4 @@ pub fn record_meta(
         ));
     }
     Ok((meta, key))
-}
-
-/// Apply one committed batch inside `tx` and advance the bookkeeping.
-pub fn apply_batch(
-    tx: &Transaction<'_>,
-    batch: &Batch<'_>,
-    projections: &[&dyn Projection],
-    meta: &mut TrackerMeta,
-) -> Result<()> {
-    for (offset, rec) in batch.records() {
-        apply_record(tx, offset, &rec, projections)?;
-    }
-    meta.applied_seq = batch.commit_seq;
-    meta.applied_end = batch.end;
-    meta.last_commit = batch.commit_offset;
-    Ok(())
-}
-
-/// Delete the key's `vectors` rows (those older than `before_seq` when given) and
-/// take them off their embedders' counts. Most puts are of keys with no vector yet,
-/// so the lookup usually ends it.
-fn delete_vectors(tx: &Connection, key_hash: u64, before_seq: Option<u64>) -> Result<()> {
-    let h = key_hash as i64;
-    let bound = before_seq.map_or(i64::MAX, |s| s as i64);
-    let gone: Vec<String> = tx
-        .prepare_cached("SELECT embedder FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
-        .query_map(params![h, bound], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if gone.is_empty() {
-        return Ok(());
-    }
-    tx.prepare_cached("DELETE FROM vectors WHERE key_hash = ?1 AND seq < ?2")?
-        .execute(params![h, bound])?;
-    for embedder in &gone {
-        tx.prepare_cached("UPDATE embedders SET count = count - 1 WHERE name = ?1")?
-            .execute([embedder])?;
-    }
-    Ok(())
-}
-
-fn apply_record(
-    tx: &Connection,
-    offset: u64,
-    rec: &RecordView<'_>,
-    projections: &[&dyn Projection],
-) -> Result<()> {
-    let corrupt = |reason: String| StoreError::Corrupt {
-        path: "blob.dat".into(),
-        offset,
-        reason,
-    };
-    let key_hash = rec.key_hash();
-    match rec.kind {
-        RecordKind::Put => {
-            let (meta, key) = record_meta(rec).map_err(corrupt)?;
-            // The upsert changes nothing when the hash belongs to another key, which
-            // is how a collision is caught at no extra cost.
-            let changed = tx
-                .prepare_cached(
-                    "INSERT INTO records (key_hash, key, offset, length, seq, timestamp_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT(key_hash) DO UPDATE SET offset = excluded.offset, length = excluded.length,
-                       seq = excluded.seq, timestamp_ms = excluded.timestamp_ms
-                     WHERE records.key = excluded.key",
-                )?
-                .execute(params![
-                    key_hash as i64,
-                    key,
-                    offset as i64,
-                    rec.record_len() as i64,
-                    rec.seq() as i64,
-                    rec.timestamp_ms() as i64
-                ])?;
-            if changed == 0 {
-                let existing: String = tx
-                    .prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?
-                    .query_row([key_hash as i64], |r| r.get(0))?;
-                return Err(StoreError::KeyHashCollision { new: key, existing });
-            }
-            // A new value makes embeddings of the old one stale.
-            delete_vectors(tx, key_hash, Some(rec.seq()))?;
-            let change = Change::Put {
-                key: &key,
-                key_hash,
-                seq: rec.seq(),
-                timestamp_ms: rec.timestamp_ms(),
-                offset,
-                meta: &meta,
-                body: rec.body,
-            };
-            for p in projections {
-                p.apply(tx, &change)?;
-            }
-        }
-        RecordKind::Tombstone => {
-            tx.prepare_cached("DELETE FROM records WHERE key_hash = ?1")?
-                .execute([key_hash as i64])?;
-            delete_vectors(tx, key_hash, None)?;
-            let change = Change::Delete {
-                key_hash,
-                seq: rec.seq(),
-                timestamp_ms: rec.timestamp_ms(),
-            };
-            for p in projections {
-                p.apply(tx, &change)?;
-            }
-        }
-        RecordKind::Vector => {
-            let (meta, _key) = record_meta(rec).map_err(corrupt)?;
-            let embedder = meta
-                .get("embedder")
-                .and_then(Value::as_str)
-                .ok_or_else(|| corrupt("vector record names no embedder".into()))?;
-            let dim = if super::seal::is_sealed(rec) {
-                let sealed = super::seal::parse_sealed_meta(rec).map_err(corrupt)?;
-                crate::format::sealed::SealedBody::parse(rec.body, sealed.dim)
-                    .map_err(|e| corrupt(e.to_string()))?;
-                sealed.dim
-            } else {
-                if !rec.body.len().is_multiple_of(4) || rec.body.is_empty() {
-                    return Err(corrupt("vector body is not a whole number of f32".into()));
-                }
-                rec.body.len() / 4
-            };
-            // The embedder's latest dimension is the one its cache holds.
-            tx.prepare_cached("INSERT INTO embedders (name, dim) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET dim = excluded.dim")?
-                .execute(params![embedder, dim as i64])?;
-            let (h, off, d, seq) = (key_hash as i64, offset as i64, dim as i64, rec.seq() as i64);
-            // Insert, or else replace in place; only a new row adds to the count
-            // (see CORE_VERSION for why this is not a trigger).
-            let added = tx
-                .prepare_cached(
-                    "INSERT INTO vectors (key_hash, embedder, offset, dim, seq) VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (key_hash, embedder) DO NOTHING",
-                )?
-                .execute(params![h, embedder, off, d, seq])?;
-            if added == 1 {
-                tx.prepare_cached("UPDATE embedders SET count = count + 1 WHERE name = ?1")?
-                    .execute([embedder])?;
-            } else {
-                tx.prepare_cached(
-                    "UPDATE vectors SET offset = ?3, dim = ?4, seq = ?5 WHERE key_hash = ?1 AND embedder = ?2",
-                )?
-                .execute(params![h, embedder, off, d, seq])?;
-            }
-        }
-        RecordKind::Event => {
-            let meta: Map<String, Value> = serde_json::from_slice(rec.meta).unwrap_or_default();
-            // The store's sealing is the last `sealed` event's key (encryption.md).
-            if meta.get("event").and_then(Value::as_str) == Some("sealed") {
-                let key_id = meta
-                    .get("key_id")
-                    .and_then(Value::as_str)
-                    .filter(|k| crate::format::sealed::parse_key_id(k).is_some())
-                    .ok_or_else(|| corrupt("sealed event names no valid key_id".into()))?;
-                tx.prepare_cached("INSERT INTO meta (name, value) VALUES ('sealed', ?1) ON CONFLICT (name) DO UPDATE SET value = excluded.value")?
-                    .execute([key_id])?;
-            }
-            let change = Change::Event {
-                seq: rec.seq(),
-                timestamp_ms: rec.timestamp_ms(),
-                meta: &meta,
-                body: rec.body,
-            };
-            for p in projections {
-                p.apply(tx, &change)?;
-            }
-        }
-        RecordKind::Commit | RecordKind::Skippable => {}
-    }
-    Ok(())
 }
