@@ -198,6 +198,15 @@ pub(super) fn meta_str<'a>(m: &'a Memory, name: &str) -> Option<&'a str> {
     m.metadata.get(name).and_then(Value::as_str)
 }
 
+/// An error memory's recorded frequency (`metadata.frequency`), 1 when it has none:
+/// what its `engram_error_counts` row starts from.
+pub(super) fn error_frequency(m: &Memory) -> u64 {
+    m.metadata
+        .get("frequency")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

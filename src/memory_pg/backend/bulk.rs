@@ -381,12 +381,7 @@ impl PgMemories {
             }
             if m.kind == "error" {
                 if let Some(sig) = rows::meta_str(m, "signature") {
-                    let frequency = m
-                        .metadata
-                        .get("frequency")
-                        .and_then(serde_json::Value::as_u64)
-                        .unwrap_or(1);
-                    errors.insert(sig, (&m.id, i64_of(frequency)));
+                    errors.insert(sig, (&m.id, i64_of(rows::error_frequency(m))));
                 }
             }
         }

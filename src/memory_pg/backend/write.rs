@@ -216,11 +216,7 @@ impl PgMemories {
         }
         if m.kind == "error" {
             if let Some(sig) = rows::meta_str(m, "signature") {
-                let frequency = m
-                    .metadata
-                    .get("frequency")
-                    .and_then(serde_json::Value::as_u64)
-                    .unwrap_or(1);
+                let frequency = rows::error_frequency(m);
                 tx.execute(
                     "INSERT INTO engram_error_counts (repo, signature, id, frequency)
                      VALUES ($1, $2, $3, $4)
