@@ -143,13 +143,15 @@ pub fn filter_ids(store: &Store, ids: &[String], filter: &MemoryFilter) -> Resul
     }
     let hashes: Vec<i64> = ids.iter().map(|id| hash64(id) as i64).collect();
     let list = serde_json::to_string(&hashes).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-    let (cond, filter_args) = filter.sql();
+    let (cond, filter_args) = filter.sql_per_row();
     let mut args = vec![rusqlite::types::Value::Text(list)];
     args.extend(filter_args);
     let keep: HashSet<i64> = store.with_tracker(|db| {
+        // The given ids drive (CROSS JOIN keeps that order): a few primary-key
+        // lookups, each label checked on the row found.
         let mut stmt = db.prepare_cached(&format!(
-            "SELECT m.key_hash FROM memories m
-             WHERE m.key_hash IN (SELECT value FROM json_each(?)){cond}"
+            "SELECT m.key_hash FROM json_each(?) j CROSS JOIN memories m
+             ON m.key_hash = j.value WHERE 1{cond}"
         ))?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, i64>(0))?;
         Ok(rows.collect::<rusqlite::Result<HashSet<i64>>>()?)
