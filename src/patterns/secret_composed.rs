@@ -83,26 +83,16 @@ fn reads_as_word(word: &str) -> bool {
 /// Whether `value` is capitalised words run together, then digits and symbols; see the
 /// module comment.
 pub(super) fn is_worded_password(value: &str) -> bool {
-    let v = value.trim_end_matches(|c: char| c.is_ascii_punctuation());
-    if value.len() - v.len() > 3 {
+    let Some(humps) = lettered_humps(value) else {
         return false;
-    }
-    let letters = v.trim_end_matches(|c: char| c.is_ascii_digit());
-    if v.len() - letters.len() > 4
-        || !letters.starts_with(|c: char| c.is_ascii_uppercase())
-        || !letters.bytes().all(|b| b.is_ascii_alphabetic())
+    };
+    if !humps
+        .first()
+        .is_some_and(|h| h.starts_with(|c: char| c.is_ascii_uppercase()))
     {
         return false;
     }
-    let b = letters.as_bytes();
-    let mut humps = Vec::new();
-    let mut start = 0;
-    for i in 1..=b.len() {
-        if i == b.len() || b[i].is_ascii_uppercase() {
-            humps.push(letters[start..i].to_ascii_lowercase());
-            start = i;
-        }
-    }
+    let humps: Vec<String> = humps.iter().map(|h| h.to_ascii_lowercase()).collect();
     let long = humps
         .iter()
         .filter(|h| h.len() >= 4 && is_identifier_word(h))
@@ -112,6 +102,31 @@ pub(super) fn is_worded_password(value: &str) -> bool {
         && humps
             .iter()
             .all(|h| (h.len() >= 3 && is_identifier_word(h)) || SHORT_WORDS.contains(&h.as_str()))
+}
+
+/// The letters of a person's password split at each capital (`SecurePass123!` →
+/// `Secure`, `Pass`): `None` unless `value` is letters, then at most four digits, then
+/// at most three punctuation marks. Shared by `is_worded_password` and
+/// `secret_marker::is_camel_sentence`.
+pub(super) fn lettered_humps(value: &str) -> Option<Vec<&str>> {
+    let v = value.trim_end_matches(|c: char| c.is_ascii_punctuation());
+    if value.len() - v.len() > 3 {
+        return None;
+    }
+    let letters = v.trim_end_matches(|c: char| c.is_ascii_digit());
+    if v.len() - letters.len() > 4 || !letters.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let b = letters.as_bytes();
+    let mut humps = Vec::new();
+    let mut start = 0;
+    for i in 1..=b.len() {
+        if i == b.len() || b[i].is_ascii_uppercase() {
+            humps.push(&letters[start..i]);
+            start = i;
+        }
+    }
+    Some(humps)
 }
 
 /// Whether `value` (16 characters or more) is one part of four characters or more

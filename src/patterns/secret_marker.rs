@@ -42,6 +42,7 @@
 //! them (the round's tests count how often).
 
 use super::secret_code::is_camel_words;
+use super::secret_composed::lettered_humps;
 use super::secret_named::is_worded_token_body;
 use super::secret_words::{is_identifier_word, loosely_words};
 
@@ -168,23 +169,9 @@ pub(super) fn holds_respelled_credential(value: &str) -> bool {
 /// more. `iWishIWereCoolEnoughForRoot!`. A random value splits into words so about
 /// never (the round's test counts).
 pub(super) fn is_camel_sentence(value: &str) -> bool {
-    let v = value.trim_end_matches(|c: char| c.is_ascii_punctuation());
-    if value.len() - v.len() > 3 {
+    let Some(humps) = lettered_humps(value) else {
         return false;
-    }
-    let letters = v.trim_end_matches(|c: char| c.is_ascii_digit());
-    if v.len() - letters.len() > 4 || !letters.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return false;
-    }
-    let b = letters.as_bytes();
-    let mut humps = Vec::new();
-    let mut start = 0;
-    for i in 1..=b.len() {
-        if i == b.len() || b[i].is_ascii_uppercase() {
-            humps.push(&letters[start..i]);
-            start = i;
-        }
-    }
+    };
     let long = humps
         .iter()
         .filter(|h| h.len() >= 4 && is_identifier_word(&h.to_ascii_lowercase()))
