@@ -75,7 +75,15 @@ fn many_threads_write_what_one_thread_writes() {
     let root = tmp.path().join("repo");
     fixture(&root);
     let (one, r1) = index_with(&root, &tmp.path().join("one"), 1);
+    // Two threads: this one (committing, and preparing when nothing is ready) and one
+    // helper; four: three helpers.
+    let (two, r2) = index_with(&root, &tmp.path().join("two"), 2);
     let (many, r4) = index_with(&root, &tmp.path().join("many"), 4);
+    assert_eq!(r1.files_indexed, r2.files_indexed);
+    assert!(
+        log_records(&one) == log_records(&two),
+        "two threads: the same records in the same order"
+    );
 
     assert!(r1.files_indexed > 50, "the fixture is real code: {r1:?}");
     assert_eq!(r1.files_indexed, r4.files_indexed);

@@ -266,10 +266,16 @@ const PREPARED_AHEAD: usize = 64;
 
 /// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
 ///
-/// Threads take the next file from a shared counter, so at most a few results wait
-/// out of order; `accept` (the committing writer) runs on this thread. When `accept`
-/// or a preparation fails, the threads stop taking files and the first error in
-/// file order is returned.
+/// This thread is one of the `threads`: it runs `accept` (the committing writer)
+/// whenever the next file in order is ready, and otherwise prepares the next file
+/// itself, so `threads` threads keep `threads` cores busy. With a separate writer
+/// beside `threads` preparers, the writer got only its share of the cores while it
+/// had batches to apply (the tracker's B-trees and full-text tables, about 40% of a
+/// one-thread index), and still had a backlog to commit alone when the preparers were
+/// done: two threads ran at 1.5x one. Helpers take the next file from a shared
+/// counter, so at most a few results wait out of order. When `accept` or a
+/// preparation fails, nobody takes another file and the first error in file order is
+/// returned.
 fn prepare_in_parallel(
     job: &PrepareJob<'_>,
     todo: &[(usize, &walk::WalkedFile)],
@@ -277,14 +283,14 @@ fn prepare_in_parallel(
     accept: &mut dyn FnMut(usize, Prepared1) -> Result<(), IndexError>,
 ) -> Result<(), IndexError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::mpsc;
+    use std::sync::mpsc::{self, TryRecvError};
 
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (next, stop) = (&next, &stop);
     std::thread::scope(|s| {
         let (tx, rx) = mpsc::sync_channel::<(usize, Result<Prepared1, IndexError>)>(PREPARED_AHEAD);
-        for _ in 0..threads {
+        for _ in 1..threads {
             let tx = tx.clone();
             s.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
@@ -299,17 +305,46 @@ fn prepare_in_parallel(
         drop(tx);
         let mut waiting: BTreeMap<usize, Result<Prepared1, IndexError>> = BTreeMap::new();
         let mut want = 0usize;
+        let mut helpers_done = false;
         let result = (|| {
-            for (n, r) in &rx {
-                waiting.insert(n, r);
-                while let Some(r) = waiting.remove(&want) {
+            while want < todo.len() {
+                // What the helpers finished, without waiting for more.
+                while !helpers_done {
+                    match rx.try_recv() {
+                        Ok((n, r)) => {
+                            waiting.insert(n, r);
+                        }
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => helpers_done = true,
+                    }
+                }
+                if let Some(r) = waiting.remove(&want) {
                     accept(todo[want].0, r?)?;
                     want += 1;
+                    continue;
+                }
+                // Nothing to commit yet: prepare the next file here, or, when every
+                // file is taken, wait for a helper's.
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if let Some((_, f)) = todo.get(n) {
+                    waiting.insert(n, job.run(f));
+                } else if helpers_done {
+                    // Every file was taken and every helper has stopped, yet `want`
+                    // never arrived: a helper thread died (a panic, which the scope
+                    // re-raises). Nothing more will come.
+                    break;
+                } else {
+                    match rx.recv() {
+                        Ok((n, r)) => {
+                            waiting.insert(n, r);
+                        }
+                        Err(_) => helpers_done = true,
+                    }
                 }
             }
             Ok(())
         })();
-        // Stop the threads and let them finish the file in hand; dropping the
+        // Stop the helpers and let them finish the file in hand; dropping the
         // receiver fails their next send.
         stop.store(true, Ordering::Relaxed);
         drop(rx);
