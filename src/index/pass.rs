@@ -267,15 +267,15 @@ const PREPARED_AHEAD: usize = 64;
 /// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
 ///
 /// This thread is one of the `threads`: it runs `accept` (the committing writer)
-/// whenever the next file in order is ready, and otherwise prepares the next file
-/// itself, so `threads` threads keep `threads` cores busy. With a separate writer
-/// beside `threads` preparers, the writer got only its share of the cores while it
-/// had batches to apply (the tracker's B-trees and full-text tables, about 40% of a
-/// one-thread index), and still had a backlog to commit alone when the preparers were
-/// done: two threads ran at 1.5x one. Helpers take the next file from a shared
-/// counter, so at most a few results wait out of order. When `accept` or a
-/// preparation fails, nobody takes another file and the first error in file order is
-/// returned.
+/// whenever the next file in order is ready, and prepares a file itself only when
+/// nothing at all is ready, so `threads` threads keep `threads` cores busy without
+/// the writer falling behind. With a writer beside `threads` preparers, the writer
+/// got only its share of the cores while it had batches to apply (the tracker's
+/// B-trees and full-text tables, over 40% of a one-thread index) and was left with a
+/// backlog to commit alone once the preparers were done. Helpers take the next file
+/// from a shared counter, so at most a few results wait out of order. When `accept`
+/// or a preparation fails, nobody takes another file and the first error in file
+/// order is returned.
 fn prepare_in_parallel(
     job: &PrepareJob<'_>,
     todo: &[(usize, &walk::WalkedFile)],
@@ -323,9 +323,17 @@ fn prepare_in_parallel(
                     want += 1;
                     continue;
                 }
-                // Nothing to commit yet: prepare the next file here, or, when every
-                // file is taken, wait for a helper's.
-                let n = next.fetch_add(1, Ordering::Relaxed);
+                // Nothing to commit yet. When nothing else is ready either, the
+                // helpers are not keeping ahead: prepare the next file here. When
+                // later files are ready, a helper is on the next one and this thread
+                // has a backlog to commit: preparing here would only delay it, so
+                // wait for that file (or when every file is taken, for any). With
+                // no helper left, this thread prepares everything that remains.
+                let n = if waiting.is_empty() || helpers_done {
+                    next.fetch_add(1, Ordering::Relaxed)
+                } else {
+                    usize::MAX
+                };
                 if let Some((_, f)) = todo.get(n) {
                     waiting.insert(n, job.run(f));
                 } else if helpers_done {
