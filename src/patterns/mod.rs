@@ -12,6 +12,7 @@
 pub mod builtin;
 mod compile;
 pub mod redact;
+mod redact_span;
 mod scan;
 mod secret_binary;
 mod secret_code;
