@@ -12,12 +12,14 @@
 pub mod builtin;
 mod compile;
 pub mod redact;
+mod redact_span;
 mod scan;
 mod secret_binary;
 mod secret_code;
 mod secret_composed;
 mod secret_context;
 mod secret_excerpt;
+mod secret_fixture;
 mod secret_framing;
 mod secret_inert;
 mod secret_keyword;
@@ -48,6 +50,8 @@ mod secret_round17_tests;
 mod secret_round18_tests;
 #[cfg(test)]
 mod secret_round19_tests;
+#[cfg(test)]
+mod secret_round20_tests;
 pub mod secret_rules;
 mod secret_rules_core;
 mod secret_rules_extra;

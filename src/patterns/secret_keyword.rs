@@ -15,6 +15,9 @@ use super::secret_composed::{is_identifier_words, is_repeated_half, is_worded_pa
 use super::secret_context::{
     in_acme_challenge, is_keyword_argument, is_push_subscription_auth, is_type_expression,
 };
+use super::secret_fixture::{
+    in_resource_name, is_cache_key_digest, is_cut_signing_scope, is_query_path, is_shape_id,
+};
 use super::secret_inert::{
     is_malformed_jwt, is_sigv4_scope, is_text_base32, is_unsigned_jwt, is_worded_base32,
 };
@@ -302,6 +305,19 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
         || is_named_type(&assigned, value)
         || is_xpath(value)
         || (!quoted && is_defaulted_binding(&assigned, value))
+    {
+        return false;
+    }
+    // Round 20 (`secret_fixture`): an SDK's tests and service models. A hex digest keying
+    // a cache (`token_cache_key = 'f395…'`), a SigV4 scope cut where its literal ends
+    // (`X-Amz-Credential=akid%2F20161107%2F`), a Smithy shape id (`"smithy.api#noAuth"`), an AWS
+    // resource name (`arn:aws:secretsmanager:…:secret:snowflake-XHb67j`) and a
+    // paginator's JMESPath query (`"output_token": "Jobs[-1].JobId"`).
+    if is_cache_key_digest(&assigned, value)
+        || is_cut_signing_scope(value)
+        || is_shape_id(value)
+        || in_resource_name(text, start, value)
+        || is_query_path(value)
     {
         return false;
     }
