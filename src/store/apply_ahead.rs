@@ -128,7 +128,7 @@ fn run(
                 offset,
                 reason: format!("a record just written does not decode: {e}"),
             })?;
-            at += rec.record_len() as usize;
+            at += rec.record_len();
             if rec.kind != RecordKind::Commit {
                 applier.apply(&db, offset, &rec, &refs)?;
             }
