@@ -170,9 +170,10 @@ impl Projection for MemoryProjection {
 /// the end of each label's range and of the `seq` index instead of splitting pages at
 /// random places in both.
 fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>) -> Result<()> {
-    let mut labels: Vec<String> = Vec::with_capacity(8);
+    let mut insert =
+        db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?1, ?2)")?;
     let kind = meta.get("kind").and_then(Value::as_str).unwrap_or("memory");
-    labels.push(format!("kind:{kind}"));
+    insert.execute(params![format!("kind:{kind}"), seq])?;
     // Typed entries are looked up by a field: a note by its name, an error by the
     // signature its recurrences share.
     let lookup = match kind {
@@ -186,7 +187,7 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
             .and_then(|m| m.get(field))
             .and_then(Value::as_str);
         if let Some(value) = value {
-            labels.push(format!("{prefix}:{value}"));
+            insert.execute(params![format!("{prefix}:{value}"), seq])?;
         }
     }
     for (field, prefix) in [
@@ -195,7 +196,7 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
         ("provenance", "provenance"),
     ] {
         if let Some(v) = meta.get(field).and_then(Value::as_str) {
-            labels.push(format!("{prefix}:{v}"));
+            insert.execute(params![format!("{prefix}:{v}"), seq])?;
         }
     }
     for (field, prefix) in [
@@ -210,35 +211,12 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
             .flatten()
         {
             if let Some(v) = v.as_str() {
-                labels.push(format!("{prefix}:{v}"));
+                insert.execute(params![format!("{prefix}:{v}"), seq])?;
             }
         }
     }
-    // Several rows a statement: a memory has four or five labels, and each statement
-    // run costs about as much as the rows it inserts.
-    for part in labels.chunks(LABELS_PER_INSERT) {
-        let mut insert = db.prepare_cached(LABEL_INSERTS[part.len() - 1])?;
-        insert.raw_bind_parameter(1, seq)?;
-        for (i, label) in part.iter().enumerate() {
-            insert.raw_bind_parameter(i + 2, label)?;
-        }
-        insert.raw_execute()?;
-    }
     Ok(())
 }
-
-/// Labels inserted by one statement, at most.
-const LABELS_PER_INSERT: usize = 6;
-
-/// The statement inserting n + 1 labels of the memory `?1`, at index n.
-const LABEL_INSERTS: [&str; LABELS_PER_INSERT] = [
-    "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?2, ?1)",
-    "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?2, ?1), (?3, ?1)",
-    "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?2, ?1), (?3, ?1), (?4, ?1)",
-    "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?2, ?1), (?3, ?1), (?4, ?1), (?5, ?1)",
-    "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?2, ?1), (?3, ?1), (?4, ?1), (?5, ?1), (?6, ?1)",
-    "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?2, ?1), (?3, ?1), (?4, ?1), (?5, ?1), (?6, ?1), (?7, ?1)",
-];
 
 /// Relationships an entry states: its session includes it; it mentions, affects or
 /// relates to the keys in `symbols`; an error is resolved by a change.
