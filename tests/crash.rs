@@ -433,9 +433,13 @@ fn child_process() {
     let mut out = std::io::stdout().lock();
     for i in start.. {
         match mode.as_str() {
-            // Every batch rewrites all keys, streamed through `begin_batch`.
-            "stream" => {
+            // Every batch rewrites all keys, streamed through `begin_batch` (and with
+            // "stream_ahead" applied to the tracker while it is written).
+            "stream" | "stream_ahead" => {
                 let mut w = store.begin_batch().unwrap();
+                if mode == "stream_ahead" {
+                    w.apply_while_writing().unwrap();
+                }
                 for r in 0..STREAM_KEYS {
                     w.put(
                         &format!("file:s/r{r}"),
@@ -546,6 +550,17 @@ fn batch_numbers(store: &Store, prefix: &str, keys: u64, len: usize) -> Vec<Opti
 
 #[test]
 fn streamed_batches_killed_mid_stream_are_all_or_nothing() {
+    killed_mid_stream("stream");
+}
+
+/// The same with the tracker applying each batch while it is written, in a transaction
+/// that must commit only after the batch is durable.
+#[test]
+fn streamed_batches_applied_while_written_killed_mid_stream_are_all_or_nothing() {
+    killed_mid_stream("stream_ahead");
+}
+
+fn killed_mid_stream(mode: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut next_batch = 0u64;
@@ -553,7 +568,7 @@ fn streamed_batches_killed_mid_stream_are_all_or_nothing() {
     let mut kills_mid_batch = 0;
     for round in 0..10 {
         let delay = Duration::from_millis(80 + rng.next() % 400);
-        let acked = run_and_kill("stream", dir.path(), next_batch, delay);
+        let acked = run_and_kill(mode, dir.path(), next_batch, delay);
         if let Some(&a) = acked.last() {
             last_acked = Some(a);
         }

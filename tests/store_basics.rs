@@ -108,6 +108,63 @@ fn a_reader_opens_without_waiting_for_a_long_batch_in_flight() {
 }
 
 #[test]
+fn a_batch_applied_while_written_is_invisible_until_it_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let mut w = s.begin_batch().unwrap();
+    w.apply_while_writing().unwrap();
+    // Several flushes, so the applying thread has written to the tracker before the
+    // readers below look.
+    for i in 0..3000 {
+        w.put(&format!("file:big/{i}"), Map::new(), vec![b'x'; 2048])
+            .unwrap();
+    }
+    w.put_vector("file:big/0", "e", &[1.0, 0.0]).unwrap();
+    // Neither this handle's readers nor a new handle (another process's open) wait
+    // for the open tracker transaction, and neither sees any of it.
+    assert_eq!(s.live_records().unwrap(), 0);
+    let reader = open(dir.path());
+    assert_eq!(reader.live_records().unwrap(), 0);
+    assert_eq!(reader.open_report().truncated_bytes, 0);
+    w.finish().unwrap();
+    assert_eq!(s.live_records().unwrap(), 3000);
+    assert_eq!(reader.live_records().unwrap(), 3000);
+    assert_eq!(s.get("file:big/2999").unwrap().unwrap().body.len(), 2048);
+    assert_eq!(s.vector_spaces().unwrap()[0].count, 1);
+    drop((s, reader));
+    // Reopened, the tracker agrees with the log.
+    let s = open(dir.path());
+    assert_eq!(s.live_records().unwrap(), 3000);
+    assert!(verify(dir.path()).unwrap().is_sound());
+}
+
+#[test]
+fn a_batch_abandoned_while_applied_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let mut b = WriteBatch::new();
+    b.put("file:kept", Map::new(), "kept").unwrap();
+    s.commit(&b).unwrap();
+    {
+        let mut w = s.begin_batch().unwrap();
+        w.apply_while_writing().unwrap();
+        for i in 0..3000 {
+            w.put(&format!("file:gone/{i}"), Map::new(), vec![b'y'; 2048])
+                .unwrap();
+        }
+    }
+    assert!(s.get("file:gone/0").unwrap().is_none());
+    let mut b = WriteBatch::new();
+    b.put("file:after", Map::new(), "after").unwrap();
+    s.commit(&b).unwrap();
+    assert_eq!(s.live_records().unwrap(), 2);
+    drop(s);
+    let s = open(dir.path());
+    assert_eq!(s.live_records().unwrap(), 2);
+    assert!(verify(dir.path()).unwrap().is_sound());
+}
+
+#[test]
 fn an_abandoned_batch_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());

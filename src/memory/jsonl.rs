@@ -9,21 +9,29 @@
 //! Export writes engram's spelling.
 //! Import reads the file once, validating every line (reporting each bad one by
 //! number) and keeping what parsed; only when every line is good does it prepare each
-//! memory (secrets redacted, embedded), without holding any lock. Only then does it take the writer lock, check ids, and write everything
-//! as one batch: a file is imported whole or not at all, and other writers wait only
-//! for the append and the tracker update, not for parsing and embedding. The prepared
-//! memories are held in memory (their text and vector) until that batch is written.
+//! memory (secrets redacted) and start embedding them, chunk by chunk, on a thread of
+//! its own. Then it takes the writer lock, checks ids, and writes everything as one
+//! batch: a file is imported whole or not at all. The batch holds every memory's put
+//! first and then their vectors, and the tracker applies it while it is written
+//! ([`crate::store::BatchWriter::apply_while_writing`]), so the tracker work, the
+//! appending and the embedding of the last chunks run side by side. How long the
+//! embedder took for the first chunk decides whether it may go on under the lock: a
+//! fast one (the built-in) does, as it costs other writers less than the tracker work
+//! it runs beside; a slow one (a model, a server) finishes before the lock is taken,
+//! so other writers never wait for it. The prepared memories are held in memory
+//! (their text and vector) until that batch is written.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use std::collections::HashMap;
+use std::sync::mpsc::{sync_channel, Receiver};
 
 use super::jsonl_compat;
 use super::locked::Locked;
 use super::model::Memory;
-use super::{Memories, MemoryError, Result};
+use super::{embed_texts, embedding_text, Memories, MemoryError, Result};
 use crate::store::WriteBatch;
 
 /// What an import did.
@@ -40,6 +48,67 @@ pub struct ImportReport {
 /// How many bad lines an import reports before giving up reading.
 const MAX_REPORTED: usize = 20;
 
+/// Texts an import embeds per embedder call: the embedder splits a call across the
+/// cores, and the writer can start once the first chunk is back.
+const EMBED_CHUNK: usize = 1024;
+
+/// Chunks embedded ahead of the writer before the embedding thread waits.
+const EMBED_CHUNKS_AHEAD: usize = 4;
+
+/// An embedder at most this slow per text keeps embedding while the import holds the
+/// writer lock; a slower one finishes before the lock is taken. The built-in takes
+/// about 20 µs a text (several times that on a loaded machine), the tracker work of
+/// a memory 50 to 100 µs; a model or a server takes milliseconds.
+const FAST_EMBED_PER_TEXT: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// An import's vectors as the embedding thread sends them, chunk by chunk, in order.
+struct Embedded {
+    chunks: Receiver<Result<Vec<Option<Vec<f32>>>>>,
+    /// Every vector received so far, by memory; taken as written.
+    got: Vec<Option<Vec<f32>>>,
+    expected: usize,
+}
+
+impl Embedded {
+    fn new(chunks: Receiver<Result<Vec<Option<Vec<f32>>>>>, expected: usize) -> Embedded {
+        Embedded {
+            chunks,
+            got: Vec::with_capacity(expected),
+            expected,
+        }
+    }
+
+    /// How many vectors have arrived.
+    fn len(&self) -> usize {
+        self.got.len()
+    }
+
+    /// Wait for the next chunk.
+    fn take_next(&mut self) -> Result<()> {
+        let chunk = self.chunks.recv().map_err(|_| {
+            MemoryError::Invalid("the embedding thread stopped before the last text".into())
+        })??;
+        self.got.extend(chunk);
+        Ok(())
+    }
+
+    /// Wait for every chunk.
+    fn take_all(&mut self) -> Result<()> {
+        while self.got.len() < self.expected {
+            self.take_next()?;
+        }
+        Ok(())
+    }
+
+    /// The vector of memory `i` (in file order), waiting for its chunk if need be.
+    fn get(&mut self, i: usize) -> Result<Option<Vec<f32>>> {
+        while self.got.len() <= i {
+            self.take_next()?;
+        }
+        Ok(self.got[i].take())
+    }
+}
+
 impl Memories {
     /// Import a JSONL file; see the module doc. On any bad line nothing is written and
     /// the error names every bad line (up to 20).
@@ -53,39 +122,98 @@ impl Memories {
         if prepared.is_empty() {
             return Ok(report);
         }
-        // One call for every memory, so the embedder can batch (and use every core).
-        let vectors = self.embeddings(prepared.iter().map(|(m, _)| m))?;
-        self.locked(|l| {
-            // Legacy id -> the id this import gave it, for a legacy id seen twice.
-            let mut legacy: HashMap<String, String> = HashMap::new();
-            for ((mut m, legacy_of), vector) in prepared.into_iter().zip(vectors) {
-                if m.id.is_empty() {
-                    m.id = self.new_id_locked(l)?;
-                } else if let Some(old) = legacy_of {
-                    m.id = self.legacy_slot(l, &legacy, &old)?;
-                    if l.exists(&m.id)? {
-                        report.replaced += 1;
+        let texts: Vec<String> = prepared.iter().map(|(m, _)| embedding_text(m)).collect();
+        let embedder = self.embedder.as_ref();
+        std::thread::scope(|s| {
+            let (chunks, embedded) = sync_channel(EMBED_CHUNKS_AHEAD);
+            s.spawn(move || {
+                for part in texts.chunks(EMBED_CHUNK) {
+                    let vectors = embed_texts(embedder, part);
+                    let failed = vectors.is_err();
+                    if chunks.send(vectors).is_err() || failed {
+                        return;
                     }
-                    legacy.insert(old, m.id.clone());
-                } else if l.exists(&m.id)? {
-                    report.replaced += 1;
                 }
-                // Anchors a line brings are kept (they say what the code was when it
-                // was written); a line without any is anchored to the code here.
-                if m.anchors.is_empty() {
-                    self.anchor_locked(l, &mut m)?;
-                }
-                let mut batch = WriteBatch::new();
-                batch.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
-                if let Some(v) = vector {
-                    batch.put_vector(&m.id, self.embedder.name(), &v)?;
-                }
-                l.add(&batch)?;
-                report.imported += 1;
+            });
+            let mut vectors = Embedded::new(embedded, prepared.len());
+            // The first chunk says how fast the embedder is. A fast one (the built-in)
+            // goes on beside the writing, under the lock: it costs the lock less than
+            // the tracker work it overlaps. A slow one (a model, a server) finishes
+            // first, so no other writer ever waits for it.
+            let started = std::time::Instant::now();
+            vectors.take_next()?;
+            let per_text = started.elapsed() / vectors.len().max(1) as u32;
+            if per_text > FAST_EMBED_PER_TEXT {
+                vectors.take_all()?;
             }
-            Ok(())
+            self.locked(|l| self.write_import(l, prepared, &mut vectors, &mut report))
         })?;
         Ok(report)
+    }
+
+    /// Write an import's memories under the lock: every put first, then the vectors,
+    /// in file order both, so the tracker works on the puts while the last vectors
+    /// are still being made. One batch: the import commits whole or not at all.
+    fn write_import(
+        &self,
+        l: &mut Locked<'_>,
+        prepared: Vec<(Memory, Option<String>)>,
+        vectors: &mut Embedded,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        // The tracker work (most of an import's) then runs beside the appending.
+        l.apply_while_writing()?;
+        // Legacy id -> the id this import gave it, for a legacy id seen twice.
+        let mut legacy: HashMap<String, String> = HashMap::new();
+        let mut ids: Vec<String> = Vec::with_capacity(prepared.len());
+        // The ids lines give, looked up together rather than one query each.
+        let given: Vec<String> = prepared
+            .iter()
+            .filter(|(m, legacy_of)| !m.id.is_empty() && legacy_of.is_none())
+            .map(|(m, _)| m.id.clone())
+            .collect();
+        let live = l.existing(given.iter().map(String::as_str))?;
+        for (mut m, legacy_of) in prepared {
+            if m.id.is_empty() {
+                m.id = self.new_id_locked(l)?;
+            } else if let Some(old) = legacy_of {
+                m.id = self.legacy_slot(l, &legacy, &old)?;
+                if l.exists(&m.id)? {
+                    report.replaced += 1;
+                }
+                legacy.insert(old, m.id.clone());
+            } else if live.contains(m.id.as_str()) || l.taken(&m.id) {
+                report.replaced += 1;
+            }
+            // Anchors a line brings are kept (they say what the code was when it
+            // was written); a line without any is anchored to the code here.
+            if m.anchors.is_empty() {
+                self.anchor_locked(l, &mut m)?;
+            }
+            let mut batch = WriteBatch::new();
+            batch.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
+            l.add(&batch)?;
+            report.imported += 1;
+            ids.push(m.id);
+        }
+        // A memory written twice keeps the vector of its last line only: an earlier
+        // line's would follow (and so outlive) the later put.
+        let last: HashMap<&str, usize> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            let vector = vectors.get(i)?;
+            if let (Some(v), Some(&j)) = (vector, last.get(id.as_str())) {
+                if j == i {
+                    let mut batch = WriteBatch::new();
+                    batch.put_vector(id, self.embedder.name(), &v)?;
+                    l.add(&batch)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The id for a memory imported under the legacy id `old`: the one this import or

@@ -45,6 +45,27 @@ impl Locked<'_> {
         })? || self.ids.contains(key))
     }
 
+    /// Which of `keys` have a record as of the lock (this batch's own not counted), in
+    /// one query per thousand keys rather than one (and a read transaction) per key.
+    pub fn existing<'k>(&self, keys: impl Iterator<Item = &'k str>) -> Result<HashSet<&'k str>> {
+        let keys: Vec<&str> = keys.collect();
+        let mut found = HashSet::new();
+        for part in keys.chunks(1000) {
+            let hashes: Vec<i64> = part.iter().map(|k| hash64(k) as i64).collect();
+            let json = serde_json::to_string(&hashes)
+                .map_err(|e| super::MemoryError::Invalid(e.to_string()))?;
+            let live: HashSet<i64> = self.writer.with_tracker(|db| {
+                let mut stmt = db.prepare_cached(
+                    "SELECT key_hash FROM records WHERE key_hash IN (SELECT value FROM json_each(?1))",
+                )?;
+                let rows = stmt.query_map([json], |r| r.get(0))?;
+                Ok(rows.collect::<rusqlite::Result<HashSet<i64>>>()?)
+            })?;
+            found.extend(part.iter().filter(|k| live.contains(&(hash64(k) as i64))));
+        }
+        Ok(found)
+    }
+
     /// Read the tracker as of the lock.
     pub fn with_tracker<T>(
         &self,
@@ -65,6 +86,13 @@ impl Locked<'_> {
             Some(id) => self.get(&id),
             None => Ok(None),
         }
+    }
+
+    /// Apply this batch's records to the tracker while they are written, on a thread
+    /// of their own (see [`BatchWriter::apply_while_writing`]): for a large batch.
+    /// Before the first `add`.
+    pub fn apply_while_writing(&mut self) -> Result<()> {
+        Ok(self.writer.apply_while_writing()?)
     }
 
     /// Add a batch's records; they commit together when the closure returns `Ok`.

@@ -167,23 +167,7 @@ impl Memories {
         memories: impl Iterator<Item = &'m Memory>,
     ) -> Result<Vec<Option<Vec<f32>>>> {
         let texts: Vec<String> = memories.map(embedding_text).collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = self
-            .embedder
-            .embed(&refs)
-            .map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        if vectors.len() != refs.len() {
-            return Err(MemoryError::Invalid(format!(
-                "embedder {} returned {} vectors for {} texts",
-                self.embedder.name(),
-                vectors.len(),
-                refs.len()
-            )));
-        }
-        Ok(vectors
-            .into_iter()
-            .map(|v| (!v.is_empty() && !is_zero(&v)).then_some(v))
-            .collect())
+        embed_texts(self.embedder.as_ref(), &texts)
     }
 
     /// The underlying store.
@@ -548,6 +532,30 @@ fn warn_vectorless(e: &MemoryError) {
 }
 
 /// What a memory's vector is made of: its text and its tags.
+/// The vectors of `texts` (made by [`embedding_text`]) in one embedder call, in
+/// order; `None` where a text has nothing to embed.
+pub(crate) fn embed_texts(
+    embedder: &dyn Embedder,
+    texts: &[String],
+) -> Result<Vec<Option<Vec<f32>>>> {
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder
+        .embed(&refs)
+        .map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    if vectors.len() != refs.len() {
+        return Err(MemoryError::Invalid(format!(
+            "embedder {} returned {} vectors for {} texts",
+            embedder.name(),
+            vectors.len(),
+            refs.len()
+        )));
+    }
+    Ok(vectors
+        .into_iter()
+        .map(|v| (!v.is_empty() && !is_zero(&v)).then_some(v))
+        .collect())
+}
+
 pub(crate) fn embedding_text(m: &Memory) -> String {
     // Sized up front: a clone of the text is exactly full, so the first tag moved
     // (copied) every text of an import once more.

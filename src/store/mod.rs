@@ -7,6 +7,7 @@
 //! has not seen and drops an uncommitted tail. The store knows keys, records and
 //! projections; it must never know what a memory, a symbol or a prompt is.
 
+mod apply_ahead;
 mod batch;
 mod blob_log;
 mod compact;
@@ -140,7 +141,8 @@ pub struct Store {
     options: StoreOptions,
     blob: RwLock<Arc<BlobLog>>,
     db: Mutex<Connection>,
-    projections: Vec<Box<dyn Projection>>,
+    /// Shared with a writer's applying thread (see `apply_ahead`).
+    projections: Arc<[Box<dyn Projection>]>,
     /// Serialises writers inside this process; the file lock does it across processes.
     write_mutex: Mutex<()>,
     /// Where concurrent `commit`s meet to share a sync.

@@ -217,7 +217,7 @@ impl Store {
             options,
             blob: RwLock::new(Arc::new(blob)),
             db: Mutex::new(db),
-            projections,
+            projections: projections.into(),
             write_mutex: Mutex::new(()),
             commit_queue: Default::default(),
             lock_file: std::sync::OnceLock::new(),

@@ -15,7 +15,7 @@ use super::error::{Result, StoreError};
 use crate::format::RecordView;
 use crate::key::hash64;
 
-pub use super::tracker_apply::apply_batch;
+pub use super::tracker_apply::{apply_batch, note_applied};
 
 /// A change a committed batch makes, as projections see it.
 #[derive(Debug)]
@@ -186,16 +186,45 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // Statement journals (a multi-row write opens one) and sorts stay in memory
     // rather than in a temporary file: they are small, and dropped at commit.
     db.pragma_update(None, "temp_store", "MEMORY")?;
-    // One IMMEDIATE transaction, so processes opening a new store at once queue on
-    // the busy handler instead of failing on a read-to-write upgrade.
     let mut db = db;
-    let tx = write_transaction(&mut db)?;
+    // Tables that exist already need no write: `CREATE … IF NOT EXISTS` of an existing
+    // one only reads. So the schema is first made in a DEFERRED transaction, and an
+    // open never waits for a writer's transaction, however long (a streamed batch
+    // applied while it is written holds one for the whole batch). When something is
+    // missing the upgrade to a write fails at once with BUSY if another connection
+    // writes, and it is done again in one IMMEDIATE transaction, so processes opening
+    // a new store at once queue on the busy handler.
+    match create_schema(
+        &mut db,
+        projections,
+        rusqlite::TransactionBehavior::Deferred,
+    ) {
+        Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            create_schema(
+                &mut db,
+                projections,
+                rusqlite::TransactionBehavior::Immediate,
+            )?;
+        }
+        other => other?,
+    }
+    Ok(db)
+}
+
+fn create_schema(
+    db: &mut Connection,
+    projections: &[&dyn Projection],
+    behavior: rusqlite::TransactionBehavior,
+) -> Result<()> {
+    let tx = db.transaction_with_behavior(behavior)?;
     tx.execute_batch(CORE_SCHEMA)?;
     for p in projections {
         p.create(&tx)?;
     }
     tx.commit()?;
-    Ok(db)
+    Ok(())
 }
 
 /// Open `tracker.db` for reading only (a read-only store): nothing is created or

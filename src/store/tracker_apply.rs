@@ -18,15 +18,48 @@ pub fn apply_batch(
     projections: &[&dyn Projection],
     meta: &mut TrackerMeta,
 ) -> Result<()> {
-    let mut counts = EmbedderCounts::default();
+    let mut applier = RecordApplier::default();
     for (offset, rec) in batch.records() {
-        apply_record(tx, offset, &rec, projections, &mut counts)?;
+        applier.apply(tx, offset, &rec, projections)?;
     }
-    counts.write(tx)?;
+    applier.finish(tx)?;
+    note_applied(batch, meta);
+    Ok(())
+}
+
+/// Advance the bookkeeping past `batch`, whose records are applied.
+pub fn note_applied(batch: &Batch<'_>, meta: &mut TrackerMeta) {
     meta.applied_seq = batch.commit_seq;
     meta.applied_end = batch.end;
     meta.last_commit = batch.commit_offset;
-    Ok(())
+}
+
+/// Applies one batch's records one at a time, as [`apply_batch`] does, for a writer
+/// that applies them while the batch is still being written (before its commit
+/// record exists); see `super::writer`. Everything it does must stay inside one
+/// transaction that commits only once the batch is committed and durable.
+#[derive(Default)]
+pub struct RecordApplier {
+    counts: EmbedderCounts,
+}
+
+impl RecordApplier {
+    /// Apply the record at `offset` (not a commit record).
+    pub fn apply(
+        &mut self,
+        db: &Connection,
+        offset: u64,
+        rec: &RecordView<'_>,
+        projections: &[&dyn Projection],
+    ) -> Result<()> {
+        apply_record(db, offset, rec, projections, &mut self.counts)
+    }
+
+    /// Write what is summed over the batch (the embedders' counts): after its last
+    /// record, before the transaction commits.
+    pub fn finish(self, db: &Connection) -> Result<()> {
+        self.counts.write(db)
+    }
 }
 
 /// The `embedders` changes of one batch, written once at its end: two statements per

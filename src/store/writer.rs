@@ -13,16 +13,21 @@
 
 use zerocopy::IntoBytes;
 
+use super::apply_ahead::ApplyAhead;
 use super::batch::{Op, WriteBatch};
 use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
-use super::scan::{scan_batches, ScanStart};
 use super::tracker::{self, TrackerMeta};
 use super::{vectors, CommitInfo, Durability, Store, WriteGuard};
 use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind, FLAG_SEALED};
 use crate::key::hash64;
 
+mod finish;
+
 const FLUSH_AT: usize = 4 << 20;
+/// The same when a thread applies what is flushed: smaller chunks let it start
+/// sooner and leave it less to do after the last one.
+const FLUSH_AHEAD_AT: usize = 1 << 20;
 
 /// A batch being written; see the module doc. Holds the writer lock while alive.
 pub struct BatchWriter<'s> {
@@ -50,6 +55,9 @@ pub struct BatchWriter<'s> {
     finished: bool,
     /// When the writer lock was taken, for the hold time logged at commit.
     locked_at: std::time::Instant,
+    /// The thread applying records to the tracker as they are flushed, if asked for
+    /// ([`BatchWriter::apply_while_writing`]).
+    ahead: Option<ApplyAhead>,
 }
 
 impl<'s> BatchWriter<'s> {
@@ -86,7 +94,30 @@ impl<'s> BatchWriter<'s> {
             now_ms: super::now_ms(),
             finished: false,
             locked_at: std::time::Instant::now(),
+            ahead: None,
         })
+    }
+
+    /// Apply records to the tracker on a thread of their own as they are written,
+    /// rather than all at once after the sync: a large batch (an import) then spends
+    /// its tracker time beside its writing, and `finish` has only the sync and a
+    /// commit left. See `super::apply_ahead` for why the tracker still reflects only
+    /// committed batches. Only before anything is added; not for writers that roll
+    /// back part of what they added.
+    pub fn apply_while_writing(&mut self) -> Result<()> {
+        if self.ahead.is_some() {
+            return Ok(());
+        }
+        if self.written_to != self.meta.applied_end || !self.buf.is_empty() {
+            return Err(StoreError::Invalid(
+                "apply_while_writing must come before the first record".into(),
+            ));
+        }
+        self.ahead = Some(ApplyAhead::start(
+            self.store.dir.join(super::TRACKER_FILE),
+            self.store.projections.clone(),
+        )?);
+        Ok(())
     }
 
     /// The live value of `key` as of this batch's start, read under the writer lock:
@@ -241,7 +272,12 @@ impl<'s> BatchWriter<'s> {
             self.records += 1;
         }
         self.next_seq += 1;
-        if self.buf.len() >= FLUSH_AT {
+        let flush_at = if self.ahead.is_some() {
+            FLUSH_AHEAD_AT
+        } else {
+            FLUSH_AT
+        };
+        if self.buf.len() >= flush_at {
             self.flush_buf()?;
         }
         Ok(())
@@ -249,9 +285,21 @@ impl<'s> BatchWriter<'s> {
 
     fn flush_buf(&mut self) -> Result<()> {
         self.blob.write_at(self.written_to, &self.buf)?;
+        let at = self.written_to;
         self.written_to += self.buf.len() as u64;
-        self.buf.clear();
-        Ok(())
+        match &mut self.ahead {
+            Some(ahead) if !self.buf.is_empty() => {
+                let full = std::mem::replace(
+                    &mut self.buf,
+                    Vec::with_capacity(FLUSH_AHEAD_AT + (64 << 10)),
+                );
+                ahead.send(at, full)
+            }
+            _ => {
+                self.buf.clear();
+                Ok(())
+            }
+        }
     }
 
     /// Where the writer stands: [`BatchWriter::rollback`] returns to it.
@@ -268,6 +316,12 @@ impl<'s> BatchWriter<'s> {
     /// encoded), so the batches around it commit as if it had never come. Bytes of it
     /// already flushed to the log are zeroed: nothing of it may follow the last commit.
     pub(super) fn rollback(&mut self, mark: WriterMark) -> Result<()> {
+        if self.ahead.is_some() {
+            // Its records may be applied already, in a transaction that cannot forget them.
+            return Err(StoreError::Invalid(
+                "a writer that applies while writing cannot roll back".into(),
+            ));
+        }
         if mark.at >= self.written_to {
             self.buf.truncate((mark.at - self.written_to) as usize);
         } else {
@@ -336,38 +390,11 @@ impl<'s> BatchWriter<'s> {
             self.blob.sync()?;
         }
         let synced = finishing.elapsed();
-        // Apply what is now in the log through the same scan replay uses, so the
-        // tracker only ever reflects bytes that decode as a committed batch.
         let snap = self.blob.snapshot(self.written_to)?;
-        let projections = self.store.projection_refs();
-        let mut meta = self.meta.clone();
-        let mut db = self.store.db()?;
-        let tx = tracker::write_transaction(&mut db)?;
-        let mut touches_vectors = false;
-        let applied = scan_batches(
-            snap.bytes(),
-            ScanStart {
-                offset: start,
-                last_commit: meta.last_commit,
-                last_seq: meta.applied_seq,
-            },
-            |b| {
-                touches_vectors |= vectors::batch_touches_vectors(&b);
-                tracker::apply_batch(&tx, &b, &projections, &mut meta)
-            },
-        );
-        // On error nothing has seen this batch: the tracker transaction rolls back, the
-        // bytes are discarded (by Drop), and the caller gets the reason.
-        let end = applied?;
-        if let Some((offset, why)) = end.stopped {
-            return Err(StoreError::Corrupt {
-                path: self.blob.path().to_path_buf(),
-                offset,
-                reason: format!("a batch just written does not read back: {why}"),
-            });
-        }
-        tracker::write_meta(&tx, &meta)?;
-        tx.commit()?;
+        let (db, touches_vectors) = match self.ahead.take() {
+            Some(mut ahead) => self.commit_applied(ahead.join()?, &snap, start)?,
+            None => self.apply_after(&snap, start)?,
+        };
         let applied_at = finishing.elapsed();
         // From here the batch is durable and visible: it is acknowledged whatever
         // happens to the derived vector caches. A cache that fails to follow is left
