@@ -26,7 +26,8 @@ fn model() -> Arc<dyn Embedder> {
     static MODEL: OnceLock<Arc<dyn Embedder>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let dir = model_dir::minilm_dir().expect("all-MiniLM-L6-v2's files (tools/setup.sh)");
+            let dir =
+                model_dir::minilm_dir().expect("all-MiniLM-L6-v2's files (tools/setup.sh test)");
             engram::embed::embedder_for("minilm", Some(&dir)).expect("load minilm")
         })
         .clone()

@@ -87,7 +87,8 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn fetch_downloads_checks_and_then_finds_the_model() {
-    let source = model_dir::minilm_dir().expect("tools/setup.sh installs the model's PyPI package");
+    let source =
+        model_dir::minilm_dir().expect("tools/setup.sh test installs the model's PyPI package");
     let (base, served) = serve(source.clone(), false);
     let tmp = tempfile::tempdir().unwrap();
     let models = tmp.path().join("models");
@@ -158,7 +159,8 @@ fn fetch_downloads_checks_and_then_finds_the_model() {
 
 #[test]
 fn a_file_that_fails_its_checksum_is_refused_and_not_kept() {
-    let source = model_dir::minilm_dir().expect("tools/setup.sh installs the model's PyPI package");
+    let source =
+        model_dir::minilm_dir().expect("tools/setup.sh test installs the model's PyPI package");
     let (base, _) = serve(source, true);
     let tmp = tempfile::tempdir().unwrap();
     let models = tmp.path().join("models");

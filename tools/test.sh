@@ -3,7 +3,7 @@
 #   ENGRAM_FUZZ_SECONDS=N  also run each fuzz target for N seconds (needs cargo-fuzz + nightly)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+tools/setup.sh test
 
 # Each step's wall time goes to stderr, so a run shows what every check costs.
 step() {

