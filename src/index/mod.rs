@@ -14,6 +14,7 @@
 mod chunk;
 mod file;
 mod pass;
+mod prepare;
 mod projection;
 mod redact;
 mod search;

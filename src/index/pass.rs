@@ -1,13 +1,14 @@
 //! One indexing pass over a repository: walk, prepare changed files without holding
-//! the writer lock, and commit them in bounded batches.
+//! the writer lock (`prepare`), and commit them in bounded batches.
 //!
 //! Each batch holds whole files. What a file had before (its chunk count and symbol
 //! keys) is read under the writer lock, in the batch that replaces it, so a
 //! concurrent indexer, watcher or `jit_index_file` can never leave orphan records. A
 //! batch is committed once its files took [`BATCH_MILLIS`] to prepare or it holds as
 //! many bytes as the last batches suggest can be applied in about 60 ms (never more
-//! than [`BATCH_BYTES`]); the lock is held only while a batch is appended and applied. A pass killed midway leaves every committed batch in place, and the next
-//! pass skips those files as unchanged.
+//! than [`BATCH_BYTES`]); the lock is held only while a batch is appended and applied.
+//! A pass killed midway leaves every committed batch in place, and the next pass
+//! skips those files as unchanged.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -17,8 +18,8 @@ use rusqlite::OptionalExtension;
 use serde_json::{json, Map};
 
 use super::file::{self, Prepared, Previous};
+use super::prepare::{prepare_in_parallel, Outcome, Pending, PrepareJob, Prepared1};
 use super::{walk, IndexError, IndexOptions, IndexReport, FILE_TYPE};
-use crate::key::hash64;
 use crate::store::{BatchWriter, Store};
 
 /// Records a batch gathers before it is committed, at most.
@@ -64,27 +65,15 @@ impl BatchBudget {
 }
 
 /// What the tracker says of a file.
-struct Known {
-    size: u64,
-    mtime_ms: u64,
-    hash: String,
-    chunks: u64,
-    symbols: u64,
-    embedder: String,
+pub(super) struct Known {
+    pub size: u64,
+    pub mtime_ms: u64,
+    pub hash: String,
+    pub chunks: u64,
+    pub symbols: u64,
+    pub embedder: String,
     /// JSON array of the file's import lines.
-    imports: String,
-}
-
-/// A file ready to commit: its record's fields, and its new content when it changed.
-struct Pending {
-    rel: String,
-    lang: &'static str,
-    size: u64,
-    mtime_ms: u64,
-    hash: String,
-    /// Number of lines of the text.
-    lines: u64,
-    content: Option<Prepared>,
+    pub imports: String,
 }
 
 /// Index the repository at `root` into `store`; see the module doc.
@@ -188,176 +177,6 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         + report.skipped_unreadable;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
-}
-
-/// What reading and preparing one changed file gave.
-enum Outcome {
-    /// Deleted or made unreadable since the walk: skipped, never fatal.
-    Unreadable,
-    /// Not UTF-8 text, or holds a NUL byte.
-    Binary,
-    Ready(Box<Pending>),
-}
-
-/// An [`Outcome`] with the secrets its preparation replaced, by rule.
-struct Prepared1 {
-    outcome: Outcome,
-    redactions: BTreeMap<String, u64>,
-}
-
-/// What every file's preparation shares; shared by the preparing threads.
-struct PrepareJob<'a> {
-    hint: &'a HashMap<String, Known>,
-    embedder_name: &'a str,
-    opts: &'a IndexOptions,
-}
-
-impl PrepareJob<'_> {
-    /// Read one file and, if its content changed, redact, parse, chunk and embed it.
-    fn run(&self, f: &walk::WalkedFile) -> Result<Prepared1, IndexError> {
-        let mut redactions = BTreeMap::new();
-        let done = |outcome| Prepared1 {
-            outcome,
-            redactions: BTreeMap::new(),
-        };
-        let bytes = match std::fs::read(&f.abs) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!("skipping {}: {e}", f.rel);
-                return Ok(done(Outcome::Unreadable));
-            }
-        };
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(t) if !bytes.contains(&0) => t,
-            _ => return Ok(done(Outcome::Binary)),
-        };
-        let hash = format!("{:016x}", hash64(text));
-        let lang = walk::language(&f.rel);
-        let old = self.hint.get(&f.rel);
-        let same_content = old.is_some_and(|k| k.hash == hash && k.embedder == self.embedder_name);
-        let content = if same_content {
-            None
-        } else {
-            let mut cx = file::Context {
-                secret_action: self.opts.secret_action,
-                embedder: self.opts.embedder.as_ref(),
-                redactions: &mut redactions,
-            };
-            Some(file::prepare(&f.rel, lang, text, &mut cx)?)
-        };
-        Ok(Prepared1 {
-            outcome: Outcome::Ready(Box::new(Pending {
-                rel: f.rel.clone(),
-                lang,
-                size: f.size,
-                mtime_ms: f.mtime_ms,
-                hash,
-                lines: text.lines().count() as u64,
-                content,
-            })),
-            redactions,
-        })
-    }
-}
-
-/// Prepared files that may wait for the writer: enough that the preparing threads
-/// keep working while a batch is committed (and synced), few enough to bound memory.
-const PREPARED_AHEAD: usize = 64;
-
-/// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
-///
-/// This thread is one of the `threads`: it runs `accept` (the committing writer)
-/// whenever the next file in order is ready, and prepares a file itself only when
-/// nothing at all is ready, so `threads` threads keep `threads` cores busy without
-/// the writer falling behind. With a writer beside `threads` preparers, the writer
-/// got only its share of the cores while it had batches to apply (the tracker's
-/// B-trees and full-text tables, over 40% of a one-thread index) and was left with a
-/// backlog to commit alone once the preparers were done. Helpers take the next file
-/// from a shared counter, so at most a few results wait out of order. When `accept`
-/// or a preparation fails, nobody takes another file and the first error in file
-/// order is returned.
-fn prepare_in_parallel(
-    job: &PrepareJob<'_>,
-    todo: &[(usize, &walk::WalkedFile)],
-    threads: usize,
-    accept: &mut dyn FnMut(usize, Prepared1) -> Result<(), IndexError>,
-) -> Result<(), IndexError> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::mpsc::{self, TryRecvError};
-
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let (next, stop) = (&next, &stop);
-    std::thread::scope(|s| {
-        let (tx, rx) = mpsc::sync_channel::<(usize, Result<Prepared1, IndexError>)>(PREPARED_AHEAD);
-        for _ in 1..threads {
-            let tx = tx.clone();
-            s.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let n = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((_, f)) = todo.get(n) else { break };
-                    if tx.send((n, job.run(f))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut waiting: BTreeMap<usize, Result<Prepared1, IndexError>> = BTreeMap::new();
-        let mut want = 0usize;
-        let mut helpers_done = false;
-        let result = (|| {
-            while want < todo.len() {
-                // What the helpers finished, without waiting for more.
-                while !helpers_done {
-                    match rx.try_recv() {
-                        Ok((n, r)) => {
-                            waiting.insert(n, r);
-                        }
-                        Err(TryRecvError::Empty) => break,
-                        Err(TryRecvError::Disconnected) => helpers_done = true,
-                    }
-                }
-                if let Some(r) = waiting.remove(&want) {
-                    accept(todo[want].0, r?)?;
-                    want += 1;
-                    continue;
-                }
-                // Nothing to commit yet. When nothing else is ready either, the
-                // helpers are not keeping ahead: prepare the next file here. When
-                // later files are ready, a helper is on the next one and this thread
-                // has a backlog to commit: preparing here would only delay it, so
-                // wait for that file (or when every file is taken, for any). With
-                // no helper left, this thread prepares everything that remains.
-                let n = if waiting.is_empty() || helpers_done {
-                    next.fetch_add(1, Ordering::Relaxed)
-                } else {
-                    usize::MAX
-                };
-                if let Some((_, f)) = todo.get(n) {
-                    waiting.insert(n, job.run(f));
-                } else if helpers_done {
-                    // Every file was taken and every helper has stopped, yet `want`
-                    // never arrived: a helper thread died (a panic, which the scope
-                    // re-raises). Nothing more will come.
-                    break;
-                } else {
-                    match rx.recv() {
-                        Ok((n, r)) => {
-                            waiting.insert(n, r);
-                        }
-                        Err(_) => helpers_done = true,
-                    }
-                }
-            }
-            Ok(())
-        })();
-        // Stop the helpers and let them finish the file in hand; dropping the
-        // receiver fails their next send.
-        stop.store(true, Ordering::Relaxed);
-        drop(rx);
-        result
-    })
 }
 
 /// Commit `files` as one batch (emptying it), reading what each replaces under the
