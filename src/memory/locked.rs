@@ -61,7 +61,12 @@ impl Locked<'_> {
                 let rows = stmt.query_map([json], |r| r.get(0))?;
                 Ok(rows.collect::<rusqlite::Result<HashSet<i64>>>()?)
             })?;
-            found.extend(part.iter().filter(|k| live.contains(&(hash64(k) as i64))));
+            found.extend(
+                part.iter()
+                    .zip(&hashes)
+                    .filter(|(_, h)| live.contains(h))
+                    .map(|(k, _)| *k),
+            );
         }
         Ok(found)
     }

@@ -531,7 +531,6 @@ fn warn_vectorless(e: &MemoryError) {
     );
 }
 
-/// What a memory's vector is made of: its text and its tags.
 /// The vectors of `texts` (made by [`embedding_text`]) in one embedder call, in
 /// order; `None` where a text has nothing to embed.
 pub(crate) fn embed_texts(
@@ -556,6 +555,7 @@ pub(crate) fn embed_texts(
         .collect())
 }
 
+/// What a memory's vector is made of: its text and its tags.
 pub(crate) fn embedding_text(m: &Memory) -> String {
     // Sized up front: a clone of the text is exactly full, so the first tag moved
     // (copied) every text of an import once more.

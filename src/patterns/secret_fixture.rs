@@ -26,6 +26,7 @@
 //! dropped.
 
 use super::secret_marker::words;
+use super::secret_shape::is_hex_digest;
 use super::secret_words::is_identifier_word;
 
 /// AWS partitions, the second field of a resource name.
@@ -42,11 +43,7 @@ pub(super) fn is_cache_key_digest(assigned: &str, value: &str) -> bool {
     name.last().is_some_and(|w| w == "key")
         && name.iter().any(|w| w == "cache" || w == "cached")
         && [32, 40, 64].contains(&v.len())
-        && (v
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            || v.bytes()
-                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)))
+        && is_hex_digest(v)
 }
 
 /// Whether `value` is a SigV4 credential scope, `/` or `%2F` between its fields, cut

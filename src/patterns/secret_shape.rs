@@ -74,7 +74,8 @@ pub(super) fn is_named_hash(value: &str) -> bool {
 /// Whether `value` is a hex digest: 16 (MySQL's old hash, an LM half), 32 (MD5, NT
 /// hash), 40 (SHA-1), 56, 64, 96 or 128 (SHA-2) hex digits in one case. Alone that is
 /// no sign of a hash: `openssl rand -hex 16` makes passwords of this shape. Only
-/// `secret_keyword` asks it, for a test vector's pair (round 11).
+/// `secret_keyword` asks it, for a test vector's pair (round 11), and
+/// `secret_fixture`, for a cache key (round 20).
 pub(super) fn is_hex_digest(value: &str) -> bool {
     let v = value.trim_end_matches(['"', '\'', '`']);
     [16, 32, 40, 56, 64, 96, 128].contains(&v.len())
