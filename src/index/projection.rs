@@ -28,7 +28,9 @@ impl Projection for CodeProjection {
     }
 
     fn version(&self) -> u32 {
-        5
+        // 6: `code_chunks` and `code_symbols` keyed by `seq` (appended in log order),
+        // with a unique index on `key_hash`; see the core tables' version 6.
+        6
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -39,18 +41,16 @@ impl Projection for CodeProjection {
                 chunks INTEGER NOT NULL, embedder TEXT NOT NULL, symbols INTEGER NOT NULL,
                 imports TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS code_chunks (
-                key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, chunk_id INTEGER NOT NULL,
-                lang TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
-                symbol TEXT, seq INTEGER NOT NULL);
+                seq INTEGER PRIMARY KEY, key_hash INTEGER NOT NULL UNIQUE, path TEXT NOT NULL,
+                chunk_id INTEGER NOT NULL, lang TEXT NOT NULL, start_line INTEGER NOT NULL,
+                end_line INTEGER NOT NULL, symbol TEXT);
              CREATE INDEX IF NOT EXISTS code_chunks_by_path ON code_chunks (path, start_line);
-             CREATE UNIQUE INDEX IF NOT EXISTS code_chunks_by_seq ON code_chunks (seq);
              CREATE TABLE IF NOT EXISTS code_symbols (
-                key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL, lang TEXT NOT NULL,
-                name TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL,
-                start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
-                signature TEXT NOT NULL, seq INTEGER NOT NULL);
+                seq INTEGER PRIMARY KEY, key_hash INTEGER NOT NULL UNIQUE, path TEXT NOT NULL,
+                lang TEXT NOT NULL, name TEXT NOT NULL, qualified_name TEXT NOT NULL,
+                kind TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+                signature TEXT NOT NULL);
              CREATE INDEX IF NOT EXISTS code_symbols_by_path ON code_symbols (path);
-             CREATE UNIQUE INDEX IF NOT EXISTS code_symbols_by_seq ON code_symbols (seq);
              CREATE INDEX IF NOT EXISTS code_symbols_by_name ON code_symbols (name COLLATE NOCASE);
              CREATE INDEX IF NOT EXISTS code_symbols_by_qname ON code_symbols (qualified_name COLLATE NOCASE);
              CREATE VIRTUAL TABLE IF NOT EXISTS code_symbols_fts USING fts5(

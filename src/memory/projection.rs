@@ -31,7 +31,8 @@ impl Projection for MemoryProjection {
 
     fn version(&self) -> u32 {
         // 8: no second copy of the text in `memories`; labels keyed by `seq`.
-        8
+        // 9: `memories` keyed by `seq`, with a unique index on `key_hash`.
+        9
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -42,11 +43,10 @@ impl Projection for MemoryProjection {
         )?;
         db.execute_batch(
             "CREATE TABLE IF NOT EXISTS memories (
-                key_hash INTEGER PRIMARY KEY, id TEXT NOT NULL,
+                seq INTEGER PRIMARY KEY, key_hash INTEGER NOT NULL UNIQUE, id TEXT NOT NULL,
                 tags TEXT NOT NULL, metadata TEXT NOT NULL,
-                created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+                created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS memories_by_update ON memories (updated_ms, seq);
-             CREATE UNIQUE INDEX IF NOT EXISTS memories_by_seq ON memories (seq);
              CREATE TABLE IF NOT EXISTS memory_versions (
                 key_hash INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL,
                 PRIMARY KEY (key_hash, seq)) WITHOUT ROWID;

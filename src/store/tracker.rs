@@ -92,8 +92,8 @@ pub struct TrackerMeta {
 const CORE_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records (
-    key_hash INTEGER PRIMARY KEY, key TEXT NOT NULL, offset INTEGER NOT NULL,
-    length INTEGER NOT NULL, seq INTEGER NOT NULL, timestamp_ms INTEGER NOT NULL);
+    seq INTEGER PRIMARY KEY, key_hash INTEGER NOT NULL UNIQUE, key TEXT NOT NULL,
+    offset INTEGER NOT NULL, length INTEGER NOT NULL, timestamp_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (
     key_hash INTEGER NOT NULL, embedder TEXT NOT NULL, offset INTEGER NOT NULL,
     dim INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key_hash, embedder)) WITHOUT ROWID;
@@ -108,7 +108,12 @@ CREATE TABLE IF NOT EXISTS embedders (
 /// every FTS5 table written in the transaction flush its pending terms to a new
 /// segment: with the triggers, each put and each vector flushed the memory and code
 /// full-text indexes once per record, and FTS5 spent the batch merging the segments.
-const CORE_VERSION: u32 = 5;
+///
+/// 6: `records` is keyed by `seq`, with a unique index on `key_hash`. Key hashes are
+/// random, so a table keyed by them takes each batch's rows at random places and a
+/// commit rewrote most of its leaf pages; keyed by `seq`, rows are appended, and only
+/// the narrow index (a hash and a rowid per key) takes random inserts.
+const CORE_VERSION: u32 = 6;
 
 /// The schema fingerprint for a set of projections.
 pub fn schema_fingerprint(projections: &[&dyn Projection]) -> String {
