@@ -63,6 +63,7 @@
 pub mod assist;
 #[cfg(feature = "store")]
 pub mod config;
+pub mod cores;
 pub mod embed;
 pub mod format;
 pub mod fts;

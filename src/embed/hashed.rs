@@ -215,9 +215,14 @@ impl Embedder for HashedEmbedder {
         self.dims
     }
 
-    /// Large batches are split across the machine's cores (scoped threads), in order.
+    /// Large batches are split across the machine's cores (scoped threads), in order,
+    /// except inside [`super::on_this_thread`].
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = if super::is_on_this_thread() {
+            1
+        } else {
+            crate::cores::available()
+        };
         if threads < 2 || texts.len() < PARALLEL_BATCH {
             let mut cache = WordCache::new();
             return Ok(texts
@@ -294,6 +299,27 @@ mod tests {
 
     fn cos(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn a_large_batch_gives_the_same_vectors_on_this_thread_as_split_across_cores() {
+        let e = HashedEmbedder::default();
+        let texts: Vec<String> = (0..PARALLEL_BATCH * 3)
+            .map(|i| format!("fn handler_{i}(req: Request) -> Response {{ route({i}) }}"))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        assert!(!super::super::is_on_this_thread());
+        let split = e.embed(&texts).unwrap();
+        let here = super::super::on_this_thread(|| {
+            assert!(super::super::is_on_this_thread());
+            // Nested calls keep the flag, and leaving the inner one restores it.
+            super::super::on_this_thread(|| ());
+            assert!(super::super::is_on_this_thread());
+            e.embed(&texts).unwrap()
+        });
+        assert!(!super::super::is_on_this_thread());
+        assert_eq!(split, here);
+        assert_eq!(here.len(), texts.len());
     }
 
     #[test]

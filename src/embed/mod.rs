@@ -50,6 +50,31 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
+thread_local! {
+    static ON_THIS_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with embedders asked to embed on the calling thread rather than split a
+/// large batch across the cores: for callers that already run one such thread per
+/// core (the indexer prepares files on every core), where more threads would only
+/// compete with them. Embedders that cannot honour it ignore it; the vectors are the
+/// same either way.
+pub fn on_this_thread<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON_THIS_THREAD.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(ON_THIS_THREAD.with(|c| c.replace(true)));
+    f()
+}
+
+/// True inside [`on_this_thread`].
+pub(crate) fn is_on_this_thread() -> bool {
+    ON_THIS_THREAD.with(std::cell::Cell::get)
+}
+
 /// The embedder used when none is configured: [`HashedEmbedder`] with its defaults.
 pub fn default_embedder() -> HashedEmbedder {
     HashedEmbedder::default()

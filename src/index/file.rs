@@ -15,7 +15,7 @@ use super::symbols::{self, Symbol};
 use super::IndexError;
 use crate::embed::{is_zero, Embedder};
 use crate::key::hash64;
-use crate::store::BatchWriter;
+use crate::store::{BatchOp, BatchWriter, WriteBatch};
 
 /// What a file's records were, read under the writer lock just before its new
 /// records are written.
@@ -24,35 +24,31 @@ pub(super) struct Previous<'a> {
     pub symbol_keys: &'a [String],
 }
 
-/// A chunk's record metadata and text.
-type ChunkRecord = (serde_json::Map<String, serde_json::Value>, String);
-
 /// A changed file made ready to write without holding any lock: redacted, parsed,
-/// chunked and embedded.
+/// chunked and embedded, its records already encoded.
+///
+/// The records are built here, on the preparing thread, rather than by the writer:
+/// encoding the metadata is work the one committing thread would otherwise do under
+/// the lock, and a file's metadata as JSON maps is dozens of small allocations per
+/// record that the committing thread then frees. Freed on another thread than the one
+/// that allocated them, glibc's allocator takes the allocating thread's arena lock for
+/// each, and with two threads that was about 2,000 futex waits per 100K lines.
 pub(super) struct Prepared {
     pub path: String,
-    /// Each chunk's key with its metadata and text, or `None` for a chunk left out
-    /// because it held a secret.
-    chunks: Vec<(String, Option<ChunkRecord>)>,
-    symbols: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
-    vectors: Vec<(String, Vec<f32>)>,
-    embedder: String,
+    /// One op per chunk, in order: its put, or a delete for a chunk left out because
+    /// it held a secret.
+    chunks: WriteBatch,
+    /// One put per symbol.
+    symbols: WriteBatch,
+    /// The chunks' vectors; they follow their puts, which make older vectors stale.
+    vectors: WriteBatch,
     pub written: Written,
 }
 
 impl Prepared {
     /// Bytes this file will add to a batch, roughly: for bounding batches.
     pub fn weight(&self) -> usize {
-        self.chunks
-            .iter()
-            .map(|(k, c)| k.len() + c.as_ref().map_or(0, |(_, t)| t.len() + 200))
-            .sum::<usize>()
-            + self.symbols.len() * 300
-            + self
-                .vectors
-                .iter()
-                .map(|(_, v)| v.len() * 4 + 64)
-                .sum::<usize>()
+        self.chunks.payload_bytes() + self.symbols.payload_bytes() + self.vectors.payload_bytes()
     }
 }
 
@@ -117,21 +113,22 @@ pub(super) fn prepare(
     let (parsed, chunks) = symbols::symbols_and_chunks(lang, &red.text);
     let mut out = Prepared {
         path: path.to_string(),
-        chunks: Vec::with_capacity(chunks.len()),
-        symbols: Vec::with_capacity(parsed.symbols.len()),
-        vectors: Vec::new(),
-        embedder: cx.embedder.name().to_string(),
+        chunks: WriteBatch::new(),
+        symbols: WriteBatch::new(),
+        vectors: WriteBatch::new(),
         written: Written {
             imports: parsed.imports,
             ..Written::default()
         },
     };
 
+    // Only redacted text is embedded.
+    let mut to_embed: Vec<(String, &str)> = Vec::with_capacity(chunks.len());
     for (i, c) in chunks.iter().enumerate() {
         let key = format!("chunk:{path}:{i}");
         if cx.secret_action == SecretAction::Exclude && red.touches(c.start_line, c.end_line) {
             out.written.chunks_excluded += 1;
-            out.chunks.push((key, None));
+            out.chunks.delete(&key)?;
             continue;
         }
         let mut meta = Map::new();
@@ -144,7 +141,8 @@ pub(super) fn prepare(
         if let Some(s) = &c.symbol {
             meta.insert("symbol".into(), json!(s));
         }
-        out.chunks.push((key, Some((meta, c.text.clone()))));
+        out.chunks.put(&key, meta, c.text.as_bytes())?;
+        to_embed.push((key, c.text.as_str()));
         out.written.chunks += 1;
     }
 
@@ -170,25 +168,18 @@ pub(super) fn prepare(
         meta.insert("calls".into(), json!(s.calls));
         meta.insert("complexity".into(), json!(s.complexity));
         meta.insert("body_hash".into(), json!(body_hash(&lines, s)));
-        out.symbols.push((key, meta));
+        out.symbols.put(&key, meta, Vec::new())?;
         out.written.symbols += 1;
     }
 
-    // Only redacted text is embedded.
-    let to_embed: Vec<(&String, &str)> = out
-        .chunks
-        .iter()
-        .filter_map(|(k, c)| c.as_ref().map(|(_, t)| (k, t.as_str())))
-        .collect();
     let texts: Vec<&str> = to_embed.iter().map(|(_, t)| *t).collect();
     let vectors = cx.embedder.embed(&texts)?;
-    let mut embedded = Vec::new();
+    let embedder = cx.embedder.name();
     for ((key, _), v) in to_embed.iter().zip(vectors) {
         if !is_zero(&v) {
-            embedded.push(((*key).clone(), v));
+            out.vectors.put_vector(key, embedder, &v)?;
         }
     }
-    out.vectors = embedded;
     Ok(out)
 }
 
@@ -208,15 +199,17 @@ pub(super) fn same_records(
     {
         return Ok(false);
     }
-    let holds = |stored: &serde_json::Map<String, serde_json::Value>,
-                 meta: &serde_json::Map<String, serde_json::Value>| {
-        meta.iter().all(|(k, v)| stored.get(k) == Some(v))
+    // A rare path (same text, another embedder), so the encoded metadata is decoded
+    // again here rather than kept beside it.
+    let holds = |stored: &serde_json::Map<String, serde_json::Value>, meta: &[u8]| {
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(meta)
+            .is_ok_and(|meta| meta.iter().all(|(k, v)| stored.get(k) == Some(v)))
     };
-    for (key, chunk) in &file.chunks {
-        let stored = writer.get(key)?;
-        let same = match (chunk, &stored) {
-            (Some((meta, text)), Some(r)) => r.body == text.as_bytes() && holds(&r.meta, meta),
-            (None, None) => true,
+    for op in file.chunks.ops() {
+        let stored = writer.get(op.key())?;
+        let same = match (op, &stored) {
+            (BatchOp::Put { meta, body, .. }, Some(r)) => r.body == *body && holds(&r.meta, meta),
+            (BatchOp::Delete { .. }, None) => true,
             _ => false,
         };
         if !same {
@@ -224,8 +217,11 @@ pub(super) fn same_records(
         }
     }
     let old: HashSet<&str> = previous.symbol_keys.iter().map(String::as_str).collect();
-    for (key, meta) in &file.symbols {
-        if !old.contains(key.as_str()) {
+    for op in file.symbols.ops() {
+        let BatchOp::Put { key, meta, .. } = op else {
+            return Ok(false);
+        };
+        if !old.contains(key) {
             return Ok(false);
         }
         match writer.get(key)? {
@@ -242,9 +238,7 @@ pub(super) fn write_vectors(
     writer: &mut BatchWriter<'_>,
     file: &Prepared,
 ) -> Result<(), IndexError> {
-    for (key, v) in &file.vectors {
-        writer.put_vector(key, &file.embedder, v)?;
-    }
+    writer.extend(&file.vectors)?;
     Ok(())
 }
 
@@ -256,27 +250,17 @@ pub(super) fn write(
     file: &Prepared,
     previous: Previous<'_>,
 ) -> Result<(), IndexError> {
-    for (key, chunk) in &file.chunks {
-        match chunk {
-            Some((meta, text)) => writer.put(key, meta.clone(), text.as_bytes())?,
-            None => writer.delete(key)?,
-        }
-    }
+    writer.extend(&file.chunks)?;
     for i in file.chunks.len() as u64..previous.chunks {
         writer.delete(&format!("chunk:{}:{i}", file.path))?;
     }
-    let mut keys = HashSet::new();
-    for (key, meta) in &file.symbols {
-        keys.insert(key.as_str());
-        writer.put(key, meta.clone(), Vec::new())?;
-    }
+    writer.extend(&file.symbols)?;
+    let keys: HashSet<&str> = file.symbols.put_keys().collect();
     for old in previous.symbol_keys {
         if !keys.contains(old.as_str()) {
             writer.delete(old)?;
         }
     }
-    for (key, v) in &file.vectors {
-        writer.put_vector(key, &file.embedder, v)?;
-    }
+    writer.extend(&file.vectors)?;
     Ok(())
 }

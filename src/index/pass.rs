@@ -18,7 +18,7 @@ use rusqlite::OptionalExtension;
 use serde_json::{json, Map};
 
 use super::file::{self, Prepared, Previous};
-use super::prepare::{prepare_in_parallel, Outcome, Pending, PrepareJob, Prepared1};
+use super::prepare::{prepare_in_parallel, Outcome, Pending, PrepareJob, Step};
 use super::{walk, IndexError, IndexOptions, IndexReport, FILE_TYPE};
 use crate::store::{BatchWriter, Store};
 
@@ -121,12 +121,29 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     let mut budget = BatchBudget {
         nanos_per_byte: None,
     };
+    let threads = match opts.threads {
+        0 => crate::cores::available(),
+        n => n,
+    };
     let job = PrepareJob {
         hint: &hint,
         embedder_name: &embedder_name,
         opts,
+        embed_here: threads == 1 || todo.len() >= 2,
     };
-    let mut accept = |index: usize, prepared: Prepared1| -> Result<(), IndexError> {
+    let mut accept = |step: Step| -> Result<(), IndexError> {
+        let (index, prepared) = match step {
+            Step::File(index, prepared) => (index, prepared),
+            // Every file is taken and the next is still being prepared: commit what
+            // is gathered now rather than leave it all to after the last file.
+            Step::Idle => {
+                let held = commit_files(store, &mut batch, &embedder_name, &mut report)?;
+                budget.observe(batch_bytes, held);
+                batch_bytes = 0;
+                batch_started = Instant::now();
+                return Ok(());
+            }
+        };
         if let Some(progress) = &opts.progress {
             progress(index as u64 + 1, total);
         }
@@ -157,13 +174,9 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         }
         Ok(())
     };
-    let threads = match opts.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
     if threads <= 1 || todo.len() < 2 {
         for (i, f) in &todo {
-            accept(*i, job.run(f)?)?;
+            accept(Step::File(*i, job.run(f)?))?;
         }
     } else {
         prepare_in_parallel(&job, &todo, threads, &mut accept)?;

@@ -43,6 +43,18 @@ pub(super) struct PrepareJob<'a> {
     pub hint: &'a HashMap<String, Known>,
     pub embedder_name: &'a str,
     pub opts: &'a IndexOptions,
+    /// Embed each file on the thread that prepares it: the pass already runs one
+    /// preparing thread per core it was given (or was asked for one thread).
+    pub embed_here: bool,
+}
+
+/// What the committing writer is handed, in file order.
+pub(super) enum Step {
+    /// The file at this index of the walk, prepared.
+    File(usize, Prepared1),
+    /// Every file is taken and the next in order is still being prepared elsewhere:
+    /// this thread would otherwise wait, so it may commit what it has gathered.
+    Idle,
 }
 
 impl PrepareJob<'_> {
@@ -76,7 +88,12 @@ impl PrepareJob<'_> {
                 embedder: self.opts.embedder.as_ref(),
                 redactions: &mut redactions,
             };
-            Some(file::prepare(&f.rel, lang, text, &mut cx)?)
+            let mut prepare = || file::prepare(&f.rel, lang, text, &mut cx);
+            Some(if self.embed_here {
+                crate::embed::on_this_thread(prepare)?
+            } else {
+                prepare()?
+            })
         };
         Ok(Prepared1 {
             outcome: Outcome::Ready(Box::new(Pending {
@@ -100,20 +117,23 @@ const PREPARED_AHEAD: usize = 64;
 /// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
 ///
 /// This thread is one of the `threads`: it runs `accept` (the committing writer)
-/// whenever the next file in order is ready, and prepares a file itself only when
-/// nothing at all is ready, so `threads` threads keep `threads` cores busy without
-/// the writer falling behind. With a writer beside `threads` preparers, the writer
-/// got only its share of the cores while it had batches to apply (the tracker's
-/// B-trees and full-text tables, over 40% of a one-thread index) and was left with a
-/// backlog to commit alone once the preparers were done. Helpers take the next file
-/// from a shared counter, so at most a few results wait out of order. When `accept`
-/// or a preparation fails, nobody takes another file and the first error in file
-/// order is returned.
+/// whenever the next file in order is ready, and otherwise prepares the next file
+/// nobody has taken, so `threads` threads keep `threads` cores busy without the
+/// writer falling behind. With a writer beside `threads` preparers, the writer got
+/// only its share of the cores while it had batches to apply (the tracker's B-trees
+/// and full-text tables, over 40% of a one-thread index) and was left with a backlog
+/// to commit alone once the preparers were done. It used to wait, too, when the next
+/// file in order was in a helper's hands and later ones were ready: about 50 ms of a
+/// 0.45 s two-thread index of 100K lines spent idle. Once every file is taken it
+/// hands `accept` a [`Step::Idle`] before it waits, so the last batch is committed
+/// while the helpers finish. Helpers take the next file from a shared counter, so at
+/// most a few results wait out of order. When `accept` or a preparation fails,
+/// nobody takes another file and the first error in file order is returned.
 pub(super) fn prepare_in_parallel(
     job: &PrepareJob<'_>,
     todo: &[(usize, &walk::WalkedFile)],
     threads: usize,
-    accept: &mut dyn FnMut(usize, Prepared1) -> Result<(), IndexError>,
+    accept: &mut dyn FnMut(Step) -> Result<(), IndexError>,
 ) -> Result<(), IndexError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, TryRecvError};
@@ -152,21 +172,16 @@ pub(super) fn prepare_in_parallel(
                     }
                 }
                 if let Some(r) = waiting.remove(&want) {
-                    accept(todo[want].0, r?)?;
+                    accept(Step::File(todo[want].0, r?))?;
                     want += 1;
                     continue;
                 }
-                // Nothing to commit yet. When nothing else is ready either, the
-                // helpers are not keeping ahead: prepare the next file here. When
-                // later files are ready, a helper is on the next one and this thread
-                // has a backlog to commit: preparing here would only delay it, so
-                // wait for that file (or when every file is taken, for any). With
-                // no helper left, this thread prepares everything that remains.
-                let n = if waiting.is_empty() || helpers_done {
-                    next.fetch_add(1, Ordering::Relaxed)
-                } else {
-                    usize::MAX
-                };
+                // Nothing to commit yet: prepare the next file nobody has taken.
+                // Waiting for the helper that has the next one in hand would leave
+                // this core idle; the file in hand here delays the commit by no
+                // more than a file's preparation, and the helpers keep working
+                // meanwhile (up to `PREPARED_AHEAD` results).
+                let n = next.fetch_add(1, Ordering::Relaxed);
                 if let Some((_, f)) = todo.get(n) {
                     waiting.insert(n, job.run(f));
                 } else if helpers_done {
@@ -175,6 +190,7 @@ pub(super) fn prepare_in_parallel(
                     // re-raises). Nothing more will come.
                     break;
                 } else {
+                    accept(Step::Idle)?;
                     match rx.recv() {
                         Ok((n, r)) => {
                             waiting.insert(n, r);

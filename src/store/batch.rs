@@ -31,6 +31,60 @@ pub(crate) enum Op {
     },
 }
 
+/// One change of a [`WriteBatch`], read back ([`WriteBatch::ops`]); `meta` is the
+/// encoded JSON metadata, with the `"key"` the store adds.
+///
+/// ```
+/// use engram::store::{BatchOp, WriteBatch};
+/// let mut batch = WriteBatch::new();
+/// batch.put("note:db", serde_json::Map::new(), "use WAL").unwrap();
+/// batch.delete("note:old").unwrap();
+/// let ops: Vec<BatchOp<'_>> = batch.ops().collect();
+/// assert!(matches!(ops[0], BatchOp::Put { key: "note:db", body: b"use WAL", .. }));
+/// assert_eq!(ops[1], BatchOp::Delete { key: "note:old" });
+/// // Keys, the encoded metadata ({"key":"note:db"}) and the body.
+/// assert_eq!(batch.payload_bytes(), 7 + 17 + 7 + 8);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// A value for `key`.
+    Put {
+        key: &'a str,
+        meta: &'a [u8],
+        body: &'a [u8],
+    },
+    /// `key` and its vectors deleted.
+    Delete { key: &'a str },
+    /// An embedding of `key`'s value; `body` is the vector as little-endian `f32`s.
+    Vector {
+        key: &'a str,
+        meta: &'a [u8],
+        body: &'a [u8],
+    },
+    /// An event.
+    Event { meta: &'a [u8], body: &'a [u8] },
+}
+
+impl BatchOp<'_> {
+    /// The key the change is to; empty for an event.
+    pub fn key(&self) -> &str {
+        match self {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key } | BatchOp::Vector { key, .. } => key,
+            BatchOp::Event { .. } => "",
+        }
+    }
+
+    fn payload_bytes(&self) -> usize {
+        match self {
+            BatchOp::Put { key, meta, body } | BatchOp::Vector { key, meta, body } => {
+                key.len() + meta.len() + body.len()
+            }
+            BatchOp::Delete { key } => key.len(),
+            BatchOp::Event { meta, body } => meta.len() + body.len(),
+        }
+    }
+}
+
 /// A set of changes committed atomically by [`Store::commit`](super::Store::commit).
 ///
 /// ```
@@ -100,6 +154,24 @@ impl WriteBatch {
             flags,
         });
         Ok(self)
+    }
+
+    /// Bytes of keys, metadata and bodies the batch holds: about what it will append
+    /// to the log, less the records' fixed headers.
+    pub fn payload_bytes(&self) -> usize {
+        self.ops().map(|op| op.payload_bytes()).sum()
+    }
+
+    /// The changes, in order, as they will be written (metadata encoded).
+    pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.ops.iter().map(|op| match op {
+            Op::Put {
+                key, meta, body, ..
+            } => BatchOp::Put { key, meta, body },
+            Op::Delete { key } => BatchOp::Delete { key },
+            Op::Vector { key, meta, body } => BatchOp::Vector { key, meta, body },
+            Op::Event { meta, body } => BatchOp::Event { meta, body },
+        })
     }
 
     /// The keys this batch puts a value under, in order.

@@ -39,7 +39,7 @@ use serde_json::{Map, Value};
 
 /// Records as the store hands them out; layers above name them here, not in `format`.
 pub use crate::format::{RecordKind, RecordView};
-pub use batch::WriteBatch;
+pub use batch::{BatchOp, WriteBatch};
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};

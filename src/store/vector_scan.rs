@@ -332,7 +332,7 @@ const ROWS_PER_SCAN_THREAD: usize = 65_536;
 /// How many threads scan `rows` rows: one per core, at most 8, each with at least
 /// [`ROWS_PER_SCAN_THREAD`] rows.
 fn scan_threads(rows: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::cores::available();
     cores.min(8).min(rows / ROWS_PER_SCAN_THREAD).max(1)
 }
 
