@@ -7,23 +7,18 @@
 
 use std::borrow::Cow;
 
-use crate::text::{is_one_word, split_identifier};
+use crate::text::{is_one_word, push_ascii_parts, split_identifier};
 
 /// The text as indexed: the original, then the sub-words of every compound
 /// identifier, so `parseHttpRequest` is found by `parse http request` and by itself.
 /// Borrowed when there is nothing to add, which is most prose.
 pub fn index_text(text: &str) -> Cow<'_, str> {
     let mut extra = String::new();
-    let mut add = |word: &str| {
-        let parts = split_identifier(word);
-        if parts.len() > 1 {
-            for p in parts {
-                extra.push(' ');
-                extra.push_str(&p);
-            }
-        }
-    };
     if text.is_ascii() {
+        let mut ranges = Vec::new();
+        let mut add = |word: &str| {
+            push_ascii_parts(word.as_bytes(), &mut ranges, &mut extra);
+        };
         // The same words as the general split below (an ASCII byte is its own char),
         // in one pass over the bytes that only stops at a word needing a split: this
         // ran on every memory while the tracker's writer waited.
@@ -46,6 +41,15 @@ pub fn index_text(text: &str) -> Cow<'_, str> {
             (start, plain) = (i + 1, true);
         }
     } else {
+        let mut add = |word: &str| {
+            let parts = split_identifier(word);
+            if parts.len() > 1 {
+                for p in parts {
+                    extra.push(' ');
+                    extra.push_str(&p);
+                }
+            }
+        };
         for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
             if !is_one_word(word) {
                 add(word);
