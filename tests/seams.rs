@@ -94,7 +94,8 @@ fn a_key_hash_collision_is_refused_and_leaves_nothing() {
     let h = engram::key::hash64("file:b") as i64;
     let db = rusqlite::Connection::open(dir.path().join("tracker.db")).unwrap();
     db.execute(
-        "INSERT INTO records (key_hash, key, offset, length, seq, timestamp_ms) SELECT ?1, 'file:other', offset, length, seq, timestamp_ms FROM records WHERE key = 'file:a'",
+        // `seq` keys the table: the made-up row takes one no record will have.
+        "INSERT INTO records (key_hash, key, offset, length, seq, timestamp_ms) SELECT ?1, 'file:other', offset, length, 1 << 40, timestamp_ms FROM records WHERE key = 'file:a'",
         [h],
     )
     .unwrap();
