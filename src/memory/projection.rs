@@ -170,10 +170,9 @@ impl Projection for MemoryProjection {
 /// the end of each label's range and of the `seq` index instead of splitting pages at
 /// random places in both.
 fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>) -> Result<()> {
-    let mut insert =
-        db.prepare_cached("INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?1, ?2)")?;
+    let mut labels: Vec<String> = Vec::with_capacity(8);
     let kind = meta.get("kind").and_then(Value::as_str).unwrap_or("memory");
-    insert.execute(params![format!("kind:{kind}"), seq])?;
+    labels.push(format!("kind:{kind}"));
     // Typed entries are looked up by a field: a note by its name, an error by the
     // signature its recurrences share.
     let lookup = match kind {
@@ -187,7 +186,7 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
             .and_then(|m| m.get(field))
             .and_then(Value::as_str);
         if let Some(value) = value {
-            insert.execute(params![format!("{prefix}:{value}"), seq])?;
+            labels.push(format!("{prefix}:{value}"));
         }
     }
     for (field, prefix) in [
@@ -196,7 +195,7 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
         ("provenance", "provenance"),
     ] {
         if let Some(v) = meta.get(field).and_then(Value::as_str) {
-            insert.execute(params![format!("{prefix}:{v}"), seq])?;
+            labels.push(format!("{prefix}:{v}"));
         }
     }
     for (field, prefix) in [
@@ -211,11 +210,39 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
             .flatten()
         {
             if let Some(v) = v.as_str() {
-                insert.execute(params![format!("{prefix}:{v}"), seq])?;
+                labels.push(format!("{prefix}:{v}"));
             }
         }
     }
+    // One statement for a memory's labels (up to LABELS_AT_ONCE at a time): each
+    // statement run costs more than the row it inserts.
+    for group in labels.chunks(LABELS_AT_ONCE) {
+        let mut insert = db.prepare_cached(labels_insert(group.len()))?;
+        for (i, label) in group.iter().enumerate() {
+            insert.raw_bind_parameter(2 * i + 1, label)?;
+            insert.raw_bind_parameter(2 * i + 2, seq)?;
+        }
+        insert.raw_execute()?;
+    }
     Ok(())
+}
+
+/// Labels one insert statement takes at most.
+const LABELS_AT_ONCE: usize = 8;
+
+/// The insert of `n` labels (1 to [`LABELS_AT_ONCE`]).
+fn labels_insert(n: usize) -> &'static str {
+    const SQL: [&str; LABELS_AT_ONCE] = [
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?),(?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?),(?,?),(?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?),(?,?),(?,?),(?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?),(?,?),(?,?),(?,?),(?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?),(?,?),(?,?),(?,?),(?,?),(?,?)",
+        "INSERT OR IGNORE INTO memory_labels (label, seq) VALUES (?,?),(?,?),(?,?),(?,?),(?,?),(?,?),(?,?),(?,?)",
+    ];
+    SQL[n.clamp(1, LABELS_AT_ONCE) - 1]
 }
 
 /// Relationships an entry states: its session includes it; it mentions, affects or
