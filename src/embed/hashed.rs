@@ -294,6 +294,9 @@ fn feature_hash(tag: u8, bytes: &[u8]) -> u64 {
 }
 
 #[cfg(test)]
+mod pin;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
