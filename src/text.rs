@@ -40,6 +40,42 @@ pub fn split_identifier(word: &str) -> Vec<String> {
     parts
 }
 
+/// [`split_identifier`] of an ASCII word without allocating: the byte ranges of its
+/// parts, in order, which lower-cased are the words `split_identifier` returns. For
+/// the embedder, which reads every identifier of every chunk; a non-ASCII word must
+/// go through `split_identifier` (its case rules are Unicode's, not bytes').
+pub fn split_ascii_identifier(word: &str, parts: &mut Vec<std::ops::Range<usize>>) {
+    parts.clear();
+    debug_assert!(word.is_ascii(), "split_ascii_identifier({word:?})");
+    let b = word.as_bytes();
+    let mut piece = 0;
+    while piece <= b.len() {
+        // A piece is a run of letters and digits, as `split_identifier`'s pieces are.
+        let end = piece
+            + b[piece..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .count();
+        let mut start = piece;
+        for i in piece + 1..end {
+            let (prev, cur) = (b[i - 1], b[i]);
+            let next_lower = i + 1 < end && b[i + 1].is_ascii_lowercase();
+            // The same three boundaries as `split_identifier`.
+            let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+                || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower)
+                || (prev.is_ascii_digit() && cur.is_ascii_uppercase());
+            if boundary {
+                parts.push(start..i);
+                start = i;
+            }
+        }
+        if start < end {
+            parts.push(start..end);
+        }
+        piece = end + 1;
+    }
+}
+
 /// Whether [`split_identifier`] would return `word` itself: ASCII lower-case letters
 /// and digits only, so there is no separator and no case change to split at. Most
 /// words of prose and code are, and this answers without allocating.
@@ -50,7 +86,7 @@ pub fn is_one_word(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_one_word, split_identifier};
+    use super::{is_one_word, split_ascii_identifier, split_identifier};
 
     #[test]
     fn one_words_split_to_themselves() {
@@ -74,5 +110,42 @@ mod tests {
             ["parse", "http", "request"]
         );
         assert_eq!(split_identifier("sha_256"), ["sha", "256"]);
+    }
+
+    /// Every ASCII word of up to six characters over letters of both cases, a digit
+    /// and two separators splits into the same parts both ways.
+    #[test]
+    fn the_ascii_split_agrees_with_split_identifier() {
+        const ALPHABET: &[u8] = b"aB1_-";
+        let mut parts = Vec::new();
+        let mut word = Vec::new();
+        let mut checked = 0;
+        for len in 0..=6u32 {
+            for mut n in 0..ALPHABET.len().pow(len) {
+                word.clear();
+                for _ in 0..len {
+                    word.push(ALPHABET[n % ALPHABET.len()]);
+                    n /= ALPHABET.len();
+                }
+                let w = std::str::from_utf8(&word).expect("ascii");
+                split_ascii_identifier(w, &mut parts);
+                let ours: Vec<String> = parts.iter().map(|r| w[r.clone()].to_lowercase()).collect();
+                assert_eq!(ours, split_identifier(w), "{w:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, (0..=6).map(|l| 5usize.pow(l)).sum::<usize>());
+        for w in [
+            "parseHTTPRequest2",
+            "XMLHttpRequest",
+            "__init__",
+            "getHTTP2Server",
+            "IOError",
+            "ABCDef",
+        ] {
+            split_ascii_identifier(w, &mut parts);
+            let ours: Vec<String> = parts.iter().map(|r| w[r.clone()].to_lowercase()).collect();
+            assert_eq!(ours, split_identifier(w), "{w:?}");
+        }
     }
 }

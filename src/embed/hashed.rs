@@ -16,7 +16,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::lexicon::{concept, is_stop_word, stem};
 use super::{EmbedError, Embedder};
-use crate::text::{is_one_word, split_identifier};
+#[cfg(doc)]
+use crate::text::is_one_word;
+use crate::text::{split_ascii_identifier, split_identifier};
 
 /// Weight of a word's stem, the feature that says most.
 const STEM_WEIGHT: f32 = 1.0;
@@ -64,42 +66,63 @@ impl HashedEmbedder {
     fn embed_with(&self, text: &str, cache: &mut WordCache) -> Vec<f32> {
         // Keyed by the feature hash itself (already well mixed), so the map neither
         // hashes again nor seeds randomly: the same text sums its features in the same
-        // order every run (a randomly seeded map changed the vector's last bits).
+        // order every run (a randomly seeded map changed the vector's last bits). Its
+        // capacity and the order keys first arrive in decide that order, which is part
+        // of `hash-v2`: both must stay as they are.
         let mut features: Features =
             HashMap::with_capacity_and_hasher(text.len(), Default::default());
-        let mut padded: Vec<u8> = Vec::with_capacity(80);
-        for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if raw.is_empty() || raw.len() > 64 {
-                continue;
+        for_each_word(text, |raw, kind| {
+            if raw.len() > 64 {
+                return;
             }
-            // Most words are one lower-case ASCII word: no split, no allocation.
-            if is_one_word(raw) {
-                cache.add_word(raw, &mut features, &mut padded);
-                continue;
+            match kind {
+                // Most words are one lower-case ASCII word: no split, no allocation.
+                WordKind::OneWord => cache.add_word(raw, &mut features),
+                WordKind::Ascii => {
+                    let mut parts = std::mem::take(&mut cache.parts);
+                    split_ascii_identifier(raw, &mut parts);
+                    let mut lower = std::mem::take(&mut cache.lower);
+                    lower.clear();
+                    lower.push_str(raw);
+                    lower.make_ascii_lowercase();
+                    if parts.len() > 1 {
+                        add(&mut features, b'i', lower.as_bytes(), IDENT_WEIGHT);
+                    }
+                    for part in &parts {
+                        cache.add_word(&lower[part.clone()], &mut features);
+                    }
+                    cache.parts = parts;
+                    cache.lower = lower;
+                }
+                WordKind::Other => {
+                    let parts = split_identifier(raw);
+                    if parts.len() > 1 {
+                        add(
+                            &mut features,
+                            b'i',
+                            raw.to_lowercase().as_bytes(),
+                            IDENT_WEIGHT,
+                        );
+                    }
+                    for part in &parts {
+                        cache.add_word(part, &mut features);
+                    }
+                }
             }
-            let parts = split_identifier(raw);
-            if parts.len() > 1 {
-                add(
-                    &mut features,
-                    b'i',
-                    raw.to_lowercase().as_bytes(),
-                    IDENT_WEIGHT,
-                );
-            }
-            for part in &parts {
-                cache.add_word(part, &mut features, &mut padded);
-            }
-        }
+        });
         let mut v = vec![0.0f32; self.dims];
         // The remainder by a power of two is a mask; a 64-bit division per feature
-        // was a visible part of embedding a text.
-        let mask = (self.dims as u64)
-            .is_power_of_two()
-            .then(|| self.dims as u64 - 1);
-        for (h, w) in features {
+        // was a visible part of embedding a text (a `map_or` computed it even when
+        // the mask was there, its argument being evaluated eagerly).
+        let dims = self.dims as u64;
+        let mask = dims.is_power_of_two().then(|| dims - 1);
+        for (&h, &w) in &features {
             // Sublinear in repetition: a word said ten times is not ten times the topic.
             let value = w.sqrt();
-            let slot = mask.map_or(h % self.dims as u64, |m| h & m) as usize;
+            let slot = match mask {
+                Some(m) => h & m,
+                None => h % dims,
+            } as usize;
             if h >> 63 == 0 {
                 v[slot] += value;
             } else {
@@ -113,6 +136,61 @@ impl HashedEmbedder {
             }
         }
         v
+    }
+}
+
+/// What [`for_each_word`] saw of a word's bytes, so it need not be read again.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WordKind {
+    /// ASCII lower-case letters and digits: its own one part ([`is_one_word`]).
+    OneWord,
+    /// Other ASCII: split with [`split_ascii_identifier`].
+    Ascii,
+    /// Not ASCII: split with [`split_identifier`].
+    Other,
+}
+
+/// Calls `f` with each word of `text` in order: the non-empty pieces of
+/// `text.split(|c: char| !(c.is_alphanumeric() || c == '_'))`, reading ASCII a byte
+/// at a time and decoding only non-ASCII characters.
+fn for_each_word(text: &str, mut f: impl FnMut(&str, WordKind)) {
+    let bytes = text.as_bytes();
+    let (mut i, mut start) = (0, 0);
+    let (mut one_word, mut ascii) = (true, true);
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (in_word, len) = if b.is_ascii() {
+            (b.is_ascii_alphanumeric() || b == b'_', 1)
+        } else {
+            // `i` is on a character boundary: every step is one whole character.
+            let c = text[i..]
+                .chars()
+                .next()
+                .unwrap_or(char::REPLACEMENT_CHARACTER);
+            (c.is_alphanumeric(), c.len_utf8())
+        };
+        if in_word {
+            ascii &= b.is_ascii();
+            one_word &= b.is_ascii_lowercase() || b.is_ascii_digit();
+        } else {
+            if i > start {
+                f(&text[start..i], kind(one_word, ascii));
+            }
+            start = i + len;
+            (one_word, ascii) = (true, true);
+        }
+        i += len;
+    }
+    if start < bytes.len() {
+        f(&text[start..], kind(one_word, ascii));
+    }
+}
+
+fn kind(one_word: bool, ascii: bool) -> WordKind {
+    match (one_word, ascii) {
+        (true, _) => WordKind::OneWord,
+        (false, true) => WordKind::Ascii,
+        (false, false) => WordKind::Other,
     }
 }
 
@@ -158,6 +236,11 @@ struct WordCache {
     index: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
     features: Vec<(u64, f32)>,
     capacity: usize,
+    /// Scratch space reused from word to word: trigram padding, a lower-cased
+    /// identifier, the ranges of its parts.
+    padded: Vec<u8>,
+    lower: String,
+    parts: Vec<std::ops::Range<usize>>,
 }
 
 /// How many words a batch's cache keeps (a few MiB at most).
@@ -169,6 +252,9 @@ impl WordCache {
             index: HashMap::default(),
             features: Vec::new(),
             capacity: WORD_CACHE_WORDS,
+            padded: Vec::with_capacity(80),
+            lower: String::new(),
+            parts: Vec::new(),
         }
     }
 
@@ -181,7 +267,7 @@ impl WordCache {
     }
 
     /// Add the features of the word `part` to `features`.
-    fn add_word(&mut self, part: &str, features: &mut Features, padded: &mut Vec<u8>) {
+    fn add_word(&mut self, part: &str, features: &mut Features) {
         let sum = |features: &mut Features, h: u64, w: f32| {
             *features.entry(h).or_insert(0.0) += w;
         };
@@ -192,11 +278,11 @@ impl WordCache {
             return;
         }
         if self.index.len() >= self.capacity {
-            word_features(part, padded, |h, w| sum(features, h, w));
+            word_features(part, &mut self.padded, |h, w| sum(features, h, w));
             return;
         }
         let start = self.features.len();
-        word_features(part, padded, |h, w| self.features.push((h, w)));
+        word_features(part, &mut self.padded, |h, w| self.features.push((h, w)));
         for &(h, w) in &self.features[start..] {
             sum(features, h, w);
         }
