@@ -1,0 +1,264 @@
+//! The order `hash-v2` sums a text's features in, without the map that defined it.
+//!
+//! `hash-v2` summed each text's features into its vector in the iteration order of a
+//! `std::collections::HashMap<u64, f32>` keyed by the feature hash itself (a
+//! pass-through hasher), made `with_capacity(text.len())`, keys inserted in the order
+//! they first occur, never removed. Float addition is not associative, so that order
+//! shows in the last bits of every slot that three or more features share, and it is
+//! part of the vectors stored on disk. std's map is hashbrown (SwissTable): it iterates
+//! buckets in index order, and a key's bucket depends only on the table's size, the
+//! key, and which buckets earlier keys took. [`Placement`] replays exactly that
+//! (probe sequence, group width, small tables, growth) on a bit per bucket, so the
+//! embedder can keep its sums elsewhere; the tests check it against std's map itself.
+
+/// Bytes of control data hashbrown compares at once, as std builds it for this target:
+/// SSE2 and LSX groups of 16, NEON groups of 8, otherwise one machine word.
+#[cfg(any(
+    all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ),
+    all(target_arch = "loongarch64", target_feature = "lsx")
+))]
+const GROUP_WIDTH: usize = 16;
+#[cfg(not(any(
+    all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ),
+    all(target_arch = "loongarch64", target_feature = "lsx")
+)))]
+const GROUP_WIDTH: usize = if cfg!(target_pointer_width = "64") {
+    8
+} else {
+    4
+};
+
+/// The buckets of a table asked to hold `cap` items (hashbrown's
+/// `capacity_to_buckets` for 16-byte entries): at least 4, then the next power of two
+/// that keeps the load at 7/8 or below.
+fn capacity_to_buckets(cap: usize) -> usize {
+    if cap < 4 {
+        4
+    } else if cap < 8 {
+        8
+    } else {
+        (cap.saturating_mul(8) / 7).next_power_of_two()
+    }
+}
+
+/// How many items `buckets` buckets hold before growing (`bucket_mask_to_capacity`).
+fn bucket_capacity(buckets: usize) -> usize {
+    let mask = buckets.saturating_sub(1);
+    if mask < 8 {
+        mask
+    } else {
+        buckets / 8 * 7
+    }
+}
+
+/// The buckets a replayed map's items sit in; see the module documentation. An item
+/// is a `u32` the caller chooses (its feature's index); its key is `keys[item]`.
+#[derive(Default)]
+pub(super) struct Placement {
+    /// Buckets of the table (0 before the first insert of a map made for nothing).
+    buckets: usize,
+    /// One bit per bucket: taken.
+    full: Vec<u64>,
+    /// The item in each taken bucket.
+    item_at: Vec<u32>,
+    items: usize,
+    /// Inserts left before the table grows.
+    growth_left: usize,
+    /// Scratch for growing: the items in bucket order.
+    moving: Vec<u32>,
+}
+
+impl Placement {
+    /// Start a new map, as `HashMap::with_capacity(capacity)` would.
+    pub(super) fn reset(&mut self, capacity: usize) {
+        let buckets = if capacity == 0 {
+            0
+        } else {
+            capacity_to_buckets(capacity)
+        };
+        self.make_table(buckets);
+        self.items = 0;
+    }
+
+    fn make_table(&mut self, buckets: usize) {
+        self.buckets = buckets;
+        self.full.clear();
+        self.full.resize(buckets.div_ceil(64), 0);
+        if self.item_at.len() < buckets {
+            self.item_at.resize(buckets, 0);
+        }
+        self.growth_left = bucket_capacity(buckets);
+    }
+
+    /// Insert `item`, a key not inserted since [`Placement::reset`].
+    pub(super) fn insert(&mut self, item: u32, keys: &[u64]) {
+        if self.growth_left == 0 {
+            self.grow(keys);
+        }
+        let at = self.insert_index(keys[item as usize]);
+        self.full[at / 64] |= 1 << (at % 64);
+        self.item_at[at] = item;
+        self.items += 1;
+        self.growth_left -= 1;
+    }
+
+    /// hashbrown's `reserve_rehash` with no removed items: a new table for one more
+    /// item (at least one bucket-capacity more), refilled in bucket order.
+    fn grow(&mut self, keys: &[u64]) {
+        let mut moving = std::mem::take(&mut self.moving);
+        moving.clear();
+        self.for_each(|item| moving.push(item));
+        let capacity = (self.items + 1).max(bucket_capacity(self.buckets) + 1);
+        self.make_table(capacity_to_buckets(capacity));
+        for &item in &moving {
+            let at = self.insert_index(keys[item as usize]);
+            self.full[at / 64] |= 1 << (at % 64);
+            self.item_at[at] = item;
+        }
+        self.growth_left -= moving.len();
+        self.moving = moving;
+    }
+
+    fn is_full(&self, at: usize) -> bool {
+        self.full[at / 64] >> (at % 64) & 1 == 1
+    }
+
+    /// Whether the control byte at `pos + k` of the table's control bytes is empty.
+    /// Past the last bucket hashbrown keeps a copy of the first `GROUP_WIDTH` control
+    /// bytes (so a group read never wraps); a table smaller than a group has empty
+    /// padding between its buckets and that copy.
+    fn group_byte_empty(&self, pos: usize, k: usize) -> bool {
+        let a = pos + k;
+        if self.buckets >= GROUP_WIDTH {
+            !self.is_full(a & (self.buckets - 1))
+        } else if a < self.buckets {
+            !self.is_full(a)
+        } else if a < GROUP_WIDTH {
+            true
+        } else {
+            !self.is_full(a - GROUP_WIDTH)
+        }
+    }
+
+    /// hashbrown's `find_insert_index`: the first empty byte of the first group (of the
+    /// triangular probe sequence from the hash) that has one; in a table smaller than
+    /// a group, a pick that landed on a taken bucket through the padding is replaced
+    /// by the first empty bucket (`fix_insert_index`).
+    fn insert_index(&self, hash: u64) -> usize {
+        let mask = self.buckets - 1;
+        // The hash's low bits are the start: hashbrown's h1 is the hash itself.
+        let mut pos = hash as usize & mask;
+        let mut stride = 0;
+        loop {
+            if let Some(k) = (0..GROUP_WIDTH).find(|&k| self.group_byte_empty(pos, k)) {
+                let at = (pos + k) & mask;
+                if self.is_full(at) {
+                    return (0..self.buckets).find(|&b| !self.is_full(b)).unwrap_or(at);
+                }
+                return at;
+            }
+            stride += GROUP_WIDTH;
+            pos = (pos + stride) & mask;
+        }
+    }
+
+    /// Calls `f` with every item in the order the map would iterate them.
+    pub(super) fn for_each(&self, mut f: impl FnMut(u32)) {
+        for (w, &word) in self.full.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let at = w * 64 + bits.trailing_zeros() as usize;
+                f(self.item_at[at]);
+                bits &= bits - 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Placement;
+    use std::collections::HashMap;
+    use std::hash::{BuildHasherDefault, Hasher};
+
+    #[derive(Default)]
+    struct PassThrough(u64);
+
+    impl Hasher for PassThrough {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, _: &[u8]) {
+            unreachable!("only u64 keys")
+        }
+        fn write_u64(&mut self, n: u64) {
+            self.0 = n;
+        }
+    }
+
+    /// Items in std's iteration order and in the replay's, for `keys` inserted in
+    /// order into a map made with `capacity`. Entries of (u64, u32) are 16 bytes, as
+    /// the embedder's (u64, f32) were, so std sizes the table alike.
+    fn both(keys: &[u64], capacity: usize) -> (Vec<u32>, Vec<u32>) {
+        let mut std_map: HashMap<u64, u32, BuildHasherDefault<PassThrough>> =
+            HashMap::with_capacity_and_hasher(capacity, Default::default());
+        let mut replay = Placement::default();
+        replay.reset(capacity);
+        for (i, &k) in keys.iter().enumerate() {
+            // `entry`, as the embedder did: it grows the table only for a new key.
+            std_map.entry(k).or_insert(i as u32);
+            replay.insert(i as u32, keys);
+        }
+        let mut ours = Vec::new();
+        replay.for_each(|i| ours.push(i));
+        (std_map.values().copied().collect(), ours)
+    }
+
+    /// splitmix64, as the feature hashes are mixed.
+    fn mix(mut h: u64) -> u64 {
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    }
+
+    #[test]
+    fn the_replay_iterates_as_std_hashmap_does() {
+        let mut checked = 0;
+        for capacity in (0..40).chain([63, 64, 100, 500, 1000, 1024, 1100, 2000]) {
+            for seed in 0..12u64 {
+                // From empty to past twice the capacity, so tables grow, some twice.
+                let n = (capacity * 2 + 20) * (seed as usize % 4 + 1) / 4;
+                let keys: Vec<u64> = (0..n as u64)
+                    .map(|i| mix(seed << 40 ^ i ^ (capacity as u64) << 20))
+                    .collect();
+                for len in [n / 3, n / 2, n] {
+                    let (want, got) = both(&keys[..len], capacity);
+                    assert_eq!(got, want, "capacity {capacity}, seed {seed}, {len} keys");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000);
+    }
+
+    #[test]
+    fn crowded_keys_probe_as_std_hashmap_does() {
+        // Keys sharing their low bits pile onto a few buckets and walk the probe
+        // sequence far; high bits differ so they are distinct keys.
+        for capacity in [1, 3, 7, 8, 14, 15, 16, 30, 64, 300] {
+            for low_bits in [0u64, 5, 0xff] {
+                let keys: Vec<u64> = (0..(capacity as u64 * 3 + 5))
+                    .map(|i| (i << 32) | (i % 3) * low_bits)
+                    .collect();
+                let (want, got) = both(&keys, capacity);
+                assert_eq!(got, want, "capacity {capacity}, low bits {low_bits}");
+            }
+        }
+    }
+}
