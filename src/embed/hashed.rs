@@ -304,6 +304,7 @@ mod cache;
 #[cfg(test)]
 mod pin;
 mod placement;
+mod words;
 
 #[cfg(test)]
 mod tests {

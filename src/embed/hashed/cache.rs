@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use super::placement::Placement;
+use super::words::WordIndex;
 use super::{word_features, FeatureHasher};
 
 /// How many words a batch's cache keeps before it starts again empty.
@@ -24,18 +25,17 @@ const CACHE_FEATURES: usize = 1 << 18;
 /// vector (a word's features are the same computed or cached).
 pub(super) struct WordCache {
     /// Word -> its range in `word_features`.
-    index: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
+    index: WordIndex,
     /// The cached words' features, (feature number, weight) in [`word_features`] order.
     word_features: Vec<(u32, f32)>,
     /// Feature hash -> its number. The hash is already well mixed: no hashing again.
     numbers: HashMap<u64, u32, BuildHasherDefault<FeatureHasher>>,
     /// Feature number -> its hash.
     hashes: Vec<u64>,
-    /// Feature number -> its summed weight in this text, valid when `seen` says so.
-    sums: Vec<f32>,
-    /// Feature number -> the last text it occurred in.
-    seen: Vec<u32>,
-    /// The text being embedded, counted from 1 (0 in `seen`: never).
+    /// Feature number -> the last text it occurred in, and its summed weight in that
+    /// text (side by side: one memory access per occurrence).
+    sums: Vec<(u32, f32)>,
+    /// The text being embedded, counted from 1 (0 in `sums`: never).
     text: u32,
     /// Where std's map would have put this text's features: their summing order.
     placement: Placement,
@@ -52,12 +52,11 @@ pub(super) struct WordCache {
 impl WordCache {
     pub(super) fn new() -> WordCache {
         WordCache {
-            index: HashMap::default(),
+            index: WordIndex::default(),
             word_features: Vec::new(),
             numbers: HashMap::default(),
             hashes: Vec::new(),
             sums: Vec::new(),
-            seen: Vec::new(),
             text: 0,
             placement: Placement::default(),
             capacity: WORD_CACHE_WORDS,
@@ -90,13 +89,12 @@ impl WordCache {
             self.numbers.clear();
             self.hashes.clear();
             self.sums.clear();
-            self.seen.clear();
         }
         self.text = match self.text.checked_add(1) {
             Some(t) => t,
             None => {
                 // After 4 billion texts: forget which text each feature was seen in.
-                self.seen.fill(0);
+                self.sums.fill((0, 0.0));
                 1
             }
         };
@@ -108,7 +106,7 @@ impl WordCache {
     pub(super) fn for_each_sum(&self, mut f: impl FnMut(u64, f32)) {
         self.placement.for_each(|n| {
             let n = n as usize;
-            f(self.hashes[n], self.sums[n]);
+            f(self.hashes[n], self.sums[n].1);
         });
     }
 
@@ -122,21 +120,20 @@ impl WordCache {
         });
         if n as usize == next {
             self.hashes.push(hash);
-            self.sums.push(0.0);
-            self.seen.push(0);
+            self.sums.push((0, 0.0));
         }
         n
     }
 
     /// Add `w` to the feature numbered `n`.
+    #[inline]
     fn add(&mut self, n: u32, w: f32) {
-        let i = n as usize;
-        if self.seen[i] == self.text {
-            self.sums[i] += w;
+        let sum = &mut self.sums[n as usize];
+        if sum.0 == self.text {
+            sum.1 += w;
         } else {
-            self.seen[i] = self.text;
             // `0.0 + w`, as the map's `or_insert(0.0) += w` computed it.
-            self.sums[i] = 0.0 + w;
+            *sum = (self.text, 0.0 + w);
             self.placement.insert(n, &self.hashes);
         }
     }
@@ -149,7 +146,7 @@ impl WordCache {
 
     /// Add the features of the word `part`.
     pub(super) fn add_word(&mut self, part: &str) {
-        if let Some(&(start, end)) = self.index.get(part) {
+        if let Some((start, end)) = self.index.get(part) {
             for i in start as usize..end as usize {
                 let (n, w) = self.word_features[i];
                 self.add(n, w);
@@ -171,7 +168,7 @@ impl WordCache {
         if keep {
             // u32 ranges: at most 65,536 words of at most 66 features each.
             let range = (start as u32, self.word_features.len() as u32);
-            self.index.insert(part.to_string(), range);
+            self.index.insert(part, range);
         }
         self.computed = computed;
     }

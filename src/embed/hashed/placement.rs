@@ -97,6 +97,7 @@ impl Placement {
     }
 
     /// Insert `item`, a key not inserted since [`Placement::reset`].
+    #[inline]
     pub(super) fn insert(&mut self, item: u32, keys: &[u64]) {
         if self.growth_left == 0 {
             self.grow(keys);
@@ -150,13 +151,19 @@ impl Placement {
     /// triangular probe sequence from the hash) that has one; in a table smaller than
     /// a group, a pick that landed on a taken bucket through the padding is replaced
     /// by the first empty bucket (`fix_insert_index`).
+    #[inline]
     fn insert_index(&self, hash: u64) -> usize {
         let mask = self.buckets - 1;
         // The hash's low bits are the start: hashbrown's h1 is the hash itself.
         let mut pos = hash as usize & mask;
         let mut stride = 0;
         loop {
-            if let Some(k) = (0..GROUP_WIDTH).find(|&k| self.group_byte_empty(pos, k)) {
+            let k = if self.buckets >= 64 {
+                self.first_empty_in_group(pos)
+            } else {
+                (0..GROUP_WIDTH).find(|&k| self.group_byte_empty(pos, k))
+            };
+            if let Some(k) = k {
                 let at = (pos + k) & mask;
                 if self.is_full(at) {
                     return (0..self.buckets).find(|&b| !self.is_full(b)).unwrap_or(at);
@@ -166,6 +173,21 @@ impl Placement {
             stride += GROUP_WIDTH;
             pos = (pos + stride) & mask;
         }
+    }
+
+    /// The first empty bucket of the `GROUP_WIDTH` from `pos` (wrapping), read from the
+    /// bits a word at a time: for tables of whole words (64 buckets and more), where
+    /// [`Placement::group_byte_empty`] is plain wrapping.
+    #[inline]
+    fn first_empty_in_group(&self, pos: usize) -> Option<usize> {
+        let (word, bit) = (pos / 64, pos % 64);
+        let mut taken = self.full[word] >> bit;
+        if bit + GROUP_WIDTH > 64 {
+            // The group runs into the next word, or wraps to the first.
+            taken |= self.full[(word + 1) % self.full.len()] << (64 - bit);
+        }
+        let empty = !taken & ((1u64 << GROUP_WIDTH) - 1);
+        (empty != 0).then(|| empty.trailing_zeros() as usize)
     }
 
     /// Calls `f` with every item in the order the map would iterate them.
