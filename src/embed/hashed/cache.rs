@@ -26,12 +26,10 @@ const CACHE_FEATURES: usize = 1 << 18;
 pub(super) struct WordCache {
     /// Word -> its range in `word_features`.
     index: WordIndex,
-    /// The cached words' features, (feature number, weight) in [`word_features`] order.
-    word_features: Vec<(u32, f32)>,
+    /// The cached words' features, (hash, number, weight) in [`word_features`] order.
+    word_features: Vec<(u64, u32, f32)>,
     /// Feature hash -> its number. The hash is already well mixed: no hashing again.
     numbers: HashMap<u64, u32, BuildHasherDefault<FeatureHasher>>,
-    /// Feature number -> its hash.
-    hashes: Vec<u64>,
     /// Feature number -> the last text it occurred in, and its summed weight in that
     /// text (side by side: one memory access per occurrence).
     sums: Vec<(u32, f32)>,
@@ -55,7 +53,6 @@ impl WordCache {
             index: WordIndex::default(),
             word_features: Vec::new(),
             numbers: HashMap::default(),
-            hashes: Vec::new(),
             sums: Vec::new(),
             text: 0,
             placement: Placement::default(),
@@ -83,11 +80,10 @@ impl WordCache {
     /// Start a text of `len` bytes: its sums empty, its features placed as in a map
     /// made `with_capacity(len)`.
     pub(super) fn begin_text(&mut self, len: usize) {
-        if self.index.len() >= self.capacity || self.hashes.len() >= CACHE_FEATURES {
+        if self.index.len() >= self.capacity || self.sums.len() >= CACHE_FEATURES {
             self.index.clear();
             self.word_features.clear();
             self.numbers.clear();
-            self.hashes.clear();
             self.sums.clear();
         }
         self.text = match self.text.checked_add(1) {
@@ -104,52 +100,49 @@ impl WordCache {
     /// Calls `f` with each feature of the text (hash, summed weight) in the order
     /// `hash-v2` sums them in.
     pub(super) fn for_each_sum(&self, mut f: impl FnMut(u64, f32)) {
-        self.placement.for_each(|n| {
-            let n = n as usize;
-            f(self.hashes[n], self.sums[n].1);
-        });
+        self.placement
+            .for_each(|n, hash| f(hash, self.sums[n as usize].1));
     }
 
     /// The number of the feature `hash`, numbering it if new.
     fn number(&mut self, hash: u64) -> u32 {
-        let next = self.hashes.len();
+        let next = self.sums.len();
         let n = *self.numbers.entry(hash).or_insert_with(|| {
             // Fewer features than bytes embedded since the last clearing, and the
             // cache clears past CACHE_FEATURES: a text of 4 GiB would be needed here.
             u32::try_from(next).unwrap_or(u32::MAX)
         });
         if n as usize == next {
-            self.hashes.push(hash);
             self.sums.push((0, 0.0));
         }
         n
     }
 
-    /// Add `w` to the feature numbered `n`.
-    #[inline]
-    fn add(&mut self, n: u32, w: f32) {
+    /// Add `w` to the feature `hash`, numbered `n`.
+    #[inline(always)]
+    fn add(&mut self, hash: u64, n: u32, w: f32) {
         let sum = &mut self.sums[n as usize];
         if sum.0 == self.text {
             sum.1 += w;
         } else {
             // `0.0 + w`, as the map's `or_insert(0.0) += w` computed it.
             *sum = (self.text, 0.0 + w);
-            self.placement.insert(n, &self.hashes);
+            self.placement.insert(n, hash);
         }
     }
 
     /// Add `w` to the feature `hash`.
     pub(super) fn add_feature(&mut self, hash: u64, w: f32) {
         let n = self.number(hash);
-        self.add(n, w);
+        self.add(hash, n, w);
     }
 
     /// Add the features of the word `part`.
     pub(super) fn add_word(&mut self, part: &str) {
         if let Some((start, end)) = self.index.get(part) {
             for i in start as usize..end as usize {
-                let (n, w) = self.word_features[i];
-                self.add(n, w);
+                let (h, n, w) = self.word_features[i];
+                self.add(h, n, w);
             }
             return;
         }
@@ -161,9 +154,9 @@ impl WordCache {
         for &(h, w) in &computed {
             let n = self.number(h);
             if keep {
-                self.word_features.push((n, w));
+                self.word_features.push((h, n, w));
             }
-            self.add(n, w);
+            self.add(h, n, w);
         }
         if keep {
             // u32 ranges: at most 65,536 words of at most 66 features each.

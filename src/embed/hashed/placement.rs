@@ -58,20 +58,20 @@ fn bucket_capacity(buckets: usize) -> usize {
 }
 
 /// The buckets a replayed map's items sit in; see the module documentation. An item
-/// is a `u32` the caller chooses (its feature's index); its key is `keys[item]`.
+/// is a `u32` the caller chooses (its feature's number), inserted with its key.
 #[derive(Default)]
 pub(super) struct Placement {
     /// Buckets of the table (0 before the first insert of a map made for nothing).
     buckets: usize,
     /// One bit per bucket: taken.
     full: Vec<u64>,
-    /// The item in each taken bucket.
-    item_at: Vec<u32>,
+    /// The key and item in each taken bucket.
+    entries: Vec<(u64, u32)>,
     items: usize,
     /// Inserts left before the table grows.
     growth_left: usize,
-    /// Scratch for growing: the items in bucket order.
-    moving: Vec<u32>,
+    /// Scratch for growing: the entries in bucket order.
+    moving: Vec<(u64, u32)>,
 }
 
 impl Placement {
@@ -90,37 +90,37 @@ impl Placement {
         self.buckets = buckets;
         self.full.clear();
         self.full.resize(buckets.div_ceil(64), 0);
-        if self.item_at.len() < buckets {
-            self.item_at.resize(buckets, 0);
+        if self.entries.len() < buckets {
+            self.entries.resize(buckets, (0, 0));
         }
         self.growth_left = bucket_capacity(buckets);
     }
 
     /// Insert `item`, a key not inserted since [`Placement::reset`].
     #[inline]
-    pub(super) fn insert(&mut self, item: u32, keys: &[u64]) {
+    pub(super) fn insert(&mut self, item: u32, key: u64) {
         if self.growth_left == 0 {
-            self.grow(keys);
+            self.grow();
         }
-        let at = self.insert_index(keys[item as usize]);
+        let at = self.insert_index(key);
         self.full[at / 64] |= 1 << (at % 64);
-        self.item_at[at] = item;
+        self.entries[at] = (key, item);
         self.items += 1;
         self.growth_left -= 1;
     }
 
     /// hashbrown's `reserve_rehash` with no removed items: a new table for one more
     /// item (at least one bucket-capacity more), refilled in bucket order.
-    fn grow(&mut self, keys: &[u64]) {
+    fn grow(&mut self) {
         let mut moving = std::mem::take(&mut self.moving);
         moving.clear();
-        self.for_each(|item| moving.push(item));
+        self.for_each(|item, key| moving.push((key, item)));
         let capacity = (self.items + 1).max(bucket_capacity(self.buckets) + 1);
         self.make_table(capacity_to_buckets(capacity));
-        for &item in &moving {
-            let at = self.insert_index(keys[item as usize]);
+        for &(key, item) in &moving {
+            let at = self.insert_index(key);
             self.full[at / 64] |= 1 << (at % 64);
-            self.item_at[at] = item;
+            self.entries[at] = (key, item);
         }
         self.growth_left -= moving.len();
         self.moving = moving;
@@ -190,13 +190,14 @@ impl Placement {
         (empty != 0).then(|| empty.trailing_zeros() as usize)
     }
 
-    /// Calls `f` with every item in the order the map would iterate them.
-    pub(super) fn for_each(&self, mut f: impl FnMut(u32)) {
+    /// Calls `f` with every item and its key, in the order the map would iterate them.
+    pub(super) fn for_each(&self, mut f: impl FnMut(u32, u64)) {
         for (w, &word) in self.full.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
                 let at = w * 64 + bits.trailing_zeros() as usize;
-                f(self.item_at[at]);
+                let (key, item) = self.entries[at];
+                f(item, key);
                 bits &= bits - 1;
             }
         }
@@ -235,10 +236,13 @@ mod tests {
         for (i, &k) in keys.iter().enumerate() {
             // `entry`, as the embedder did: it grows the table only for a new key.
             std_map.entry(k).or_insert(i as u32);
-            replay.insert(i as u32, keys);
+            replay.insert(i as u32, k);
         }
         let mut ours = Vec::new();
-        replay.for_each(|i| ours.push(i));
+        replay.for_each(|i, key| {
+            assert_eq!(key, keys[i as usize]);
+            ours.push(i);
+        });
         (std_map.values().copied().collect(), ours)
     }
 
