@@ -158,12 +158,12 @@ impl Placement {
         let mut pos = hash as usize & mask;
         let mut stride = 0;
         loop {
-            let k = if self.buckets >= 64 {
-                self.first_empty_in_group(pos)
-            } else {
-                (0..GROUP_WIDTH).find(|&k| self.group_byte_empty(pos, k))
-            };
-            if let Some(k) = k {
+            if self.buckets >= 64 {
+                // Whole words of buckets, so no padding: the bucket found is empty.
+                if let Some(k) = self.first_empty_in_group(pos) {
+                    return (pos + k) & mask;
+                }
+            } else if let Some(k) = (0..GROUP_WIDTH).find(|&k| self.group_byte_empty(pos, k)) {
                 let at = (pos + k) & mask;
                 if self.is_full(at) {
                     return (0..self.buckets).find(|&b| !self.is_full(b)).unwrap_or(at);
@@ -184,7 +184,12 @@ impl Placement {
         let mut taken = self.full[word] >> bit;
         if bit + GROUP_WIDTH > 64 {
             // The group runs into the next word, or wraps to the first.
-            taken |= self.full[(word + 1) % self.full.len()] << (64 - bit);
+            let next = if word + 1 == self.full.len() {
+                0
+            } else {
+                word + 1
+            };
+            taken |= self.full[next] << (64 - bit);
         }
         let empty = !taken & ((1u64 << GROUP_WIDTH) - 1);
         (empty != 0).then(|| empty.trailing_zeros() as usize)
