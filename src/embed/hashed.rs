@@ -150,36 +150,69 @@ enum WordKind {
 /// at a time and decoding only non-ASCII characters.
 fn for_each_word(text: &str, mut f: impl FnMut(&str, WordKind)) {
     let bytes = text.as_bytes();
-    let (mut i, mut start) = (0, 0);
-    let (mut one_word, mut ascii) = (true, true);
+    let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        let (in_word, len) = if b.is_ascii() {
-            (b.is_ascii_alphanumeric() || b == b'_', 1)
-        } else {
-            // `i` is on a character boundary: every step is one whole character.
-            let c = text[i..]
-                .chars()
-                .next()
-                .unwrap_or(char::REPLACEMENT_CHARACTER);
-            (c.is_alphanumeric(), c.len_utf8())
-        };
-        if in_word {
-            ascii &= b.is_ascii();
-            one_word &= b.is_ascii_lowercase() || b.is_ascii_digit();
-        } else {
-            if i > start {
-                f(&text[start..i], kind(one_word, ascii));
+        let start = i;
+        let (mut one_word, mut ascii) = (true, true);
+        // The separator ending the word: none at the end of the text.
+        let mut separator = 0;
+        while i < bytes.len() {
+            let class = BYTE_CLASS[usize::from(bytes[i])];
+            if class & NOT_ASCII == 0 {
+                if class & IN_WORD == 0 {
+                    separator = 1;
+                    break;
+                }
+                one_word &= class & LOWER_OR_DIGIT != 0;
+                i += 1;
+            } else {
+                // `i` is on a character boundary: every step is one whole character.
+                let c = text[i..]
+                    .chars()
+                    .next()
+                    .unwrap_or(char::REPLACEMENT_CHARACTER);
+                if !c.is_alphanumeric() {
+                    separator = c.len_utf8();
+                    break;
+                }
+                (one_word, ascii) = (false, false);
+                i += c.len_utf8();
             }
-            start = i + len;
-            (one_word, ascii) = (true, true);
         }
-        i += len;
-    }
-    if start < bytes.len() {
-        f(&text[start..], kind(one_word, ascii));
+        if i > start {
+            f(&text[start..i], kind(one_word, ascii));
+        }
+        i += separator;
     }
 }
+
+/// [`BYTE_CLASS`] bits: an ASCII byte of a word (letter, digit, `_`); an ASCII
+/// lower-case letter or digit; a byte of a non-ASCII character.
+const IN_WORD: u8 = 1;
+const LOWER_OR_DIGIT: u8 = 2;
+const NOT_ASCII: u8 = 4;
+
+/// What [`for_each_word`] needs to know of each byte, looked up rather than worked out
+/// with a chain of comparisons.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if !c.is_ascii() {
+            table[b] = NOT_ASCII;
+        } else {
+            if c.is_ascii_alphanumeric() || c == b'_' {
+                table[b] |= IN_WORD;
+            }
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                table[b] |= LOWER_OR_DIGIT;
+            }
+        }
+        b += 1;
+    }
+    table
+};
 
 fn kind(one_word: bool, ascii: bool) -> WordKind {
     match (one_word, ascii) {

@@ -27,6 +27,13 @@ const FREE: Slot = Slot {
     features: (0, 0),
 };
 
+/// Byte-wise equality of two words of the same length, inline: words are short, and
+/// a call to `memcmp` cost more than comparing them here.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 #[derive(Default)]
 pub(super) struct WordIndex {
     /// A power of two long, at most half full.
@@ -57,7 +64,7 @@ impl WordIndex {
             if s.at == EMPTY
                 || (s.hash == hash
                     && s.len as usize == word.len()
-                    && self.bytes[s.at as usize..][..word.len()] == *word)
+                    && same(&self.bytes[s.at as usize..][..word.len()], word))
             {
                 return Some(i);
             }
