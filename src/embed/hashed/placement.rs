@@ -266,7 +266,7 @@ mod tests {
                 // From empty to past twice the capacity, so tables grow, some twice.
                 let n = (capacity * 2 + 20) * (seed as usize % 4 + 1) / 4;
                 let keys: Vec<u64> = (0..n as u64)
-                    .map(|i| mix(seed << 40 ^ i ^ (capacity as u64) << 20))
+                    .map(|i| mix((seed << 40) ^ i ^ ((capacity as u64) << 20)))
                     .collect();
                 for len in [n / 3, n / 2, n] {
                     let (want, got) = both(&keys[..len], capacity);
@@ -285,7 +285,7 @@ mod tests {
         for capacity in [1, 3, 7, 8, 14, 15, 16, 30, 64, 300] {
             for low_bits in [0u64, 5, 0xff] {
                 let keys: Vec<u64> = (0..(capacity as u64 * 3 + 5))
-                    .map(|i| (i << 32) | (i % 3) * low_bits)
+                    .map(|i| (i << 32) | ((i % 3) * low_bits))
                     .collect();
                 let (want, got) = both(&keys, capacity);
                 assert_eq!(got, want, "capacity {capacity}, low bits {low_bits}");
