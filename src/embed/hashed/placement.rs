@@ -97,7 +97,7 @@ impl Placement {
     }
 
     /// Insert `item`, a key not inserted since [`Placement::reset`].
-    #[inline]
+    #[inline(always)]
     pub(super) fn insert(&mut self, item: u32, key: u64) {
         if self.growth_left == 0 {
             self.grow();
@@ -151,7 +151,7 @@ impl Placement {
     /// triangular probe sequence from the hash) that has one; in a table smaller than
     /// a group, a pick that landed on a taken bucket through the padding is replaced
     /// by the first empty bucket (`fix_insert_index`).
-    #[inline]
+    #[inline(always)]
     fn insert_index(&self, hash: u64) -> usize {
         let mask = self.buckets - 1;
         // The hash's low bits are the start: hashbrown's h1 is the hash itself.
@@ -178,7 +178,7 @@ impl Placement {
     /// The first empty bucket of the `GROUP_WIDTH` from `pos` (wrapping), read from the
     /// bits a word at a time: for tables of whole words (64 buckets and more), where
     /// [`Placement::group_byte_empty`] is plain wrapping.
-    #[inline]
+    #[inline(always)]
     fn first_empty_in_group(&self, pos: usize) -> Option<usize> {
         let (word, bit) = (pos / 64, pos % 64);
         let mut taken = self.full[word] >> bit;
