@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::text::{is_one_word, push_ascii_parts, split_identifier};
+use crate::text::{is_one_word, split_ascii_identifier, split_identifier};
 
 /// The text as indexed: the original, then the sub-words of every compound
 /// identifier, so `parseHttpRequest` is found by `parse http request` and by itself.
@@ -15,9 +15,22 @@ use crate::text::{is_one_word, push_ascii_parts, split_identifier};
 pub fn index_text(text: &str) -> Cow<'_, str> {
     let mut extra = String::new();
     if text.is_ascii() {
-        let mut ranges = Vec::new();
+        // Split without allocating: the general split (a `Vec<char>` and two
+        // `String`s per part) was 12% of the committing thread's time in a two-thread
+        // code index.
+        let mut parts = Vec::new();
         let mut add = |word: &str| {
-            push_ascii_parts(word.as_bytes(), &mut ranges, &mut extra);
+            split_ascii_identifier(word, &mut parts);
+            if parts.len() > 1 {
+                for part in &parts {
+                    extra.push(' ');
+                    extra.extend(
+                        word.as_bytes()[part.clone()]
+                            .iter()
+                            .map(|b| b.to_ascii_lowercase() as char),
+                    );
+                }
+            }
         };
         // The same words as the general split below (an ASCII byte is its own char),
         // in one pass over the bytes that only stops at a word needing a split: this

@@ -40,55 +40,40 @@ pub fn split_identifier(word: &str) -> Vec<String> {
     parts
 }
 
-/// [`split_identifier`] of an ASCII word, written into `out` without allocating:
-/// when the word has more than one part, each part lower-cased and preceded by a
-/// space; nothing otherwise. Returns whether anything was written. `ranges` is
-/// scratch space, kept by the caller across words.
-///
-/// The index's writer runs this on every word of every chunk and memory it applies;
-/// the general split (a `Vec<char>` and two `String`s per part) was 12% of that
-/// thread's time in a two-thread code index.
-pub fn push_ascii_parts(word: &[u8], ranges: &mut Vec<(usize, usize)>, out: &mut String) -> bool {
-    debug_assert!(word.is_ascii());
-    ranges.clear();
-    let mut piece_start = 0;
-    for end in word
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| !b.is_ascii_alphanumeric())
-        .map(|(i, _)| i)
-        .chain(std::iter::once(word.len()))
-    {
-        let piece = &word[piece_start..end];
-        let mut start = 0;
-        for i in 1..piece.len() {
-            let (prev, cur) = (piece[i - 1], piece[i]);
-            let next_lower = piece.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+/// [`split_identifier`] of an ASCII word without allocating: the byte ranges of its
+/// parts, in order, which lower-cased are the words `split_identifier` returns. For
+/// the embedder, which reads every identifier of every chunk; a non-ASCII word must
+/// go through `split_identifier` (its case rules are Unicode's, not bytes').
+pub fn split_ascii_identifier(word: &str, parts: &mut Vec<std::ops::Range<usize>>) {
+    parts.clear();
+    debug_assert!(word.is_ascii(), "split_ascii_identifier({word:?})");
+    let b = word.as_bytes();
+    let mut piece = 0;
+    while piece <= b.len() {
+        // A piece is a run of letters and digits, as `split_identifier`'s pieces are.
+        let end = piece
+            + b[piece..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .count();
+        let mut start = piece;
+        for i in piece + 1..end {
+            let (prev, cur) = (b[i - 1], b[i]);
+            let next_lower = i + 1 < end && b[i + 1].is_ascii_lowercase();
+            // The same three boundaries as `split_identifier`.
             let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
                 || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower)
                 || (prev.is_ascii_digit() && cur.is_ascii_uppercase());
             if boundary {
-                ranges.push((piece_start + start, piece_start + i));
+                parts.push(start..i);
                 start = i;
             }
         }
-        if start < piece.len() {
-            ranges.push((piece_start + start, piece_start + piece.len()));
+        if start < end {
+            parts.push(start..end);
         }
-        piece_start = end + 1;
+        piece = end + 1;
     }
-    if ranges.len() < 2 {
-        return false;
-    }
-    for &(from, to) in ranges.iter() {
-        out.push(' ');
-        out.extend(
-            word[from..to]
-                .iter()
-                .map(|b| b.to_ascii_lowercase() as char),
-        );
-    }
-    true
 }
 
 /// Whether [`split_identifier`] would return `word` itself: ASCII lower-case letters
@@ -101,55 +86,7 @@ pub fn is_one_word(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_one_word, push_ascii_parts, split_identifier};
-
-    #[test]
-    fn ascii_parts_are_the_general_split() {
-        // Every word of up to 5 bytes over an alphabet with each class of byte the
-        // split looks at, and random longer ones.
-        const ALPHABET: &[u8] = b"aZ9_-.B";
-        let mut words: Vec<Vec<u8>> = vec![Vec::new()];
-        for len in 1..=5 {
-            let mut n = 0usize;
-            while n < ALPHABET.len().pow(len) {
-                let mut w = Vec::new();
-                let mut k = n;
-                for _ in 0..len {
-                    w.push(ALPHABET[k % ALPHABET.len()]);
-                    k /= ALPHABET.len();
-                }
-                words.push(w);
-                n += 1;
-            }
-        }
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..20_000 {
-            let len = 6 + (seed % 20) as usize;
-            let w: Vec<u8> = (0..len)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    b"abcXYZ019_-:."[(seed % 13) as usize]
-                })
-                .collect();
-            words.push(w);
-        }
-        let mut ranges = Vec::new();
-        for w in &words {
-            let text = std::str::from_utf8(w).unwrap();
-            let parts = split_identifier(text);
-            let mut fast = String::new();
-            let wrote = push_ascii_parts(w, &mut ranges, &mut fast);
-            let general: String = if parts.len() > 1 {
-                parts.iter().map(|p| format!(" {p}")).collect()
-            } else {
-                String::new()
-            };
-            assert_eq!(fast, general, "{text:?}");
-            assert_eq!(wrote, parts.len() > 1, "{text:?}");
-        }
-    }
+    use super::{is_one_word, split_ascii_identifier, split_identifier};
 
     #[test]
     fn one_words_split_to_themselves() {
@@ -173,5 +110,42 @@ mod tests {
             ["parse", "http", "request"]
         );
         assert_eq!(split_identifier("sha_256"), ["sha", "256"]);
+    }
+
+    /// Every ASCII word of up to six characters over letters of both cases, a digit
+    /// and two separators splits into the same parts both ways.
+    #[test]
+    fn the_ascii_split_agrees_with_split_identifier() {
+        const ALPHABET: &[u8] = b"aB1_-";
+        let mut parts = Vec::new();
+        let mut word = Vec::new();
+        let mut checked = 0;
+        for len in 0..=6u32 {
+            for mut n in 0..ALPHABET.len().pow(len) {
+                word.clear();
+                for _ in 0..len {
+                    word.push(ALPHABET[n % ALPHABET.len()]);
+                    n /= ALPHABET.len();
+                }
+                let w = std::str::from_utf8(&word).expect("ascii");
+                split_ascii_identifier(w, &mut parts);
+                let ours: Vec<String> = parts.iter().map(|r| w[r.clone()].to_lowercase()).collect();
+                assert_eq!(ours, split_identifier(w), "{w:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, (0..=6).map(|l| 5usize.pow(l)).sum::<usize>());
+        for w in [
+            "parseHTTPRequest2",
+            "XMLHttpRequest",
+            "__init__",
+            "getHTTP2Server",
+            "IOError",
+            "ABCDef",
+        ] {
+            split_ascii_identifier(w, &mut parts);
+            let ours: Vec<String> = parts.iter().map(|r| w[r.clone()].to_lowercase()).collect();
+            assert_eq!(ours, split_identifier(w), "{w:?}");
+        }
     }
 }

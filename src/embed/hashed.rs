@@ -11,12 +11,16 @@
 //! It knows nothing of a corpus (no IDF): vectors depend on the text alone, which is
 //! what lets a vector stored today be compared with a query embedded next year.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
+
+use cache::WordCache;
+#[cfg(test)]
+use cache::WORD_CACHE_WORDS;
+use scan::{for_each_word, WordKind};
 
 use super::lexicon::{concept, is_stop_word, stem};
 use super::{EmbedError, Embedder};
-use crate::text::{is_one_word, split_identifier};
+use crate::text::{split_ascii_identifier, split_identifier};
 
 /// Weight of a word's stem, the feature that says most.
 const STEM_WEIGHT: f32 = 1.0;
@@ -62,50 +66,63 @@ impl HashedEmbedder {
     /// [`HashedEmbedder::embed_one`], taking each word's features from `cache` when
     /// it has them: the same features in the same order, so the same bits.
     fn embed_with(&self, text: &str, cache: &mut WordCache) -> Vec<f32> {
-        // Keyed by the feature hash itself (already well mixed), so the map neither
-        // hashes again nor seeds randomly: the same text sums its features in the same
-        // order every run (a randomly seeded map changed the vector's last bits).
-        let mut features: Features =
-            HashMap::with_capacity_and_hasher(text.len(), Default::default());
-        let mut padded: Vec<u8> = Vec::with_capacity(80);
-        for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if raw.is_empty() || raw.len() > 64 {
-                continue;
+        // Features are summed in the order std's `HashMap` (keyed by the feature hash,
+        // made with the text's length as capacity) iterated them, which is part of
+        // `hash-v2`; the cache replays that order (see `placement`).
+        cache.begin_text(text.len());
+        for_each_word(text, |raw, kind| {
+            if raw.len() > 64 {
+                return;
             }
-            // Most words are one lower-case ASCII word: no split, no allocation.
-            if is_one_word(raw) {
-                cache.add_word(raw, &mut features, &mut padded);
-                continue;
+            match kind {
+                // Most words are one lower-case ASCII word: no split, no allocation.
+                WordKind::OneWord => cache.add_word(raw),
+                WordKind::Ascii => {
+                    let mut parts = std::mem::take(&mut cache.parts);
+                    split_ascii_identifier(raw, &mut parts);
+                    let mut lower = std::mem::take(&mut cache.lower);
+                    lower.clear();
+                    lower.push_str(raw);
+                    lower.make_ascii_lowercase();
+                    if parts.len() > 1 {
+                        cache.add_feature(feature_hash(b'i', lower.as_bytes()), IDENT_WEIGHT);
+                    }
+                    for part in &parts {
+                        cache.add_word(&lower[part.clone()]);
+                    }
+                    cache.parts = parts;
+                    cache.lower = lower;
+                }
+                WordKind::Other => {
+                    let parts = split_identifier(raw);
+                    if parts.len() > 1 {
+                        let ident = feature_hash(b'i', raw.to_lowercase().as_bytes());
+                        cache.add_feature(ident, IDENT_WEIGHT);
+                    }
+                    for part in &parts {
+                        cache.add_word(part);
+                    }
+                }
             }
-            let parts = split_identifier(raw);
-            if parts.len() > 1 {
-                add(
-                    &mut features,
-                    b'i',
-                    raw.to_lowercase().as_bytes(),
-                    IDENT_WEIGHT,
-                );
-            }
-            for part in &parts {
-                cache.add_word(part, &mut features, &mut padded);
-            }
-        }
+        });
         let mut v = vec![0.0f32; self.dims];
         // The remainder by a power of two is a mask; a 64-bit division per feature
-        // was a visible part of embedding a text.
-        let mask = (self.dims as u64)
-            .is_power_of_two()
-            .then(|| self.dims as u64 - 1);
-        for (h, w) in features {
+        // was a visible part of embedding a text (a `map_or` computed it even when
+        // the mask was there, its argument being evaluated eagerly).
+        let dims = self.dims as u64;
+        let mask = dims.is_power_of_two().then(|| dims - 1);
+        cache.for_each_sum(|h, w| {
             // Sublinear in repetition: a word said ten times is not ten times the topic.
             let value = w.sqrt();
-            let slot = mask.map_or(h % self.dims as u64, |m| h & m) as usize;
-            if h >> 63 == 0 {
-                v[slot] += value;
-            } else {
-                v[slot] -= value;
-            }
-        }
+            let slot = match mask {
+                Some(m) => h & m,
+                None => h % dims,
+            } as usize;
+            // The top bit is the sign. `x - y` is `x + (-y)` in IEEE arithmetic, bit
+            // for bit; flipping the sign bit spares a branch that went either way at
+            // random.
+            v[slot] += f32::from_bits(value.to_bits() ^ (((h >> 63) as u32) << 31));
+        });
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         if norm > 0.0 {
             for x in &mut v {
@@ -114,14 +131,6 @@ impl HashedEmbedder {
         }
         v
     }
-}
-
-/// Feature hash → summed weight.
-type Features = HashMap<u64, f32, BuildHasherDefault<FeatureHasher>>;
-
-/// Add `w` to the feature `tag` + `s`.
-fn add(features: &mut Features, tag: u8, s: &[u8], w: f32) {
-    *features.entry(feature_hash(tag, s)).or_insert(0.0) += w;
 }
 
 /// The features of one lower-case word of a text, in order: its stem, the idea it
@@ -145,64 +154,6 @@ fn word_features(part: &str, padded: &mut Vec<u8>, mut emit: impl FnMut(u64, f32
         for g in padded.windows(3) {
             emit(feature_hash(b'g', g), w);
         }
-    }
-}
-
-/// Each word's features (hash and weight, in [`word_features`] order) as first
-/// computed, for a batch of texts: words repeat from text to text, and a word's
-/// features were most of what embedding it cost (its stop-word and concept lookups,
-/// stem and trigram hashes). Bounded, so a batch of unique words cannot grow it
-/// without end; past the bound words are computed as if uncached.
-struct WordCache {
-    /// Word -> its range in `features`.
-    index: HashMap<String, (u32, u32), foldhash::fast::FixedState>,
-    features: Vec<(u64, f32)>,
-    capacity: usize,
-}
-
-/// How many words a batch's cache keeps (a few MiB at most).
-const WORD_CACHE_WORDS: usize = 1 << 16;
-
-impl WordCache {
-    fn new() -> WordCache {
-        WordCache {
-            index: HashMap::default(),
-            features: Vec::new(),
-            capacity: WORD_CACHE_WORDS,
-        }
-    }
-
-    /// A cache that keeps nothing, for one text alone.
-    fn disabled() -> WordCache {
-        WordCache {
-            capacity: 0,
-            ..WordCache::new()
-        }
-    }
-
-    /// Add the features of the word `part` to `features`.
-    fn add_word(&mut self, part: &str, features: &mut Features, padded: &mut Vec<u8>) {
-        let sum = |features: &mut Features, h: u64, w: f32| {
-            *features.entry(h).or_insert(0.0) += w;
-        };
-        if let Some(&(start, end)) = self.index.get(part) {
-            for &(h, w) in &self.features[start as usize..end as usize] {
-                sum(features, h, w);
-            }
-            return;
-        }
-        if self.index.len() >= self.capacity {
-            word_features(part, padded, |h, w| sum(features, h, w));
-            return;
-        }
-        let start = self.features.len();
-        word_features(part, padded, |h, w| self.features.push((h, w)));
-        for &(h, w) in &self.features[start..] {
-            sum(features, h, w);
-        }
-        // u32 ranges: the cache holds at most 65,536 words of at most 64 bytes.
-        let range = (start as u32, self.features.len() as u32);
-        self.index.insert(part.to_string(), range);
     }
 }
 
@@ -293,6 +244,13 @@ fn feature_hash(tag: u8, bytes: &[u8]) -> u64 {
     h ^ (h >> 31)
 }
 
+mod cache;
+#[cfg(test)]
+mod pin;
+mod placement;
+mod scan;
+mod words;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,12 +304,9 @@ mod tests {
             .chain(super::golden::TEXTS)
             .copied()
             .collect();
-        // Uncached, cached, and cached until full (later words computed directly).
+        // Uncached, cached and emptied when full (every few words), cached.
         for capacity in [0, 5, WORD_CACHE_WORDS] {
-            let mut cache = WordCache {
-                capacity,
-                ..WordCache::new()
-            };
+            let mut cache = WordCache::keeping(capacity);
             for t in &texts {
                 assert_eq!(e.embed_with(t, &mut cache), e.embed_one(t), "{t}");
             }
