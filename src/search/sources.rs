@@ -37,12 +37,7 @@ pub(super) struct KeywordLists {
     pub named_same_case: Vec<String>,
 }
 
-/// Symbol, chunk-keyword and memory-keyword lists for `query`, in that order.
-///
-/// The three are separate SQLite queries that need nothing from each other, so the
-/// chunk and memory lists are read on threads of their own while this one reads the
-/// symbols (each thread gets its own tracker connection, see
-/// [`Store::with_tracker`]): a query costs about its slowest list, not their sum.
+/// Symbol, chunk-keyword and memory-keyword lists for `query`.
 pub(super) fn keyword_lists(
     store: &Store,
     query: &str,
@@ -51,47 +46,6 @@ pub(super) fn keyword_lists(
     weights: &FusionWeights,
 ) -> Result<KeywordLists, SearchError> {
     let (code, memories, fetch, top_k) = (src.code, src.memories, src.fetch, src.top_k);
-    let chunk_list = || -> Result<RankedList, SearchError> {
-        let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
-        Ok(RankedList {
-            keys: keys.into_iter().map(|(k, _)| k).collect(),
-            weight: weights.keyword,
-        })
-    };
-    let memory_list = || -> Result<RankedList, SearchError> {
-        let mut mems = crate::memory::keyword_ranked(store, query, &opts.memory_filter, fetch)?;
-        fresh_first(store, &mut mems)?;
-        Ok(RankedList {
-            keys: mems.into_iter().map(|(k, _)| k).collect(),
-            weight: weights.keyword,
-        })
-    };
-    let want_chunks = code && opts.kind != Some(HitKind::Symbol);
-    std::thread::scope(|scope| {
-        let chunks = want_chunks.then(|| scope.spawn(chunk_list));
-        let mems = memories.then(|| scope.spawn(memory_list));
-        let symbols = symbol_list(store, query, opts, src, weights);
-        let join = |h: std::thread::ScopedJoinHandle<'_, Result<RankedList, SearchError>>| {
-            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-        };
-        let (chunks, mems) = (chunks.map(join), mems.map(join));
-        let mut out = symbols?;
-        out.lists.extend(chunks.transpose()?);
-        out.lists.extend(mems.transpose()?);
-        Ok(out)
-    })
-}
-
-/// The symbol list (empty when code is not searched), and the code named exactly as
-/// the query.
-fn symbol_list(
-    store: &Store,
-    query: &str,
-    opts: &SearchOptions,
-    src: &Sources,
-    weights: &FusionWeights,
-) -> Result<KeywordLists, SearchError> {
-    let (code, fetch) = (src.code, src.fetch);
     let mut lists = Vec::new();
     let mut named: Vec<String> = Vec::new();
     let mut named_same_case: Vec<String> = Vec::new();
@@ -131,6 +85,21 @@ fn symbol_list(
         lists.push(RankedList {
             keys,
             weight: weights.symbol,
+        });
+    }
+    if code && opts.kind != Some(HitKind::Symbol) {
+        let keys = index::keyword_ranked(store, query, opts.lang.as_deref(), top_k, fetch)?;
+        lists.push(RankedList {
+            keys: keys.into_iter().map(|(k, _)| k).collect(),
+            weight: weights.keyword,
+        });
+    }
+    if memories {
+        let mut mems = crate::memory::keyword_ranked(store, query, &opts.memory_filter, fetch)?;
+        fresh_first(store, &mut mems)?;
+        lists.push(RankedList {
+            keys: mems.into_iter().map(|(k, _)| k).collect(),
+            weight: weights.keyword,
         });
     }
     Ok(KeywordLists {

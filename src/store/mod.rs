@@ -15,7 +15,6 @@ mod error;
 mod group_commit;
 mod lock;
 mod read_view;
-mod readers;
 mod recovery;
 mod scan;
 mod seal;
@@ -142,8 +141,6 @@ pub struct Store {
     options: StoreOptions,
     blob: RwLock<Arc<BlobLog>>,
     db: Mutex<Connection>,
-    /// Read connections for threads that find `db` busy (see `readers`).
-    readers: readers::ReaderPool,
     /// Shared with a writer's applying thread (see `apply_ahead`).
     projections: Arc<[Box<dyn Projection>]>,
     /// Serialises writers inside this process; the file lock does it across processes.
@@ -320,23 +317,11 @@ impl Store {
             .ok_or_else(|| StoreError::Invalid("tracker.db is not initialised".into()))
     }
 
-    /// Run `f` with a tracker connection, for the query tables of upper layers.
+    /// Run `f` with the tracker connection, for the query tables of upper layers.
     /// Write nothing through it: the tracker is derived from the log.
-    ///
-    /// Threads of one process read at the same time: when the store's connection is
-    /// busy, `f` gets a read connection of its own, which sees the same committed
-    /// state.
     pub fn with_tracker<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        match self.db.try_lock() {
-            Ok(db) => f(&db),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                self.readers
-                    .with(&self.dir.join(TRACKER_FILE), self.options.read_only, f)
-            }
-            Err(std::sync::TryLockError::Poisoned(_)) => Err(StoreError::Invalid(
-                "tracker connection poisoned by a panic".into(),
-            )),
-        }
+        let db = self.db()?;
+        f(&db)
     }
 
     /// The live key whose 64-bit hash is `hash` (as [`crate::key::hash64`] computes

@@ -217,7 +217,6 @@ impl Store {
             options,
             blob: RwLock::new(Arc::new(blob)),
             db: Mutex::new(db),
-            readers: Default::default(),
             projections: projections.into(),
             write_mutex: Mutex::new(()),
             commit_queue: Default::default(),

@@ -255,25 +255,6 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     Ok(db)
 }
 
-/// Open a connection that only reads an existing `tracker.db` (creating nothing):
-/// for threads reading beside the store's own connection. `read_only` opens it as
-/// [`open_read_only`] does.
-pub fn open_reader(path: &Path, read_only: bool) -> Result<Connection> {
-    if read_only {
-        return open_read_only(path);
-    }
-    let db = Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    db.busy_timeout(BUSY_TIMEOUT)?;
-    db.pragma_update(None, "cache_size", -CACHE_KIB)?;
-    db.pragma_update(None, "temp_store", "MEMORY")?;
-    // A reader never writes; should a caller try, SQLite refuses.
-    db.pragma_update(None, "query_only", true)?;
-    Ok(db)
-}
-
 /// Begin a transaction that takes SQLite's write lock up front.
 ///
 /// Every transaction that writes the tracker must start this way: a DEFERRED one
