@@ -32,13 +32,15 @@ use std::path::{Path, PathBuf};
 /// - `open` is the one place that knows every tracker projection of the build.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("key", &[]),
+    // How many cores the process may use: a leaf any layer may ask.
+    ("cores", &[]),
     ("format", &["key"]),
     ("text", &[]),
     ("fts", &["text"]),
-    ("embed", &["text"]),
+    ("embed", &["text", "cores"]),
     ("location", &["key"]),
     ("llm", &["embed"]),
-    ("store", &["key", "format"]),
+    ("store", &["key", "format", "cores"]),
     ("patterns", &["key", "location", "store"]),
     (
         "memory",
@@ -46,7 +48,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "index",
-        &["key", "text", "fts", "embed", "store", "patterns"],
+        &["key", "text", "fts", "embed", "store", "patterns", "cores"],
     ),
     ("memory_pg", &["text", "fts", "embed", "memory"]),
     ("stale", &["key", "store", "memory", "index"]),
