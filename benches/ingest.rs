@@ -6,8 +6,12 @@
 //!   text and the embedding's bytes — into a table plus an FTS5 index over the text,
 //!   in transactions of 1,000 rows (and as one transaction, printed beside it). The
 //!   baseline gets its vectors precomputed: it is charged only for storing them.
+//! - embed: the built-in embedder on one thread over the import's texts and over
+//!   pieces of about 1 KiB of the cargo registry's Rust sources (third-party code),
+//!   20,000 of each, in batches of 50 (below the size the embedder splits across
+//!   cores), against one `hash64` pass over the same texts: texts/s and the ratio.
 //!
-//! `cargo bench --bench ingest`; `ENGRAM_BENCH=import` picks parts;
+//! `cargo bench --bench ingest`; `ENGRAM_BENCH=import,embed` picks parts;
 //! `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run; `ENGRAM_BENCH_PROFILE=1`
 //! runs engram's side once and nothing else, for `perf record`.
 
@@ -215,5 +219,67 @@ fn main() {
     }
     if wanted("import") {
         bench_import();
+    }
+    if wanted("embed") {
+        bench_embed();
+    }
+}
+
+/// About 1 KiB pieces of registry sources, cut at line ends, `n` of them at most.
+fn code_pieces(n: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(n);
+    for path in common::registry_sources() {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut piece = String::with_capacity(1200);
+        for line in text.lines() {
+            piece.push_str(line);
+            piece.push('\n');
+            if piece.len() >= 1000 {
+                out.push(std::mem::take(&mut piece));
+                if out.len() == n {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn bench_embed() {
+    let n: usize = if quick() { 2_000 } else { 20_000 };
+    let memories: Vec<String> = memories(n).into_iter().map(|m| m.text).collect();
+    let code = code_pieces(n);
+    println!("\n## built-in embedder, one thread, batches of 50");
+    let e = engram::embed::default_embedder();
+    for (what, texts) in [("import texts", &memories), ("registry code", &code)] {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let bytes: usize = refs.iter().map(|t| t.len()).sum();
+        // Alternate the two, best of three each.
+        let (mut best_e, mut best_read) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            let t = Instant::now();
+            let mut zero = 0usize;
+            for batch in refs.chunks(50) {
+                let vs = e.embed(batch).expect("embed");
+                zero += vs.iter().filter(|v| engram::embed::is_zero(v)).count();
+            }
+            best_e = best_e.min(t.elapsed().as_secs_f64());
+            assert!(zero < refs.len() / 10, "{zero} texts embedded to nothing");
+            let t = Instant::now();
+            let h = refs.iter().fold(0u64, |h, t| h ^ engram::key::hash64(t));
+            best_read = best_read.min(t.elapsed().as_secs_f64());
+            std::hint::black_box(h);
+        }
+        let rate = |s: f64| refs.len() as f64 / s;
+        println!(
+            "{what:<14} {} texts, {:.1} MB: {:>9.0} texts/s | hash64 pass {:>9.0} texts/s | embedder/pass {:.3}x",
+            refs.len(),
+            bytes as f64 / 1e6,
+            rate(best_e),
+            rate(best_read),
+            best_read / best_e
+        );
     }
 }

@@ -370,16 +370,7 @@ mod golden {
     /// FNV-1a over the bits of every vector: a change to any feature, weight or the
     /// order features are summed in changes it.
     pub(super) fn digest(e: &HashedEmbedder) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for t in TEXTS {
-            for x in e.embed_one(t) {
-                for b in x.to_bits().to_le_bytes() {
-                    h ^= u64::from(b);
-                    h = h.wrapping_mul(0x0000_0100_0000_01b3);
-                }
-            }
-        }
-        h
+        super::pin::digest(e, TEXTS)
     }
 
     /// `hash-v2` is fixed forever: vectors stored by any engram are compared with

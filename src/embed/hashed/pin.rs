@@ -179,7 +179,7 @@ fn kib_texts(n: usize) -> Vec<String> {
 }
 
 /// FNV-1a over the bits of every vector of `texts`, embedded one at a time.
-fn digest<S: AsRef<str>>(e: &HashedEmbedder, texts: &[S]) -> u64 {
+pub(super) fn digest<S: AsRef<str>>(e: &HashedEmbedder, texts: &[S]) -> u64 {
     digest_vectors(texts.iter().map(|t| e.embed_one(t.as_ref())))
 }
 
