@@ -111,10 +111,19 @@ fn bench_append() {
     println!(
         "\n## append, 1 KiB records, engram durability {durability} vs SQLite WAL synchronous=FULL"
     );
-    for (batch, total) in [
-        (1usize, if quick() { 50 } else { 3000 }),
-        (1000, if quick() { 5_000 } else { 50_000 }),
-    ] {
+    // ENGRAM_BENCH_APPEND_BATCHES=1,10,100,1000 picks the batch sizes (default 1,1000).
+    let batches: Vec<usize> = std::env::var("ENGRAM_BENCH_APPEND_BATCHES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|b| b.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![1, 1000]);
+    for batch in batches {
+        let total = match (batch, quick()) {
+            (1, true) => 50,
+            (1, false) => 3000,
+            (b, true) => (b * 5).max(50),
+            (b, false) => (b * 50).max(3000),
+        };
         // Alternate the two a few times and keep each one's best, so a burst of noise
         // from a neighbour does not decide the ratio.
         let (mut e, mut s) = (0f64, 0f64);

@@ -280,3 +280,105 @@ fn sigkill_never_loses_an_acknowledged_grouped_commit() {
     }
     assert!(acked_total > 0);
 }
+
+/// Records per batch in the large-batch child: past the size from which the log syncs
+/// on the store's sync thread while the tracker applies (`SYNC_BESIDE_MIN_RECORDS`).
+const LARGE: usize = 80;
+
+#[test]
+#[ignore = "helper run as a child process by the SIGKILL test"]
+fn large_batch_child() {
+    let Ok(dir) = std::env::var("ENGRAM_GROUP_DIR") else {
+        return;
+    };
+    let round = std::env::var("ENGRAM_GROUP_ROUND").unwrap();
+    let store = open(Path::new(&dir));
+    let mut out = std::io::stdout();
+    for i in 0.. {
+        let mut b = WriteBatch::new();
+        for r in 0..LARGE {
+            let key = format!("file:large{round}/{i}/{r}");
+            b.put(&key, Map::new(), body(&key)).unwrap();
+        }
+        store.commit(&b).unwrap();
+        // Acknowledged: durable and visible to this process.
+        let last = format!("file:large{round}/{i}/{}", LARGE - 1);
+        assert!(
+            store.get(&last).unwrap().is_some(),
+            "{last} not visible after its commit"
+        );
+        out.write_all(format!("ack {i}\n").as_bytes()).unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn sigkill_never_loses_an_acknowledged_large_commit() {
+    // Large batches take the path where the sync runs beside the tracker's apply; a
+    // kill at any point of it keeps every acknowledged batch whole, and whatever
+    // else survives is whole batches too.
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..4usize {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "large_batch_child", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env("ENGRAM_GROUP_DIR", dir.path())
+            .env("ENGRAM_GROUP_ROUND", round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| l[l.find("ack ")? + 4..].parse::<usize>().ok())
+                .collect::<Vec<usize>>()
+        });
+        std::thread::sleep(Duration::from_millis(300 + 130 * round as u64));
+        child.kill().unwrap();
+        assert!(
+            !child.wait().unwrap().success(),
+            "the child ended on its own"
+        );
+        let acked = reader.join().unwrap();
+        assert!(
+            !acked.is_empty(),
+            "round {round}: nothing was acknowledged before the kill"
+        );
+        let store = open(dir.path());
+        let whole = |i: usize| {
+            let present: Vec<bool> = (0..LARGE)
+                .map(|r| {
+                    let key = format!("file:large{round}/{i}/{r}");
+                    match store.get(&key).unwrap() {
+                        Some(rec) => {
+                            assert_eq!(rec.body, body(&key), "{key} torn");
+                            true
+                        }
+                        None => false,
+                    }
+                })
+                .collect();
+            assert!(
+                present.iter().all(|p| *p) || present.iter().all(|p| !p),
+                "round {round}: batch {i} survived in part"
+            );
+            present[0]
+        };
+        let last_acked = *acked.last().unwrap();
+        for i in 0..=last_acked {
+            assert!(whole(i), "round {round}: acknowledged batch {i} lost");
+        }
+        // At most the batch in flight at the kill survives beyond the acknowledged.
+        assert!(
+            !whole(last_acked + 2),
+            "round {round}: a batch never written survived"
+        );
+        whole(last_acked + 1);
+        drop(store);
+        let report = verify(dir.path()).unwrap();
+        assert!(report.is_sound(), "round {round}: {report:?}");
+    }
+}

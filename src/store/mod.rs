@@ -21,6 +21,7 @@ mod seal;
 mod sealed_cache;
 mod small_file;
 mod stat;
+mod syncer;
 mod tracker;
 mod tracker_apply;
 pub mod vector_cache;
@@ -147,6 +148,8 @@ pub struct Store {
     write_mutex: Mutex<()>,
     /// Where concurrent `commit`s meet to share a sync.
     commit_queue: group_commit::CommitQueue,
+    /// Syncs the log while a writer applies the tracker.
+    syncer: syncer::Syncer,
     /// The open `LOCK` file, opened on first write (a read-only user never needs it).
     lock_file: std::sync::OnceLock<std::fs::File>,
     open_report: OpenReport,

@@ -220,6 +220,7 @@ impl Store {
             projections: projections.into(),
             write_mutex: Mutex::new(()),
             commit_queue: Default::default(),
+            syncer: Default::default(),
             lock_file: std::sync::OnceLock::new(),
             open_report: OpenReport::default(),
         }
