@@ -204,35 +204,41 @@ fn group_child() {
     });
 }
 
+/// Run the ignored test `child` of this binary on the store in `dir` for `millis`, kill
+/// it with SIGKILL, and return what it acknowledged (its `ack …` lines) before.
+fn run_and_kill(child: &str, dir: &Path, round: usize, millis: u64) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", child, "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env("ENGRAM_GROUP_DIR", dir)
+        .env("ENGRAM_GROUP_ROUND", round.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| Some(l[l.find("ack ")? + 4..].to_string()))
+            .collect::<Vec<String>>()
+    });
+    std::thread::sleep(Duration::from_millis(millis));
+    child.kill().unwrap();
+    assert!(
+        !child.wait().unwrap().success(),
+        "the child ended on its own"
+    );
+    reader.join().unwrap()
+}
+
 #[test]
 fn sigkill_never_loses_an_acknowledged_grouped_commit() {
     let dir = tempfile::tempdir().unwrap();
     let mut acked_total = 0;
     for round in 0..6usize {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "group_child", "--nocapture"])
-            .args(["--test-threads", "1"])
-            .env("ENGRAM_GROUP_DIR", dir.path())
-            .env("ENGRAM_GROUP_ROUND", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .filter_map(|l| Some(l[l.find("ack ")? + 4..].to_string()))
-                .collect::<Vec<String>>()
-        });
-        std::thread::sleep(Duration::from_millis(300 + 170 * round as u64));
-        child.kill().unwrap();
-        assert!(
-            !child.wait().unwrap().success(),
-            "the child ended on its own"
-        );
-        let acked = reader.join().unwrap();
+        let acked = run_and_kill("group_child", dir.path(), round, 300 + 170 * round as u64);
         assert!(
             !acked.is_empty(),
             "round {round}: nothing was acknowledged before the kill"
@@ -319,30 +325,15 @@ fn sigkill_never_loses_an_acknowledged_large_commit() {
     // else survives is whole batches too.
     let dir = tempfile::tempdir().unwrap();
     for round in 0..4usize {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "large_batch_child", "--nocapture"])
-            .args(["--test-threads", "1"])
-            .env("ENGRAM_GROUP_DIR", dir.path())
-            .env("ENGRAM_GROUP_ROUND", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .filter_map(|l| l[l.find("ack ")? + 4..].parse::<usize>().ok())
-                .collect::<Vec<usize>>()
-        });
-        std::thread::sleep(Duration::from_millis(300 + 130 * round as u64));
-        child.kill().unwrap();
-        assert!(
-            !child.wait().unwrap().success(),
-            "the child ended on its own"
-        );
-        let acked = reader.join().unwrap();
+        let acked: Vec<usize> = run_and_kill(
+            "large_batch_child",
+            dir.path(),
+            round,
+            300 + 130 * round as u64,
+        )
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
         assert!(
             !acked.is_empty(),
             "round {round}: nothing was acknowledged before the kill"
