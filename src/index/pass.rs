@@ -49,6 +49,12 @@ impl BatchBudget {
         }
     }
 
+    /// How long applying a batch of `bytes` should take, once a batch was measured.
+    fn apply_time(&self, bytes: usize) -> Option<Duration> {
+        self.nanos_per_byte
+            .map(|ns| Duration::from_nanos((ns * bytes as f64) as u64))
+    }
+
     fn observe(&mut self, bytes: usize, held: Duration) {
         if bytes == 0 {
             return;
@@ -131,17 +137,24 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         opts,
         embed_here: threads == 1 || todo.len() >= 2,
     };
-    let mut accept = |step: Step| -> Result<(), IndexError> {
+    let mut accept = |step: Step| -> Result<bool, IndexError> {
         let (index, prepared) = match step {
             Step::File(index, prepared) => (index, prepared),
-            // Every file is taken and the next is still being prepared: commit what
-            // is gathered now rather than leave it all to after the last file.
-            Step::Idle => {
+            // The next file is still being prepared: commit what is gathered now
+            // rather than leave it to after the last file, once every file is taken
+            // or applying it would take as long as the helpers still need.
+            Step::Idle { helpers_left } => {
+                let gathered = budget.apply_time(batch_bytes);
+                if batch.is_empty()
+                    || (!helpers_left.is_zero() && gathered.is_none_or(|g| g < helpers_left))
+                {
+                    return Ok(false);
+                }
                 let held = commit_files(store, &mut batch, &embedder_name, &mut report)?;
                 budget.observe(batch_bytes, held);
                 batch_bytes = 0;
                 batch_started = Instant::now();
-                return Ok(());
+                return Ok(true);
             }
         };
         if let Some(progress) = &opts.progress {
@@ -153,11 +166,11 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         let pending = match prepared.outcome {
             Outcome::Unreadable => {
                 report.skipped_unreadable += 1;
-                return Ok(());
+                return Ok(true);
             }
             Outcome::Binary => {
                 report.skipped_binary += 1;
-                return Ok(());
+                return Ok(true);
             }
             Outcome::Ready(p) => *p,
         };
@@ -172,7 +185,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             batch_bytes = 0;
             batch_started = Instant::now();
         }
-        Ok(())
+        Ok(true)
     };
     if threads <= 1 || todo.len() < 2 {
         for (i, f) in &todo {

@@ -5,6 +5,7 @@
 //! writes to the store.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use super::file::{self, Prepared};
 use super::pass::Known;
@@ -52,9 +53,12 @@ pub(super) struct PrepareJob<'a> {
 pub(super) enum Step {
     /// The file at this index of the walk, prepared.
     File(usize, Prepared1),
-    /// Every file is taken and the next in order is still being prepared elsewhere:
-    /// this thread would otherwise wait, so it may commit what it has gathered.
-    Idle,
+    /// The next file in order is still being prepared elsewhere, and this thread
+    /// would otherwise wait or prepare a file of its own: it may commit what it has
+    /// gathered instead. `helpers_left` is about how long the other threads still
+    /// need to prepare every file nobody has taken (zero once all are taken).
+    /// `accept` answers whether it committed.
+    Idle { helpers_left: Duration },
 }
 
 impl PrepareJob<'_> {
@@ -124,16 +128,18 @@ const PREPARED_AHEAD: usize = 64;
 /// and full-text tables, over 40% of a one-thread index) and was left with a backlog
 /// to commit alone once the preparers were done. It used to wait, too, when the next
 /// file in order was in a helper's hands and later ones were ready: about 50 ms of a
-/// 0.45 s two-thread index of 100K lines spent idle. Once every file is taken it
-/// hands `accept` a [`Step::Idle`] before it waits, so the last batch is committed
-/// while the helpers finish. Helpers take the next file from a shared counter, so at
+/// 0.45 s two-thread index of 100K lines spent idle. When nothing is ready it hands
+/// `accept` a [`Step::Idle`] first: once every file is taken, or once what is
+/// gathered would take as long to apply as the helpers need for the files left, the
+/// gathered batch is committed then, so the helpers are not left idle at the end
+/// while this thread applies a backlog alone (it was about 60 ms of a 0.45 s index). Helpers take the next file from a shared counter, so at
 /// most a few results wait out of order. When `accept` or a preparation fails,
 /// nobody takes another file and the first error in file order is returned.
 pub(super) fn prepare_in_parallel(
     job: &PrepareJob<'_>,
     todo: &[(usize, &walk::WalkedFile)],
     threads: usize,
-    accept: &mut dyn FnMut(Step) -> Result<(), IndexError>,
+    accept: &mut dyn FnMut(Step) -> Result<bool, IndexError>,
 ) -> Result<(), IndexError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, TryRecvError};
@@ -159,6 +165,8 @@ pub(super) fn prepare_in_parallel(
         let mut waiting: BTreeMap<usize, Result<Prepared1, IndexError>> = BTreeMap::new();
         let mut want = 0usize;
         let mut helpers_done = false;
+        // How long a file takes to prepare, from the ones prepared here.
+        let (mut prep_time, mut prepared_here) = (Duration::ZERO, 0u32);
         let result = (|| {
             while want < todo.len() {
                 // What the helpers finished, without waiting for more.
@@ -176,21 +184,38 @@ pub(super) fn prepare_in_parallel(
                     want += 1;
                     continue;
                 }
-                // Nothing to commit yet: prepare the next file nobody has taken.
-                // Waiting for the helper that has the next one in hand would leave
-                // this core idle; the file in hand here delays the commit by no
-                // more than a file's preparation, and the helpers keep working
-                // meanwhile (up to `PREPARED_AHEAD` results).
+                // Nothing to accept yet. Once what is gathered would take this
+                // thread as long to apply as the helpers need for every file left,
+                // commit it: only this thread can apply, and what it leaves for the
+                // end it applies alone while the helpers sit idle.
+                let taken = next.load(Ordering::Relaxed);
+                if prepared_here > 0 && taken < todo.len() {
+                    let left = (todo.len() - taken) as u32;
+                    let helpers_left = prep_time / prepared_here * left / (threads as u32 - 1);
+                    if accept(Step::Idle { helpers_left })? {
+                        continue;
+                    }
+                }
+                // Else prepare the next file nobody has taken. Waiting for the
+                // helper that has the next one in hand would leave this core idle;
+                // the file in hand here delays the commit by no more than a file's
+                // preparation, and the helpers keep working meanwhile (up to
+                // `PREPARED_AHEAD` results).
                 let n = next.fetch_add(1, Ordering::Relaxed);
                 if let Some((_, f)) = todo.get(n) {
+                    let started = Instant::now();
                     waiting.insert(n, job.run(f));
+                    prep_time += started.elapsed();
+                    prepared_here += 1;
                 } else if helpers_done {
                     // Every file was taken and every helper has stopped, yet `want`
                     // never arrived: a helper thread died (a panic, which the scope
                     // re-raises). Nothing more will come.
                     break;
                 } else {
-                    accept(Step::Idle)?;
+                    accept(Step::Idle {
+                        helpers_left: Duration::ZERO,
+                    })?;
                     match rx.recv() {
                         Ok((n, r)) => {
                             waiting.insert(n, r);
