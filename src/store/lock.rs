@@ -84,6 +84,19 @@ impl<'a> WriterLock<'a> {
     }
 }
 
+impl<'a> WriterLock<'a> {
+    /// The lock on an already open lock file if nobody holds it, without waiting.
+    pub fn try_hold(file: &'a File, path: &Path) -> Result<Option<WriterLock<'a>>> {
+        match file.try_lock() {
+            Ok(()) => Ok(Some(WriterLock {
+                handle: Handle::Shared(file),
+            })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io("lock", path)(e)),
+        }
+    }
+}
+
 impl Drop for WriterLock<'_> {
     fn drop(&mut self) {
         let file = match &self.handle {

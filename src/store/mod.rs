@@ -24,6 +24,7 @@ mod stat;
 mod syncer;
 mod tracker;
 mod tracker_apply;
+mod unsynced;
 pub mod vector_cache;
 mod vector_delta;
 pub mod vector_scan;
@@ -453,6 +454,30 @@ impl Drop for Store {
             if let Ok(blob) = self.blob() {
                 let _ = blob.sync();
             }
+        }
+        self.flush_marked_caches();
+    }
+}
+
+impl Store {
+    /// On a clean close, flush the vector caches this boot wrote without flushing and
+    /// remove their marks (see `unsynced`), if the writer lock is free right now.
+    /// Otherwise the writer holding it, or a later close, does it; a mark left behind
+    /// costs a rebuild of its cache only if the machine goes down first.
+    fn flush_marked_caches(&self) {
+        if self.options.durability != Durability::Always
+            || !self.blob().is_ok_and(|b| b.is_writable())
+        {
+            return;
+        }
+        let Some(file) = self.lock_file.get() else {
+            return; // this handle never wrote
+        };
+        let Ok(_in_process) = self.write_mutex.try_lock() else {
+            return;
+        };
+        if let Ok(Some(_lock)) = WriterLock::try_hold(file, &self.dir.join(LOCK_FILE)) {
+            unsynced::flush_marked(&self.dir);
         }
     }
 }

@@ -19,6 +19,7 @@ use super::error::{Result, StoreError};
 use super::scan::Batch;
 use super::sealed_cache;
 use super::tracker;
+use super::unsynced::{self, Mark};
 use super::vector_cache::{
     embedder_id, Metric, ScanMode, VectorCache, VectorCacheError, VectorCacheOptions,
 };
@@ -125,9 +126,13 @@ pub(super) fn after_commit(
         // A sealed store has no cache file; searches catch up in memory.
         return Ok(());
     }
+    let always = store.options.durability == super::Durability::Always;
     for (embedder, dim) in embedders(db)? {
         let path = cache_path(&store.dir, &embedder);
+        // Rows an earlier boot left unflushed may be lost: rebuild (see `unsynced`).
+        let lost_rows = unsynced::read(&path) == Mark::EarlierBoot;
         let cache = match VectorCache::open(&path, &options(dim, &embedder)) {
+            Ok(_) if lost_rows => None,
             Ok(c) => Some(c),
             Err(VectorCacheError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
@@ -146,6 +151,11 @@ pub(super) fn after_commit(
                 continue;
             }
         };
+        // Rows reach the disk before the stamp that claims them, so that after a
+        // power loss the cache is either current or visibly stale (an older stamp):
+        // flushed before the stamp, or covered by this boot's mark, made durable
+        // before the first row is written.
+        let marked = always && unsynced::ensure(&path)?;
         // Walk the batch just written: it ends at the commit the tracker now names.
         let mut off = start;
         let mut stale = false;
@@ -173,9 +183,7 @@ pub(super) fn after_commit(
             drop(cache);
             rebuild_one(store, db, &embedder, dim)?;
         } else {
-            // Rows reach the disk before the stamp that claims them: after a power
-            // loss the cache is either current or visibly stale (an older stamp).
-            if store.options.durability == super::Durability::Always {
+            if always && !marked {
                 cache.flush()?;
             }
             cache.set_seq(meta.applied_seq)?;
@@ -229,6 +237,11 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     cache.flush()?;
     drop(cache);
     std::fs::rename(&tmp, &path).map_err(StoreError::io("rename", &tmp))?;
+    // The new file is flushed; once its rename is durable, no mark is needed.
+    if unsynced::read(&path) != Mark::Clean {
+        super::blob_log::sync_dir(&path)?;
+        unsynced::clear(&path);
+    }
     Ok(())
 }
 
@@ -399,6 +412,11 @@ impl PlainCaches {
             }
         }
         map.remove(embedder);
+        if unsynced::read(path) == Mark::EarlierBoot {
+            return Err(VectorCacheError::InvalidOptions(
+                "rows written before the machine went down may be lost".into(),
+            ));
+        }
         let c = Arc::new(VectorCache::open_read_only(path, opts)?);
         map.insert(embedder.to_string(), c.clone());
         Ok(c)
@@ -426,7 +444,12 @@ fn rebuilt_cache(store: &Store, embedder: &str, dim: u32) -> Result<Option<Vecto
     let mut db = store.db()?;
     store.refresh_locked(&mut db)?;
     match VectorCache::open(&path, &opts) {
-        Ok(c) if Some(c.seq()) == tracker::read_meta(&db)?.map(|m| m.applied_seq) => Ok(Some(c)),
+        Ok(c)
+            if unsynced::read(&path) != Mark::EarlierBoot
+                && Some(c.seq()) == tracker::read_meta(&db)?.map(|m| m.applied_seq) =>
+        {
+            Ok(Some(c))
+        }
         _ => {
             rebuild_one(store, &db, embedder, dim)?;
             Ok(Some(VectorCache::open(&path, &opts)?))
