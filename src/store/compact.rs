@@ -384,6 +384,7 @@ pub(super) fn compact(
     }
     store.sealed_caches.clear();
     store.plain_caches.clear();
+    store.writer_caches.clear();
     for name in &retired {
         // The retired embedders are no longer in the tracker: nothing keeps their
         // cache files up to date, and nothing searches them.

@@ -161,6 +161,8 @@ pub struct Store {
     sealed_caches: sealed_cache::SealedCaches,
     /// Read-only handles on a plain store's cache files, reused between searches.
     plain_caches: vectors::PlainCaches,
+    /// The writer's handles on them, reused between commits.
+    writer_caches: vectors::WriterCaches,
 }
 
 impl Store {

@@ -214,6 +214,7 @@ impl Store {
             vector_key: RwLock::new(options.vector_key.clone()),
             sealed_caches: Default::default(),
             plain_caches: Default::default(),
+            writer_caches: Default::default(),
             options,
             blob: RwLock::new(Arc::new(blob)),
             db: Mutex::new(db),

@@ -131,19 +131,24 @@ pub(super) fn after_commit(
         let path = cache_path(&store.dir, &embedder);
         // Rows an earlier boot left unflushed may be lost: rebuild (see `unsynced`).
         let lost_rows = unsynced::read(&path) == Mark::EarlierBoot;
-        let cache = match VectorCache::open(&path, &options(dim, &embedder)) {
-            Ok(_) if lost_rows => None,
-            Ok(c) => Some(c),
-            Err(VectorCacheError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                tracing::warn!(cache = %path.display(), "rebuilding vector cache: {e}");
-                None
-            }
+        let kept = store.writer_caches.take(&embedder, dim);
+        let cache = match kept {
+            _ if lost_rows => None,
+            Some(c) => Some(c),
+            None => match VectorCache::open(&path, &options(dim, &embedder)) {
+                Ok(c) => Some(c),
+                Err(VectorCacheError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    tracing::warn!(cache = %path.display(), "rebuilding vector cache: {e}");
+                    None
+                }
+            },
         };
         let mut cache = match cache {
             Some(c) if changed => c,
             Some(mut c) => {
                 c.set_seq(meta.applied_seq)?;
+                store.writer_caches.keep(&embedder, c);
                 continue;
             }
             None => {
@@ -187,6 +192,7 @@ pub(super) fn after_commit(
                 cache.flush()?;
             }
             cache.set_seq(meta.applied_seq)?;
+            store.writer_caches.keep(&embedder, cache);
         }
     }
     Ok(())
@@ -384,6 +390,39 @@ fn plain_hits(
     match &delta {
         None => scan(&cache, query, k),
         Some(delta) => scan_with_delta(&cache, delta, query, k),
+    }
+}
+
+/// The writer's handles on a plain store's cache files, kept between commits (and
+/// used only under the writer lock). Opening a cache indexes every slot, which each
+/// commit paid again: a single save with a vector took 3.9-8.0 ms at 200,000
+/// vectors. A kept handle is used only while it is current
+/// ([`VectorCache::is_current`]: the same file, its header as this handle last wrote
+/// it), so another process's commit, a grow or a rebuild makes the next commit open
+/// the file again.
+#[derive(Default)]
+pub(super) struct WriterCaches {
+    by_embedder: Mutex<HashMap<String, VectorCache>>,
+}
+
+impl WriterCaches {
+    /// The kept handle on `embedder`'s cache, if it is still current.
+    fn take(&self, embedder: &str, dim: u32) -> Option<VectorCache> {
+        let cache = self.by_embedder.lock().ok()?.remove(embedder)?;
+        (cache.is_current() && cache.dim() == dim).then_some(cache)
+    }
+
+    fn keep(&self, embedder: &str, cache: VectorCache) {
+        if let Ok(mut map) = self.by_embedder.lock() {
+            map.insert(embedder.to_string(), cache);
+        }
+    }
+
+    /// Drop every kept handle (their files are being replaced or removed).
+    pub(super) fn clear(&self) {
+        if let Ok(mut map) = self.by_embedder.lock() {
+            map.clear();
+        }
     }
 }
 

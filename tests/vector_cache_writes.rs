@@ -1,8 +1,10 @@
-//! Vector caches written without a flush per commit (`format-spec/vector-cache.md`,
-//! "Durability in a store"): a durable commit marks the cache with this boot's id
-//! instead of flushing it; a clean close flushes it and removes the mark; a cache
-//! marked by an earlier boot is never trusted, since rows it claims may have been
-//! lost when the machine went down, and is rebuilt from the log.
+//! How writers keep the vector caches: without a flush per commit
+//! (`format-spec/vector-cache.md`, "Durability in a store") — a durable commit marks
+//! the cache with this boot's id instead of flushing it; a clean close flushes it and
+//! removes the mark; a cache marked by an earlier boot is never trusted, since rows it
+//! claims may have been lost when the machine went down, and is rebuilt from the log —
+//! and through a handle kept between commits, which must notice commits made through
+//! any other handle.
 
 use std::path::{Path, PathBuf};
 
@@ -121,4 +123,88 @@ fn a_cache_marked_by_an_earlier_boot_is_rebuilt_not_trusted() {
         keys.contains(&"file:v0") && keys.contains(&"file:v3"),
         "{keys:?}"
     );
+}
+
+fn put_vector(store: &Store, key: &str, v: &[f32]) {
+    let mut b = WriteBatch::new();
+    b.put(key, Map::new(), b"x".to_vec()).unwrap();
+    b.put_vector(key, EMBEDDER, v).unwrap();
+    store.commit(&b).unwrap();
+}
+
+#[test]
+fn a_kept_cache_handle_follows_commits_made_through_another_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two handles, as two processes would have: each keeps its own writer handle on
+    // the cache file between its commits.
+    let (a, b) = (open(dir.path()), open(dir.path()));
+    for i in 0..4 {
+        put_vector(&a, &format!("file:v{i}"), &axis(i));
+    }
+    put_vector(&b, "file:v4", &axis(4));
+    put_vector(&b, "file:v5", &axis(5));
+    put_vector(&b, "file:v0", &axis(7)); // v0 moves to a new slot
+                                         // Had `a` reused its handle as it was, it would append over `b`'s slots and
+                                         // believe v0 still lives in slot 0.
+    let mut del = WriteBatch::new();
+    del.delete("file:v1").unwrap();
+    a.commit(&del).unwrap();
+    put_vector(&a, "file:v6", &axis(6));
+    put_vector(&a, "file:v2", &axis(2)); // a replacement through `a` again
+
+    let expect = [
+        (0, None),
+        (1, None),
+        (2, Some("file:v2")),
+        (3, Some("file:v3")),
+        (4, Some("file:v4")),
+        (5, Some("file:v5")),
+        (6, Some("file:v6")),
+        (7, Some("file:v0")),
+    ];
+    let fresh = open(dir.path());
+    for store in [&a, &b, &fresh] {
+        for (i, key) in expect {
+            let got = nearest(store, i);
+            match key {
+                Some(key) => assert_eq!(got, key, "axis {i}"),
+                None => assert_ne!(got, "file:v1", "axis {i}: a deleted vector found"),
+            }
+        }
+        let all = store.vector_search(EMBEDDER, &axis(0), 20).unwrap();
+        let mut keys: Vec<&str> = all.iter().map(|h| h.key.as_str()).collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["file:v0", "file:v2", "file:v3", "file:v4", "file:v5", "file:v6"],
+            "the live vectors"
+        );
+    }
+}
+
+/// The stamp in a cache file's header (`seq`, bytes 40..48).
+fn stamp(cache: &Path) -> u64 {
+    let bytes = std::fs::read(cache).unwrap();
+    u64::from_le_bytes(bytes[40..48].try_into().unwrap())
+}
+
+#[test]
+fn a_kept_cache_handle_is_dropped_when_another_handle_replaces_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (open(dir.path()), open(dir.path()));
+    for i in 0..4 {
+        put_vector(&a, &format!("file:v{i}"), &axis(i));
+    }
+    // `b` rebuilds the tracker and every cache from the log: a new cache file, with
+    // the same stamp as the one `a` last wrote.
+    b.rebuild().unwrap();
+    put_vector(&a, "file:v4", &axis(4));
+    // `a` wrote its commit into the file the path names now, not into the one it
+    // had kept (which nobody reads any more).
+    let cache = cache_file(dir.path());
+    assert_eq!(stamp(&cache), a.meta().unwrap().applied_seq);
+    let fresh = open(dir.path());
+    for i in 0..5 {
+        assert_eq!(nearest(&fresh, i), format!("file:v{i}"));
+    }
 }
