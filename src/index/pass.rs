@@ -31,6 +31,13 @@ pub const BATCH_MILLIS: u64 = 100;
 /// preparing it, and that cost grows with the store, so batch size follows the
 /// measured cost of the previous batches instead of being fixed.
 const TARGET_HOLD: Duration = Duration::from_millis(60);
+/// Before every file is taken, the committing thread commits what it has gathered
+/// (rather than prepare another file) once applying it would take a quarter of what
+/// the helpers still need for the files left: what it gathers after its last commit
+/// it applies alone once they are done. A quarter measured better than a half, the
+/// whole or an eighth in 16 runs of a 100K-line two-thread index (0.38-0.42 s against
+/// 0.40-0.42 s for the whole).
+const EARLY_COMMIT_SHARE: u32 = 4;
 /// The smallest batch budget, so one slow commit cannot make batches tiny.
 const MIN_BATCH_BYTES: usize = 16 << 10;
 
@@ -142,11 +149,12 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
             Step::File(index, prepared) => (index, prepared),
             // The next file is still being prepared: commit what is gathered now
             // rather than leave it to after the last file, once every file is taken
-            // or applying it would take as long as the helpers still need.
+            // or applying it would take a good share of what the helpers still need.
             Step::Idle { helpers_left } => {
                 let gathered = budget.apply_time(batch_bytes);
                 if batch.is_empty()
-                    || (!helpers_left.is_zero() && gathered.is_none_or(|g| g < helpers_left))
+                    || (!helpers_left.is_zero()
+                        && gathered.is_none_or(|g| g * EARLY_COMMIT_SHARE < helpers_left))
                 {
                     return Ok(false);
                 }
