@@ -34,9 +34,9 @@ const TARGET_HOLD: Duration = Duration::from_millis(60);
 /// Before every file is taken, the committing thread commits what it has gathered
 /// (rather than prepare another file) once applying it would take a quarter of what
 /// the helpers still need for the files left: what it gathers after its last commit
-/// it applies alone once they are done. A quarter measured better than a half, the
-/// whole or an eighth in 16 runs of a 100K-line two-thread index (0.38-0.42 s against
-/// 0.40-0.42 s for the whole).
+/// it applies alone once they are done. Timing a 100K-line two-thread index, a half,
+/// a quarter and an eighth came out alike (0.38-0.42 s) and ahead of the whole
+/// (0.40-0.42 s, 8 runs each way for it and a quarter) and of a sixteenth.
 const EARLY_COMMIT_SHARE: u32 = 4;
 /// The smallest batch budget, so one slow commit cannot make batches tiny.
 const MIN_BATCH_BYTES: usize = 16 << 10;
