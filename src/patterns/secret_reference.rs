@@ -73,11 +73,15 @@ const REFERENCES: &[&str] = &[
 ];
 
 /// Whether `v` holds the placeholder word `p` (lower case) as a person writes it: all
-/// lower case, all capitals, or capitalised (`your_key`, `YOUR_KEY`, `Yours`). Matched
-/// in any mix of cases, a random password (`YctDp0RnQ50jBhyouRP5`, the corpus test's
-/// seed 1795608266854813693) held `yourp` and was let through; in these three forms a
+/// lower case, all capitals, or capitalised (`your_key`, `YOUR_KEY`, `Yours`), and, for
+/// a word of letters, where a word starts ([`starts_word`]). Matched in any mix of
+/// cases, a random password (`YctDp0RnQ50jBhyouRP5`, the corpus test's seed
+/// 1795608266854813693) held `yourp` and was let through; in these three forms a
 /// random base62 value holds a given five-letter word about 3 × 62^-5 per position.
+/// Matched anywhere, a password made of word-like pieces (`G6ETbjyYour_LibDh0FrN`,
+/// the redactor test's seed 1795709879410126813) held `Your_` and was let through.
 fn holds_written_word(v: &str, lower: &str, p: &str) -> bool {
+    let wordy = p.as_bytes().first().is_some_and(u8::is_ascii_alphabetic);
     lower.match_indices(p).any(|(i, _)| {
         let Some(found) = v.get(i..i + p.len()) else {
             return false;
@@ -85,8 +89,30 @@ fn holds_written_word(v: &str, lower: &str, p: &str) -> bool {
         let rest_lower = found
             .get(1..)
             .is_some_and(|r| !r.bytes().any(|b| b.is_ascii_uppercase()));
-        found == p || found == p.to_ascii_uppercase() || rest_lower
+        (found == p || found == p.to_ascii_uppercase() || rest_lower)
+            && (!wordy || starts_word(v.as_bytes(), i))
     })
+}
+
+/// Whether a word starts at byte `i` of `v`: at the start, after a character that is
+/// neither a letter nor a digit (`<your_key>`, `replace_with_your_key`), or at a
+/// capital after a run of letters written as words are (`insertYourKey`,
+/// `MyExamplePassword`: letters only, no two capitals in a row), not inside a random
+/// run (`G6ETbjyYour_`).
+fn starts_word(v: &[u8], i: usize) -> bool {
+    if i == 0 || !v[i - 1].is_ascii_alphanumeric() {
+        return true;
+    }
+    let run_start = v[..i]
+        .iter()
+        .rposition(|c| !c.is_ascii_alphanumeric())
+        .map_or(0, |p| p + 1);
+    let run = &v[run_start..i];
+    v[i].is_ascii_uppercase()
+        && run.iter().all(u8::is_ascii_alphabetic)
+        && !run
+            .windows(2)
+            .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase())
 }
 
 /// Whether `value` is a placeholder or reference (`${TOKEN}`, `%s`, `<password>`,
@@ -328,5 +354,34 @@ mod tests {
         }
         eprintln!("templates holding a random 16-character segment: {passed} of 200,000");
         assert!(passed <= 10, "{passed}");
+    }
+
+    #[test]
+    fn placeholder_words_count_only_where_a_word_starts() {
+        // The redactor test's seed 1795709879410126813: a netrc password of word-like
+        // pieces that holds `Your_` inside a random run.
+        assert!(!is_placeholder("G6ETbjyYour_LibDh0FrN"));
+        assert!(!is_placeholder("k9Example7Qz"));
+        for placeholder in [
+            "your_api_key",
+            "YOUR_TOKEN",
+            "<your-password>",
+            "replace_with_your_key",
+            "insertYourKeyHere",
+            "MyExamplePassword",
+            "Your_Password",
+            "sample-token",
+        ] {
+            assert!(is_placeholder(placeholder), "{placeholder}");
+        }
+        let r = crate::patterns::Redactor::builtin().expect("builtin rules");
+        let text = "CREDENTIAL = \"machine api.acme-corp.com login deployer password G6ETbjyYour_LibDh0FrN\"\n";
+        assert!(
+            !r.redact(text)
+                .expect("redact")
+                .text
+                .contains("G6ETbjyYour_LibDh0FrN"),
+            "the password was let through"
+        );
     }
 }
