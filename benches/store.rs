@@ -14,9 +14,13 @@
 //!   syncs each batch can beat;
 //! - point reads by key against SQLite looking up the same rows, and a full checked
 //!   scan of the log against a plain sequential read of the same file;
-//! - clean open time of a store with 100K and with 1M records.
+//! - clean open time of a store with 100K and with 1M records;
+//! - vecsave: single durable saves of a 1 KiB record with its 256-dim vector (what
+//!   an agent's `remember` writes) into an empty store and into one holding 200,000
+//!   vectors, against SQLite WAL FULL inserting the same bytes as one row per
+//!   transaction into a table of as many rows.
 //!
-//! `cargo bench --bench store` runs everything; `ENGRAM_BENCH=append,concurrent,read,open`
+//! `cargo bench --bench store` runs everything; `ENGRAM_BENCH=append,concurrent,read,open,vecsave`
 //! picks parts; `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run.
 
 mod common;
@@ -461,5 +465,120 @@ fn main() {
     }
     if wanted("open") {
         bench_open();
+    }
+    if wanted("vecsave") {
+        bench_vector_saves();
+    }
+}
+
+/// Single durable saves of a record with its vector (what an agent's `remember` does)
+/// into a store that already holds `preload` vectors, against SQLite WAL FULL
+/// inserting the same record and vector bytes as one row per transaction. Returns
+/// (engram saves/s, SQLite saves/s).
+fn vector_saves(preload: usize, saves: usize) -> (f64, f64) {
+    const DIM: usize = 256;
+    let vector = |i: usize| -> Vec<f32> {
+        (0..DIM)
+            .map(|j| ((i * 31 + j * 7) % 97) as f32 / 97.0 - 0.5)
+            .collect()
+    };
+    let dir = bench_dir("vecsave");
+    {
+        let store = open(dir.path(), Durability::Always);
+        let mut i = 0;
+        while i < preload {
+            let mut b = WriteBatch::new();
+            for _ in 0..5_000.min(preload - i) {
+                let key = format!("mem:bulk/{i}");
+                b.put(&key, Map::new(), payload(i as u64, 256))
+                    .expect("put");
+                b.put_vector(&key, "bench", &vector(i)).expect("vector");
+                i += 1;
+            }
+            store.commit(&b).expect("commit");
+        }
+        // Closed, so that the saves are timed against a store at rest: closing
+        // flushes the preload's vector cache (hundreds of MB), which the kernel would
+        // otherwise be writing back while the saves run.
+    }
+    let store = open(dir.path(), Durability::Always);
+    let start = Instant::now();
+    for n in 0..saves {
+        let key = format!("mem:save/{n}");
+        let mut b = WriteBatch::new();
+        b.put(&key, Map::new(), payload(n as u64, 1024))
+            .expect("put");
+        b.put_vector(&key, "bench", &vector(preload + n))
+            .expect("vector");
+        store.commit(&b).expect("commit");
+    }
+    let engram = saves as f64 / start.elapsed().as_secs_f64();
+
+    let sdir = bench_dir("vecsave-sqlite");
+    let db = rusqlite::Connection::open(sdir.path().join("bench.db")).expect("open sqlite");
+    db.pragma_update(None, "journal_mode", "WAL").expect("wal");
+    db.pragma_update(None, "synchronous", "FULL").expect("sync");
+    db.execute_batch(
+        "CREATE TABLE kv (key_hash INTEGER PRIMARY KEY, key TEXT, body BLOB, vector BLOB)",
+    )
+    .expect("schema");
+    let as_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut db = db;
+    let insert = "INSERT OR REPLACE INTO kv (key_hash, key, body, vector) VALUES (?1, ?2, ?3, ?4)";
+    let tx = db.transaction().expect("tx");
+    for i in 0..preload {
+        let key = format!("mem:bulk/{i}");
+        tx.prepare_cached(insert)
+            .expect("prepare")
+            .execute(rusqlite::params![
+                engram::key::hash64_i64(&key),
+                key,
+                payload(i as u64, 256),
+                as_bytes(&vector(i))
+            ])
+            .expect("insert");
+    }
+    tx.commit().expect("commit");
+    let start = Instant::now();
+    for n in 0..saves {
+        let key = format!("mem:save/{n}");
+        let tx = db.transaction().expect("tx");
+        tx.prepare_cached(insert)
+            .expect("prepare")
+            .execute(rusqlite::params![
+                engram::key::hash64_i64(&key),
+                key,
+                payload(n as u64, 1024),
+                as_bytes(&vector(preload + n))
+            ])
+            .expect("insert");
+        tx.commit().expect("commit");
+    }
+    let sqlite = saves as f64 / start.elapsed().as_secs_f64();
+    (engram, sqlite)
+}
+
+fn bench_vector_saves() {
+    println!(
+        "\n## single saves of a 1 KiB record and its 256-dim vector, durability always, vs SQLite WAL FULL (one row of both per transaction)"
+    );
+    let saves = if quick() { 50 } else { 500 };
+    for preload in if quick() {
+        vec![0, 5_000]
+    } else {
+        vec![0, 200_000]
+    } {
+        let (mut e, mut s) = (0f64, 0f64);
+        for _ in 0..2 {
+            let (a, b) = vector_saves(preload, saves);
+            e = e.max(a);
+            s = s.max(b);
+        }
+        println!(
+            "{preload:>7} vectors stored: engram {e:>6.0} saves/s ({:.0} us) | sqlite {s:>6.0} saves/s ({:.0} us) | ratio {:.2}x",
+            1e6 / e,
+            1e6 / s,
+            e / s
+        );
     }
 }
