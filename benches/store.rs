@@ -525,33 +525,32 @@ fn vector_saves(preload: usize, saves: usize) -> (f64, f64) {
     let as_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let mut db = db;
     let insert = "INSERT OR REPLACE INTO kv (key_hash, key, body, vector) VALUES (?1, ?2, ?3, ?4)";
-    let tx = db.transaction().expect("tx");
-    for i in 0..preload {
-        let key = format!("mem:bulk/{i}");
+    let put = |tx: &rusqlite::Transaction<'_>, key: &str, body: Vec<u8>, v: Vec<f32>| {
         tx.prepare_cached(insert)
             .expect("prepare")
             .execute(rusqlite::params![
-                engram::key::hash64_i64(&key),
+                engram::key::hash64_i64(key),
                 key,
-                payload(i as u64, 256),
-                as_bytes(&vector(i))
+                body,
+                as_bytes(&v)
             ])
             .expect("insert");
+    };
+    let tx = db.transaction().expect("tx");
+    for i in 0..preload {
+        put(
+            &tx,
+            &format!("mem:bulk/{i}"),
+            payload(i as u64, 256),
+            vector(i),
+        );
     }
     tx.commit().expect("commit");
     let start = Instant::now();
     for n in 0..saves {
-        let key = format!("mem:save/{n}");
         let tx = db.transaction().expect("tx");
-        tx.prepare_cached(insert)
-            .expect("prepare")
-            .execute(rusqlite::params![
-                engram::key::hash64_i64(&key),
-                key,
-                payload(n as u64, 1024),
-                as_bytes(&vector(preload + n))
-            ])
-            .expect("insert");
+        let body = payload(n as u64, 1024);
+        put(&tx, &format!("mem:save/{n}"), body, vector(preload + n));
         tx.commit().expect("commit");
     }
     let sqlite = saves as f64 / start.elapsed().as_secs_f64();
