@@ -128,12 +128,12 @@ const PREPARED_AHEAD: usize = 64;
 /// and full-text tables, over 40% of a one-thread index) and was left with a backlog
 /// to commit alone once the preparers were done. It used to wait, too, when the next
 /// file in order was in a helper's hands and later ones were ready: about 50 ms of a
-/// 0.45 s two-thread index of 100K lines spent idle. When nothing is ready it hands
-/// `accept` a [`Step::Idle`] first: once every file is taken, or once what is
-/// gathered would take as long to apply as the helpers need for the files left, the
-/// gathered batch is committed then, so the helpers are not left idle at the end
-/// while this thread applies a backlog alone (it was about 60 ms of a 0.45 s index). Helpers take the next file from a shared counter, so at
-/// most a few results wait out of order. When `accept` or a preparation fails,
+/// 0.45 s two-thread index of 100K lines spent idle. When nothing is ready it first
+/// offers `accept` a [`Step::Idle`], with an estimate of what the helpers still have
+/// to prepare, so that `accept` may commit what it has gathered rather than leave a
+/// backlog to apply alone at the end while the helpers sit idle (about 60 ms of a
+/// 0.45 s index). Helpers take the next file from a shared counter, so at most a few
+/// results wait out of order. When `accept` or a preparation fails,
 /// nobody takes another file and the first error in file order is returned.
 pub(super) fn prepare_in_parallel(
     job: &PrepareJob<'_>,
@@ -184,10 +184,9 @@ pub(super) fn prepare_in_parallel(
                     want += 1;
                     continue;
                 }
-                // Nothing to accept yet. Once what is gathered would take this
-                // thread as long to apply as the helpers need for every file left,
-                // commit it: only this thread can apply, and what it leaves for the
-                // end it applies alone while the helpers sit idle.
+                // Nothing to accept yet: offer to commit what is gathered (only this
+                // thread can apply it), with how long the helpers still need for
+                // the files nobody has taken, from this thread's own preparations.
                 let taken = next.load(Ordering::Relaxed);
                 if prepared_here > 0 && taken < todo.len() {
                     let left = (todo.len() - taken) as u32;

@@ -65,13 +65,14 @@ pub(super) fn read(cache: &Path) -> Mark {
 }
 
 /// Make sure `cache` carries this boot's mark, durably, so its rows may be written
-/// without a flush; `false` when this system has no boot id (flush instead). The
-/// caller holds the writer lock and has rebuilt a cache marked by an earlier boot.
-pub(super) fn ensure(cache: &Path) -> Result<bool> {
+/// without a flush; `false` when this system has no boot id (flush instead). `found`
+/// is what [`read`] said of it under the writer lock, which the caller holds; a cache
+/// marked by an earlier boot it has rebuilt instead.
+pub(super) fn ensure(cache: &Path, found: Mark) -> Result<bool> {
     let Some(id) = boot_id() else {
         return Ok(false);
     };
-    if read(cache) == Mark::ThisBoot {
+    if found == Mark::ThisBoot {
         return Ok(true);
     }
     let mark = mark_path(cache);
@@ -140,10 +141,10 @@ mod tests {
         assert!(mark_path(&cache)
             .to_string_lossy()
             .ends_with("vectors-x-0000000000000001.vec.unsynced"));
-        if ensure(&cache).expect("ensure") {
+        if ensure(&cache, read(&cache)).expect("ensure") {
             assert_eq!(read(&cache), Mark::ThisBoot);
             // Idempotent.
-            assert!(ensure(&cache).expect("ensure again"));
+            assert!(ensure(&cache, read(&cache)).expect("ensure again"));
         }
         std::fs::write(mark_path(&cache), "another-boot").expect("write");
         assert_eq!(read(&cache), Mark::EarlierBoot);

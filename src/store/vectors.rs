@@ -130,10 +130,10 @@ pub(super) fn after_commit(
     for (embedder, dim) in embedders(db)? {
         let path = cache_path(&store.dir, &embedder);
         // Rows an earlier boot left unflushed may be lost: rebuild (see `unsynced`).
-        let lost_rows = unsynced::read(&path) == Mark::EarlierBoot;
+        let mark = unsynced::read(&path);
         let kept = store.writer_caches.take(&embedder, dim);
         let cache = match kept {
-            _ if lost_rows => None,
+            _ if mark == Mark::EarlierBoot => None,
             Some(c) => Some(c),
             None => match VectorCache::open(&path, &options(dim, &embedder)) {
                 Ok(c) => Some(c),
@@ -160,7 +160,7 @@ pub(super) fn after_commit(
         // power loss the cache is either current or visibly stale (an older stamp):
         // flushed before the stamp, or covered by this boot's mark, made durable
         // before the first row is written.
-        let marked = always && unsynced::ensure(&path)?;
+        let marked = always && unsynced::ensure(&path, mark)?;
         // Walk the batch just written: it ends at the commit the tracker now names.
         let mut off = start;
         let mut stale = false;

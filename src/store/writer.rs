@@ -430,7 +430,7 @@ impl<'s> BatchWriter<'s> {
             batches = self.sealed.len(),
             bytes = self.written_to - start,
             held_ms = self.locked_at.elapsed().as_millis() as u64,
-            tracker_ms = applied_at.as_millis() as u64,
+            durable_and_applied_ms = applied_at.as_millis() as u64,
             sync_wait_ms = sync_wait.as_millis() as u64,
             caches_ms = (finishing.elapsed() - applied_at).as_millis() as u64,
             "batch committed"
