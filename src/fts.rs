@@ -145,10 +145,15 @@ pub fn fts_all_query(user: &str) -> Option<String> {
 /// One BM25-ranked FTS5 query: the statement the code, symbol and memory indexes
 /// are all searched with, written once.
 ///
-/// [`Bm25::sql`] selects `id` and SQLite's `bm25()` as `rank` (lower is better, so
+/// [`Bm25::sql`] selects `id` and the BM25 score as `rank` (lower is better, so
 /// callers negate it into a score where higher is better), best first, at most a
 /// limit. Its parameters, in order: the MATCH expression (from [`fts_query`] or
-/// [`fts_all_query`]), those of `filter`, the limit.
+/// [`fts_all_query`]), then those of `filter`.
+///
+/// The score is the tracker's `bm25_top` ([`crate::store::fts_rank`]): FTS5's
+/// `bm25()` for every row that can be among the best `limit`, without reading the
+/// length of the rows that cannot, and with the phrases' row counts kept between
+/// queries while the database is unchanged.
 #[derive(Debug, Clone, Copy)]
 pub struct Bm25<'a> {
     /// The FTS5 table.
@@ -166,12 +171,15 @@ pub struct Bm25<'a> {
 }
 
 impl Bm25<'_> {
-    /// The statement; see the type's doc.
-    pub fn sql(&self) -> String {
+    /// The statement for the best `limit` rows; see the type's doc. The limit is
+    /// written into the statement, since the ranking function needs it too.
+    pub fn sql(&self, limit: usize) -> String {
         let weights: Vec<String> = self.weights.iter().map(|w| format!("{w:?}")).collect();
+        let limit = limit.clamp(1, i64::MAX as usize);
         format!(
-            "SELECT {id}, bm25({table}, {weights}) AS rank FROM {table} {join} \
-             WHERE {table} MATCH ?{filter} ORDER BY rank{then_by} LIMIT ?",
+            // `store::fts_rank::BM25_TOP`, which every tracker connection carries.
+            "SELECT {id}, bm25_top({table}, {limit}, '{table}', ?1, {weights}) AS rank \
+             FROM {table} {join} WHERE {table} MATCH ?1{filter} ORDER BY rank{then_by} LIMIT {limit}",
             id = self.id,
             table = self.table,
             weights = weights.join(", "),
@@ -254,10 +262,11 @@ mod tests {
             then_by: ", m.updated_ms DESC",
         };
         assert_eq!(
-            q.sql(),
-            "SELECT m.id, bm25(memories_fts, 1.0, 2.0) AS rank FROM memories_fts \
-             JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? \
-             AND m.updated_ms >= ? ORDER BY rank, m.updated_ms DESC LIMIT ?"
+            q.sql(40),
+            "SELECT m.id, bm25_top(memories_fts, 40, 'memories_fts', ?1, 1.0, 2.0) AS rank \
+             FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid \
+             WHERE memories_fts MATCH ?1 AND m.updated_ms >= ? \
+             ORDER BY rank, m.updated_ms DESC LIMIT 40"
         );
     }
 

@@ -77,7 +77,6 @@ fn ranked(
     lang: Option<&str>,
     limit: usize,
 ) -> crate::store::Result<Vec<(i64, f64)>> {
-    let limit = limit.min(i64::MAX as usize) as i64;
     let score = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, -r.get::<_, f64>(1)?));
     let rows = match lang {
         None => {
@@ -87,14 +86,14 @@ fn ranked(
                 filter: "",
                 ..CODE_BM25
             }
-            .sql();
+            .sql(limit);
             let mut stmt = db.prepare_cached(&sql)?;
-            let rows = stmt.query_map(rusqlite::params![fts, limit], score)?;
+            let rows = stmt.query_map([fts], score)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         }
         Some(lang) => {
-            let mut stmt = db.prepare_cached(&CODE_BM25.sql())?;
-            let rows = stmt.query_map(rusqlite::params![fts, lang, limit], score)?;
+            let mut stmt = db.prepare_cached(&CODE_BM25.sql(limit))?;
+            let rows = stmt.query_map([fts, lang], score)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         }
     };

@@ -198,7 +198,7 @@ pub fn symbol_ranked(
     let (Some(all), Some(any)) = (fts_all_query(query), fts_query(query)) else {
         return Ok(Vec::new());
     };
-    let limit = limit.max(1) as i64;
+    let limit = limit.max(1);
     Ok(store.with_tracker(|db| {
         // Rank on the full-text table alone, so SQLite keeps only the best `limit`
         // while it scores; joining every match to its symbol and record before the
@@ -211,7 +211,7 @@ pub fn symbol_ranked(
             filter: "",
             then_by: "",
         }
-        .sql();
+        .sql(limit);
         let mut stmt = db.prepare_cached(&sql)?;
         let mut key_of = db.prepare_cached(
             "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
@@ -219,9 +219,7 @@ pub fn symbol_ranked(
         )?;
         let mut run = |q: &str| -> rusqlite::Result<Vec<(String, f64)>> {
             let rows = stmt
-                .query_map(rusqlite::params![q, limit], |r| {
-                    Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?))
-                })?
+                .query_map([q], |r| Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut keyed = Vec::with_capacity(rows.len());
             for (seq, score) in rows {
@@ -235,7 +233,7 @@ pub fn symbol_ranked(
         let mut out: Vec<(String, f64)> = Vec::new();
         let name = query.trim();
         if !name.is_empty() && !name.contains(char::is_whitespace) {
-            out = exact_name_keys(db, name, limit)?;
+            out = exact_name_keys(db, name, limit as i64)?;
         }
         for hit in run(&all)? {
             if !out.iter().any(|(k, _)| *k == hit.0) {
@@ -244,7 +242,7 @@ pub fn symbol_ranked(
         }
         if out.len() < enough && any != all {
             for hit in run(&any)? {
-                if out.len() as i64 >= limit {
+                if out.len() >= limit {
                     break;
                 }
                 if !out.iter().any(|(k, _)| *k == hit.0) {

@@ -92,7 +92,6 @@ fn ranked(
     let score = |r: &rusqlite::Row<'_>| Ok((r.get::<_, String>(0)?, -r.get::<_, f64>(1)?));
     let mut args = vec![Value::Text(fts.to_string())];
     args.extend(filter_args.iter().cloned());
-    args.push(Value::Integer(limit as i64));
     if !cond.is_empty() {
         let sql = Bm25 {
             id: "m.id",
@@ -101,12 +100,12 @@ fn ranked(
             then_by: ", m.seq DESC",
             ..MEMORY_BM25
         }
-        .sql();
+        .sql(limit);
         let mut stmt = db.prepare_cached(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), score)?;
         return Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?);
     }
-    let mut stmt = db.prepare_cached(&MEMORY_BM25.sql())?;
+    let mut stmt = db.prepare_cached(&MEMORY_BM25.sql(limit))?;
     let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
         Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?))
     })?;

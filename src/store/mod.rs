@@ -12,6 +12,7 @@ mod batch;
 mod blob_log;
 mod compact;
 mod error;
+pub mod fts_rank;
 mod group_commit;
 mod lock;
 mod read_view;
