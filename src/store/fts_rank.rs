@@ -12,18 +12,19 @@
 //! - **Row lengths.** `bm25()` reads each matching row's length from the `%_docsize`
 //!   table, one statement and one B-tree search per row: about 30% of a keyword
 //!   query's time over a common word in a million chunks. The length only lowers a
-//!   row's score, so the score at length 0 bounds the true score. A row whose bound is
-//!   below the `limit` best exact scores seen so far in the query cannot make the cut:
-//!   its length is never read, and it gets its bound. Every row that can make the cut
-//!   gets its exact score, so the order and scores of the best `limit` rows are those
+//!   row's score, so the score at the least length the row can have (one past each
+//!   column's last matched token) bounds the true score. A row whose bound is below
+//!   the `limit` best exact scores seen so far in the query cannot make the cut: its
+//!   length is never read, and it gets its bound. Every row that can make the cut gets
+//!   its exact score, so the order and scores of the best `limit` rows are those
 //!   `bm25()` gives.
 //! - **Row counts per phrase** (for the IDF). `bm25()` counts, in every query, the rows
 //!   holding each phrase, by walking its whole posting list. Here a connection keeps
 //!   the counts between queries, keyed by table and phrase, for as long as the database
 //!   is unchanged (SQLite's data version and the connection's change count), and only
-//!   outside explicit transactions. That
-//!   needs the phrases' text, hence `table_name` and `expr`: double-quoted phrases
-//!   joined by AND, OR and parentheses, which is how engram writes every query.
+//!   outside explicit transactions. That needs the phrases' text, hence `table_name`
+//!   and `expr`: double-quoted phrases joined by AND, OR and parentheses, which is how
+//!   engram writes every query.
 //!
 //! The caller's statement must keep at most `limit` rows, ordered by this value, and
 //! compute it only for rows that pass its filters (SQLite evaluates result columns after
@@ -203,6 +204,9 @@ struct QueryState {
     /// The best exact scores so far (higher is better), at most `limit`, the worst on
     /// top.
     best: BinaryHeap<std::cmp::Reverse<Score>>,
+    /// Per column, the length the current row's column has at least: one past its
+    /// last instance's offset (scratch).
+    seen_len: Vec<i64>,
     /// The last row ranked and its value: SQLite may evaluate the function twice for
     /// one row, and a score must enter `best` once.
     last: Option<(i64, f64)>,
@@ -272,6 +276,7 @@ unsafe fn state<'a>(
         return Err(MISSING);
     };
     let n_phrase = phrases(fts).max(0) as usize;
+    let n_col = api.xColumnCount.map_or(0, |f| f(fts).max(0) as usize);
     let (mut n_row, mut n_token) = (0i64, 0i64);
     check(rows(fts, &mut n_row))?;
     check(total(fts, -1, &mut n_token))?;
@@ -332,6 +337,7 @@ unsafe fn state<'a>(
         idf,
         avgdl,
         freq: vec![0.0; n_phrase],
+        seen_len: vec![0; n_col],
         limit,
         best: BinaryHeap::with_capacity(limit.min(4096) + 1),
         last: None,
@@ -421,6 +427,7 @@ unsafe fn rank_row(
         }
     }
     st.freq.iter_mut().for_each(|f| *f = 0.0);
+    st.seen_len.iter_mut().for_each(|n| *n = 0);
     let mut n_inst = 0;
     check(inst_count(fts, &mut n_inst))?;
     for i in 0..n_inst {
@@ -433,9 +440,13 @@ unsafe fn rank_row(
         if let Some(f) = st.freq.get_mut(phrase.max(0) as usize) {
             *f += w;
         }
+        if let Some(n) = st.seen_len.get_mut(col.max(0) as usize) {
+            *n = (*n).max(i64::from(off) + 1);
+        }
     }
-    // A row's length only lowers its score, so length 0 bounds it.
-    let bound = bm25(st, 0.0);
+    // A row's length only lowers its score, so the length it has at least (a
+    // column holds a token at each instance's offset) bounds it.
+    let bound = bm25(st, st.seen_len.iter().sum::<i64>() as f64);
     let cut = (st.limit > 0 && st.best.len() >= st.limit)
         .then(|| st.best.peek().map(|w| w.0 .0))
         .flatten();
@@ -575,8 +586,8 @@ mod tests {
     #[test]
     fn rows_that_cannot_make_the_cut_are_not_measured() {
         // The point of the function: most rows of a common word get their bound. Seen
-        // through the values: a bound is the score at length 0, which no real row of
-        // this corpus has, so rows given their bound differ from bm25's value.
+        // through the values: a bound is the score at the least length the row can
+        // have, rarely its real one, so rows given their bound differ from bm25's value.
         let rows = corpus();
         let rows: Vec<(i64, &str, &str)> = rows
             .iter()
