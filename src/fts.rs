@@ -150,10 +150,10 @@ pub fn fts_all_query(user: &str) -> Option<String> {
 /// limit. Its parameters, in order: the MATCH expression (from [`fts_query`] or
 /// [`fts_all_query`]), then those of `filter`.
 ///
-/// The score is the tracker's `bm25_top` ([`crate::store::fts_rank`]): FTS5's
-/// `bm25()` for every row that can be among the best `limit`, without reading the
-/// length of the rows that cannot, and with the phrases' row counts kept between
-/// queries while the database is unchanged.
+/// The score is `bm25_top`, which the store registers on every tracker connection
+/// (its `fts_rank` module): FTS5's `bm25()` for every row that can be among the best
+/// `limit`, without reading the length of the rows that cannot, and with the phrases'
+/// row counts kept between queries while the database is unchanged.
 #[derive(Debug, Clone, Copy)]
 pub struct Bm25<'a> {
     /// The FTS5 table.
@@ -177,7 +177,7 @@ impl Bm25<'_> {
         let weights: Vec<String> = self.weights.iter().map(|w| format!("{w:?}")).collect();
         let limit = limit.clamp(1, i64::MAX as usize);
         format!(
-            // `store::fts_rank::BM25_TOP`, which every tracker connection carries.
+            // The store's `fts_rank::BM25_TOP`, which every tracker connection carries.
             "SELECT {id}, bm25_top({table}, {limit}, '{table}', ?1, {weights}) AS rank \
              FROM {table} {join} WHERE {table} MATCH ?1{filter} ORDER BY rank{then_by} LIMIT {limit}",
             id = self.id,

@@ -201,32 +201,6 @@ fn kept_counts_are_dropped_when_the_database_changes() {
 }
 
 #[test]
-fn the_statement_engram_writes_runs_on_a_registered_connection() {
-    let db = db_with_rows(&[
-        (1, "alpha", "beta"),
-        (2, "", "alpha alpha"),
-        (3, "", "gamma"),
-    ]);
-    let sql = crate::fts::Bm25 {
-        table: "t",
-        weights: &[4.0, 1.0],
-        id: "t.rowid",
-        join: "JOIN meta m ON m.id = t.rowid",
-        filter: " AND m.lang = ?",
-        then_by: "",
-    }
-    .sql(5);
-    assert!(sql.contains(BM25_TOP), "{sql}");
-    let mut stmt = db.prepare(&sql).unwrap();
-    let rows: Vec<i64> = stmt
-        .query_map([r#""alpha""#, "y"], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
-    assert_eq!(rows, [1, 2]);
-}
-
-#[test]
 fn phrases_are_read_as_written() {
     assert_eq!(
         quoted_phrases(r#"("parsehttp" OR ("parse" AND "http")) AND "a""b""#),
