@@ -52,8 +52,20 @@ const MAX_REPORTED: usize = 20;
 /// cores, and the writer can start once the first chunk is back.
 const EMBED_CHUNK: usize = 1024;
 
-/// Chunks embedded ahead of the writer before the embedding thread waits.
-const EMBED_CHUNKS_AHEAD: usize = 4;
+/// Vector bytes the embedding thread may hold ahead of the writer before it waits.
+///
+/// The writer takes an import's vectors only after all of its memories, so with a
+/// small allowance (it was 4 chunks) the built-in embedder stopped a quarter of the way
+/// in, a core sat idle while the tracker applied the memories, and the tracker then
+/// waited for the last vectors: about 100 ms of an 850 ms import of 20,000 memories.
+/// 64 MiB holds 64 chunks of 256-dim vectors (65,536 memories), or 10 of 1,536-dim.
+const EMBED_AHEAD_BYTES: usize = 64 << 20;
+
+/// Chunks embedded ahead of the writer before the embedding thread waits: what
+/// [`EMBED_AHEAD_BYTES`] holds of vectors of `dims` dimensions, at least 4.
+fn embed_chunks_ahead(dims: usize) -> usize {
+    (EMBED_AHEAD_BYTES / (EMBED_CHUNK * dims.max(1) * std::mem::size_of::<f32>())).max(4)
+}
 
 /// An embedder at most this slow per text keeps embedding while the import holds the
 /// writer lock; a slower one finishes before the lock is taken. The built-in takes
@@ -125,7 +137,7 @@ impl Memories {
         let texts: Vec<String> = prepared.iter().map(|(m, _)| embedding_text(m)).collect();
         let embedder = self.embedder.as_ref();
         std::thread::scope(|s| {
-            let (chunks, embedded) = sync_channel(EMBED_CHUNKS_AHEAD);
+            let (chunks, embedded) = sync_channel(embed_chunks_ahead(embedder.dimensions()));
             s.spawn(move || {
                 for part in texts.chunks(EMBED_CHUNK) {
                     let vectors = embed_texts(embedder, part);
