@@ -7,10 +7,10 @@
 //! (Galaxybrain's `context`, `symbol_keys`, `created_at`, `key_hash`; memory_lib's
 //! UUID ids, `timestamp` and non-code entries) are read too: see `jsonl_compat`.
 //! Export writes engram's spelling.
-//! Import reads the file once, validating every line (reporting each bad one by
-//! number) and keeping what parsed; only when every line is good does it prepare each
-//! memory (secrets redacted) and start embedding them, chunk by chunk, on a thread of
-//! its own. Then it takes the writer lock, checks ids, and writes everything as one
+//! Import reads the file once, on every core, validating every line (reporting each
+//! bad one by number) and preparing what parsed (secrets redacted; see `jsonl_read`);
+//! only when every line is good does it start embedding the memories, chunk by chunk,
+//! on a thread of its own. Then it takes the writer lock, checks ids, and writes everything as one
 //! batch: a file is imported whole or not at all. The batch holds every memory's put
 //! first and then their vectors, and the tracker applies it while it is written
 //! ([`crate::store::BatchWriter::apply_while_writing`]), so the tracker work, the
@@ -21,8 +21,7 @@
 //! so other writers never wait for it. The prepared memories are held in memory
 //! (their text and vector) until that batch is written.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 
 use std::collections::HashMap;
@@ -44,9 +43,6 @@ pub struct ImportReport {
     /// Secrets replaced before anything was written.
     pub redacted: u64,
 }
-
-/// How many bad lines an import reports before giving up reading.
-const MAX_REPORTED: usize = 20;
 
 /// Texts an import embeds per embedder call: the embedder splits a call across the
 /// cores, and the writer can start once the first chunk is back.
@@ -130,7 +126,7 @@ impl Memories {
         let Prepared {
             memories: prepared,
             mut report,
-        } = prepare_import(path, &resolve)?;
+        } = super::jsonl_read::prepare_import(path, &resolve)?;
         if prepared.is_empty() {
             return Ok(report);
         }
@@ -304,60 +300,6 @@ pub(crate) struct Prepared {
     pub report: ImportReport,
 }
 
-/// Read `path` for an import, as every backend does: parse every line, reporting each
-/// bad one by number (up to 20; then nothing is returned), then redact each memory's
-/// secrets and default its times. `resolve` maps a legacy hash64 to its live key.
-pub(crate) fn prepare_import(
-    path: &Path,
-    resolve: &dyn Fn(u64) -> std::result::Result<Option<String>, String>,
-) -> Result<Prepared> {
-    let shown = path.display().to_string();
-    let mut bad: Vec<String> = Vec::new();
-    let mut report = ImportReport::default();
-    // Kept while every line is good, so the file is parsed once rather than once to
-    // validate and again to import (the parse was a fifth of reading an import).
-    let mut parsed: Vec<jsonl_compat::Parsed> = Vec::new();
-    for_each_line(path, |line_no, line| {
-        match parse_line(line, resolve) {
-            Err(reason) => {
-                bad.push(format!("line {line_no}: {reason}"));
-                parsed = Vec::new();
-            }
-            Ok(None) => report.skipped_blank += 1,
-            Ok(Some(p)) if bad.is_empty() => parsed.push(p),
-            Ok(Some(_)) => {}
-        }
-        Ok(bad.len() < MAX_REPORTED)
-    })?;
-    if !bad.is_empty() {
-        return Err(MemoryError::Invalid(format!(
-            "{shown}: {} bad line(s), nothing imported:\n  {}",
-            bad.len(),
-            bad.join("\n  ")
-        )));
-    }
-    let now = crate::store::now_ms();
-    let mut prepared: Vec<(Memory, Option<String>)> = Vec::with_capacity(parsed.len());
-    for jsonl_compat::Parsed {
-        memory: mut m,
-        legacy,
-    } in parsed
-    {
-        report.redacted += super::redact_memory(&mut m)?;
-        if m.created_ms == 0 {
-            m.created_ms = now;
-        }
-        if m.updated_ms == 0 {
-            m.updated_ms = m.created_ms;
-        }
-        prepared.push((m, legacy));
-    }
-    Ok(Prepared {
-        memories: prepared,
-        report,
-    })
-}
-
 /// The id a legacy (non-`mem:`) id maps to; `round` > 0 re-rolls after a collision.
 pub(crate) fn derived_id(legacy: &str, round: u32) -> String {
     jsonl_compat::derived_id(legacy, round)
@@ -366,51 +308,4 @@ pub(crate) fn derived_id(legacy: &str, round: u32) -> String {
 /// The legacy id a memory was imported under, if any.
 pub(crate) fn legacy_id(m: &Memory) -> Option<&str> {
     jsonl_compat::legacy_id(m)
-}
-
-/// Call `f(line_number, line)` for each line; `f` returns false to stop early.
-fn for_each_line(path: &Path, mut f: impl FnMut(u64, &str) -> Result<bool>) -> Result<()> {
-    let io = |source| MemoryError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
-    let mut buf = Vec::new();
-    let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf).map_err(io)? == 0 {
-            return Ok(());
-        }
-        line_no += 1;
-        let line = match std::str::from_utf8(&buf) {
-            Ok(s) => s,
-            Err(e) => {
-                // Let the callback report it like any other bad line.
-                let msg = format!("\u{0}invalid UTF-8 at byte {}", e.valid_up_to());
-                if !f(line_no, &msg)? {
-                    return Ok(());
-                }
-                continue;
-            }
-        };
-        if !f(line_no, line)? {
-            return Ok(());
-        }
-    }
-}
-
-/// Parse one line: `Ok(None)` for a blank line, `Err(reason)` for a bad one.
-fn parse_line(
-    line: &str,
-    resolve: &jsonl_compat::Resolve<'_>,
-) -> std::result::Result<Option<jsonl_compat::Parsed>, String> {
-    if let Some(msg) = line.strip_prefix('\u{0}') {
-        return Err(msg.to_string());
-    }
-    let line = line.trim();
-    if line.is_empty() {
-        return Ok(None);
-    }
-    jsonl_compat::parse_line(line, resolve).map(Some)
 }

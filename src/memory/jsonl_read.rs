@@ -1,0 +1,249 @@
+//! Reading a JSONL import before anything is written: every line parsed and checked,
+//! then each memory's secrets redacted and its times defaulted, on every core.
+//!
+//! Lines are read in blocks; a block's lines are split among the cores, and the
+//! results are taken back in file order, so bad lines are reported by number as they
+//! come. Reading stops after the block in which the twentieth bad line was found: a
+//! file that is not JSONL is not read to its end. On one thread, parsing and redacting
+//! 20,000 memories of 1 KiB took 90 ms, while the other core had nothing to do yet.
+//!
+//! Owns: turning a file into [`Prepared`] memories or a report of its bad lines. Must
+//! never write to a store.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use super::jsonl::{ImportReport, Prepared};
+use super::jsonl_compat::{self, Parsed};
+use super::model::Memory;
+use super::{MemoryError, Result};
+
+/// How many bad lines an import reports before giving up reading.
+const MAX_REPORTED: usize = 20;
+
+/// Lines read before they are parsed together.
+const BLOCK_LINES: usize = 8192;
+
+/// Fewer lines than this a thread are parsed on the calling thread alone: a thread
+/// costs tens of microseconds, a line of 1 KiB about four.
+const MIN_LINES_PER_THREAD: usize = 256;
+
+/// Maps a legacy hash64 to its live key; called from every parsing thread.
+pub(crate) type Resolve<'a> =
+    dyn Fn(u64) -> std::result::Result<Option<String>, String> + Sync + 'a;
+
+/// What became of one line.
+// Nearly every line is `Good`: boxing its memory would allocate once per line for
+// the sake of the rare bad one.
+#[allow(clippy::large_enum_variant)]
+enum Line {
+    Blank,
+    /// A memory, its secrets redacted (how many), with its legacy id if any.
+    Good(Memory, Option<String>, u64),
+    Bad(String),
+}
+
+/// Read `path` for an import, as every backend does: parse every line, reporting each
+/// bad one by number (up to 20; then nothing is returned), then redact each memory's
+/// secrets and default its times. `resolve` maps a legacy hash64 to its live key.
+pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepared> {
+    let shown = path.display().to_string();
+    let io = |source| MemoryError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
+    let now = crate::store::now_ms();
+    let mut bad: Vec<String> = Vec::new();
+    let mut report = ImportReport::default();
+    let mut memories: Vec<(Memory, Option<String>)> = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        let block = read_block(&mut reader, &mut line_no).map_err(io)?;
+        if block.is_empty() {
+            break;
+        }
+        for (no, line) in block.iter().zip(prepare_block(&block, resolve, now)) {
+            match line {
+                Line::Blank => report.skipped_blank += 1,
+                Line::Bad(reason) if bad.len() < MAX_REPORTED => {
+                    bad.push(format!("line {}: {reason}", no.0));
+                }
+                Line::Bad(_) => {}
+                Line::Good(m, legacy, redacted) if bad.is_empty() => {
+                    report.redacted += redacted;
+                    memories.push((m, legacy));
+                }
+                // Kept only while every line is good.
+                Line::Good(..) => memories = Vec::new(),
+            }
+        }
+        if bad.len() >= MAX_REPORTED {
+            break;
+        }
+    }
+    if !bad.is_empty() {
+        return Err(MemoryError::Invalid(format!(
+            "{shown}: {} bad line(s), nothing imported:\n  {}",
+            bad.len(),
+            bad.join("\n  ")
+        )));
+    }
+    Ok(Prepared { memories, report })
+}
+
+/// Up to [`BLOCK_LINES`] lines with their numbers; an invalid UTF-8 line becomes its
+/// error message after a NUL (no line of text read from a file starts with one).
+fn read_block(reader: &mut impl BufRead, line_no: &mut u64) -> std::io::Result<Vec<(u64, String)>> {
+    let mut block = Vec::with_capacity(BLOCK_LINES);
+    let mut buf = Vec::new();
+    while block.len() < BLOCK_LINES {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        *line_no += 1;
+        let line = match String::from_utf8(std::mem::take(&mut buf)) {
+            Ok(s) => s,
+            Err(e) => format!(
+                "\u{0}invalid UTF-8 at byte {}",
+                e.utf8_error().valid_up_to()
+            ),
+        };
+        block.push((*line_no, line));
+    }
+    Ok(block)
+}
+
+/// Each line of `block`, prepared, in order, the lines split among the cores.
+fn prepare_block(block: &[(u64, String)], resolve: &Resolve<'_>, now: u64) -> Vec<Line> {
+    let threads = crate::cores::available()
+        .min(block.len() / MIN_LINES_PER_THREAD)
+        .max(1);
+    let one = |(_, line): &(u64, String)| prepare_line(line, resolve, now);
+    if threads == 1 {
+        return block.iter().map(one).collect();
+    }
+    let per = block.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = block
+            .chunks(per)
+            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<Line>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// One line: blank, bad (why), or a memory with its secrets redacted and its times
+/// defaulted to `now`.
+fn prepare_line(line: &str, resolve: &Resolve<'_>, now: u64) -> Line {
+    if let Some(msg) = line.strip_prefix('\u{0}') {
+        return Line::Bad(msg.to_string());
+    }
+    let line = line.trim();
+    if line.is_empty() {
+        return Line::Blank;
+    }
+    let Parsed { mut memory, legacy } = match jsonl_compat::parse_line(line, resolve) {
+        Ok(p) => p,
+        Err(reason) => return Line::Bad(reason),
+    };
+    let redacted = match super::redact_memory(&mut memory) {
+        Ok(n) => n,
+        Err(e) => return Line::Bad(format!("its secrets could not be checked: {e}")),
+    };
+    if memory.created_ms == 0 {
+        memory.created_ms = now;
+    }
+    if memory.updated_ms == 0 {
+        memory.updated_ms = memory.created_ms;
+    }
+    Line::Good(memory, legacy, redacted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(lines: impl Iterator<Item = String>) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for line in lines {
+            writeln!(f, "{line}").unwrap();
+        }
+        f.flush().unwrap();
+        f
+    }
+
+    /// Line `i` (1-based) is good unless it is in `bad`.
+    fn lines(n: usize, bad: &[usize]) -> impl Iterator<Item = String> + '_ {
+        (1..=n).map(move |i| {
+            if bad.contains(&i) {
+                format!("{{\"text\": \"line {i}\", \"colour\": 1}}")
+            } else if i % 1000 == 0 {
+                String::new()
+            } else {
+                format!("{{\"text\": \"line {i}\"}}")
+            }
+        })
+    }
+
+    #[test]
+    fn memories_keep_file_order_across_blocks_and_threads() {
+        let n = BLOCK_LINES * 2 + 500;
+        let f = file(lines(n, &[]));
+        let p = prepare_import(f.path(), &|_| Ok(None)).unwrap();
+        let want: Vec<String> = (1..=n)
+            .filter(|i| i % 1000 != 0)
+            .map(|i| format!("line {i}"))
+            .collect();
+        let got: Vec<&str> = p.memories.iter().map(|(m, _)| m.text.as_str()).collect();
+        assert_eq!(got, want);
+        assert_eq!(p.report.skipped_blank as usize, n / 1000);
+        assert!(p
+            .memories
+            .iter()
+            .all(|(m, _)| m.created_ms > 0 && m.updated_ms == m.created_ms));
+    }
+
+    #[test]
+    fn bad_lines_are_reported_in_order_from_every_block() {
+        let bad = [3, BLOCK_LINES - 1, BLOCK_LINES + 7, 2 * BLOCK_LINES + 1];
+        let f = file(lines(2 * BLOCK_LINES + 100, &bad));
+        let Err(MemoryError::Invalid(err)) = prepare_import(f.path(), &|_| Ok(None)) else {
+            panic!("bad lines accepted");
+        };
+        assert!(err.contains("4 bad line(s), nothing imported"), "{err}");
+        let at: Vec<usize> = bad
+            .iter()
+            .map(|i| {
+                err.find(&format!("line {i}: unknown field `colour`"))
+                    .unwrap()
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{err}");
+    }
+
+    #[test]
+    fn only_the_first_twenty_bad_lines_are_reported() {
+        // 30 bad lines in the first block: the first 20 are reported.
+        let bad: Vec<usize> = (1..=30).map(|i| i * 100).collect();
+        let f = file(lines(3 * BLOCK_LINES, &bad));
+        let Err(MemoryError::Invalid(err)) = prepare_import(f.path(), &|_| Ok(None)) else {
+            panic!("bad lines accepted");
+        };
+        assert!(err.contains("20 bad line(s)"), "{err}");
+        assert!(
+            err.contains("line 2000: ") && !err.contains("line 2100: "),
+            "{err}"
+        );
+        assert!(
+            !err.contains(&format!("line {}:", 2 * BLOCK_LINES + 50)),
+            "{err}"
+        );
+    }
+}
