@@ -44,7 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("patterns", &["key", "location", "store"]),
     (
         "memory",
-        &["key", "text", "fts", "embed", "store", "patterns"],
+        &["key", "text", "fts", "embed", "store", "patterns", "cores"],
     ),
     (
         "index",
