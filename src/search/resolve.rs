@@ -79,9 +79,17 @@ pub(super) fn hits(
     let now = crate::store::now_ms();
     let mut out: Vec<(SearchHit, u64)> = Vec::new();
     let mut files_seen = HashSet::new();
+    // Without a boost a hit keeps its fused score, and `fused` is best first: once
+    // `top_k` hits are in, only a key scoring as much as the last of them can still
+    // place (a tie, which freshness and recency break). Each key resolved costs a
+    // lookup and a read of its text.
+    let boosted = opts.near.is_some() || opts.boost_recent;
     for (key, score) in fused {
         // Enough to re-rank after boosts without resolving the whole candidate list.
         if out.len() >= top_k * 3 {
+            break;
+        }
+        if !boosted && out.len() >= top_k && *score < out[top_k - 1].0.score {
             break;
         }
         let (mut hit, changed_ms) = if key.starts_with("mem:") {
