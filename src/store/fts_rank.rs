@@ -60,7 +60,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
             return Err(unavailable("FTS5 offers no xCreateFunction"));
         };
         let counts = Box::into_raw(Box::new(Mutex::new(DocCounts::default())));
-        // FTS5 frees the counts with the connection, or at once if this fails.
+        // FTS5 frees the counts with the connection; not if this fails (below).
         let rc = create(
             api,
             c"bm25_top".as_ptr(),
@@ -69,6 +69,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
             Some(free_counts),
         );
         if rc != ffi::SQLITE_OK {
+            free_counts(counts.cast::<c_void>());
             return Err(rusqlite::Error::SqliteFailure(
                 ffi::Error::new(rc),
                 Some("registering bm25_top".into()),
