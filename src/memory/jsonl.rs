@@ -10,16 +10,16 @@
 //! Import reads the file once, on every core, validating every line (reporting each
 //! bad one by number) and preparing what parsed (secrets redacted; see `jsonl_read`);
 //! only when every line is good does it start embedding the memories, chunk by chunk,
-//! on a thread of its own. Then it takes the writer lock, checks ids, and writes everything as one
-//! batch: a file is imported whole or not at all. The batch holds every memory's put
-//! first and then their vectors, and the tracker applies it while it is written
-//! ([`crate::store::BatchWriter::apply_while_writing`]), so the tracker work, the
-//! appending and the embedding of the last chunks run side by side. How long the
-//! embedder took for the first chunk decides whether it may go on under the lock: a
-//! fast one (the built-in) does, as it costs other writers less than the tracker work
-//! it runs beside; a slow one (a model, a server) finishes before the lock is taken,
-//! so other writers never wait for it. The prepared memories are held in memory
-//! (their text and vector) until that batch is written.
+//! on a thread of its own. Then it takes the writer lock, checks ids, and writes
+//! everything as one batch: a file is imported whole or not at all. The batch holds
+//! every memory's put first and then their vectors, and the tracker applies it while
+//! it is written ([`crate::store::BatchWriter::apply_while_writing`]), so the tracker
+//! work, the appending and the embedding of the last chunks run side by side. How
+//! long the embedder took for the first chunk decides whether it may go on under the
+//! lock: a fast one (the built-in) does, as it costs other writers less than the
+//! tracker work it runs beside; a slow one (a model, a server) finishes before the
+//! lock is taken, so other writers never wait for it. The prepared memories are held
+//! in memory (their text and vector) until that batch is written.
 
 use std::io::Write;
 use std::path::Path;

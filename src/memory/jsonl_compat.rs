@@ -22,7 +22,8 @@ use super::model::Memory;
 use crate::key::hash64;
 
 /// Resolves a hash64 to its live key; `Err` is a store failure, reported as is.
-pub(super) type Resolve<'a> = dyn Fn(u64) -> Result<Option<String>, String> + 'a;
+/// Called from every thread that parses an import's lines.
+pub(crate) type Resolve<'a> = dyn Fn(u64) -> Result<Option<String>, String> + Sync + 'a;
 
 /// A line as parsed: the memory, and the legacy id its id was derived from, if the
 /// line's id was not a memory id (the id is then settled when the batch is written).

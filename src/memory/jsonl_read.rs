@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::jsonl::{ImportReport, Prepared};
-use super::jsonl_compat::{self, Parsed};
+use super::jsonl_compat::{self, Parsed, Resolve};
 use super::model::Memory;
 use super::{MemoryError, Result};
 
@@ -28,10 +28,6 @@ const BLOCK_LINES: usize = 8192;
 /// Fewer lines than this a thread are parsed on the calling thread alone: a thread
 /// costs tens of microseconds, a line of 1 KiB about four.
 const MIN_LINES_PER_THREAD: usize = 256;
-
-/// Maps a legacy hash64 to its live key; called from every parsing thread.
-pub(crate) type Resolve<'a> =
-    dyn Fn(u64) -> std::result::Result<Option<String>, String> + Sync + 'a;
 
 /// What became of one line.
 // Nearly every line is `Good`: boxing its memory would allocate once per line for
@@ -68,6 +64,8 @@ pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepa
             match line {
                 Line::Blank => report.skipped_blank += 1,
                 Line::Bad(reason) if bad.len() < MAX_REPORTED => {
+                    // Memories are kept only while every line is good.
+                    memories = Vec::new();
                     bad.push(format!("line {}: {reason}", no.0));
                 }
                 Line::Bad(_) => {}
@@ -75,8 +73,7 @@ pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepa
                     report.redacted += redacted;
                     memories.push((m, legacy));
                 }
-                // Kept only while every line is good.
-                Line::Good(..) => memories = Vec::new(),
+                Line::Good(..) => {}
             }
         }
         if bad.len() >= MAX_REPORTED {

@@ -252,14 +252,14 @@ unsafe extern "C" fn count_row(
 /// A missing entry in FTS5's API table: treated as an error, never called.
 const MISSING: c_int = ffi::SQLITE_MISUSE;
 
-/// The query's state, made on its first row: average length and IDFs exactly as
+/// The query's state, made on its first row from the function's arguments (the
+/// limit, the table's name, the expression): average length and IDFs exactly as
 /// FTS5's `fts5Bm25GetData` makes them.
 unsafe fn state<'a>(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     ctx: *mut ffi::sqlite3_context,
-    limit: usize,
-    counted: Option<(&str, &str)>,
+    args: &[*mut ffi::sqlite3_value],
 ) -> std::result::Result<&'a mut QueryState, c_int> {
     let (Some(get), Some(set)) = (api.xGetAuxdata, api.xSetAuxdata) else {
         return Err(MISSING);
@@ -268,6 +268,12 @@ unsafe fn state<'a>(
     if !found.is_null() {
         return Ok(&mut *found);
     }
+    // The arguments that stay the same for the whole query, read once.
+    let limit = match args.first() {
+        Some(v) => ffi::sqlite3_value_int64(*v).max(0) as usize,
+        None => 0,
+    };
+    let counted = text_arg(args, 1).zip(text_arg(args, 2));
     let (Some(phrases), Some(rows), Some(total), Some(query_phrase)) = (
         api.xPhraseCount,
         api.xRowCount,
@@ -409,13 +415,8 @@ unsafe fn rank_row(
     ctx: *mut ffi::sqlite3_context,
     args: &[*mut ffi::sqlite3_value],
 ) -> std::result::Result<f64, c_int> {
-    let limit = match args.first() {
-        Some(v) => ffi::sqlite3_value_int64(*v).max(0) as usize,
-        None => 0,
-    };
-    let (table, expr) = (text_arg(args, 1), text_arg(args, 2));
     let weights = args.get(3..).unwrap_or(&[]);
-    let st = state(api, fts, ctx, limit, table.zip(expr))?;
+    let st = state(api, fts, ctx, args)?;
     let (Some(rowid_of), Some(inst_count), Some(inst), Some(column_size)) =
         (api.xRowid, api.xInstCount, api.xInst, api.xColumnSize)
     else {
