@@ -4,7 +4,9 @@
 //!   at least 100K lines) indexed cold, again with nothing changed (warm), and after
 //!   one file changed; throughput is compared with reading the same files once
 //!   (`read`: the least any indexer must do); then cold on one thread against one
-//!   thread per core (`IndexOptions::threads`), in the same run.
+//!   thread per core (`IndexOptions::threads`), in the same run; then one thread per
+//!   core against SQLite (WAL, synchronous=FULL) inserting the rows that index wrote,
+//!   into a table plus two FTS5 tables (`index/sqlite_baseline.rs`).
 //! - query: hybrid, keyword-only and vector-only search latency p50/p99 over a store of
 //!   at least 100K chunks (hybrid also for each query's first run, before the
 //!   connection keeps the query's phrase row counts) (5M lines of the registry's Rust sources, cycled if fewer),
@@ -19,6 +21,8 @@
 //! about 1M chunks).
 
 mod common;
+#[path = "index/sqlite_baseline.rs"]
+mod sqlite_baseline;
 use common::{bench_dir, wanted};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -143,6 +147,33 @@ fn bench_index() {
         "  cold, {cores} threads {all_threads:>8.3} s  {:>7.0} lines/s  ({:.2}x one thread)",
         lines as f64 / all_threads,
         one_thread / all_threads
+    );
+
+    // SQLite inserting the rows the index wrote, alternating with engram's cold
+    // index again, best of two each.
+    let rows = sqlite_baseline::indexed_rows(&store);
+    let (file_rows, chunk_rows, symbol_rows) = sqlite_baseline::counts(&rows);
+    let (mut batched, mut one_tx) = (f64::MAX, f64::MAX);
+    for _ in 0..2 {
+        all_threads = all_threads.min(cold_with(cores).as_secs_f64());
+        let dir = bench_dir("index-sqlite");
+        batched = batched.min(sqlite_baseline::insert_rows(dir.path(), &rows, 1000));
+        let dir = bench_dir("index-sqlite");
+        one_tx = one_tx.min(sqlite_baseline::insert_rows(dir.path(), &rows, rows.len()));
+    }
+    println!(
+        "  SQLite WAL FULL inserting the same {} rows ({file_rows} files, {chunk_rows} chunks with vectors, {symbol_rows} symbols; a table + 2 FTS5, walked, parsed and embedded beforehand):",
+        rows.len()
+    );
+    println!(
+        "    1000 rows/tx {batched:>8.3} s  {:>7.0} rows/s  engram ({cores} threads)/SQLite {:.2}x",
+        rows.len() as f64 / batched,
+        batched / all_threads
+    );
+    println!(
+        "    one tx       {one_tx:>8.3} s  {:>7.0} rows/s  engram ({cores} threads)/SQLite {:.2}x",
+        rows.len() as f64 / one_tx,
+        one_tx / all_threads
     );
 }
 
