@@ -411,6 +411,19 @@ fn body_for(tag: &str, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// The vector "stream_ahead" gives key `r` in batch `batch`.
+fn stream_vector(batch: u64, r: u64) -> Vec<f32> {
+    let mut x = (batch * 1000 + r).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..64)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
 const STREAM_KEYS: u64 = 300;
 const STREAM_BYTES: usize = 28_000; // 300 × 28 kB ≈ 8.4 MB: two flushes per batch
 const COMPACT_KEYS: u64 = 400;
@@ -447,6 +460,18 @@ fn child_process() {
                         body_for(&format!("b{i}/r{r}"), STREAM_BYTES),
                     )
                     .unwrap();
+                }
+                if mode == "stream_ahead" {
+                    // Vectors of an embedder new to the store: its cache is built
+                    // beside the batch and swapped in after the commit.
+                    for r in 0..STREAM_KEYS {
+                        w.put_vector(
+                            &format!("file:s/r{r}"),
+                            &format!("e{i}"),
+                            &stream_vector(i, r),
+                        )
+                        .unwrap();
+                    }
                 }
                 let info = w.finish().unwrap();
                 out.write_all(format!("ack {i} {}\n", info.commit_seq).as_bytes())
@@ -601,6 +626,16 @@ fn killed_mid_stream(mode: &str) {
                     last_acked = Some(b);
                 }
             }
+        }
+        if let (Some(b), "stream_ahead") = (last_acked, mode) {
+            // The last batch's vectors are found, whichever way its cache was made.
+            let hits = store
+                .vector_search(&format!("e{b}"), &stream_vector(b, 7), 1)
+                .unwrap();
+            assert_eq!(
+                hits[0].key, "file:s/r7",
+                "round {round}: batch {b}'s vectors"
+            );
         }
         if store.open_report().truncated_bytes > 0 {
             kills_mid_batch += 1;

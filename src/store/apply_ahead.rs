@@ -42,7 +42,7 @@ pub(super) struct Applied {
 
 /// The applying thread of one writer; see the module doc.
 pub(super) struct ApplyAhead {
-    chunks: Option<SyncSender<(u64, Vec<u8>)>>,
+    chunks: Option<SyncSender<(u64, Arc<Vec<u8>>)>>,
     thread: Option<JoinHandle<Result<Applied>>>,
     /// Set when the writer gives up, so the thread stops applying what is queued.
     abandon: Arc<AtomicBool>,
@@ -67,7 +67,7 @@ impl ApplyAhead {
 
     /// Hand over the bytes written to the log at `offset` (whole records). An error
     /// means the thread has stopped; it is the thread's own error.
-    pub fn send(&mut self, offset: u64, bytes: Vec<u8>) -> Result<()> {
+    pub fn send(&mut self, offset: u64, bytes: Arc<Vec<u8>>) -> Result<()> {
         if let Some(chunks) = &self.chunks {
             if chunks.send((offset, bytes)).is_ok() {
                 return Ok(());
@@ -108,7 +108,7 @@ impl Drop for ApplyAhead {
 fn run(
     tracker_path: &std::path::Path,
     projections: &[Box<dyn Projection>],
-    chunks: Receiver<(u64, Vec<u8>)>,
+    chunks: Receiver<(u64, Arc<Vec<u8>>)>,
     abandon: &AtomicBool,
 ) -> Result<Applied> {
     let refs: Vec<&dyn Projection> = projections.iter().map(|p| p.as_ref()).collect();

@@ -10,6 +10,7 @@
 mod apply_ahead;
 mod batch;
 mod blob_log;
+mod cache_ahead;
 mod compact;
 mod error;
 pub mod fts_rank;

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::blob_log::LogSnapshot;
+use super::cache_ahead::{self, Built, BuiltCache};
 use super::error::{Result, StoreError};
 use super::scan::Batch;
 use super::sealed_cache;
@@ -80,7 +81,7 @@ pub fn cache_path(dir: &Path, embedder: &str) -> PathBuf {
     dir.join(format!("vectors-{slug}-{:016x}.vec", embedder_id(embedder)))
 }
 
-fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
+pub(super) fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
     VectorCacheOptions {
         dim,
         embedder_id: embedder_id(embedder),
@@ -113,12 +114,28 @@ pub(super) fn embedders(db: &Connection) -> Result<Vec<(String, u32)>> {
 }
 
 /// With the writer lock held, right after a batch starting at `start` was applied.
+/// `built` holds the caches built beside the batch ([`super::cache_ahead`]): each is
+/// swapped in instead of being rebuilt; what is not used is removed.
 pub(super) fn after_commit(
     store: &Store,
     db: &Connection,
     snap: &LogSnapshot,
     start: u64,
     changed: bool,
+    mut built: Built,
+) -> Result<()> {
+    let result = follow_commit(store, db, snap, start, changed, &mut built);
+    cache_ahead::discard(built);
+    result
+}
+
+fn follow_commit(
+    store: &Store,
+    db: &Connection,
+    snap: &LogSnapshot,
+    start: u64,
+    changed: bool,
+    built: &mut Built,
 ) -> Result<()> {
     let meta = tracker::read_meta(db)?
         .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))?;
@@ -128,6 +145,13 @@ pub(super) fn after_commit(
     }
     let always = store.options.durability == super::Durability::Always;
     for (embedder, dim) in embedders(db)? {
+        if let Some(b) = built.remove(&embedder) {
+            match swap_in(b, dim, meta.applied_seq, always) {
+                Ok(()) => continue,
+                // Then it is rebuilt below, as if nothing had been built.
+                Err(e) => tracing::debug!(embedder, "cache built beside the batch not used: {e}"),
+            }
+        }
         let path = cache_path(&store.dir, &embedder);
         // Rows an earlier boot left unflushed may be lost: rebuild (see `unsynced`).
         let mark = unsynced::read(&path);
@@ -210,6 +234,37 @@ pub(super) fn rebuild_caches(store: &Store, db: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Stamp a cache built beside the batch with the batch's sequence number and give it
+/// the cache's name. Its rows are durable as `rebuild_one`'s are: flushed with the
+/// rename made durable, or covered by this boot's mark, made durable before they
+/// were written.
+fn swap_in(mut b: BuiltCache, dim: u32, seq: u64, always: bool) -> Result<()> {
+    let tmp = cache_ahead::ahead_path(&b.cache_path);
+    let swapped = (|| {
+        if b.cache.dim() != dim {
+            return Err(StoreError::Invalid(format!(
+                "built with {} dimensions, the embedder's latest vector has {dim}",
+                b.cache.dim()
+            )));
+        }
+        b.cache.set_seq(seq)?;
+        let flush = always && !b.marked;
+        if flush {
+            b.cache.flush()?;
+        }
+        std::fs::rename(&tmp, &b.cache_path).map_err(StoreError::io("rename", &tmp))?;
+        if flush && unsynced::read(&b.cache_path) != Mark::Clean {
+            super::blob_log::sync_dir(&b.cache_path)?;
+            unsynced::clear(&b.cache_path);
+        }
+        Ok(())
+    })();
+    if swapped.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    swapped
+}
+
 fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Result<()> {
     let meta = tracker::read_meta(db)?
         .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))?;
@@ -290,7 +345,7 @@ impl Store {
     }
 }
 
-fn f32s(body: &[u8]) -> Vec<f32> {
+pub(super) fn f32s(body: &[u8]) -> Vec<f32> {
     body.chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()

@@ -16,6 +16,7 @@ use zerocopy::IntoBytes;
 use super::apply_ahead::ApplyAhead;
 use super::batch::{Op, WriteBatch};
 use super::blob_log::BlobLog;
+use super::cache_ahead::{self, CacheAhead};
 use super::error::{Result, StoreError};
 use super::tracker::{self, TrackerMeta};
 use super::{vectors, CommitInfo, Durability, Store, WriteGuard};
@@ -66,6 +67,8 @@ pub struct BatchWriter<'s> {
     /// The thread applying records to the tracker as they are flushed, if asked for
     /// ([`BatchWriter::apply_while_writing`]).
     ahead: Option<ApplyAhead>,
+    /// The thread building new embedders' vector caches beside `ahead`.
+    caches_ahead: Option<CacheAhead>,
 }
 
 impl<'s> BatchWriter<'s> {
@@ -103,6 +106,7 @@ impl<'s> BatchWriter<'s> {
             finished: false,
             locked_at: std::time::Instant::now(),
             ahead: None,
+            caches_ahead: None,
         })
     }
 
@@ -125,6 +129,19 @@ impl<'s> BatchWriter<'s> {
             self.store.dir.join(super::TRACKER_FILE),
             self.store.projections.clone(),
         )?);
+        // A sealed store keeps no cache file.
+        if self.sealed_under.is_none() {
+            let skip = self.store.with_tracker(|db| {
+                let mut stmt = db.prepare("SELECT name FROM embedders WHERE count > 0")?;
+                let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                Ok(names.collect::<rusqlite::Result<_>>()?)
+            })?;
+            self.caches_ahead = Some(CacheAhead::start(cache_ahead::Setup {
+                dir: self.store.dir.clone(),
+                skip,
+                always: self.store.options.durability == Durability::Always,
+            })?);
+        }
         Ok(())
     }
 
@@ -297,10 +314,13 @@ impl<'s> BatchWriter<'s> {
         self.written_to += self.buf.len() as u64;
         match &mut self.ahead {
             Some(ahead) if !self.buf.is_empty() => {
-                let full = std::mem::replace(
+                let full = std::sync::Arc::new(std::mem::replace(
                     &mut self.buf,
                     Vec::with_capacity(FLUSH_AHEAD_AT + (64 << 10)),
-                );
+                ));
+                if let Some(caches) = &mut self.caches_ahead {
+                    caches.send(std::sync::Arc::clone(&full));
+                }
                 ahead.send(at, full)
             }
             _ => {
@@ -412,9 +432,23 @@ impl<'s> BatchWriter<'s> {
             None
         };
         let snap = self.blob.snapshot(self.written_to)?;
-        let (db, touches_vectors, sync_wait) = match self.ahead.take() {
-            Some(mut ahead) => self.commit_applied(ahead.join()?, &snap, start, syncing)?,
-            None => self.apply_after(&snap, start, syncing)?,
+        let built = self
+            .caches_ahead
+            .take()
+            .map(CacheAhead::join)
+            .unwrap_or_default();
+        let committed = match self.ahead.take() {
+            Some(mut ahead) => ahead
+                .join()
+                .and_then(|applied| self.commit_applied(applied, &snap, start, syncing)),
+            None => self.apply_after(&snap, start, syncing),
+        };
+        let (db, touches_vectors, sync_wait) = match committed {
+            Ok(c) => c,
+            Err(e) => {
+                cache_ahead::discard(built);
+                return Err(e);
+            }
         };
         let applied_at = finishing.elapsed();
         // From here the batch is durable and visible: it is acknowledged whatever
@@ -422,7 +456,8 @@ impl<'s> BatchWriter<'s> {
         // with its old stamp, which makes it stale, and is rebuilt from the log by
         // the next search or writer.
         self.finished = true;
-        if let Err(e) = vectors::after_commit(self.store, &db, &snap, start, touches_vectors) {
+        if let Err(e) = vectors::after_commit(self.store, &db, &snap, start, touches_vectors, built)
+        {
             tracing::warn!(store = %self.store.dir.display(), "vector cache left stale after commit: {e}");
         }
         // Other processes wait this long for the lock: `RUST_LOG=engram=debug` shows it.
