@@ -69,6 +69,10 @@ fn embed_chunks_ahead(dims: usize) -> usize {
 /// a memory 50 to 100 µs; a model or a server takes milliseconds.
 const FAST_EMBED_PER_TEXT: std::time::Duration = std::time::Duration::from_micros(500);
 
+/// How far a fast embedder's thread lowers its priority (its nice value) while it
+/// runs beside the writing; see `crate::cores::give_way`.
+const EMBED_GIVES_WAY_BY: i32 = 10;
+
 /// An import's vectors as the embedding thread sends them, chunk by chunk, in order.
 struct Embedded {
     chunks: Receiver<Result<Vec<Option<Vec<f32>>>>>,
@@ -135,9 +139,18 @@ impl Memories {
         std::thread::scope(|s| {
             let (chunks, embedded) = sync_channel(embed_chunks_ahead(embedder.dimensions()));
             s.spawn(move || {
-                for part in texts.chunks(EMBED_CHUNK) {
+                for (i, part) in texts.chunks(EMBED_CHUNK).enumerate() {
+                    let started = std::time::Instant::now();
                     let vectors = embed_texts(embedder, part);
                     let failed = vectors.is_err();
+                    // A fast embedder goes on beside the writing (below), ahead of the
+                    // writer, which takes the vectors only after every memory: where
+                    // cores are short it gives way to the tracker's applying thread,
+                    // which bounds the import.
+                    if i == 0 && started.elapsed() / part.len().max(1) as u32 <= FAST_EMBED_PER_TEXT
+                    {
+                        crate::cores::give_way(EMBED_GIVES_WAY_BY);
+                    }
                     if chunks.send(vectors).is_err() || failed {
                         return;
                     }
