@@ -1,5 +1,6 @@
-//! The local import as it writes now: every put first, then the vectors, embedded in
-//! chunks on a thread of their own, applied to the tracker while they are written.
+//! The local import as it writes now: the vectors, embedded in chunks on a thread of
+//! their own, each chunk's written after the next chunk's puts, all applied to the
+//! tracker while they are written.
 
 use std::io::Write;
 
@@ -12,6 +13,56 @@ fn line(id: &str, text: &str) -> String {
     let mut m = Memory::new(text);
     m.id = id.into();
     serde_json::to_string(&m).unwrap()
+}
+
+/// A line repeating an id within the chunk after its first line: its put reaches the
+/// log before the first line's vector would, so that vector must not be written: it
+/// would outlive the later put. The later text embeds to nothing, so no later vector
+/// replaces it either.
+#[test]
+fn an_id_repeated_in_the_next_chunk_keeps_no_vector_of_its_earlier_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.jsonl");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let first = "note 10 about the parser of topic3";
+    let later = "--- ... ---";
+    for i in 0..LINES {
+        if i == 1500 {
+            writeln!(f, "{}", line("mem:0000000a", later)).unwrap();
+        }
+        let text = format!("note {i} about the parser of topic{}", i % 7);
+        writeln!(f, "{}", line(&format!("mem:{i:08x}"), &text)).unwrap();
+    }
+    drop(f);
+    let m = Memories::open(dir.path().join("store")).unwrap();
+    let report = m.import_file(&path).unwrap();
+    assert_eq!((report.imported, report.replaced), (LINES as u64 + 1, 1));
+    assert_eq!(m.get("mem:0000000a").unwrap().unwrap().text, later);
+    assert!(m.embedder().embed(&[later]).unwrap()[0]
+        .iter()
+        .all(|x| *x == 0.0));
+    assert_eq!(
+        m.store().vector_spaces().unwrap()[0].count,
+        LINES as u64 - 1
+    );
+    let top = |text: &str| {
+        let query = &m.embedder().embed(&[text]).unwrap()[0];
+        let hits = m
+            .store()
+            .vector_search(m.embedder().name(), query, 1)
+            .unwrap();
+        (hits[0].key.clone(), hits[0].score)
+    };
+    let (key, score) = top(first);
+    assert!(
+        key != "mem:0000000a" || score < 0.999,
+        "the first line's vector outlived its put"
+    );
+    let report = engram::store::verify(&dir.path().join("store")).unwrap();
+    assert!(
+        report.is_sound() && report.warnings.is_empty(),
+        "{report:?}"
+    );
 }
 
 #[test]

@@ -11,8 +11,8 @@
 //! bad one by number) and preparing what parsed (secrets redacted; see `jsonl_read`);
 //! only when every line is good does it start embedding the memories, chunk by chunk,
 //! on a thread of its own. Then it takes the writer lock, checks ids, and writes
-//! everything as one batch: a file is imported whole or not at all. The batch holds
-//! every memory's put first and then their vectors, and the tracker applies it while
+//! everything as one batch: a file is imported whole or not at all. In the batch each
+//! chunk's vectors follow the next chunk's puts, and the tracker applies it while
 //! it is written ([`crate::store::BatchWriter::apply_while_writing`]), so the tracker
 //! work, the appending and the embedding of the last chunks run side by side. How
 //! long the embedder took for the first chunk decides whether it may go on under the
@@ -47,6 +47,11 @@ pub struct ImportReport {
 /// Texts an import embeds per embedder call: the embedder splits a call across the
 /// cores, and the writer can start once the first chunk is back.
 const EMBED_CHUNK: usize = 1024;
+
+/// How many chunks of puts the writer writes ahead of their vectors: one chunk of
+/// slack, so the writer seldom waits for the embedder, whose thread gives way to the
+/// tracker's applying thread.
+const VECTORS_LAG_CHUNKS: usize = 1;
 
 /// Vector bytes the embedding thread may hold ahead of the writer before it waits.
 ///
@@ -144,7 +149,7 @@ impl Memories {
                     let vectors = embed_texts(embedder, part);
                     let failed = vectors.is_err();
                     // A fast embedder goes on beside the writing (below), ahead of the
-                    // writer, which takes the vectors only after every memory: where
+                    // writer, which takes each chunk's vectors a chunk later: where
                     // cores are short it gives way to the tracker's applying thread,
                     // which bounds the import.
                     if i == 0 && started.elapsed() / part.len().max(1) as u32 <= FAST_EMBED_PER_TEXT
@@ -172,9 +177,11 @@ impl Memories {
         Ok(report)
     }
 
-    /// Write an import's memories under the lock: every put first, then the vectors,
-    /// in file order both, so the tracker works on the puts while the last vectors
-    /// are still being made. One batch: the import commits whole or not at all.
+    /// Write an import's memories under the lock, in file order, as one batch: the
+    /// import commits whole or not at all. Each chunk's vectors follow the puts of
+    /// the chunk after it ([`VECTORS_LAG_CHUNKS`]), so the tracker works on puts while
+    /// the embedder finishes a chunk, and the vectors reach the log (and the cache
+    /// built beside it) all through the import rather than all at its end.
     fn write_import(
         &self,
         l: &mut Locked<'_>,
@@ -184,9 +191,15 @@ impl Memories {
     ) -> Result<()> {
         // The tracker work (most of an import's) then runs beside the appending.
         l.apply_while_writing()?;
+        let total = prepared.len();
+        l.expect_vectors(total as u64);
         // Legacy id -> the id this import gave it, for a legacy id seen twice.
         let mut legacy: HashMap<String, String> = HashMap::new();
-        let mut ids: Vec<String> = Vec::with_capacity(prepared.len());
+        let mut ids: Vec<String> = Vec::with_capacity(total);
+        // Each id's last line so far: a memory written twice keeps the vector of its
+        // last line only. An earlier line's vector, written after the later put, would
+        // outlive it; written before it, the put drops it.
+        let mut last: HashMap<String, usize> = HashMap::with_capacity(total);
         // The ids lines give, looked up together rather than one query each.
         let given: Vec<String> = prepared
             .iter()
@@ -194,7 +207,8 @@ impl Memories {
             .map(|(m, _)| m.id.clone())
             .collect();
         let live = l.existing(given.iter().map(String::as_str))?;
-        for (mut m, legacy_of) in prepared {
+        let mut vectors_written = 0usize;
+        for (i, (mut m, legacy_of)) in prepared.into_iter().enumerate() {
             if m.id.is_empty() {
                 m.id = self.new_id_locked(l)?;
             } else if let Some(old) = legacy_of {
@@ -215,21 +229,35 @@ impl Memories {
             batch.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())?;
             l.add(&batch)?;
             report.imported += 1;
+            last.insert(m.id.clone(), i);
             ids.push(m.id);
+            // After a chunk's last put, the vectors of the chunk VECTORS_LAG_CHUNKS before.
+            let put = i + 1;
+            if put % EMBED_CHUNK == 0 && put >= EMBED_CHUNK * (1 + VECTORS_LAG_CHUNKS) {
+                let upto = put - EMBED_CHUNK * VECTORS_LAG_CHUNKS;
+                self.write_vectors(l, &ids, &last, vectors, vectors_written..upto)?;
+                vectors_written = upto;
+            }
         }
-        // A memory written twice keeps the vector of its last line only: an earlier
-        // line's would follow (and so outlive) the later put.
-        let last: HashMap<&str, usize> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (id.as_str(), i))
-            .collect();
-        for (i, id) in ids.iter().enumerate() {
+        self.write_vectors(l, &ids, &last, vectors, vectors_written..total)
+    }
+
+    /// Write the vectors of the memories `range` (in file order) whose line is the
+    /// last of its id so far.
+    fn write_vectors(
+        &self,
+        l: &mut Locked<'_>,
+        ids: &[String],
+        last: &HashMap<String, usize>,
+        vectors: &mut Embedded,
+        range: std::ops::Range<usize>,
+    ) -> Result<()> {
+        for i in range {
             let vector = vectors.get(i)?;
-            if let (Some(v), Some(&j)) = (vector, last.get(id.as_str())) {
+            if let (Some(v), Some(&j)) = (vector, last.get(&ids[i])) {
                 if j == i {
                     let mut batch = WriteBatch::new();
-                    batch.put_vector(id, self.embedder.name(), &v)?;
+                    batch.put_vector(&ids[i], self.embedder.name(), &v)?;
                     l.add(&batch)?;
                 }
             }

@@ -100,6 +100,12 @@ impl Locked<'_> {
         Ok(self.writer.apply_while_writing()?)
     }
 
+    /// About how many vectors this batch will carry (see
+    /// [`BatchWriter::expect_vectors`]).
+    pub fn expect_vectors(&mut self, n: u64) {
+        self.writer.expect_vectors(n);
+    }
+
     /// Add a batch's records; they commit together when the closure returns `Ok`.
     pub fn add(&mut self, batch: &WriteBatch) -> Result<()> {
         for key in batch.put_keys() {

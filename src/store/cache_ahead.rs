@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -68,22 +68,31 @@ pub(super) struct CacheAhead {
     chunks: Option<SyncSender<Arc<Vec<u8>>>>,
     thread: Option<JoinHandle<Built>>,
     abandon: Arc<AtomicBool>,
+    /// How many vectors the writer expects the batch to carry (0: not said).
+    expected: Arc<AtomicU64>,
 }
 
 impl CacheAhead {
     pub fn start(setup: Setup) -> Result<CacheAhead> {
         let (chunks, rx) = sync_channel(QUEUED);
         let abandon = Arc::new(AtomicBool::new(false));
-        let stop = abandon.clone();
+        let expected = Arc::new(AtomicU64::new(0));
+        let (stop, hint) = (abandon.clone(), expected.clone());
         let thread = std::thread::Builder::new()
             .name("engram-vectors".into())
-            .spawn(move || run(&setup, rx, &stop))
+            .spawn(move || run(&setup, rx, &stop, &hint))
             .map_err(|e| StoreError::Invalid(format!("no thread to build vectors: {e}")))?;
         Ok(CacheAhead {
             chunks: Some(chunks),
             thread: Some(thread),
             abandon,
+            expected,
         })
+    }
+
+    /// See [`super::BatchWriter::expect_vectors`].
+    pub fn expect_vectors(&self, n: u64) {
+        self.expected.store(n, Ordering::Relaxed);
     }
 
     /// Hand over whole records just written. A thread that has stopped is no error:
@@ -141,13 +150,18 @@ fn remove_left_behind(dir: &Path) {
     }
 }
 
-fn run(setup: &Setup, chunks: Receiver<Arc<Vec<u8>>>, abandon: &AtomicBool) -> Built {
+fn run(
+    setup: &Setup,
+    chunks: Receiver<Arc<Vec<u8>>>,
+    abandon: &AtomicBool,
+    expected: &AtomicU64,
+) -> Built {
     remove_left_behind(&setup.dir);
     // By embedder: `None` once given up (its file removed).
     let mut states: HashMap<String, Option<BuiltCache>> = HashMap::new();
-    // Puts seen so far: a vector belongs to a key put in the same batch as a rule
-    // (an import writes each memory's vector after all the puts), so this sizes a
-    // new cache once instead of growing it, which rewrites and syncs the file.
+    // Puts seen so far: a vector mostly belongs to a key put in the same batch, so
+    // this (or the writer's expectation, if larger) sizes a new cache once instead
+    // of growing it, which rewrites and syncs the file.
     let mut puts = 0u64;
     for bytes in chunks {
         if abandon.load(Ordering::Relaxed) {
@@ -184,9 +198,10 @@ fn run(setup: &Setup, chunks: Receiver<Arc<Vec<u8>>>, abandon: &AtomicBool) -> B
                         continue;
                     }
                     let dim = (rec.body.len() / 4) as u32;
-                    let state = states
-                        .entry(embedder.to_string())
-                        .or_insert_with(|| begin(setup, embedder, dim, puts));
+                    let state = states.entry(embedder.to_string()).or_insert_with(|| {
+                        let rows = puts.max(expected.load(Ordering::Relaxed));
+                        begin(setup, embedder, dim, rows)
+                    });
                     if let Some(b) = state {
                         let ok = b.cache.dim() == dim
                             && b.cache
@@ -214,8 +229,8 @@ fn run(setup: &Setup, chunks: Receiver<Arc<Vec<u8>>>, abandon: &AtomicBool) -> B
 }
 
 /// Start `embedder`'s cache: its final name marked first (durability `always`),
-/// then an empty file sized for about as many vectors as puts so far.
-fn begin(setup: &Setup, embedder: &str, dim: u32, puts: u64) -> Option<BuiltCache> {
+/// then an empty file sized for a quarter more than `rows` vectors.
+fn begin(setup: &Setup, embedder: &str, dim: u32, rows: u64) -> Option<BuiltCache> {
     let cache_path = super::vectors::cache_path(&setup.dir, embedder);
     let marked = if setup.always {
         match unsynced::ensure(&cache_path, unsynced::read(&cache_path)) {
@@ -228,7 +243,7 @@ fn begin(setup: &Setup, embedder: &str, dim: u32, puts: u64) -> Option<BuiltCach
     let opts = VectorCacheOptions {
         dim,
         embedder_id: embedder_id(embedder),
-        initial_capacity: puts.max(1024) + puts / 4,
+        initial_capacity: rows.max(1024) + rows / 4,
         ..super::vectors::options(dim, embedder)
     };
     match VectorCache::create(&ahead_path(&cache_path), &opts) {

@@ -23,6 +23,7 @@ use super::{vectors, CommitInfo, Durability, Store, WriteGuard};
 use crate::format::{encode_record, BatchCrc, CommitBody, RecordFields, RecordKind, FLAG_SEALED};
 use crate::key::hash64;
 
+mod ahead;
 mod finish;
 
 const FLUSH_AT: usize = 4 << 20;
@@ -108,41 +109,6 @@ impl<'s> BatchWriter<'s> {
             ahead: None,
             caches_ahead: None,
         })
-    }
-
-    /// Apply records to the tracker on a thread of their own as they are written,
-    /// rather than all at once after the sync: a large batch (an import) then spends
-    /// its tracker time beside its writing, and `finish` has only the sync and a
-    /// commit left. See `super::apply_ahead` for why the tracker still reflects only
-    /// committed batches. Only before anything is added; not for writers that roll
-    /// back part of what they added.
-    pub fn apply_while_writing(&mut self) -> Result<()> {
-        if self.ahead.is_some() {
-            return Ok(());
-        }
-        if self.written_to != self.meta.applied_end || !self.buf.is_empty() {
-            return Err(StoreError::Invalid(
-                "apply_while_writing must come before the first record".into(),
-            ));
-        }
-        self.ahead = Some(ApplyAhead::start(
-            self.store.dir.join(super::TRACKER_FILE),
-            self.store.projections.clone(),
-        )?);
-        // A sealed store keeps no cache file.
-        if self.sealed_under.is_none() {
-            let skip = self.store.with_tracker(|db| {
-                let mut stmt = db.prepare("SELECT name FROM embedders WHERE count > 0")?;
-                let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
-                Ok(names.collect::<rusqlite::Result<_>>()?)
-            })?;
-            self.caches_ahead = Some(CacheAhead::start(cache_ahead::Setup {
-                dir: self.store.dir.clone(),
-                skip,
-                always: self.store.options.durability == Durability::Always,
-            })?);
-        }
-        Ok(())
     }
 
     /// The live value of `key` as of this batch's start, read under the writer lock:
