@@ -16,6 +16,8 @@ use std::time::Duration;
 
 #[path = "support/parallel.rs"]
 mod parallel;
+#[path = "support/vectors.rs"]
+mod vectors;
 
 use engram::key::hash64;
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
@@ -413,15 +415,7 @@ fn body_for(tag: &str, len: usize) -> Vec<u8> {
 
 /// The vector "stream_ahead" gives key `r` in batch `batch`.
 fn stream_vector(batch: u64, r: u64) -> Vec<f32> {
-    let mut x = (batch * 1000 + r).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..64)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect()
+    vectors::unit(batch * 1000 + r, 64)
 }
 
 const STREAM_KEYS: u64 = 300;

@@ -4,6 +4,10 @@ use engram::memory::Memories;
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
+#[path = "support/vectors.rs"]
+mod vectors;
+use vectors::unit;
+
 fn open(dir: &std::path::Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
@@ -175,21 +179,6 @@ fn an_abandoned_batch_leaves_nothing_behind() {
 #[test]
 fn a_batch_abandoned_while_applied_leaves_nothing_behind() {
     abandoned_batch_leaves_nothing_behind(true);
-}
-
-fn unit(seed: u64, dim: usize) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut v: Vec<f32> = (0..dim)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect();
-    let n = v.iter().map(|a| a * a).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|a| *a /= n);
-    v
 }
 
 #[test]

@@ -12,7 +12,7 @@ impl BatchWriter<'_> {
     /// Apply records to the tracker on a thread of their own as they are written,
     /// rather than all at once after the sync: a large batch (an import) then spends
     /// its tracker time beside its writing, and `finish` has only the sync and a
-    /// commit left. See `super::apply_ahead` for why the tracker still reflects only
+    /// commit left. See `store::apply_ahead` for why the tracker still reflects only
     /// committed batches. Only before anything is added; not for writers that roll
     /// back part of what they added.
     pub fn apply_while_writing(&mut self) -> Result<()> {
