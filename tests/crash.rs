@@ -413,6 +413,12 @@ fn body_for(tag: &str, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// The embedder of "stream_ahead"'s batch `batch`: one new to the store for an odd
+/// batch, the same one (`e0`) for every even batch.
+fn stream_embedder(batch: u64) -> String {
+    format!("e{}", if batch.is_multiple_of(2) { 0 } else { batch })
+}
+
 /// The vector "stream_ahead" gives key `r` in batch `batch`.
 fn stream_vector(batch: u64, r: u64) -> Vec<f32> {
     vectors::unit(batch * 1000 + r, 64)
@@ -456,12 +462,14 @@ fn child_process() {
                     .unwrap();
                 }
                 if mode == "stream_ahead" {
-                    // Vectors of an embedder new to the store: its cache is built
-                    // beside the batch and swapped in after the commit.
+                    // Vectors whose cache is built beside the batch and swapped in
+                    // after the commit: a new embedder's from the batch alone, an
+                    // existing one's as a copy.
+                    w.expect_vectors(STREAM_KEYS);
                     for r in 0..STREAM_KEYS {
                         w.put_vector(
                             &format!("file:s/r{r}"),
-                            &format!("e{i}"),
+                            &stream_embedder(i),
                             &stream_vector(i, r),
                         )
                         .unwrap();
@@ -624,7 +632,7 @@ fn killed_mid_stream(mode: &str) {
         if let (Some(b), "stream_ahead") = (last_acked, mode) {
             // The last batch's vectors are found, whichever way its cache was made.
             let hits = store
-                .vector_search(&format!("e{b}"), &stream_vector(b, 7), 1)
+                .vector_search(&stream_embedder(b), &stream_vector(b, 7), 1)
                 .unwrap();
             assert_eq!(
                 hits[0].key, "file:s/r7",

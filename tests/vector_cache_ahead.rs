@@ -1,7 +1,8 @@
-//! A new embedder's vector cache built beside a batch applied while it is written
-//! (what an import into a store without vectors does): it must answer exactly as the
-//! cache rebuilt from the log does, follow every put and vector of the batch in
-//! order, and leave nothing behind when the batch is abandoned.
+//! Vector caches built beside a batch applied while it is written (what an import
+//! does): a new embedder's from the batch alone, and a copy of an existing cache for a
+//! batch it would grow for. Each must answer exactly as the cache rebuilt from the
+//! log does, follow every put and vector of the batch in order, and leave nothing
+//! behind when the batch is abandoned.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -162,10 +163,9 @@ fn an_abandoned_batch_leaves_no_cache_built_beside_it() {
     );
 }
 
-#[test]
-fn an_embedder_with_vectors_already_is_not_built_beside_the_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = open(dir.path());
+/// A store with ten vectors of "e", committed the usual way.
+fn store_with_old_vectors(dir: &Path) -> Store {
+    let s = open(dir);
     let mut b = WriteBatch::new();
     for i in 0..10 {
         b.put(&format!("file:old/{i}"), Map::new(), "old").unwrap();
@@ -173,14 +173,66 @@ fn an_embedder_with_vectors_already_is_not_built_beside_the_batch() {
             .unwrap();
     }
     s.commit(&b).unwrap();
+    s
+}
+
+fn cache_inode(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let caches = files_ending(dir, ".vec");
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    std::fs::metadata(&caches[0]).unwrap().ino()
+}
+
+#[test]
+fn an_embedder_with_vectors_is_copied_beside_a_batch_it_would_grow_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store_with_old_vectors(dir.path());
     let mut w = s.begin_batch().unwrap();
     w.apply_while_writing().unwrap();
+    w.expect_vectors(KEYS);
+    // An old key put again without a vector loses it.
+    w.put("file:old/5", Map::new(), "changed").unwrap();
     write_puts_then_vectors(&mut w);
+    wait_for_ahead_file(dir.path());
     w.finish().unwrap();
-    // The vectors from before the batch are still found beside the batch's: a
-    // cache built from the batch alone would have lost them.
+    assert_eq!(files_ending(dir.path(), ".ahead"), Vec::<PathBuf>::new());
+    // The copy holds the vectors from before the batch beside the batch's.
     assert_eq!(hit_key(&s, unit(50_003, DIM)), "file:old/3");
+    let old5 = s
+        .vector_search("e", &unit(50_005, DIM), 1)
+        .unwrap()
+        .remove(0);
+    assert!(old5.key != "file:old/5" || old5.score < 0.999, "{old5:?}");
     assert_eq!(hit_key(&s, unit(2500, DIM)), "file:v/2500");
+    assert_eq!(s.vector_spaces().unwrap()[0].count, 9 + KEYS);
+    let report = verify(dir.path()).unwrap();
+    assert!(
+        report.is_sound() && report.warnings.is_empty(),
+        "{report:?}"
+    );
+    let e = answers(&s, "e", DIM);
+    s.rebuild().unwrap();
+    assert_eq!(answers(&s, "e", DIM), e);
+}
+
+#[test]
+fn an_embedder_with_vectors_is_updated_in_place_after_a_small_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store_with_old_vectors(dir.path());
+    let before = cache_inode(dir.path());
+    let mut w = s.begin_batch().unwrap();
+    w.apply_while_writing().unwrap();
+    // No expectation said, and room in the cache: no copy.
+    for i in 0..100 {
+        w.put(&format!("file:v/{i}"), Map::new(), vec![b'x'; 1024])
+            .unwrap();
+        w.put_vector(&format!("file:v/{i}"), "e", &unit(i, DIM))
+            .unwrap();
+    }
+    w.finish().unwrap();
+    assert_eq!(cache_inode(dir.path()), before, "the cache was replaced");
+    assert_eq!(hit_key(&s, unit(50_003, DIM)), "file:old/3");
+    assert_eq!(hit_key(&s, unit(42, DIM)), "file:v/42");
     let e = answers(&s, "e", DIM);
     s.rebuild().unwrap();
     assert_eq!(answers(&s, "e", DIM), e);

@@ -18,6 +18,22 @@ use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
 
 impl VectorCache {
+    /// Call `f` with each live row's key hash and vector, in slot order: what a copy
+    /// of this cache must hold (the store builds one beside a large batch).
+    pub(crate) fn for_each_live(
+        &self,
+        mut f: impl FnMut(u64, &[f32]) -> Result<(), VectorCacheError>,
+    ) -> Result<(), VectorCacheError> {
+        let sections = self.sections()?;
+        let rows = sections.f32_rows.chunks_exact(sections.stride_f32.max(1));
+        for ((row, &flag), &key) in rows.zip(sections.live).zip(sections.keys) {
+            if flag == SLOT_LIVE {
+                f(key, &row[..sections.dim])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Rewrite live rows into a new file and rename it over the old one.
     ///
     /// Tombstoned slots are dropped. The new capacity is `max(capacity, 2 * live)`,

@@ -30,14 +30,15 @@ impl BatchWriter<'_> {
         )?);
         // A sealed store keeps no cache file.
         if self.sealed_under.is_none() {
-            let skip = self.store.with_tracker(|db| {
+            let had_vectors = self.store.with_tracker(|db| {
                 let mut stmt = db.prepare("SELECT name FROM embedders WHERE count > 0")?;
                 let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
                 Ok(names.collect::<rusqlite::Result<_>>()?)
             })?;
             self.caches_ahead = Some(CacheAhead::start(cache_ahead::Setup {
                 dir: self.store.dir.clone(),
-                skip,
+                had_vectors,
+                applied_seq: self.meta.applied_seq,
                 always: self.store.options.durability == Durability::Always,
             })?);
         }
