@@ -1,6 +1,6 @@
-//! Building a new embedder's vector cache beside a batch applied while it is written.
+//! Building vector caches beside a batch applied while it is written.
 //!
-//! An import into a store that has no vectors of its embedder yet ends with a
+//! An import into a store that had no vectors of its embedder yet used to end with a
 //! rebuild of that embedder's cache from the tracker and the log, after the commit,
 //! on one core: 80-100 ms of a 20,000-memory import (half of it page faults on the
 //! new file), then a flush of the whole file and a directory sync. When the batch is
