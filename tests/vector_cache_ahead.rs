@@ -260,6 +260,12 @@ fn an_embedder_whose_dimension_changes_in_the_batch_is_rebuilt_after_it() {
     let (e, g) = (answers(&s, "e", DIM), answers(&s, "g", 4));
     let latest = |k: &str| (25..50).any(|i| k == format!("file:v/{i}"));
     assert!(g.iter().flatten().all(|(k, _)| latest(k)), "{g:?}");
+    // `verify` compares the cache with the tracker's vectors of that dimension.
+    let report = verify(dir.path()).unwrap();
+    assert!(
+        report.is_sound() && report.warnings.is_empty(),
+        "{report:?}"
+    );
     s.rebuild().unwrap();
     assert_eq!(answers(&s, "e", DIM), e);
     assert_eq!(answers(&s, "g", 4), g);

@@ -454,8 +454,11 @@ fn verify_caches(
                 cached.insert(u64::from_le_bytes(h));
             }
         }
-        let mut stmt = db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1")?;
-        let rows = stmt.query_map([&embedder], |r| r.get::<_, i64>(0))?;
+        // A cache holds the embedder's vectors of its latest dimension only: ones of
+        // another dimension under the same name are not searchable beside them.
+        let mut stmt =
+            db.prepare("SELECT key_hash FROM vectors WHERE embedder = ?1 AND dim = ?2")?;
+        let rows = stmt.query_map(rusqlite::params![&embedder, dim], |r| r.get::<_, i64>(0))?;
         let mut tracked = std::collections::HashSet::new();
         for row in rows {
             tracked.insert(row? as u64);
