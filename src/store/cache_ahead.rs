@@ -141,11 +141,14 @@ impl Drop for CacheAhead {
 
 /// Remove built files the writer did not swap in.
 pub(super) fn discard(built: Built) {
-    for (_, b) in built {
-        let path = ahead_path(&b.cache_path);
-        drop(b.cache);
-        let _ = std::fs::remove_file(&path);
-    }
+    built.into_values().for_each(discard_one);
+}
+
+/// Close a cache being built and remove its file.
+fn discard_one(b: BuiltCache) {
+    let path = ahead_path(&b.cache_path);
+    drop(b.cache);
+    let _ = std::fs::remove_file(&path);
 }
 
 /// Remove the `.ahead` files of a writer that died mid-batch: only the writer
@@ -221,18 +224,26 @@ fn run(
                         continue;
                     }
                     let dim = (rec.body.len() / 4) as u32;
-                    let state = states.entry(embedder.to_string()).or_insert_with(|| {
+                    if !states.contains_key(embedder) {
                         let expected = expected.load(Ordering::Relaxed);
-                        if setup.had_vectors.contains(embedder) {
-                            if may_copy {
-                                begin_copy(setup, embedder, dim, expected, &dropped)
-                            } else {
-                                None
-                            }
-                        } else {
+                        let state = if !setup.had_vectors.contains(embedder) {
                             begin(setup, embedder, dim, puts.max(expected))
+                        } else if may_copy {
+                            begin_copy(setup, embedder, dim, expected, &dropped)
+                        } else {
+                            None
+                        };
+                        states.insert(embedder.to_string(), state);
+                        // Once every embedder that had vectors has begun (or not),
+                        // no copy is left to begin: stop keeping the keys.
+                        if may_copy && setup.had_vectors.iter().all(|e| states.contains_key(e)) {
+                            may_copy = false;
+                            dropped = HashSet::new();
                         }
-                    });
+                    }
+                    let Some(state) = states.get_mut(embedder) else {
+                        continue;
+                    };
                     if let Some(b) = state {
                         let ok = b.cache.dim() == dim
                             && b.cache
@@ -324,7 +335,7 @@ fn begin_copy(
         false => built.cache.upsert(key, row),
     });
     if copied.is_err() {
-        discard(Built::from([(String::new(), built)]));
+        discard_one(built);
         return None;
     }
     Some(built)
@@ -333,7 +344,7 @@ fn begin_copy(
 /// Drop a cache being built, and its file.
 fn give_up(state: &mut Option<BuiltCache>) {
     if let Some(b) = state.take() {
-        discard(Built::from([(String::new(), b)]));
+        discard_one(b);
     }
 }
 

@@ -19,7 +19,7 @@ use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
 
 impl VectorCache {
     /// Call `f` with each live row's key hash and vector, in slot order: what a copy
-    /// of this cache must hold (the store builds one beside a large batch).
+    /// of this cache must hold (a grow, or the store's copy beside a large batch).
     pub(crate) fn for_each_live(
         &self,
         mut f: impl FnMut(u64, &[f32]) -> Result<(), VectorCacheError>,
@@ -60,24 +60,20 @@ impl VectorCache {
             }
         })?;
         let result = (|| {
-            let sections = self.sections()?;
             let mut index = HashMap::with_capacity(self.index.len());
             let mut next = 0u64;
-            let rows = sections.f32_rows.chunks_exact(sections.stride_f32.max(1));
-            for ((row, &flag), &key) in rows.zip(sections.live).zip(sections.keys) {
-                if flag != SLOT_LIVE {
-                    continue;
-                }
+            self.for_each_live(|key, row| {
                 if next >= capacity {
                     return Err(self.corrupt("more live slots than indexed keys".into()));
                 }
-                write_row_into(&mut map, &layout, next, &row[..sections.dim]);
+                write_row_into(&mut map, &layout, next, row);
                 let at = (layout.key_hashes + next * 8) as usize;
                 map[at..at + 8].copy_from_slice(&key.to_le_bytes());
                 map[(layout.live + next) as usize] = SLOT_LIVE;
                 index.insert(key, next);
                 next += 1;
-            }
+                Ok(())
+            })?;
             header.count = U64::new(next);
             header.seal();
             map[..HEADER_LEN].copy_from_slice(header.as_bytes());
