@@ -1,6 +1,7 @@
-//! The local import as it writes now: the vectors, embedded in chunks on a thread of
-//! their own, each chunk's written after the next chunk's puts, all applied to the
-//! tracker while they are written.
+//! The local import as it writes now: the first blocks of the file written while
+//! the rest is read, the vectors embedded in chunks on a thread of their own, each
+//! chunk's written after the next chunk's puts, all applied to the tracker while they
+//! are written; and the file still imported whole or not at all.
 
 use std::io::Write;
 
@@ -113,4 +114,109 @@ fn an_import_stores_every_vector_and_a_repeated_id_keeps_its_last_line() {
         m.recall("zebra crossings", 1).unwrap()[0].memory.id,
         "mem:00000005"
     );
+}
+
+/// `n` good lines, ids from `first` on, with a bad one at line `bad` (1-based) if any.
+fn file_with(path: &std::path::Path, first: usize, n: usize, bad: Option<usize>) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        if bad == Some(i + 1) {
+            writeln!(f, r#"{{"text":"half a line"#).unwrap();
+        }
+        let id = format!("mem:{:08x}", first + i);
+        let text = format!("note {i} about the parser of topic{}", i % 7);
+        writeln!(f, "{}", line(&id, &text)).unwrap();
+    }
+}
+
+/// The import writes the first blocks of a file while it reads the rest; a bad line
+/// far into the file, found after writing began, still leaves the store as it was:
+/// no memory, no vector, a clean `verify`, and the next import works.
+#[test]
+fn a_bad_line_found_after_writing_began_leaves_the_store_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let m = Memories::open(&store).unwrap();
+    let before = dir.path().join("before.jsonl");
+    file_with(&before, 0, 50, None);
+    assert_eq!(m.import_file(&before).unwrap().imported, 50);
+
+    // Bad at line 15,000: past the first block (1,024 lines) and the second (8,192).
+    let path = dir.path().join("in.jsonl");
+    file_with(&path, 1_000_000, 20_000, Some(15_000));
+    let err = m.import_file(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("1 bad line(s), nothing imported") && err.contains("line 15000: "),
+        "{err}"
+    );
+    assert_eq!(m.count().unwrap(), 50);
+    assert!(m.get(&format!("mem:{:08x}", 1_000_000)).unwrap().is_none());
+    assert_eq!(m.store().vector_spaces().unwrap()[0].count, 50);
+    let report = engram::store::verify(&store).unwrap();
+    assert!(
+        report.is_sound() && report.warnings.is_empty(),
+        "{report:?}"
+    );
+
+    // The same file, mended, imports whole.
+    file_with(&path, 1_000_000, 20_000, None);
+    assert_eq!(m.import_file(&path).unwrap().imported, 20_000);
+    assert_eq!(m.count().unwrap(), 20_050);
+    assert_eq!(m.store().vector_spaces().unwrap()[0].count, 20_050);
+    drop(m);
+    let report = engram::store::verify(&store).unwrap();
+    assert!(
+        report.is_sound() && report.warnings.is_empty(),
+        "{report:?}"
+    );
+}
+
+/// An embedder slower than the import lets run beside the writing (a model, a
+/// server), counting the texts it is given.
+struct Slow {
+    inner: engram::embed::HashedEmbedder,
+    texts: std::sync::atomic::AtomicUsize,
+}
+
+impl engram::embed::Embedder for Slow {
+    fn name(&self) -> &str {
+        "slow-test"
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, engram::embed::EmbedError> {
+        self.texts
+            .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        // 600 µs a text: more than the import lets run under the lock (500).
+        std::thread::sleep(std::time::Duration::from_micros(600 * texts.len() as u64));
+        self.inner.embed(texts)
+    }
+}
+
+/// A slow embedder embeds one chunk before the whole file is known good, never more:
+/// a bad file costs it at most that chunk. A good file gets every vector.
+#[test]
+fn a_slow_embedder_embeds_nothing_past_its_first_chunk_of_a_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = std::sync::Arc::new(Slow {
+        inner: engram::embed::default_embedder(),
+        texts: Default::default(),
+    });
+    let m = Memories::open(dir.path().join("store"))
+        .unwrap()
+        .with_embedder(slow.clone());
+    let path = dir.path().join("in.jsonl");
+    // Bad in the third block: the first two (1,024 and 8,192 lines) were handed on.
+    file_with(&path, 0, 12_000, Some(11_000));
+    let err = m.import_file(&path).unwrap_err().to_string();
+    assert!(err.contains("line 11000: "), "{err}");
+    assert_eq!(slow.texts.load(std::sync::atomic::Ordering::SeqCst), 1024);
+    assert_eq!(m.count().unwrap(), 0);
+
+    file_with(&path, 0, 1_500, None);
+    slow.texts.store(0, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(m.import_file(&path).unwrap().imported, 1_500);
+    assert_eq!(slow.texts.load(std::sync::atomic::Ordering::SeqCst), 1_500);
+    assert_eq!(m.store().vector_spaces().unwrap()[0].count, 1_500);
 }

@@ -1,11 +1,14 @@
-//! Reading a JSONL import before anything is written: every line parsed and checked,
-//! then each memory's secrets redacted and its times defaulted, on every core.
+//! Reading a JSONL import: every line parsed and checked, then each memory's secrets
+//! redacted and its times defaulted, on every core.
 //!
-//! Lines are read in blocks; a block's lines are split among the cores, and the
-//! results are taken back in file order, so bad lines are reported by number as they
-//! come. Reading stops after the block in which the twentieth bad line was found: a
-//! file that is not JSONL is not read to its end. On one thread, parsing and redacting
-//! 20,000 memories of 1 KiB took 90 ms, while the other core had nothing to do yet.
+//! Lines are read in blocks (a small first one, so a caller can start early); a
+//! block's lines are split among the cores, and the results are taken back in file
+//! order, so bad lines are reported by number as they come. Each block's memories
+//! are handed on while every line so far is good ([`stream_import`]); a caller that
+//! writes them as they come must undo that on a later bad line. Reading stops after
+//! the block in which the twentieth bad line was found: a file that is not JSONL is
+//! not read to its end. On one thread, parsing and redacting 20,000 memories of 1 KiB
+//! took 90 ms.
 //!
 //! Owns: turning a file into [`Prepared`] memories or a report of its bad lines. Must
 //! never write to a store.
@@ -24,6 +27,10 @@ const MAX_REPORTED: usize = 20;
 
 /// Lines read before they are parsed together.
 const BLOCK_LINES: usize = 8192;
+
+/// Lines in the first block: about one embedder chunk, so an import can start
+/// embedding and writing early.
+const FIRST_BLOCK_LINES: usize = 1024;
 
 /// Fewer lines than this a thread are parsed on the calling thread alone: a thread
 /// costs tens of microseconds, a line of 1 KiB about four.
@@ -44,6 +51,26 @@ enum Line {
 /// bad one by number (up to 20; then nothing is returned), then redact each memory's
 /// secrets and default its times. `resolve` maps a legacy hash64 to its live key.
 pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepared> {
+    let mut memories = Vec::new();
+    let report = stream_import(path, resolve, |block, _| {
+        memories.extend(block);
+        true
+    })?;
+    Ok(Prepared { memories, report })
+}
+
+/// [`prepare_import`], handing the memories on block by block as they are ready, in
+/// file order, so a caller can start on the first while later ones are read: `each`
+/// is called while every line so far is good, with the bytes read so far, and returns
+/// false to stop the reading.
+/// After a bad line `each` is not called again, and reading goes on only to report
+/// the bad lines (up to 20). A caller that acted on blocks must undo it when this
+/// returns an error: the file is to be imported whole or not at all.
+pub(crate) fn stream_import(
+    path: &Path,
+    resolve: &Resolve<'_>,
+    mut each: impl FnMut(Vec<(Memory, Option<String>)>, u64) -> bool,
+) -> Result<ImportReport> {
     let shown = path.display().to_string();
     let io = |source| MemoryError::Io {
         path: shown.clone(),
@@ -53,19 +80,22 @@ pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepa
     let now = crate::store::now_ms();
     let mut bad: Vec<String> = Vec::new();
     let mut report = ImportReport::default();
-    let mut memories: Vec<(Memory, Option<String>)> = Vec::new();
     let mut line_no = 0u64;
+    let mut bytes = 0u64;
+    // A small first block, so a caller gets its first memories after a few
+    // milliseconds rather than after a whole block.
+    let mut block_lines = FIRST_BLOCK_LINES;
     loop {
-        let block = read_block(&mut reader, &mut line_no).map_err(io)?;
+        let block = read_block(&mut reader, &mut line_no, &mut bytes, block_lines).map_err(io)?;
+        block_lines = BLOCK_LINES;
         if block.is_empty() {
             break;
         }
+        let mut memories = Vec::with_capacity(block.len());
         for (no, line) in block.iter().zip(prepare_block(&block, resolve, now)) {
             match line {
                 Line::Blank => report.skipped_blank += 1,
                 Line::Bad(reason) if bad.len() < MAX_REPORTED => {
-                    // Memories are kept only while every line is good.
-                    memories = Vec::new();
                     bad.push(format!("line {}: {reason}", no.0));
                 }
                 Line::Bad(_) => {}
@@ -79,6 +109,10 @@ pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepa
         if bad.len() >= MAX_REPORTED {
             break;
         }
+        // Memories are handed on only while every line is good.
+        if bad.is_empty() && !memories.is_empty() && !each(memories, bytes) {
+            break;
+        }
     }
     if !bad.is_empty() {
         return Err(MemoryError::Invalid(format!(
@@ -87,19 +121,27 @@ pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepa
             bad.join("\n  ")
         )));
     }
-    Ok(Prepared { memories, report })
+    Ok(report)
 }
 
-/// Up to [`BLOCK_LINES`] lines with their numbers; an invalid UTF-8 line becomes its
-/// error message after a NUL (no line of text read from a file starts with one).
-fn read_block(reader: &mut impl BufRead, line_no: &mut u64) -> std::io::Result<Vec<(u64, String)>> {
-    let mut block = Vec::with_capacity(BLOCK_LINES);
+/// Up to `lines` lines with their numbers, counting their bytes into `bytes`; an
+/// invalid UTF-8 line becomes its error message after a NUL (no line of text read
+/// from a file starts with one).
+fn read_block(
+    reader: &mut impl BufRead,
+    line_no: &mut u64,
+    bytes: &mut u64,
+    lines: usize,
+) -> std::io::Result<Vec<(u64, String)>> {
+    let mut block = Vec::with_capacity(lines);
     let mut buf = Vec::new();
-    while block.len() < BLOCK_LINES {
+    while block.len() < lines {
         buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        let read = reader.read_until(b'\n', &mut buf)?;
+        if read == 0 {
             break;
         }
+        *bytes += read as u64;
         *line_no += 1;
         let line = match String::from_utf8(std::mem::take(&mut buf)) {
             Ok(s) => s,

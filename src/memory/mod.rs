@@ -14,6 +14,7 @@ mod edges;
 mod filter;
 mod jsonl;
 mod jsonl_compat;
+mod jsonl_import;
 mod jsonl_read;
 mod locked;
 mod model;
