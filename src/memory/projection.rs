@@ -163,8 +163,8 @@ impl Projection for MemoryProjection {
     }
 }
 
-/// One row per filterable value: `task:debug`, `insight:decision`, `context:auth`,
-/// `tag:sqlite`, `session:…`, `provenance:user_stated`.
+/// One row per filterable value: `kind:decision`, `task:debug`, `insight:decision`,
+/// `context:auth`, `tag:sqlite`, `session:…`.
 /// Insert the labels of the memory whose current value the record `seq` wrote (its old
 /// ones are already gone). Keyed by `seq` rather than by key hash, a batch appends to
 /// the end of each label's range and of the `seq` index instead of splitting pages at
@@ -189,11 +189,9 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
             labels.push(format!("{prefix}:{value}"));
         }
     }
-    for (field, prefix) in [
-        ("task", "task"),
-        ("session", "session"),
-        ("provenance", "provenance"),
-    ] {
+    // Not `provenance`: nothing filters by it, and every memory has one, so its row
+    // was a fifth of an import's label work for nothing.
+    for (field, prefix) in [("task", "task"), ("session", "session")] {
         if let Some(v) = meta.get(field).and_then(Value::as_str) {
             labels.push(format!("{prefix}:{v}"));
         }
