@@ -6,6 +6,9 @@ use rusqlite::types::Value as SqlValue;
 use super::taxonomy::{self, Axis};
 use super::{MemoryError, Result};
 
+/// The kind of a plain memory, which alone gets no `kind:` label.
+pub(crate) const PLAIN_KIND: &str = "memory";
+
 /// Which memories to consider. Empty means all; every set field must hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryFilter {
@@ -68,9 +71,18 @@ impl MemoryFilter {
     fn sql_with(&self, label_test: &str) -> (String, Vec<SqlValue>) {
         let mut sql = String::new();
         let mut args = Vec::new();
+        // A plain memory (`kind` = `memory`, most of them) has no kind label: it is
+        // the entry with none but the `kind:memory` an earlier writer may have left.
+        if self.kind.as_deref() == Some(PLAIN_KIND) {
+            sql.push_str(
+                " AND NOT EXISTS (SELECT 1 FROM memory_labels l WHERE l.seq = m.seq \
+                 AND l.label >= 'kind:' AND l.label < 'kind;' AND l.label <> 'kind:memory')",
+            );
+        }
         let labels = self
             .kind
             .iter()
+            .filter(|k| k.as_str() != PLAIN_KIND)
             .map(|k| format!("kind:{k}"))
             .chain(self.task.iter().map(|t| format!("task:{t}")))
             .chain(self.insights.iter().map(|i| format!("insight:{i}")))
@@ -114,4 +126,75 @@ pub fn parse_since(text: &str, now_ms: u64) -> Result<u64> {
         }
     };
     Ok(now_ms.saturating_sub(n.saturating_mul(ms)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Projection;
+
+    /// The seqs of the memories `filter` keeps, by both of its SQL forms, in a real
+    /// tracker file holding: 1, a plain memory with the `kind:memory` row earlier
+    /// writers gave it; 2, a plain memory with no kind label; 3, a note.
+    fn kept(filter: &MemoryFilter) -> (Vec<i64>, Vec<i64>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = rusqlite::Connection::open(dir.path().join("tracker.db")).unwrap();
+        super::super::MemoryProjection.create(&db).unwrap();
+        for seq in 1..=3 {
+            db.execute(
+                "INSERT INTO memories (seq, key_hash, id, tags, metadata, created_ms, updated_ms)
+                 VALUES (?1, ?1, ?1, '[]', '{}', 0, 0)",
+                [seq],
+            )
+            .unwrap();
+        }
+        for (label, seq) in [("kind:memory", 1), ("task:debug", 2), ("kind:note", 3)] {
+            db.execute(
+                "INSERT INTO memory_labels (label, seq) VALUES (?1, ?2)",
+                rusqlite::params![label, seq],
+            )
+            .unwrap();
+        }
+        let run = |(sql, args): (String, Vec<SqlValue>)| -> Vec<i64> {
+            let q = format!("SELECT m.seq FROM memories m WHERE 1{sql} ORDER BY m.seq");
+            let mut stmt = db.prepare(&q).unwrap();
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(args), |r| r.get(0))
+                .unwrap();
+            rows.collect::<rusqlite::Result<_>>().unwrap()
+        };
+        let (sql, args) = filter.sql();
+        let plan: Vec<String> = db
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN SELECT m.seq FROM memories m WHERE 1{sql}"
+            ))
+            .unwrap()
+            .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        (
+            run(filter.sql()),
+            run(filter.sql_per_row()),
+            plan.join("\n"),
+        )
+    }
+
+    #[test]
+    fn a_plain_memory_is_the_entry_without_a_kind_label() {
+        let only = |kind: &str| MemoryFilter {
+            kind: Some(kind.into()),
+            ..MemoryFilter::default()
+        };
+        let (rows, per_row, plan) = kept(&only("memory"));
+        assert_eq!(rows, [1, 2]);
+        assert_eq!(per_row, [1, 2]);
+        // Each memory is tested by its own labels (the `seq` index), not by reading
+        // every typed entry's kind label.
+        assert!(plan.contains("memory_labels_by_seq"), "{plan}");
+        let (rows, per_row, _) = kept(&only("note"));
+        assert_eq!((rows, per_row), (vec![3], vec![3]));
+        let (rows, _, _) = kept(&MemoryFilter::default());
+        assert_eq!(rows, [1, 2, 3]);
+    }
 }
