@@ -215,6 +215,38 @@ fn an_embedder_with_vectors_is_copied_beside_a_batch_it_would_grow_for() {
     assert_eq!(answers(&s, "e", DIM), e);
 }
 
+/// Without a key put again before the copy began, the copy takes the old cache's
+/// sections whole rather than row by row; the cache answers the same either way.
+#[test]
+fn an_embedder_with_vectors_is_copied_whole_when_the_batch_puts_no_old_key_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store_with_old_vectors(dir.path());
+    let mut w = s.begin_batch().unwrap();
+    w.apply_while_writing().unwrap();
+    w.expect_vectors(KEYS);
+    write_puts_then_vectors(&mut w);
+    // An old key put again after the copy began loses its vector in the copy too.
+    w.put("file:old/7", Map::new(), "changed").unwrap();
+    wait_for_ahead_file(dir.path());
+    w.finish().unwrap();
+    assert_eq!(hit_key(&s, unit(50_003, DIM)), "file:old/3");
+    let old7 = s
+        .vector_search("e", &unit(50_007, DIM), 1)
+        .unwrap()
+        .remove(0);
+    assert!(old7.key != "file:old/7" || old7.score < 0.999, "{old7:?}");
+    assert_eq!(hit_key(&s, unit(2500, DIM)), "file:v/2500");
+    assert_eq!(s.vector_spaces().unwrap()[0].count, 9 + KEYS);
+    let report = verify(dir.path()).unwrap();
+    assert!(
+        report.is_sound() && report.warnings.is_empty(),
+        "{report:?}"
+    );
+    let e = answers(&s, "e", DIM);
+    s.rebuild().unwrap();
+    assert_eq!(answers(&s, "e", DIM), e);
+}
+
 #[test]
 fn an_embedder_with_vectors_is_updated_in_place_after_a_small_batch() {
     let dir = tempfile::tempdir().unwrap();

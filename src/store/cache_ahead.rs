@@ -330,9 +330,19 @@ fn begin_copy(
         return None;
     }
     let mut built = begin(setup, embedder, dim, live + expected)?;
-    let copied = old.for_each_live(|key, row| match dropped.contains(&key) {
+    // Section by section where the copy keeps every slot (no tombstone, no key the
+    // batch already put): the same file as the row-by-row copy, without computing
+    // each row's codes again.
+    let whole = match dropped.iter().any(|&key| old.contains(key)) {
+        true => Ok(false),
+        false => built.cache.copy_slots_from(&old),
+    };
+    let copied = whole.and_then(|whole| match whole {
         true => Ok(()),
-        false => built.cache.upsert(key, row),
+        false => old.for_each_live(|key, row| match dropped.contains(&key) {
+            true => Ok(()),
+            false => built.cache.upsert(key, row),
+        }),
     });
     if copied.is_err() {
         discard_one(built);

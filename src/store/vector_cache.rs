@@ -30,6 +30,7 @@ use crate::format::vector_file::{
 use crate::store::vector_scan::{self, Sections};
 pub use crate::store::vector_scan::{Metric, ScanMode, VectorHit};
 
+mod copy;
 mod error;
 mod grow;
 mod mapping;

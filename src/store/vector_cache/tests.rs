@@ -465,3 +465,51 @@ proptest! {
         }
     }
 }
+
+/// The section-by-section copy makes the very file the row-by-row copy makes, over
+/// several column blocks and a partial last one; it declines a cache with a
+/// tombstoned slot, and one of another dimension, writing nothing.
+#[test]
+fn a_copy_of_whole_sections_is_the_row_by_row_copy_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(7);
+    let o = opts(24, true, 4096);
+    let mut old = VectorCache::create(&dir.path().join("old"), &o).unwrap();
+    let rows = 2 * COLUMN_BLOCK as usize + 333;
+    for i in 0..rows {
+        old.upsert(5000 + i as u64, &rng.vec(24)).unwrap();
+    }
+    let by_rows = dir.path().join("rows");
+    let mut a = VectorCache::create(&by_rows, &opts(24, true, 6000)).unwrap();
+    old.for_each_live(|key, row| a.upsert(key, row)).unwrap();
+    let by_sections = dir.path().join("sections");
+    let mut b = VectorCache::create(&by_sections, &opts(24, true, 6000)).unwrap();
+    assert!(b.copy_slots_from(&old).unwrap());
+    // Both go on taking rows alike.
+    let more = rng.vec(24);
+    a.upsert(1, &more).unwrap();
+    b.upsert(1, &more).unwrap();
+    assert_eq!(b.len(), rows as u64 + 1);
+    a.flush().unwrap();
+    b.flush().unwrap();
+    assert!(fs::read(&by_rows).unwrap() == fs::read(&by_sections).unwrap());
+    let q = rng.vec(24);
+    assert_eq!(
+        ids(&b
+            .search(&q, 10, Metric::Cosine, ScanMode::i8_rerank_default(10))
+            .unwrap()),
+        ids(&a
+            .search(&q, 10, Metric::Cosine, ScanMode::i8_rerank_default(10))
+            .unwrap())
+    );
+
+    // Not into a cache that holds rows already, nor from one with a tombstone, nor
+    // across dimensions.
+    assert!(!b.copy_slots_from(&old).unwrap());
+    old.remove(5003).unwrap();
+    let mut c = VectorCache::create(&dir.path().join("c"), &opts(24, true, 6000)).unwrap();
+    assert!(!c.copy_slots_from(&old).unwrap());
+    let mut d = VectorCache::create(&dir.path().join("d"), &opts(16, true, 6000)).unwrap();
+    assert!(!d.copy_slots_from(&old).unwrap());
+    assert!(c.is_empty() && d.is_empty());
+}
