@@ -12,8 +12,11 @@
 //!   pieces of about 1 KiB of the cargo registry's Rust sources (third-party code),
 //!   20,000 of each, in batches of 50 (below the size the embedder splits across
 //!   cores), against one `hash64` pass over the same texts: texts/s and the ratio.
+//! - text: what the tracker's applying thread does with each memory's text, over the
+//!   import's texts and the same registry pieces: `index_text` against a plain pass
+//!   over the bytes, and `from_utf8` against `from_utf8_lossy`.
 //!
-//! `cargo bench --bench ingest`; `ENGRAM_BENCH=import,embed` picks parts;
+//! `cargo bench --bench ingest`; `ENGRAM_BENCH=import,embed,text` picks parts;
 //! `ENGRAM_BENCH_QUICK=1` shrinks the sizes for a smoke run; `ENGRAM_BENCH_PROFILE=1`
 //! runs engram's side once and nothing else, for `perf record` (`=2`: both imports).
 
@@ -264,6 +267,55 @@ fn main() {
     }
     if wanted("embed") {
         bench_embed();
+    }
+    if wanted("text") {
+        bench_text();
+    }
+}
+
+/// Best of three runs of `f` over `texts`, in seconds.
+fn best_of_three(texts: &[&str], f: impl Fn(&str) -> usize) -> f64 {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let n: usize = texts.iter().map(|x| f(x)).sum();
+            std::hint::black_box(n);
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+/// The per-text work the tracker's applying thread does on a memory's text, over the
+/// import's texts and over registry sources (third-party code, with capitals and
+/// underscores throughout): `index_text` against a plain read of the same bytes
+/// (counting spaces), and `from_utf8` against `from_utf8_lossy`, in the same run.
+fn bench_text() {
+    let n: usize = if quick() { 2_000 } else { 20_000 };
+    let memories: Vec<String> = memories(n, 0).into_iter().map(|m| m.text).collect();
+    let code = code_pieces(n);
+    println!("\n## a memory's text on the applying thread, best of three");
+    for (what, texts) in [("import texts", &memories), ("registry code", &code)] {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mb = refs.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6;
+        let spaces = best_of_three(&refs, |t| t.bytes().filter(|&b| b == b' ').count());
+        let index = best_of_three(&refs, |t| engram::fts::index_text(t).len());
+        let lossy = best_of_three(&refs, |t| String::from_utf8_lossy(t.as_bytes()).len());
+        let strict = best_of_three(&refs, |t| {
+            std::str::from_utf8(t.as_bytes()).map_or(0, str::len)
+        });
+        println!(
+            "{what:<14} {} texts, {mb:.1} MB: index_text {:.1} ms | space-count pass {:.1} ms | pass/index_text {:.2}x",
+            refs.len(),
+            index * 1e3,
+            spaces * 1e3,
+            spaces / index
+        );
+        println!(
+            "{what:<14} from_utf8 {:.2} ms | from_utf8_lossy {:.2} ms | lossy/from_utf8 {:.1}x",
+            strict * 1e3,
+            lossy * 1e3,
+            lossy / strict
+        );
     }
 }
 

@@ -3,11 +3,9 @@
 
 use rusqlite::types::Value as SqlValue;
 
+use super::model::PLAIN_KIND;
 use super::taxonomy::{self, Axis};
 use super::{MemoryError, Result};
-
-/// The kind of a plain memory, which alone gets no `kind:` label.
-pub(crate) const PLAIN_KIND: &str = "memory";
 
 /// Which memories to consider. Empty means all; every set field must hold.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -86,12 +86,16 @@ pub const KINDS: &[&str] = &[
     "decision",
 ];
 
+/// The kind of a plain memory: the default, and the one kind without a `kind:`
+/// label in the tracker.
+pub(crate) const PLAIN_KIND: &str = "memory";
+
 fn default_kind() -> String {
-    "memory".into()
+    PLAIN_KIND.into()
 }
 
 fn is_default_kind(k: &str) -> bool {
-    k == "memory"
+    k == PLAIN_KIND
 }
 
 fn default_provenance() -> String {

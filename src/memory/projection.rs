@@ -9,7 +9,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use super::model::MEMORY_TYPE;
+use super::model::{MEMORY_TYPE, PLAIN_KIND};
 use crate::fts::index_text;
 use crate::store::{Change, Projection, Result};
 
@@ -179,10 +179,10 @@ fn write_labels(db: &Connection, seq: i64, meta: &serde_json::Map<String, Value>
     let kind = meta
         .get("kind")
         .and_then(Value::as_str)
-        .unwrap_or(super::filter::PLAIN_KIND);
+        .unwrap_or(PLAIN_KIND);
     // A plain memory, most of them, gets no kind label: its row was a fifth of an
     // import's label work. The filter finds it as the entry without one.
-    if kind != super::filter::PLAIN_KIND {
+    if kind != PLAIN_KIND {
         labels.push(format!("kind:{kind}"));
     }
     // Typed entries are looked up by a field: a note by its name, an error by the
