@@ -7,16 +7,16 @@
 //! ```text
 //!   cli                     the binary: uses the library as engram::…
 //!   mcp                     the MCP server
-//!   memory_pg               memories on PostgreSQL + pgvector (the team backend)
 //!   manager                 providers composed behind the gate
 //!   assist                  optional chat-model features, through the gate
-//!   gate       search       scope, caps, audit · one query, hits fused
-//!              stale        memories whose code changed (above memory and index)
+//!   search     gate         one query, hits fused · scope, caps, audit
+//!   stale      memory_pg    memories whose code changed · the team backend (PostgreSQL)
 //!   memory     index        peers: neither knows the other
 //!   patterns                Hyperscan sets, the one secret redactor
-//!   store      location     the engine · where engram's files live
-//!   text  fts  embed        words, FTS5 queries, embedders (pure)
-//!   key   format  llm       keys and exact bytes (pure, no I/O) · chat-model client
+//!   store      llm          the engine · chat-model and HTTP-embedding client
+//!   format  fts  embed      exact bytes (pure) · FTS5 queries · embedders
+//!   location                where engram's files live
+//!   key   text   cores      keys (pure) · code-aware words · how many cores to use
 //!   open, config            every tracker projection · settings (for openers)
 //! ```
 //!
@@ -24,8 +24,10 @@
 //!   bytes of every file (pure, no I/O; see `format-spec/`). Only the store uses
 //!   `format`; layers above see records through the store.
 //! - [`text`], [`fts`] and [`embed`]: code-aware words, the full-text index's tokens,
-//!   safe FTS5 queries and the BM25 statement built from them, and the embedders that
-//!   turn text into vectors (pure, no I/O), shared by memory and code search.
+//!   safe FTS5 queries and the BM25 statement built from them (pure, no I/O), and the
+//!   embedders that turn text into vectors, shared by memory and code search (the
+//!   built-in one is pure; the static and neural ones read their files, and
+//!   `engram model fetch` downloads them). [`cores`]: how many cores the process may use.
 //! - [`store`]: the storage engine — the append-only `blob.dat`, the derived
 //!   `tracker.db` and vector caches, the commit protocol, recovery, verify and compact.
 //!   [`location`] says where stores and caches live.
