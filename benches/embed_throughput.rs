@@ -143,6 +143,16 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
     println!("engram's linear layers: {}", e.matmul_kind());
+    let t = e.load_timings();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "model load: {:.1} ms (verify {:.1}, layout {:.1}, tokenizer {:.1}, weights mapped {:.1})",
+        ms(t.total()),
+        ms(t.verify),
+        ms(t.layout),
+        ms(t.tokenizer),
+        ms(t.weights)
+    );
     e.embed(&refs[..16.min(refs.len())]).expect("warm-up");
 
     let (mut rust, mut python) = (Vec::new(), Vec::new());

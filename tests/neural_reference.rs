@@ -275,11 +275,38 @@ fn files_are_checked_by_sha256_whenever_a_model_is_loaded() {
         .or_else(|_| std::fs::copy(dir.join("tokenizer.json"), &tk).map(|_| ()))
         .expect("restore");
     std::fs::remove_file(tmp.path().join("1_Pooling/config.json")).expect("unlink");
-    let err = engram::embed::embedder_for("minilm", Some(tmp.path()))
-        .err()
-        .expect("a missing file");
+    // Through the embedder a configuration names: it is loaded (and so checked) when
+    // a text is first embedded, and the load's error is the embedding's.
+    let lazy = engram::embed::embedder_for("minilm", Some(tmp.path())).expect("files found");
+    assert_eq!((lazy.name(), lazy.dimensions()), ("all-minilm-l6-v2", 384));
+    assert!(
+        lazy.embed(&["", " "]).is_ok(),
+        "nothing to embed loads nothing"
+    );
+    let err = lazy
+        .embed(&["a text"])
+        .expect_err("a missing file")
+        .to_string();
     assert!(
         err.contains("1_Pooling/config.json is not all-minilm-l6-v2's: it is missing"),
         "{err}"
     );
+}
+
+#[test]
+fn a_named_model_loads_on_first_use_only() {
+    let Some(dir) = model() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    link_tree(&dir, tmp.path());
+    let lazy = engram::embed::neural::LazyNeural::new("minilm", Some(tmp.path())).expect("found");
+    assert!(!lazy.is_loaded());
+    assert_eq!(lazy.embed(&[""]).expect("blank")[0], vec![0.0; 384]);
+    assert!(!lazy.is_loaded(), "a blank text needs no model");
+    let v = lazy.embed(&["fn main() {}"]).expect("embed");
+    assert!(lazy.is_loaded());
+    let direct = NeuralEmbedder::load("all-minilm-l6-v2", tmp.path()).expect("load");
+    assert!(cosine(&v[0], &direct.embed(&["fn main() {}"]).expect("embed")[0]) > 0.99999);
+    let t = direct.load_timings();
+    eprintln!("load: {t:?}");
+    assert!(t.total() >= t.weights);
 }

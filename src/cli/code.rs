@@ -129,7 +129,9 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             if let Some(space) = &results.vector_space {
                 tracing::info!("search used {space}'s vectors: the configured embedder's are incomplete (run `engram index` to finish re-embedding)");
             }
-            out.value(&results, || {
+            let mut v = serde_json::to_value(&results)?;
+            v["embedder"] = json!(super::embedder_choice());
+            out.value(&v, || {
                 if results.hits.is_empty() {
                     return "no hits".into();
                 }

@@ -264,11 +264,16 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
         "applied_seq": meta.applied_seq,
         "generation": meta.generation,
         "llm": engram::assist::totals(&llm_events),
+        "embedder": super::embedder_choice(),
     });
+    let embedder = super::embedder_choice();
     out.value(&v, || {
         format!(
-            "store       {}\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes\nllm calls   {} ({} failed), {} bytes sent, {} tokens in, {} tokens out, ${:.4}",
+            "store       {}\nembedder    {} ({}: {})\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes\nllm calls   {} ({} failed), {} bytes sent, {} tokens in, {} tokens out, ${:.4}",
             dir.display(),
+            embedder.name,
+            embedder.reason,
+            embedder.detail,
             v["memories"],
             records,
             v["live_keys"],

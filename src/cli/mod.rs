@@ -32,7 +32,7 @@ pub use args::{
     Cli, Command, ConfigCommand, DbCommand, ErrorCommand, FilterArgs, KeyCommand, MemoryFields,
     NoteCommand, PatternCommand, SessionCommand, TokenCommand,
 };
-pub(crate) use settings::{assistant, config, embedder, store_options};
+pub(crate) use settings::{assistant, config, embedder, embedder_choice, store_options};
 pub use store_location::{store_dir, store_dir_for};
 
 /// Logs to stderr; `RUST_LOG` overrides `-v`.

@@ -139,8 +139,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "embedder",
         env: "ENGRAM_EMBEDDER",
-        default: "hash-v2-256",
-        help: "embedder for code and memories (built-in: hash-v2-DIMS; with the neural feature: minilm, bge-small; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto to pick one from the environment)",
+        default: "",
+        help: "embedder for code and memories (empty: all-minilm-l6-v2 when its files are in the models directory, as tools/setup.sh installs them, else the built-in hash-v2-256; built-in: hash-v2-DIMS; local models: minilm, bge-small; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto to pick one from the environment); engram stats says which is in use",
         check: embedder,
     },
     Setting {

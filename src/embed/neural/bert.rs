@@ -1,7 +1,7 @@
 //! BERT's encoder forward pass over one unpadded sequence, on the CPU in f32.
 //!
-//! Owns the weights (read once from `model.safetensors` through candle) and the
-//! arithmetic: embeddings, then per layer fused QKV projection, per-head attention,
+//! Owns the weights (`model.safetensors` mapped into memory, the large matrices read in
+//! place: `weights`) and the arithmetic: embeddings, then per layer fused QKV projection, per-head attention,
 //! output projection, GELU feed-forward and the two layer norms, exactly as Hugging
 //! Face's `BertModel` computes them. Each sequence runs alone at its own length, so no
 //! work is spent on padding and no attention mask is needed; the caller runs many
@@ -12,24 +12,24 @@
 
 use std::path::Path;
 
-use candle_core::safetensors::MmapedSafetensors;
-use candle_core::{DType, Device};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use gemm::Parallelism;
 
 use super::amx::{self, PackedWeight};
 use super::ops::{activation, layer_norm, linear, linear_acc, mm, softmax_rows};
+use super::weights::{Floats, Mapped};
 use super::NeuralError;
 
-/// A linear layer's weight matrix (`out × inp`, PyTorch's layout): f32 for `ops`, or
-/// packed into AMX tiles when this process may use them and the shape fills them.
+/// A linear layer's weight matrix (`out × inp`, PyTorch's layout): f32 for `ops` (read
+/// in place from the mapped file when it can be), or packed into AMX tiles when this
+/// process may use them and the shape fills them.
 enum Weight {
-    F32(Vec<f32>),
+    F32(Floats),
     Tiles(PackedWeight),
 }
 
 impl Weight {
-    fn new(w: Vec<f32>, out: usize, inp: usize) -> Weight {
+    fn new(w: Floats, out: usize, inp: usize) -> Weight {
         if amx::available() {
             if let Some(p) = PackedWeight::pack(&w, out, inp) {
                 return Weight::Tiles(p);
@@ -89,41 +89,30 @@ pub struct Bert {
     eps: f32,
     max_positions: usize,
     act: HiddenAct,
-    word: Vec<f32>,
-    pos: Vec<f32>,
+    word: Floats,
+    pos: Floats,
     token_type0: Vec<f32>,
     emb_ln: (Vec<f32>, Vec<f32>),
     layers: Vec<Layer>,
 }
 
-struct Weights<'a> {
-    st: MmapedSafetensors,
-    prefix: &'a str,
-    path: &'a Path,
+struct Weights {
+    file: Mapped,
+    prefix: &'static str,
 }
 
-impl Weights<'_> {
+impl Weights {
     fn has(&self, name: &str) -> bool {
-        self.st.get(&format!("{}{name}", self.prefix)).is_ok()
+        self.file.has(&format!("{}{name}", self.prefix))
     }
 
+    fn floats(&self, name: &str, shape: &[usize]) -> Result<Floats, NeuralError> {
+        self.file.floats(&format!("{}{name}", self.prefix), shape)
+    }
+
+    /// A small tensor (a bias, a norm's scale), copied out.
     fn load(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, NeuralError> {
-        let full = format!("{}{name}", self.prefix);
-        let bad = |reason: String| NeuralError::Unsupported {
-            path: self.path.to_path_buf(),
-            reason: format!("tensor {full}: {reason}"),
-        };
-        let t = self
-            .st
-            .load(&full, &Device::Cpu)
-            .map_err(|e| bad(e.to_string()))?;
-        if t.dims() != shape {
-            return Err(bad(format!("shape {:?}, expected {shape:?}", t.dims())));
-        }
-        t.to_dtype(DType::F32)
-            .and_then(|t| t.flatten_all())
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(|e| bad(e.to_string()))
+        self.floats(name, shape).map(Floats::into_vec)
     }
 
     /// A layer norm's scale and shift (`weight`/`bias`, or old checkpoints' `gamma`/`beta`).
@@ -143,26 +132,20 @@ impl Weights<'_> {
 }
 
 impl Bert {
-    /// Read the weights of `path` for the model `cfg` describes.
+    /// Map the weights of `path` for the model `cfg` describes: the large matrices are
+    /// read in place from the mapping (see `weights`), so this costs a header parse and
+    /// the copy of the small tensors and of the fused query/key/value matrices.
     pub fn load(path: &Path, cfg: &Config) -> Result<Bert, NeuralError> {
-        // SAFETY: the file is mapped read-only and engram never writes model files; the
-        // tensors are copied out before the mapping is dropped at the end of this call.
-        let st =
-            unsafe { MmapedSafetensors::new(path) }.map_err(|source| NeuralError::Weights {
-                path: path.to_path_buf(),
-                source,
-            })?;
         let mut w = Weights {
-            st,
+            file: Mapped::open(path)?,
             prefix: "",
-            path,
         };
         if !w.has("embeddings.word_embeddings.weight") {
             w.prefix = "bert.";
         }
         let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
-        let word = w.load("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
-        let pos = w.load(
+        let word = w.floats("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
+        let pos = w.floats(
             "embeddings.position_embeddings.weight",
             &[cfg.max_position_embeddings, h],
         )?;
@@ -170,6 +153,13 @@ impl Bert {
             "embeddings.token_type_embeddings.weight",
             &[cfg.type_vocab_size, h],
         )?;
+        let token_type0 = types
+            .get(..h)
+            .ok_or_else(|| NeuralError::Unsupported {
+                path: path.to_path_buf(),
+                reason: "type_vocab_size is 0: no token type embedding".into(),
+            })?
+            .to_vec();
         let emb_ln = w.norm("embeddings.LayerNorm", h)?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
@@ -177,26 +167,28 @@ impl Bert {
             let mut qkv_w = Vec::with_capacity(3 * h * h);
             let mut qkv_b = Vec::with_capacity(3 * h);
             for part in ["query", "key", "value"] {
-                qkv_w.extend(w.load(&format!("{p}attention.self.{part}.weight"), &[h, h])?);
+                qkv_w.extend_from_slice(
+                    &w.floats(&format!("{p}attention.self.{part}.weight"), &[h, h])?,
+                );
                 qkv_b.extend(w.load(&format!("{p}attention.self.{part}.bias"), &[h])?);
             }
             layers.push(Layer {
-                qkv_w: Weight::new(qkv_w, 3 * h, h),
+                qkv_w: Weight::new(Floats::Owned(qkv_w), 3 * h, h),
                 qkv_b,
                 o_w: Weight::new(
-                    w.load(&format!("{p}attention.output.dense.weight"), &[h, h])?,
+                    w.floats(&format!("{p}attention.output.dense.weight"), &[h, h])?,
                     h,
                     h,
                 ),
                 o_b: w.load(&format!("{p}attention.output.dense.bias"), &[h])?,
                 ln1: w.norm(&format!("{p}attention.output.LayerNorm"), h)?,
                 i_w: Weight::new(
-                    w.load(&format!("{p}intermediate.dense.weight"), &[i, h])?,
+                    w.floats(&format!("{p}intermediate.dense.weight"), &[i, h])?,
                     i,
                     h,
                 ),
                 i_b: w.load(&format!("{p}intermediate.dense.bias"), &[i])?,
-                out_w: Weight::new(w.load(&format!("{p}output.dense.weight"), &[h, i])?, h, i),
+                out_w: Weight::new(w.floats(&format!("{p}output.dense.weight"), &[h, i])?, h, i),
                 out_b: w.load(&format!("{p}output.dense.bias"), &[h])?,
                 ln2: w.norm(&format!("{p}output.LayerNorm"), h)?,
             });
@@ -208,7 +200,7 @@ impl Bert {
             eps: cfg.layer_norm_eps as f32,
             max_positions: cfg.max_position_embeddings,
             act: cfg.hidden_act,
-            token_type0: types[..h].to_vec(),
+            token_type0,
             word,
             pos,
             emb_ln,

@@ -20,6 +20,7 @@ mod layout;
 pub mod models;
 mod ops;
 pub mod verify;
+mod weights;
 
 use std::path::{Path, PathBuf};
 
@@ -79,6 +80,27 @@ pub struct NeuralEmbedder {
     layout: Layout,
     tokenizer: Tokenizer,
     model: bert::Bert,
+    timings: LoadTimings,
+}
+
+/// Where the time of [`NeuralEmbedder::load`] went.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct LoadTimings {
+    /// Checking the files against their pins (a `stat` each once remembered).
+    pub verify: std::time::Duration,
+    /// Reading config.json and the sentence-transformers files.
+    pub layout: std::time::Duration,
+    /// Parsing tokenizer.json.
+    pub tokenizer: std::time::Duration,
+    /// Mapping model.safetensors and preparing the weights.
+    pub weights: std::time::Duration,
+}
+
+impl LoadTimings {
+    /// The whole load.
+    pub fn total(&self) -> std::time::Duration {
+        self.verify + self.layout + self.tokenizer + self.weights
+    }
 }
 
 impl std::fmt::Debug for NeuralEmbedder {
@@ -96,29 +118,7 @@ impl NeuralEmbedder {
     /// Load the known model `name` (or alias) from `configured` (a model directory,
     /// or a directory of models by name), else from the default models directory.
     pub fn load_named(name: &str, configured: Option<&Path>) -> Result<Self, NeuralError> {
-        let Some(model) = models::find(name) else {
-            return Err(NeuralError::NotFound {
-                name: name.into(),
-                looked: "nowhere".into(),
-                hint: format!("unknown model; known: {}", models::names()),
-            });
-        };
-        let dir = models::resolve_dir(model, configured).map_err(|looked| {
-            let looked = if looked.is_empty() {
-                "no directory: set model_dir / ENGRAM_MODEL_DIR, or HOME".to_string()
-            } else {
-                looked
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            NeuralError::NotFound {
-                name: model.name.into(),
-                looked,
-                hint: fetch_hint(model),
-            }
-        })?;
+        let (model, dir) = find_named(name, configured)?;
         Self::load(model.name, &dir)
     }
 
@@ -127,10 +127,20 @@ impl NeuralEmbedder {
     /// pinned files are checked first ([`verify`]): a directory holding another model,
     /// or a damaged copy, is refused naming the file.
     pub fn load(name: &str, dir: &Path) -> Result<Self, NeuralError> {
+        let mut timings = LoadTimings::default();
+        let mut clock = std::time::Instant::now();
+        let mut lap = || {
+            let now = std::time::Instant::now();
+            let d = now - clock;
+            clock = now;
+            d
+        };
         if let Some(model) = models::find(name) {
             verify::verify(model, dir)?;
         }
+        timings.verify = lap();
         let layout = Layout::read(dir)?;
+        timings.layout = lap();
         let tk_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tk_path).map_err(|e| NeuralError::Tokenizer {
             path: tk_path.clone(),
@@ -148,13 +158,21 @@ impl NeuralEmbedder {
                 path: tk_path.clone(),
                 reason: e.to_string(),
             })?;
+        timings.tokenizer = lap();
         let model = bert::Bert::load(&dir.join("model.safetensors"), &layout.bert)?;
+        timings.weights = lap();
         Ok(NeuralEmbedder {
             name: name.into(),
             layout,
             tokenizer,
             model,
+            timings,
         })
+    }
+
+    /// Where the time of loading went.
+    pub fn load_timings(&self) -> LoadTimings {
+        self.timings
     }
 
     /// The directory the model was loaded from.
@@ -296,6 +314,136 @@ impl Embedder for NeuralEmbedder {
             reason: e.to_string(),
         })
     }
+}
+
+/// A known model whose directory has been found but which is loaded only when a text
+/// must be embedded: a command that only reads keywords, or whose texts are all
+/// already embedded, never pays for loading it. Its name and dimensions come from the
+/// table of known models; a load that fails is reported by every `embed` call.
+pub struct LazyNeural {
+    model: &'static models::KnownModel,
+    dir: PathBuf,
+    loaded: std::sync::OnceLock<Result<NeuralEmbedder, String>>,
+}
+
+impl std::fmt::Debug for LazyNeural {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyNeural")
+            .field("name", &self.model.name)
+            .field("dir", &self.dir)
+            .field("loaded", &self.is_loaded())
+            .finish()
+    }
+}
+
+impl LazyNeural {
+    /// The known model `name` (or alias) from `configured` or the default models
+    /// directory, as [`NeuralEmbedder::load_named`] finds it, not loaded yet.
+    pub fn new(name: &str, configured: Option<&Path>) -> Result<LazyNeural, NeuralError> {
+        let (model, dir) = find_named(name, configured)?;
+        Ok(LazyNeural {
+            model,
+            dir,
+            loaded: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The model's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// True once the model has been loaded (or its load has failed).
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.get().is_some()
+    }
+
+    /// The model, loaded on first use.
+    pub fn get(&self) -> Result<&NeuralEmbedder, String> {
+        self.loaded
+            .get_or_init(|| {
+                let e = NeuralEmbedder::load(self.model.name, &self.dir).map_err(|e| e.to_string())?;
+                if e.dimensions() != self.model.dimensions {
+                    return Err(format!(
+                        "{}: {} dimensions, {} expected",
+                        self.dir.display(),
+                        e.dimensions(),
+                        self.model.dimensions
+                    ));
+                }
+                let t = e.load_timings();
+                tracing::debug!(
+                    "loaded {} from {} in {:.1} ms (verify {:.1}, layout {:.1}, tokenizer {:.1}, weights {:.1})",
+                    self.model.name,
+                    self.dir.display(),
+                    ms(t.total()),
+                    ms(t.verify),
+                    ms(t.layout),
+                    ms(t.tokenizer),
+                    ms(t.weights)
+                );
+                Ok(e)
+            })
+            .as_ref()
+            .map_err(String::clone)
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl Embedder for LazyNeural {
+    fn name(&self) -> &str {
+        self.model.name
+    }
+
+    fn dimensions(&self) -> usize {
+        self.model.dimensions
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.iter().all(|t| t.trim().is_empty()) {
+            // Nothing to embed: all-zero vectors, without loading the model.
+            return Ok(vec![vec![0.0; self.model.dimensions]; texts.len()]);
+        }
+        let e = self.get().map_err(|reason| EmbedError::Failed {
+            embedder: self.model.name.to_string(),
+            reason,
+        })?;
+        e.embed(texts)
+    }
+}
+
+/// The known model `name` and the directory that holds it.
+fn find_named(
+    name: &str,
+    configured: Option<&Path>,
+) -> Result<(&'static models::KnownModel, PathBuf), NeuralError> {
+    let Some(model) = models::find(name) else {
+        return Err(NeuralError::NotFound {
+            name: name.into(),
+            looked: "nowhere".into(),
+            hint: format!("unknown model; known: {}", models::names()),
+        });
+    };
+    let dir = models::resolve_dir(model, configured).map_err(|looked| {
+        let looked = if looked.is_empty() {
+            "no directory: set model_dir / ENGRAM_MODEL_DIR, or HOME".to_string()
+        } else {
+            looked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        NeuralError::NotFound {
+            name: model.name.into(),
+            looked,
+            hint: fetch_hint(model),
+        }
+    })?;
+    Ok((model, dir))
 }
 
 /// How to get a known model's files, for error messages.

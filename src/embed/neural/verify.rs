@@ -37,8 +37,9 @@ pub const SIDECAR: &str = ".engram-verified.json";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Stamp {
     len: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
+    /// Nanoseconds since the epoch (JSON numbers: i64, good until 2262).
+    mtime_ns: i64,
+    ctime_ns: i64,
     dev: u64,
     ino: u64,
 }
@@ -48,7 +49,7 @@ impl Stamp {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+            let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
             Stamp {
                 len: meta.len(),
                 mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
@@ -63,7 +64,7 @@ impl Stamp {
                 .modified()
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos() as i128);
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
             Stamp {
                 len: meta.len(),
                 mtime_ns,
@@ -103,48 +104,70 @@ pub fn verify(model: &KnownModel, dir: &Path) -> Result<(), NeuralError> {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let mut learned = false;
-    for file in model.files {
-        let Some(want) = file.sha256 else { continue };
-        let path = dir.join(file.path);
-        let bad = |reason: String| NeuralError::Integrity {
-            model: model.name.to_string(),
-            dir: dir.to_path_buf(),
-            file: file.path.to_string(),
-            reason,
-        };
-        let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => bad("it is missing".into()),
-            _ => bad(format!("it cannot be read: {e}")),
-        })?;
-        if meta.len() != file.bytes {
-            return Err(bad(format!(
-                "it has {} bytes, {}'s has {}",
-                meta.len(),
-                model.name,
-                file.bytes
-            )));
-        }
-        let stamp = Stamp::of(&meta);
-        let known = |v: &Verified| v.sha256 == want && v.stamp == stamp;
-        if sidecar.files.get(file.path).is_some_and(known) || seen(&path, &known) {
-            continue;
-        }
-        let got = sha256_of(&path).map_err(|e| bad(format!("it cannot be read: {e}")))?;
-        if got != want {
-            return Err(bad(format!(
-                "its sha256 is {got}, {}'s is {want}",
-                model.name
-            )));
-        }
-        let v = Verified { sha256: got, stamp };
-        remember(&path, &v);
-        sidecar.files.insert(file.path.to_string(), v);
-        learned = true;
-    }
+    let result = model
+        .files
+        .iter()
+        .try_for_each(|file| check(model, dir, file, &mut sidecar, &mut learned));
     if learned {
         // Best effort: without the sidecar the next process hashes again, nothing worse.
         let _ = write_sidecar(&sidecar_path, &sidecar);
     }
+    result
+}
+
+/// One pinned file: its size, then its sha256 unless the sidecar or this process
+/// already vouches for this version of it. What is learned goes into `sidecar`.
+fn check(
+    model: &KnownModel,
+    dir: &Path,
+    file: &ModelFile,
+    sidecar: &mut Sidecar,
+    learned: &mut bool,
+) -> Result<(), NeuralError> {
+    let Some(want) = file.sha256 else {
+        return Ok(());
+    };
+    let path = dir.join(file.path);
+    let bad = |reason: String| NeuralError::Integrity {
+        model: model.name.to_string(),
+        dir: dir.to_path_buf(),
+        file: file.path.to_string(),
+        reason,
+    };
+    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => bad("it is missing".into()),
+        _ => bad(format!("it cannot be read: {e}")),
+    })?;
+    if meta.len() != file.bytes {
+        return Err(bad(format!(
+            "it has {} bytes, {}'s has {}",
+            meta.len(),
+            model.name,
+            file.bytes
+        )));
+    }
+    let stamp = Stamp::of(&meta);
+    let known = |v: &Verified| v.sha256 == want && v.stamp == stamp;
+    if sidecar.files.get(file.path).is_some_and(known) {
+        return Ok(());
+    }
+    let v = match seen(&path, &known) {
+        Some(v) => v,
+        None => {
+            let got = sha256_of(&path).map_err(|e| bad(format!("it cannot be read: {e}")))?;
+            if got != want {
+                return Err(bad(format!(
+                    "its sha256 is {got}, {}'s is {want}",
+                    model.name
+                )));
+            }
+            let v = Verified { sha256: got, stamp };
+            remember(&path, &v);
+            v
+        }
+    };
+    sidecar.files.insert(file.path.to_string(), v);
+    *learned = true;
     Ok(())
 }
 
@@ -157,11 +180,12 @@ pub fn looks_complete(model: &KnownModel, dir: &Path) -> bool {
         })
 }
 
-fn seen(path: &Path, known: &impl Fn(&Verified) -> bool) -> bool {
+fn seen(path: &Path, known: &impl Fn(&Verified) -> bool) -> Option<Verified> {
     SEEN.lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
-        .any(|(p, v)| p == path && known(v))
+        .find(|(p, v)| p == path && known(v))
+        .map(|(_, v)| v.clone())
 }
 
 fn remember(path: &Path, v: &Verified) {
