@@ -310,3 +310,35 @@ fn a_named_model_loads_on_first_use_only() {
     eprintln!("load: {t:?}");
     assert!(t.total() >= t.weights);
 }
+
+#[test]
+fn the_one_pass_tokenizer_reading_matches_the_crates_own() {
+    let Some(dir) = model() else { return };
+    let e = NeuralEmbedder::load("all-minilm-l6-v2", &dir).expect("load");
+    let mut theirs = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).expect("read");
+    theirs
+        .with_truncation(Some(tokenizers::TruncationParams {
+            max_length: e.max_tokens(),
+            ..Default::default()
+        }))
+        .expect("truncation");
+    theirs.with_padding(None);
+    let mut all = texts();
+    all.extend(
+        [
+            "[CLS] literal special tokens [SEP] and [MASK] [PAD] [UNK]",
+            "naïve café Ærøskøbing 東京 😀 ﬁ",
+            "snake_case_identifier CamelCaseIdentifier x86_64 0xdeadbeef",
+        ]
+        .map(String::from),
+    );
+    for text in &all {
+        let ours = e.tokenizer().encode(text.as_str(), true).expect("encode");
+        let want = theirs.encode(text.as_str(), true).expect("encode");
+        assert_eq!(ours.get_ids(), want.get_ids(), "{text:?}");
+    }
+    assert_eq!(
+        e.tokenizer().get_vocab_size(true),
+        theirs.get_vocab_size(true)
+    );
+}

@@ -1,14 +1,15 @@
 //! BERT's encoder forward pass over one unpadded sequence, on the CPU in f32.
 //!
-//! Owns the weights (`model.safetensors` mapped into memory, the large matrices read in
-//! place: `weights`) and the arithmetic: embeddings, then per layer fused QKV projection, per-head attention,
-//! output projection, GELU feed-forward and the two layer norms, exactly as Hugging
-//! Face's `BertModel` computes them. Each sequence runs alone at its own length, so no
-//! work is spent on padding and no attention mask is needed; the caller runs many
-//! sequences at once on different cores. The linear layers multiply on AMX tiles in
-//! bf16 where the CPU has them (`amx`); every other matrix product goes through the
-//! `gemm` crate (AVX-512/AVX2 kernels picked at run time). It never panics on a malformed file: a
-//! missing or mis-shaped tensor is an error naming it.
+//! Owns the weights (`model.safetensors` mapped into memory, the large matrices read
+//! in place: `weights`) and the arithmetic: embeddings, then per layer the query, key
+//! and value projections, per-head attention, output projection, GELU feed-forward and
+//! the two layer norms, exactly as Hugging Face's `BertModel` computes them. Each
+//! sequence runs alone at its own length, so no work is spent on padding and no
+//! attention mask is needed; the caller runs many sequences at once on different
+//! cores. The linear layers multiply on AMX tiles in bf16 where the CPU has them
+//! (`amx`); every other matrix product goes through the `gemm` crate (AVX-512/AVX2
+//! kernels picked at run time). It never panics on a malformed file: a missing or
+//! mis-shaped tensor is an error naming it.
 
 use std::path::Path;
 
@@ -69,8 +70,11 @@ impl Weight {
 }
 
 struct Layer {
-    qkv_w: Weight, // (3H, H): query, key, value rows stacked
-    qkv_b: Vec<f32>,
+    // Query, key and value (H, H) each: three products rather than one over a stacked
+    // (3H, H) matrix, so each is read in place from the file instead of being copied
+    // into a new one at every load.
+    qkv_w: [Weight; 3],
+    qkv_b: [Vec<f32>; 3],
     o_w: Weight, // (H, H)
     o_b: Vec<f32>,
     ln1: (Vec<f32>, Vec<f32>),
@@ -164,17 +168,14 @@ impl Bert {
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
             let p = format!("encoder.layer.{l}.");
-            let mut qkv_w = Vec::with_capacity(3 * h * h);
-            let mut qkv_b = Vec::with_capacity(3 * h);
-            for part in ["query", "key", "value"] {
-                qkv_w.extend_from_slice(
-                    &w.floats(&format!("{p}attention.self.{part}.weight"), &[h, h])?,
-                );
-                qkv_b.extend(w.load(&format!("{p}attention.self.{part}.bias"), &[h])?);
-            }
+            let part_w = |part: &str| -> Result<Weight, NeuralError> {
+                let m = w.floats(&format!("{p}attention.self.{part}.weight"), &[h, h])?;
+                Ok(Weight::new(m, h, h))
+            };
+            let part_b = |part: &str| w.load(&format!("{p}attention.self.{part}.bias"), &[h]);
             layers.push(Layer {
-                qkv_w: Weight::new(Floats::Owned(qkv_w), 3 * h, h),
-                qkv_b,
+                qkv_w: [part_w("query")?, part_w("key")?, part_w("value")?],
+                qkv_b: [part_b("query")?, part_b("key")?, part_b("value")?],
                 o_w: Weight::new(
                     w.floats(&format!("{p}attention.output.dense.weight"), &[h, h])?,
                     h,
@@ -215,7 +216,7 @@ impl Bert {
         if self
             .layers
             .iter()
-            .all(|l| tiled(&l.qkv_w) && tiled(&l.o_w) && tiled(&l.i_w) && tiled(&l.out_w))
+            .all(|l| l.qkv_w.iter().all(tiled) && tiled(&l.o_w) && tiled(&l.i_w) && tiled(&l.out_w))
         {
             "bf16 on AMX tiles"
         } else {
@@ -248,20 +249,20 @@ impl Bert {
         layer_norm(&mut x, h, &self.emb_ln, self.eps);
         let (d, nh, i) = (h / self.heads, self.heads, self.inter);
         let scale = 1.0 / (d as f32).sqrt();
-        let mut qkv = vec![0f32; l * 3 * h];
+        let mut qkv = [vec![0f32; l * h], vec![0f32; l * h], vec![0f32; l * h]];
         let mut scores = vec![0f32; l * l];
         let mut ctx = vec![0f32; l * h];
         let mut tmp = vec![0f32; l * h];
         let mut mid = vec![0f32; l * i];
         for layer in &self.layers {
-            layer
-                .qkv_w
-                .project(&mut qkv, &x, l, (h, 3 * h), &layer.qkv_b, false, par);
+            for ((dst, w), b) in qkv.iter_mut().zip(&layer.qkv_w).zip(&layer.qkv_b) {
+                w.project(dst, &x, l, (h, h), b, false, par);
+            }
             for head in 0..nh {
-                let q = &qkv[head * d..];
-                let k = &qkv[h + head * d..];
-                let v = &qkv[2 * h + head * d..];
-                // scores = q · kᵀ / √d   (l × l; q and k rows are 3h apart)
+                let q = &qkv[0][head * d..];
+                let k = &qkv[1][head * d..];
+                let v = &qkv[2][head * d..];
+                // scores = q · kᵀ / √d   (l × l; rows are h apart)
                 mm(
                     &mut scores,
                     l,
@@ -269,9 +270,9 @@ impl Bert {
                     d,
                     (l, 1),
                     q,
-                    (3 * h, 1),
+                    (h, 1),
                     k,
-                    (1, 3 * h),
+                    (1, h),
                     scale,
                     false,
                     par,
@@ -287,7 +288,7 @@ impl Bert {
                     &scores,
                     (l, 1),
                     v,
-                    (3 * h, 1),
+                    (h, 1),
                     1.0,
                     false,
                     par,

@@ -19,6 +19,7 @@ pub mod fetch;
 mod layout;
 pub mod models;
 mod ops;
+mod tokenizer;
 pub mod verify;
 mod weights;
 
@@ -142,10 +143,7 @@ impl NeuralEmbedder {
         let layout = Layout::read(dir)?;
         timings.layout = lap();
         let tk_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tk_path).map_err(|e| NeuralError::Tokenizer {
-            path: tk_path.clone(),
-            reason: e.to_string(),
-        })?;
+        let mut tokenizer = tokenizer::load(&tk_path)?;
         // Batches are padded here, not by the tokenizer; its own truncation setting
         // (128 in all-MiniLM-L6-v2's file) is replaced by the model's window.
         tokenizer.with_padding(None);
@@ -195,6 +193,11 @@ impl NeuralEmbedder {
     /// a cosine of about 1e-5), else `"f32"`. `ENGRAM_NEURAL_AMX=0` forces f32.
     pub fn matmul_kind(&self) -> &'static str {
         self.model.matmul_kind()
+    }
+
+    /// The tokenizer as loaded (its truncation set to the model's window).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
     }
 
     /// How many tokens of `text` the model sees (special tokens included, after
