@@ -132,6 +132,11 @@ impl Gate {
         self
     }
 
+    /// What every served repository answers to.
+    pub fn names(&self) -> &Arc<RepoNames> {
+        &self.names
+    }
+
     /// The names a caller may give for the repositories it may reach: this one's,
     /// then those of the allowed list.
     pub fn reachable_names(&self) -> Vec<String> {
@@ -371,7 +376,7 @@ pub fn truncate(s: &str, max: usize) -> (String, bool) {
 }
 
 /// `%2e%2e%2f` → `../`; `None` for a malformed escape or non-UTF-8 result.
-fn percent_decode(s: &str) -> Option<String> {
+pub fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
