@@ -147,7 +147,7 @@ async def kagura(s, repo):
     check("no active coding session" in msg, f"end without active: {msg}")
 
 
-async def names(s, store_name, repo_dir, foreign_dir):
+async def by_every_name(s, store_name, repo_dir, foreign_dir):
     """Seeds 000 and 001 name the repository as they know it: any of its names works."""
     real = os.path.realpath(repo_dir)
     good = [store_name, "widgets", ".", real, real + "/src/..", "acme/widgets", "ACME/Widgets"]
@@ -267,7 +267,7 @@ async def main():
             check(stats["repo"] == repo, f"repo name: {stats}")
             await telecoder(s, repo, repo_dir)
             await kagura(s, repo)
-            await names(s, repo, repo_dir, foreign_dir)
+            await by_every_name(s, repo, repo_dir, foreign_dir)
             await galaxybrain(s)
             await libraries(s)
     print("seed conformance: ok")
