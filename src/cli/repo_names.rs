@@ -89,3 +89,67 @@ pub fn token_repo(arg: &str) -> Result<String> {
     let root = engram::location::repo_root(&real).unwrap_or(real);
     Ok(root.display().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(store: &str, root: &Path) -> Repository {
+        Repository {
+            store: store.into(),
+            root: Some(root.to_path_buf()),
+            ..Repository::default()
+        }
+    }
+
+    #[test]
+    fn aliases_name_one_repository_or_the_one_they_point_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("alpha"), dir.path().join("beta"));
+        std::fs::create_dir_all(a.join(".git")).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(
+            a.join(".git/config"),
+            "[remote \"origin\"]\n\turl = git@github.com:acme/alpha.git\n[remote \"up\"]\n\turl = https://github.com/acme/alpha\n",
+        )
+        .unwrap();
+        let alpha = repository("s-a", &a);
+        assert_eq!(alpha.remotes, ["acme/alpha"]);
+        let one = table(vec![alpha.clone()], &["api".into()]);
+        assert_eq!(one.resolve("api"), Ok("s-a"));
+        assert_eq!(one.resolve("acme/alpha"), Ok("s-a"));
+        let two = table(
+            vec![alpha, served("s-b", &b)],
+            &[
+                "plain".into(),
+                "bee=beta".into(),
+                "both=s-a".into(),
+                "both=s-b".into(),
+                "lost=nowhere".into(),
+            ],
+        );
+        assert_eq!(two.resolve("bee"), Ok("s-b"));
+        for unknown in ["plain", "lost"] {
+            assert!(two.resolve(unknown).is_err(), "{unknown}");
+        }
+        let collided: Vec<String> = two.collisions().into_iter().map(|c| c.name).collect();
+        assert_eq!(collided, ["both"]);
+    }
+
+    #[test]
+    fn token_repositories_keep_names_and_make_paths_canonical() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("widgets");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        let real = root.canonicalize().unwrap().display().to_string();
+        let sub = root.join("src").display().to_string();
+        assert_eq!(token_repo(&sub).unwrap(), real);
+        assert_eq!(token_repo(&format!("{sub}/..")).unwrap(), real);
+        for name in ["acme/widgets", "widgets-store", "*"] {
+            assert_eq!(token_repo(name).unwrap(), name);
+        }
+        assert!(token_repo(&format!("{real}/missing")).is_err());
+        assert!(token_repo("").is_err());
+    }
+}
