@@ -17,11 +17,13 @@ mod model;
 mod output;
 mod patterns;
 mod providers;
+mod repo_names;
 mod serve;
 mod settings;
 mod store_location;
 mod team;
 mod team_code;
+mod tokens;
 mod watch;
 
 use std::process::ExitCode;
@@ -69,9 +71,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve { repo, tools, http } => {
             serve::serve(&cli, repo, tools.as_deref(), http.as_deref())
         }
-        Command::Token {
-            command: TokenCommand::New { name, repos },
-        } => serve::new_token(&cli, &out, name, repos),
+        Command::Token { command } => match command {
+            TokenCommand::New { name, repos } => tokens::new(&cli, &out, name, repos),
+            TokenCommand::List => tokens::list(&out),
+            TokenCommand::Revoke { id } => tokens::revoke(&out, id),
+        },
         Command::Enrich {
             prompt,
             budget,

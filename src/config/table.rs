@@ -100,6 +100,18 @@ fn unit(v: &str) -> Result<(), String> {
     }
 }
 
+fn aliases(v: &str) -> Result<(), String> {
+    for a in v.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let name = a.split_once('=').map_or(a, |(n, _)| n.trim());
+        if name.is_empty() || name == "." || name == "*" || name.starts_with('/') {
+            return Err(format!(
+                "alias {a:?}: an alias is a plain name (not empty, `.`, `*` or a path)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn address(v: &str) -> Result<(), String> {
     v.parse::<std::net::SocketAddr>()
         .map(|_| ())
@@ -198,6 +210,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "",
         help: "repositories a caller may reach (comma-separated; empty: the current one)",
         check: any,
+    },
+    Setting {
+        name: "aliases",
+        env: "ENGRAM_ALIASES",
+        default: "",
+        help: "further names MCP callers and tokens may give the served repository (a list; with several served, write NAME=REPO, REPO being another of its names)",
+        check: aliases,
     },
     Setting {
         name: "chunk_cap_bytes",

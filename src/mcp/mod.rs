@@ -20,6 +20,7 @@ pub mod normalise;
 mod outward;
 mod seeded;
 mod shape;
+pub mod tokens;
 mod tool_table;
 pub mod tools;
 

@@ -109,14 +109,25 @@ pub enum ErrorCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Make a new token, print it once, and store its hash in the tokens file.
+    /// Make a new token, print it once (the only thing on stdout), and store its hash
+    /// in the tokens file; a running server accepts it at once.
     New {
         /// A name for who holds it.
         #[arg(long, default_value = "token")]
         name: String,
-        /// A repository (store name) it may reach; repeatable; default: the current one.
-        #[arg(long = "repo")]
+        /// A repository it may reach: a path, or any name the server knows it by (store
+        /// name, folder name, owner/name of a git remote, alias); `*` for every one;
+        /// repeatable; default: the current one.
+        #[arg(long = "repo", value_name = "PATH|NAME")]
         repos: Vec<String>,
+    },
+    /// List the tokens: ids, names, repositories, creation times (never the tokens).
+    List,
+    /// Revoke a token by its id (or its name, when only one token has it); a running
+    /// server refuses it at once.
+    Revoke {
+        /// The id `engram token list` shows.
+        id: String,
     },
 }
 
