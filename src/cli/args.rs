@@ -47,10 +47,13 @@ pub enum Command {
         #[command(flatten)]
         fields: MemoryFields,
     },
-    /// Replace a memory's text and fields as a new version (the old one stays in its history).
+    /// Change a memory as a new version (the old one stays in its history): the text
+    /// and fields given replace the old ones, every field not given is kept, and
+    /// --metadata adds to the old metadata.
     Update {
         id: String,
-        text: String,
+        /// The new text (default: the old one).
+        text: Option<String>,
         #[command(flatten)]
         fields: MemoryFields,
     },

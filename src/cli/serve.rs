@@ -238,7 +238,7 @@ pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
             .map(|e| {
                 format!(
                     "{}  {:<26} {:>4} results  {}{}{}",
-                    e.time_ms,
+                    super::output::iso_ms(e.time_ms),
                     e.op,
                     e.results,
                     e.query.as_deref().unwrap_or(""),
