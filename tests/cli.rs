@@ -430,3 +430,76 @@ fn a_closed_stdout_ends_quietly_with_status_zero() {
         assert_eq!(stderr(&out), "", "{args:?}");
     }
 }
+
+/// A read command on a named store that does not exist says so, with what to run,
+/// and creates nothing; a write creates the store.
+#[test]
+fn a_read_command_on_a_missing_store_fails_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("nowhere");
+    for args in [
+        &["list"][..],
+        &["search", "parse"],
+        &["recall", "parse"],
+        &["symbol", "parse"],
+        &["stats"],
+        &["note", "list"],
+    ] {
+        let out = engram(&store, args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("no store at {}", store.display()))
+                && err.contains("engram index")
+                && err.contains("engram remember"),
+            "{args:?}: {err}"
+        );
+        assert!(!store.exists(), "{args:?} created the store");
+    }
+    ok_json(&store, &["remember", "the first memory makes the store"]);
+    assert_eq!(ok_json(&store, &["list"])["total"], 1);
+}
+
+/// In a repository that was never indexed, the first `engram search` (its own
+/// store, none named) indexes it and then answers.
+#[test]
+fn the_first_search_in_a_fresh_repository_indexes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("books");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(
+        repo.join("src/ledger.py"),
+        "def reconcile_ledger(entries):\n    \"\"\"Reconcile ledger entries against the bank.\"\"\"\n    return sorted(entries)\n",
+    )
+    .unwrap();
+    let search = || {
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(["--json", "search", "reconcile ledger entries"])
+            .current_dir(repo.join("src"))
+            .env("ENGRAM_HOME", tmp.path().join("home"))
+            .env("XDG_CONFIG_HOME", tmp.path().join("config"))
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let out = search();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"][0]["path"], "src/ledger.py", "{v}");
+    // Piped: no progress bar on stderr.
+    assert!(!stderr(&out).contains("indexing"), "{}", stderr(&out));
+    // The store is the repository's, under ENGRAM_HOME, and now indexed.
+    let stores: Vec<_> = std::fs::read_dir(tmp.path().join("home/repos"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        stores.len() == 1 && stores[0].starts_with("books-"),
+        "{stores:?}"
+    );
+    let again = search();
+    let v: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(v["hits"][0]["path"], "src/ledger.py", "{v}");
+}

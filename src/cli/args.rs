@@ -339,6 +339,14 @@ pub enum Command {
     /// in no file of the store. With database_url set, the database's rows holding one
     /// are rewritten in place too (VACUUM reclaims the old row versions).
     Redact,
+    /// Claude Code hooks that capture sessions without the agent's help: `engram hooks
+    /// install` writes them into the repository's .claude/settings.json (SessionStart
+    /// injects `engram context`, edits are recorded as file changes, SessionEnd ends
+    /// the session with its summary); `engram hooks uninstall` removes them.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Key utilities.
     Key {
         #[command(subcommand)]

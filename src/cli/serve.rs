@@ -61,6 +61,7 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>, team: Option<&Arc<PgDatabase>>) -> 
     let mut engine = Engine::new(memories, gate, index_options)
         .with_assistant(assistant)
         .with_external(super::providers::external()?);
+    engine.first_index_wait = std::time::Duration::from_millis(cfg.bytes("first_index_wait_ms"));
     if let Some(db) = team {
         // What the team backend stores is anchored to this repository's local code
         // index (the engine's store), for staleness.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, bounded_count, err, required_str, str_list};
+use super::first_index::noted;
 use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
@@ -47,6 +48,10 @@ pub struct Engine {
     /// Where loaded pattern-set definitions are kept: the local store, or the team
     /// backend. Sets are compiled and scanned over the local store either way.
     pub pattern_sets: Arc<dyn PatternSetStore>,
+    /// How long a code_search in a never-indexed repository waits for its first
+    /// index before answering with what is indexed so far (`first_index.rs`).
+    pub first_index_wait: std::time::Duration,
+    pub(super) first_index: super::first_index::FirstIndex,
 }
 
 impl Engine {
@@ -72,6 +77,8 @@ impl Engine {
             assistant: None,
             team_log: None,
             pattern_sets: memories_defs,
+            first_index_wait: super::first_index::DEFAULT_WAIT,
+            first_index: Default::default(),
         }
     }
 
@@ -248,19 +255,25 @@ impl Engine {
                 if opts.kind.is_none() {
                     opts.kind = Some(HitKind::Chunk);
                 }
-                if a.get("providers").and_then(Value::as_bool) == Some(true) {
-                    return self.search_with_providers(required_str(a, "query")?, opts);
-                }
-                self.search(required_str(a, "query")?, opts)
+                let query = required_str(a, "query")?;
+                let note = self.index_first()?;
+                let found = if a.get("providers").and_then(Value::as_bool) == Some(true) {
+                    self.search_with_providers(query, opts)
+                } else {
+                    self.search(query, opts)
+                };
+                Ok(noted(found?, note))
             }
             "symbol_search" => {
+                let name = required_str(a, "name")?;
+                let note = self.index_first()?;
                 let found = index::lookup_symbols(
                     m.store(),
-                    required_str(a, "name")?,
+                    name,
                     bounded_count(a, "limit", 20, 200) as usize,
                 )
                 .map_err(err)?;
-                Ok(json!({"symbols": found}))
+                Ok(noted(json!({"symbols": found}), note))
             }
             "jit_index_file" | "register_file" => self.index_path(a, false),
             "jit_index_directory" => self.index_path(a, true),

@@ -14,6 +14,7 @@ mod assisted;
 mod call;
 mod compat;
 mod extra;
+mod first_index;
 pub mod handlers;
 pub mod http;
 pub mod normalise;
