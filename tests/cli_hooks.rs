@@ -192,7 +192,12 @@ fn install_is_idempotent_and_uninstall_restores_the_users_settings() {
 fn the_hooks_record_a_claude_code_session_from_its_stdin() {
     let repo = Repo::new();
     repo.ok(
-        &["remember", "cart totals are in cents", "--tag", "money"],
+        &[
+            "remember",
+            "cart totals are in cents",
+            "--insight",
+            "pitfall",
+        ],
         None,
     );
 
