@@ -41,7 +41,8 @@ impl Output {
     /// terminal or JSON was asked for.
     pub fn bar(&self, message: &str) -> ProgressBar {
         let pb = if std::io::stderr().is_terminal() && !self.json {
-            ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+            // No length until the walk has counted the files: an empty bar, not a full one.
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
         } else {
             ProgressBar::hidden()
         };
