@@ -38,6 +38,14 @@ fn a_read_command_on_a_missing_store_fails_and_creates_nothing() {
     }
     ok_json(&store, &["remember", "the first memory makes the store"]);
     assert_eq!(ok_json(&store, &["list"])["total"], 1);
+    // A named store is searched as it is, saying when no code was ever indexed in it.
+    let out = engram(&store, &["search", "first memory", "--kind", "chunk"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no code is indexed in") && stderr(&out).contains("engram index"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// In a repository that was never indexed, the first `engram search` (its own

@@ -101,6 +101,12 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             if team {
                 results.hits.retain(|h| h.kind != HitKind::Memory);
             }
+            if results.hits.is_empty() && !store.with_tracker(index::has_indexed_files)? {
+                eprintln!(
+                    "engram: no code is indexed in {}; `engram index` indexes a repository",
+                    store.dir().display()
+                );
+            }
             if let Some(why) = &results.degraded {
                 tracing::warn!("search degraded: {why}");
             }

@@ -11,12 +11,11 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, bounded_count, err, required_str, str_list};
-use super::first_index::noted;
 use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
-use crate::manager::{BackendProviders, MemoryManager, StoreProviders};
+use crate::manager::{BackendProviders, FirstIndex, MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
@@ -49,9 +48,9 @@ pub struct Engine {
     /// backend. Sets are compiled and scanned over the local store either way.
     pub pattern_sets: Arc<dyn PatternSetStore>,
     /// How long a code_search in a never-indexed repository waits for its first
-    /// index before answering with what is indexed so far (`first_index.rs`).
+    /// index before answering with what is indexed so far ([`FirstIndex`]).
     pub first_index_wait: std::time::Duration,
-    pub(super) first_index: super::first_index::FirstIndex,
+    first_index: FirstIndex,
 }
 
 impl Engine {
@@ -77,7 +76,7 @@ impl Engine {
             assistant: None,
             team_log: None,
             pattern_sets: memories_defs,
-            first_index_wait: super::first_index::DEFAULT_WAIT,
+            first_index_wait: crate::manager::FIRST_INDEX_WAIT,
             first_index: Default::default(),
         }
     }
@@ -154,6 +153,19 @@ impl Engine {
             v["vector_space"] = json!(space);
         }
         Ok(v)
+    }
+
+    /// Index the repository first when it never was, within
+    /// [`Engine::first_index_wait`]; the note to add to the answer, if any.
+    fn index_first(&self) -> Result<Option<String>, String> {
+        self.first_index
+            .ensure(
+                &self.memories,
+                self.gate.root(),
+                &self.index_options,
+                self.first_index_wait,
+            )
+            .map_err(err)
     }
 
     /// Memories shaped for output under one budget, listed under `field`, each with
@@ -425,4 +437,12 @@ impl Engine {
             .map_err(err)?;
         serde_json::to_value(e).map_err(err)
     }
+}
+
+/// `answer` with `note` added, when there is one.
+fn noted(mut answer: Value, note: Option<String>) -> Value {
+    if let (Some(note), Some(fields)) = (note, answer.as_object_mut()) {
+        fields.insert("note".into(), json!(note));
+    }
+    answer
 }

@@ -14,7 +14,6 @@ mod assisted;
 mod call;
 mod compat;
 mod extra;
-mod first_index;
 pub mod handlers;
 pub mod http;
 pub mod normalise;

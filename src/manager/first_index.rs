@@ -1,20 +1,18 @@
-//! First use of a repository that was never indexed: its first `code_search` (or
-//! `symbol_search`) indexes it. The pass runs on a thread of its own and the call
-//! waits for it at most [`Engine::first_index_wait`]; a call that cannot wait longer
-//! answers from what is committed so far (the pass commits in batches) and says how
-//! far indexing got in a `note`. Later calls find the same pass, running or done.
+//! First use of a repository that was never indexed: its first code search (MCP
+//! `code_search`, `symbol_search`) indexes it. The pass runs on a thread of its own
+//! and a call waits for it at most the wait it is given; a call that cannot wait
+//! longer answers from what is committed so far (the pass commits in batches) with a
+//! note of how far indexing got. Later calls find the same pass, running or done.
 //!
 //! Owns that one pass and its progress; it never searches and never indexes a
-//! repository that already holds an index (`reindex` and `jit_*` do that).
+//! repository that already holds an index (re-indexing is the `jit_*` tools' job).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-
-use super::handlers::Engine;
+use super::ManagerError;
 use crate::index::{self, IndexOptions};
 use crate::memory::Memories;
 
@@ -44,7 +42,7 @@ impl Job {
         memories: Arc<Memories>,
         root: PathBuf,
         opts: &IndexOptions,
-    ) -> Result<Arc<Job>, String> {
+    ) -> Result<Arc<Job>, ManagerError> {
         let job = Arc::new(Job {
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
@@ -72,7 +70,7 @@ impl Job {
                 *ran.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
                 ran.ended.notify_all();
             })
-            .map_err(|e| format!("cannot start indexing: {e}"))?;
+            .map_err(|e| ManagerError::Invalid(format!("cannot start indexing: {e}")))?;
         Ok(job)
     }
 
@@ -108,46 +106,42 @@ impl Job {
     }
 }
 
-impl Engine {
-    /// Index the repository first if it never was (see the module doc), waiting at
-    /// most [`Engine::first_index_wait`]; the note to add to the answer, if any.
-    pub(super) fn index_first(&self) -> Result<Option<String>, String> {
-        let first = &self.first_index;
-        if first.indexed.load(Ordering::Acquire) {
+impl FirstIndex {
+    /// Index `memories`' store from `root` if it never was (see the module doc),
+    /// waiting at most `wait`; the note for the answer, if any.
+    pub fn ensure(
+        &self,
+        memories: &Arc<Memories>,
+        root: Option<&Path>,
+        opts: &IndexOptions,
+        wait: Duration,
+    ) -> Result<Option<String>, ManagerError> {
+        if self.indexed.load(Ordering::Acquire) {
             return Ok(None);
         }
         let job = {
-            let mut slot = first.job.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut slot = self.job.lock().unwrap_or_else(PoisonError::into_inner);
             match &*slot {
                 Some(job) => job.clone(),
                 None => {
-                    let indexed = self
-                        .memories
-                        .store()
-                        .with_tracker(index::has_indexed_files)
-                        .map_err(|e| e.to_string())?;
-                    if indexed {
-                        first.indexed.store(true, Ordering::Release);
+                    if memories.store().with_tracker(index::has_indexed_files)? {
+                        self.indexed.store(true, Ordering::Release);
                         return Ok(None);
                     }
-                    let Some(root) = self.gate.root() else {
+                    let Some(root) = root else {
                         return Ok(Some(
-                            "this repository has never been indexed, and this server has no repository root to index".into(),
+                            "this repository has never been indexed, and there is no repository root to index".into(),
                         ));
                     };
-                    let job = Job::start(
-                        self.memories.clone(),
-                        root.to_path_buf(),
-                        &self.index_options,
-                    )?;
+                    let job = Job::start(memories.clone(), root.to_path_buf(), opts)?;
                     *slot = Some(job.clone());
                     job
                 }
             }
         };
-        Ok(Some(match job.wait(self.first_index_wait) {
+        Ok(Some(match job.wait(wait) {
             Some(Ok(files)) => {
-                first.indexed.store(true, Ordering::Release);
+                self.indexed.store(true, Ordering::Release);
                 format!("indexed {files} files first: this repository had never been indexed")
             }
             Some(Err(e)) => format!(
@@ -156,12 +150,4 @@ impl Engine {
             None => job.progress_note(),
         }))
     }
-}
-
-/// `answer` with `note` added, when there is one.
-pub(super) fn noted(mut answer: Value, note: Option<String>) -> Value {
-    if let (Some(note), Some(fields)) = (note, answer.as_object_mut()) {
-        fields.insert("note".into(), json!(note));
-    }
-    answer
 }
