@@ -47,10 +47,13 @@ pub enum Command {
         #[command(flatten)]
         fields: MemoryFields,
     },
-    /// Replace a memory's text and fields as a new version (the old one stays in its history).
+    /// Change a memory as a new version (the old one stays in its history): the text
+    /// and fields given replace the old ones, every field not given is kept, and
+    /// --metadata adds to the old metadata.
     Update {
         id: String,
-        text: String,
+        /// The new text (default: the old one).
+        text: Option<String>,
         #[command(flatten)]
         fields: MemoryFields,
     },
@@ -336,6 +339,14 @@ pub enum Command {
     /// in no file of the store. With database_url set, the database's rows holding one
     /// are rewritten in place too (VACUUM reclaims the old row versions).
     Redact,
+    /// Claude Code hooks that capture sessions without the agent's help: `engram hooks
+    /// install` writes them into the repository's .claude/settings.json (SessionStart
+    /// injects `engram context`, edits are recorded as file changes, SessionEnd ends
+    /// the session with its summary); `engram hooks uninstall` removes them.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Key utilities.
     Key {
         #[command(subcommand)]

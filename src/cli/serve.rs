@@ -92,6 +92,7 @@ fn engine(
     let mut engine = Engine::new(memories, gate, index_options)
         .with_assistant(assistant)
         .with_external(super::providers::external()?);
+    engine.first_index_wait = std::time::Duration::from_millis(cfg.bytes("first_index_wait_ms"));
     if let Some(db) = team {
         // What the team backend stores is anchored to this repository's local code
         // index (the engine's store), for staleness.
@@ -256,7 +257,7 @@ pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
             .map(|e| {
                 format!(
                     "{}  {:<26} {:>4} results  {}{}{}",
-                    e.time_ms,
+                    super::output::iso_ms(e.time_ms),
                     e.op,
                     e.results,
                     e.query.as_deref().unwrap_or(""),

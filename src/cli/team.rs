@@ -20,8 +20,8 @@ use engram::memory_pg::{PgDatabase, PgMemories};
 use engram::stale::LocalCodeAnchors;
 use serde_json::json;
 
-use super::memories::{human, memory_filter, memory_from, report_redactions};
-use super::output::Output;
+use super::memories::{human, memory_filter, memory_from, report_redactions, updated_from};
+use super::output::{iso_ms, Output};
 use super::{store_dir, Cli, Command, ErrorCommand, NoteCommand, SessionCommand};
 
 /// The repository name the team backend files this checkout's memories under: the
@@ -185,7 +185,10 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             out.value(&m, || m.id.clone())?;
         }
         Command::Update { id, text, fields } => {
-            let m = b.update(id, memory_from(text, fields)?)?;
+            let Some(old) = b.get(id)? else {
+                bail!("no memory {id}; `engram list` shows them");
+            };
+            let m = b.update(id, updated_from(old, text.as_deref(), fields)?)?;
             report_redactions(m.redacted);
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
@@ -197,7 +200,14 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             out.value(&json!({"versions": versions}), || {
                 versions
                     .iter()
-                    .map(|m| format!("version {} at {} ms\n{}", m.version, m.updated_ms, m.text))
+                    .map(|m| {
+                        format!(
+                            "version {} at {}\n{}",
+                            m.version,
+                            iso_ms(m.updated_ms),
+                            m.text
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join("\n\n")
             })?;

@@ -27,6 +27,12 @@ fn bytes(v: &str) -> Result<(), String> {
         .map_err(|_| "expected a number of bytes".to_string())
 }
 
+fn millis(v: &str) -> Result<(), String> {
+    v.parse::<u64>()
+        .map(|_| ())
+        .map_err(|_| "expected a number of milliseconds".to_string())
+}
+
 fn positive(v: &str) -> Result<(), String> {
     match v.parse::<u64>() {
         Ok(n) if n > 0 => Ok(()),
@@ -196,6 +202,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "1048576",
         help: "files larger than this are not indexed",
         check: bytes,
+    },
+    Setting {
+        name: "first_index_wait_ms",
+        env: "ENGRAM_FIRST_INDEX_WAIT_MS",
+        default: "20000",
+        help: "how long an MCP code_search in a never-indexed repository waits for its first index; past it the answer holds what is indexed so far and says so",
+        check: millis,
     },
     Setting {
         name: "cross_repo",

@@ -15,7 +15,7 @@ use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
-use crate::manager::{BackendProviders, MemoryManager, StoreProviders};
+use crate::manager::{BackendProviders, FirstIndex, MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
@@ -47,6 +47,10 @@ pub struct Engine {
     /// Where loaded pattern-set definitions are kept: the local store, or the team
     /// backend. Sets are compiled and scanned over the local store either way.
     pub pattern_sets: Arc<dyn PatternSetStore>,
+    /// How long a code_search in a never-indexed repository waits for its first
+    /// index before answering with what is indexed so far ([`FirstIndex`]).
+    pub first_index_wait: std::time::Duration,
+    first_index: FirstIndex,
 }
 
 impl Engine {
@@ -72,6 +76,8 @@ impl Engine {
             assistant: None,
             team_log: None,
             pattern_sets: memories_defs,
+            first_index_wait: crate::manager::FIRST_INDEX_WAIT,
+            first_index: Default::default(),
         }
     }
 
@@ -147,6 +153,19 @@ impl Engine {
             v["vector_space"] = json!(space);
         }
         Ok(v)
+    }
+
+    /// Index the repository first when it never was, within
+    /// [`Engine::first_index_wait`]; the note to add to the answer, if any.
+    fn index_first(&self) -> Result<Option<String>, String> {
+        self.first_index
+            .ensure(
+                &self.memories,
+                self.gate.root(),
+                &self.index_options,
+                self.first_index_wait,
+            )
+            .map_err(err)
     }
 
     /// Memories shaped for output under one budget, listed under `field`, each with
@@ -248,19 +267,25 @@ impl Engine {
                 if opts.kind.is_none() {
                     opts.kind = Some(HitKind::Chunk);
                 }
-                if a.get("providers").and_then(Value::as_bool) == Some(true) {
-                    return self.search_with_providers(required_str(a, "query")?, opts);
-                }
-                self.search(required_str(a, "query")?, opts)
+                let query = required_str(a, "query")?;
+                let note = self.index_first()?;
+                let found = if a.get("providers").and_then(Value::as_bool) == Some(true) {
+                    self.search_with_providers(query, opts)
+                } else {
+                    self.search(query, opts)
+                };
+                Ok(noted(found?, note))
             }
             "symbol_search" => {
+                let name = required_str(a, "name")?;
+                let note = self.index_first()?;
                 let found = index::lookup_symbols(
                     m.store(),
-                    required_str(a, "name")?,
+                    name,
                     bounded_count(a, "limit", 20, 200) as usize,
                 )
                 .map_err(err)?;
-                Ok(json!({"symbols": found}))
+                Ok(noted(json!({"symbols": found}), note))
             }
             "jit_index_file" | "register_file" => self.index_path(a, false),
             "jit_index_directory" => self.index_path(a, true),
@@ -412,4 +437,12 @@ impl Engine {
             .map_err(err)?;
         serde_json::to_value(e).map_err(err)
     }
+}
+
+/// `answer` with `note` added, when there is one.
+fn noted(mut answer: Value, note: Option<String>) -> Value {
+    if let (Some(note), Some(fields)) = (note, answer.as_object_mut()) {
+        fields.insert("note".into(), json!(note));
+    }
+    answer
 }

@@ -132,6 +132,33 @@ pub enum TokenCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Write engram's hook entries into .claude/settings.json of the repository (once:
+    /// installing again replaces them; the file's other settings and hooks stay).
+    Install {
+        /// Into ~/.claude/settings.json instead: every repository you open.
+        #[arg(long)]
+        user: bool,
+        /// Print the settings file as it would be, and write nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Remove engram's hook entries (and only those) from .claude/settings.json.
+    Uninstall {
+        /// From ~/.claude/settings.json instead.
+        #[arg(long)]
+        user: bool,
+        /// Print the settings file as it would be, and write nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Run one hook: read the JSON Claude Code sends on stdin and act on EVENT
+    /// (SessionStart, PostToolUse, SessionEnd or Stop). Claude Code runs this.
+    #[command(hide = true)]
+    Run { event: String },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print every setting's effective value and where it came from.
     Show,
