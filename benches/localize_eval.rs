@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use engram::embed::Embedder;
 use engram::index::{self, IndexOptions};
-use engram::search::{fuse, search, RankedList, SearchOptions};
+use engram::search::{fuse, search, HitKind, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use metrics::{files_in_order, first_gold_rank, summarize};
 use serde_json::json;
@@ -224,6 +224,7 @@ fn config_names(embedders: &[Arc<dyn Embedder>], dense: &str) -> Vec<String> {
     out.push(format!("bm25+dense[{dense}]"));
     for e in embedders {
         out.push(format!("engram[{}]", e.name()));
+        out.push(format!("engram[{}] first-chunk", e.name()));
         for w in aggregation_weights() {
             out.push(format!("engram[{}] agg={w}", e.name()));
         }
@@ -232,7 +233,24 @@ fn config_names(embedders: &[Arc<dyn Embedder>], dense: &str) -> Vec<String> {
     out
 }
 
-/// engram's hits for `query` (path and score, best first).
+/// engram's answer to a file-level question: `kind: file`, files ranked by their
+/// chunks (`FILE_EVIDENCE` in src/search/resolve.rs).
+fn engram_files(store: &Store, query: &str, embedder: &Arc<dyn Embedder>) -> Vec<String> {
+    let opts = SearchOptions {
+        top_k: FILES,
+        kind: Some(HitKind::File),
+        embedder: embedder.clone(),
+        ..Default::default()
+    };
+    search(store, query, &opts)
+        .expect("search")
+        .hits
+        .into_iter()
+        .filter_map(|h| h.path)
+        .collect()
+}
+
+/// engram's chunk hits for `query` (path and score, best first).
 fn engram_hits(
     store: &Store,
     query: &str,
@@ -410,8 +428,9 @@ fn main() {
                 base.to_files(fused.iter().filter_map(|(k, _)| k.parse().ok())),
             );
             for (e, (_, store)) in embedders.iter().zip(&stores) {
+                put(&format!("engram[{}]", e.name()), engram_files(store, &q.text, e));
                 let hits = engram_hits(store, &q.text, e, false);
-                put(&format!("engram[{}]", e.name()), first_hit_files(&hits));
+                put(&format!("engram[{}] first-chunk", e.name()), first_hit_files(&hits));
                 for w in aggregation_weights() {
                     put(
                         &format!("engram[{}] agg={w}", e.name()),
