@@ -428,9 +428,15 @@ fn main() {
                 base.to_files(fused.iter().filter_map(|(k, _)| k.parse().ok())),
             );
             for (e, (_, store)) in embedders.iter().zip(&stores) {
-                put(&format!("engram[{}]", e.name()), engram_files(store, &q.text, e));
+                put(
+                    &format!("engram[{}]", e.name()),
+                    engram_files(store, &q.text, e),
+                );
                 let hits = engram_hits(store, &q.text, e, false);
-                put(&format!("engram[{}] first-chunk", e.name()), first_hit_files(&hits));
+                put(
+                    &format!("engram[{}] first-chunk", e.name()),
+                    first_hit_files(&hits),
+                );
                 for w in aggregation_weights() {
                     put(
                         &format!("engram[{}] agg={w}", e.name()),

@@ -65,6 +65,8 @@ struct Segment {
     parent: Option<String>,
     /// A file's header: never merged with a symbol.
     header: bool,
+    /// Lines between symbols (`symbol` may still name the type they are inside).
+    gap: bool,
 }
 
 impl Segment {
@@ -174,6 +176,7 @@ impl<'a> Tree<'a> {
                     symbol: None,
                     parent: parent.clone(),
                     header,
+                    gap: true,
                 });
             }
         };
@@ -208,6 +211,7 @@ impl<'a> Tree<'a> {
                     symbol: Some(k),
                     parent: s.parent.clone(),
                     header: false,
+                    gap: false,
                 });
             }
             at = end + 1;
@@ -242,7 +246,7 @@ fn merge(lines: &[&str], segments: Vec<Segment>) -> Vec<Segment> {
     let mut pending: Option<usize> = None;
     let n = segments.len();
     for (i, mut seg) in segments.into_iter().enumerate() {
-        let stray = seg.symbol.is_none() && seg.len() <= 3 && !seg.header;
+        let stray = seg.gap && seg.len() <= 3 && !seg.header;
         let closing = stray && only_closing(lines, &seg);
         if let Some(start) = pending.take() {
             seg.start = start;
