@@ -33,15 +33,30 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 
-pub use handlers::Engine;
+pub use handlers::{Connection, Engine};
 pub use tools::Profile;
 
-/// The server: the engine and the tools its profile lists.
-#[derive(Clone)]
+/// The server: the engine and the tools its profile lists, for one client
+/// connection.
 pub struct Server {
     engine: Arc<Engine>,
     tools: Arc<Vec<Tool>>,
     names: Arc<Vec<&'static str>>,
+    connection: Arc<Connection>,
+}
+
+/// A clone is a new connection: it shares the engine and the tool list, not the
+/// coding session the original's client started (the HTTP transport clones the
+/// server once per MCP session).
+impl Clone for Server {
+    fn clone(&self) -> Server {
+        Server {
+            engine: self.engine.clone(),
+            tools: self.tools.clone(),
+            names: self.names.clone(),
+            connection: Arc::default(),
+        }
+    }
 }
 
 impl Server {
@@ -56,6 +71,7 @@ impl Server {
             engine: Arc::new(engine),
             tools: Arc::new(tools),
             names: Arc::new(specs.iter().map(|t| t.name).collect()),
+            connection: Arc::default(),
         }
     }
 
@@ -101,13 +117,17 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let (engine, names) = (self.engine.clone(), self.names.clone());
+        let (engine, names, conn) = (
+            self.engine.clone(),
+            self.names.clone(),
+            self.connection.clone(),
+        );
         // Normalising may look key hashes up in the store, so it runs off the async
         // threads with the call; a refused call is audited too.
         let outcome = tokio::task::spawn_blocking(move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 match normalise::prepare(&engine, &name, &names, args) {
-                    Ok(p) => Ok(engine.call_as(p.spec.name, &p.args, p.user_id.as_deref())),
+                    Ok(p) => Ok(engine.call_on(&conn, p.spec.name, &p.args, p.user_id.as_deref())),
                     Err(e) => {
                         let message = shape::error_text(&e);
                         engine.audit_refused(&name, &message);
