@@ -236,7 +236,9 @@ pub enum Command {
         /// with its own store (under ENGRAM_HOME; --store serves one only).
         #[arg(long)]
         repo: Vec<PathBuf>,
-        /// Tool profile: core, code, memory, coding, all (setting `tools`).
+        /// Tool profile: default (the dozen most used tools listed, every tool
+        /// callable), core, code, memory, coding, all; join with commas, e.g. all,compat
+        /// (setting `tools`).
         #[arg(long)]
         tools: Option<String>,
         /// Serve streamable HTTP on this address instead of stdio (default: setting

@@ -126,6 +126,7 @@ impl Engine {
                 if redactions > 0 && v.is_object() {
                     v["redacted_secrets"] = json!(redactions);
                 }
+                shape::fit_list_reply(name, &args, &mut v, self.gate.caps.total_bytes);
                 v
             });
         }

@@ -60,7 +60,8 @@ impl Clone for Server {
 }
 
 impl Server {
-    /// A server over `engine` listing the tools of `profile`.
+    /// A server over `engine` listing the tools of `profile` (and letting be called
+    /// those [`tools::callable_for`] gives).
     pub fn new(engine: Engine, profile: Profile) -> Server {
         let specs = tools::tools_for(profile);
         let tools = specs
@@ -70,7 +71,12 @@ impl Server {
         Server {
             engine: Arc::new(engine),
             tools: Arc::new(tools),
-            names: Arc::new(specs.iter().map(|t| t.name).collect()),
+            names: Arc::new(
+                tools::callable_for(profile)
+                    .iter()
+                    .map(|t| t.name)
+                    .collect(),
+            ),
             connection: Arc::default(),
         }
     }

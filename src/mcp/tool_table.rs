@@ -15,14 +15,23 @@ const Code: Profile = Profile::Code;
 const Memory: Profile = Profile::Memory;
 #[allow(non_upper_case_globals)]
 const Coding: Profile = Profile::Coding;
+/// Listed by default (see [`Profile::Default`]).
+#[allow(non_upper_case_globals)]
+const Dflt: Profile = Profile::Default;
 use Ty::*;
 
 const TOP_K: Param = opt(
     "top_k",
     Int,
-    "How many results (1-100, default 10); also k, topK.",
+    "How many results (1-100, default 10); also limit, k.",
 )
-.aka(&["k", "topK"]);
+.aka(&["limit", "k", "topK"]);
+/// How many items a list tool returns.
+const LIMIT: Param = opt(
+    "limit",
+    Int,
+    "Most items (default 20); a reply that leaves some out says truncated and omitted.",
+);
 /// Ask the configured external MCP servers too.
 const PROVIDERS: Param = opt(
     "providers",
@@ -71,14 +80,14 @@ pub static TOOLS: &[ToolSpec] = &[
         params: &[req("query", Str, "What you look for, in words or identifiers."), TOP_K,
             opt("lang", Str, "Only this language (rust, python, ...)."), opt("path", Str, "Only paths matching this glob."),
             opt("kind", Str, "Only file, symbol or chunk hits."), PROVIDERS],
-        profiles: &[Core, Code],
+        profiles: &[Dflt, Core, Code],
     },
     ToolSpec {
         name: "symbol_search",
         description: "Find a function, method, class or other symbol by name: exact (Session.request), prefix (request) or fuzzy (sesreq). Call it when you know or half-know a name.",
         params: &[req("name", Str, "The symbol's name or part of it (also symbol).").aka(&["symbol"]),
             opt("limit", Int, "Most results (default 20); also top_k, topK, k.").aka(&["top_k", "topK", "k"])],
-        profiles: &[Core, Code],
+        profiles: &[Dflt, Core, Code],
     },
     ToolSpec {
         name: "jit_index_file",
@@ -109,13 +118,13 @@ pub static TOOLS: &[ToolSpec] = &[
         description: "Remember something for later sessions: a fact, a finding, a preference. Write one whenever you learn something about this repository that you would want to know next time.",
         params: &[req("text", Str, "What to remember, self-contained."), opt("tags", StrList, "Tags."),
             opt("metadata", Object, "Free-form metadata (an object) kept with it.")],
-        profiles: &[Core, Memory],
+        profiles: &[Dflt, Core, Memory],
     },
     ToolSpec {
         name: "memory_search",
         description: "Search what was remembered about this repository. Call it at the start of debugging, before designing a change, and whenever prior decisions, constraints or pitfalls are mentioned.",
         params: &[req("query", Str, "What you look for."), TOP_K],
-        profiles: &[Core, Memory],
+        profiles: &[Dflt, Core, Memory],
     },
     ToolSpec {
         name: "memory_list_threads",
@@ -171,7 +180,8 @@ pub static TOOLS: &[ToolSpec] = &[
         name: "pattern_scan",
         description: "Scan stored code (or one key) with a pattern set: secrets, security-smells, debug-leftovers or a loaded one. Call it before a release or a review.",
         params: &[req("set", Str, "The pattern set name (also pattern_set_id).").aka(&["pattern_set_id"]),
-            opt("key", Str, "Only this key, or its 64-bit key hash (also target_key; default: all indexed code).").aka(&["target_key"])],
+            opt("key", Str, "Only this key (a file: key scans the file's chunks), or its 64-bit key hash (also target_key; default: all indexed code).").aka(&["target_key"]),
+            LIMIT],
         profiles: &[],
     },
     ToolSpec {
@@ -179,13 +189,13 @@ pub static TOOLS: &[ToolSpec] = &[
         description: "Scan stored memories with a pattern set, e.g. to check no secret was written into a memory.",
         params: &[req("set", Str, "The pattern set name (also pattern_set_id).").aka(&["pattern_set_id"]),
             opt("task", Str, "Only memories of this task type."),
-            opt("context", StrList, "Only memories with all these context types (one or a list).")],
+            opt("context", StrList, "Only memories with all these context types (one or a list)."), LIMIT],
         profiles: &[],
     },
     ToolSpec {
         name: "pattern_list",
         description: "List the pattern sets available (built-in and loaded).",
-        params: &[],
+        params: &[LIMIT],
         profiles: &[],
     },
     ToolSpec {
@@ -198,26 +208,26 @@ pub static TOOLS: &[ToolSpec] = &[
         name: "audit_read",
         description: "Read this repository's audit trail: every tool call and chat-model call, newest first, with what it asked (redacted), how many results, flags and errors.",
         params: &[opt("since", Str, "Only events since: Unix ms or an age like 7d, 12h (default: all)."),
-            opt("limit", Int, "Most events, the newest (1-500, default 50).")],
+            opt("limit", Int, "Most events, the newest (1-500, default 20).")],
         profiles: &[],
     },
     ToolSpec {
         name: "get_notes",
         description: "Read the repository's notes (key/value, human-editable): conventions, commands, contacts. Call it at the start of a session.",
-        params: &[opt("name", Str, "One note's name (also key; default: all notes).").aka(&["key"])],
-        profiles: &[Core, Memory],
+        params: &[opt("name", Str, "One note's name (also key; default: all notes).").aka(&["key"]), LIMIT],
+        profiles: &[Dflt, Core, Memory],
     },
     ToolSpec {
         name: "set_note",
         description: "Set a repository note (key/value), e.g. the test command or a convention the user stated.",
         params: &[req("name", Str, "The note's name (also key).").aka(&["key"]), req("value", Str, "Its value.")],
-        profiles: &[Core, Memory],
+        profiles: &[Dflt, Core, Memory],
     },
     ToolSpec {
         name: "coding_start_session",
         description: "Start a coding session when you begin a task; record changes, errors and decisions under its id, and end it when done.",
         params: &[req("description", Str, "What the session is for."), opt("tags", StrList, "Tags.")],
-        profiles: &[Coding],
+        profiles: &[Dflt, Coding],
     },
     ToolSpec {
         name: "coding_end_session",
@@ -225,7 +235,7 @@ pub static TOOLS: &[ToolSpec] = &[
         params: &[opt("id", Str, "The session id (also session_id; default: the one active session).").aka(&["session_id"]),
             opt("success", Bool, "Whether the goal was reached (default true)."),
             opt("summary", Str, "Your own summary, stored beside the generated one.")],
-        profiles: &[Coding],
+        profiles: &[Dflt, Coding],
     },
     ToolSpec {
         name: "coding_track_file_change",
@@ -237,7 +247,7 @@ pub static TOOLS: &[ToolSpec] = &[
             opt("related_files", StrList, "Files changed with it."),
             opt("start_line", Int, "First line changed (line_range [a, b] or \"a,b\" sets both)."),
             opt("end_line", Int, "Last line changed."), SESSION],
-        profiles: &[Coding],
+        profiles: &[Dflt, Coding],
     },
     ToolSpec {
         name: "coding_record_error",
@@ -250,7 +260,7 @@ pub static TOOLS: &[ToolSpec] = &[
             opt("screenshot", Str, "A screenshot path (also screenshot_path; screenshot_base64 is kept as its size and hash only).").aka(&["screenshot_path"]),
             SESSION, opt("resolved_by", Str, "The change (mem: id) that fixed it."),
             opt("tags", StrList, "Tags.")],
-        profiles: &[Coding],
+        profiles: &[Dflt, Coding],
     },
     ToolSpec {
         name: "coding_record_decision",
@@ -260,7 +270,7 @@ pub static TOOLS: &[ToolSpec] = &[
             opt("tags", StrList, "Tags."), opt("related_files", StrList, "Files it concerns."),
             opt("confidence", Num, "0 to 1."), opt("reviewed", Bool, "Whether someone reviewed it."),
             SESSION],
-        profiles: &[Coding],
+        profiles: &[Dflt, Coding],
     },
     ToolSpec {
         name: "coding_search_errors",
@@ -292,6 +302,6 @@ pub static TOOLS: &[ToolSpec] = &[
         name: "enrich_prompt",
         description: "The context block to put before a prompt: relevant code, notes and memories, each attributed [source: path:line] or [memory: mem:id], sanitised and within a byte budget. Call it with the user's request at the start of a task.",
         params: &[req("prompt", Str, "The user's request."), opt("budget", Int, "Most bytes (default 8000, at most the total cap)."), PROVIDERS],
-        profiles: &[Core, Code, Memory],
+        profiles: &[Dflt, Core, Code, Memory],
     },
 ];

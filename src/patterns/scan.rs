@@ -15,7 +15,8 @@ use crate::store::Store;
 /// What to scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScanTarget {
-    /// One key's live value.
+    /// One key's live value; for a `file:` key, the file's chunks (the file record
+    /// itself holds no text).
     Key(String),
     /// Every memory, optionally only of a task type and/or a context type.
     Memories {
@@ -55,20 +56,40 @@ pub(super) fn scan(
     target: &ScanTarget,
 ) -> Result<Vec<Match>, PatternError> {
     let (candidates, view): (Vec<(String, i64)>, _) = store.read_with(|db| {
-        let (sql, arg): (&str, Option<i64>) = match target {
-            ScanTarget::Key(k) => ("SELECT key, offset FROM records WHERE key_hash = ?1", Some(hash64(k) as i64)),
-            ScanTarget::Memories { .. } => (
+        use rusqlite::types::Value as Arg;
+        let file_chunks = match target {
+            ScanTarget::Key(k) => file_of_key(k),
+            _ => None,
+        };
+        let (sql, arg): (&str, Option<Arg>) = match (target, &file_chunks) {
+            // A file's text is in its chunks: the file record itself has no body.
+            (ScanTarget::Key(_), Some(prefix)) => (
+                "SELECT key, offset FROM records WHERE key LIKE ?1 ESCAPE '\\'",
+                Some(Arg::Text(format!("{}%", like_escape(prefix)))),
+            ),
+            (ScanTarget::Key(k), None) => (
+                "SELECT key, offset FROM records WHERE key_hash = ?1",
+                Some(Arg::Integer(hash64(k) as i64)),
+            ),
+            (ScanTarget::Memories { .. }, _) => (
                 "SELECT r.key, r.offset FROM memories m JOIN records r ON r.key_hash = m.key_hash ORDER BY r.seq",
                 None,
             ),
-            ScanTarget::Code => ("SELECT key, offset FROM records WHERE key LIKE 'chunk:%' ORDER BY key", None),
+            (ScanTarget::Code, _) => ("SELECT key, offset FROM records WHERE key LIKE 'chunk:%' ORDER BY key", None),
         };
         let mut stmt = db.prepare(sql)?;
         let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?));
-        let rows = match arg {
+        let mut rows = match arg {
             Some(a) => stmt.query_map([a], map)?.collect::<rusqlite::Result<Vec<_>>>()?,
             None => stmt.query_map([], map)?.collect::<rusqlite::Result<Vec<_>>>()?,
         };
+        if let Some(prefix) = &file_chunks {
+            // LIKE ignores ASCII case and `chunk:a:` also begins `chunk:a:b:0` (file
+            // `a:b`): keep the file's own chunks, in order.
+            let index = |key: &str| -> Option<u64> { key.strip_prefix(prefix.as_str())?.parse().ok() };
+            rows.retain(|(key, _)| index(key).is_some());
+            rows.sort_by_key(|(key, _)| index(key));
+        }
         Ok(rows)
     })?;
     let mut scanner = compiled.scanner()?;
@@ -175,6 +196,26 @@ fn memory_matches(meta: &Map<String, Value>, task: Option<&str>, context: Option
             .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(c)))
     });
     task_ok && context_ok
+}
+
+/// For a `file:` key, the prefix of its chunks' keys (`chunk:{path}:`).
+fn file_of_key(key: &str) -> Option<String> {
+    match Key::parse(key).ok()? {
+        Key::File { path } => Some(format!("chunk:{path}:")),
+        _ => None,
+    }
+}
+
+/// `s` with LIKE's wildcards and the escape character escaped (by `\`).
+fn like_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn path_of_key(key: &str) -> Option<String> {
