@@ -109,6 +109,7 @@ pub enum Command {
     },
     /// The context a new session should start from, within a byte budget.
     Context {
+        /// Most bytes printed: the context, or with --json the whole JSON.
         #[arg(long, default_value_t = 4096)]
         budget: usize,
         /// Have the configured chat model compress it: brief, detailed or comprehensive.
@@ -254,7 +255,7 @@ pub enum Command {
     /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
     Enrich {
         prompt: String,
-        /// Most bytes of context.
+        /// Most bytes printed: the context, or with --json the whole JSON (at least 256).
         #[arg(long, default_value_t = 8000)]
         budget: usize,
         /// Also ask the external MCP providers of the config file ([[mcp_providers]]).

@@ -273,10 +273,14 @@ pub fn context(
         _ => {}
     }
     let shown = compressed.as_deref().unwrap_or(&text);
-    out.value(
-        &json!({"context": shown, "bytes": shown.len(), "compressed": compressed.is_some(), "warnings": warnings}),
-        || shown.to_string(),
-    )?;
+    let (shown, _) = engram::gate::truncate(shown, budget);
+    let mut v = json!({"context": shown, "bytes": shown.len(), "compressed": compressed.is_some(), "warnings": warnings});
+    // With --json the budget holds for the whole JSON text, as over MCP.
+    // `bytes` was counted before the cut, so it only gets shorter.
+    if out.is_json() && engram::gate::fit_text(&mut v, "context", budget) {
+        v["bytes"] = json!(v["context"].as_str().map_or(0, str::len));
+    }
+    out.value(&v, || shown.to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 

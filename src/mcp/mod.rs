@@ -100,9 +100,10 @@ impl ServerHandler for Server {
         info.server_info = Implementation::new("engram", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(
             "engram remembers this repository for you. At the start of a task call \
-             coding_get_project_context or enrich_prompt; search memories before debugging \
-             and whenever earlier decisions come up; write a structured memory when a decision, \
-             constraint, pitfall or tradeoff appears."
+             enrich_prompt with the request and coding_start_session; search memories before \
+             debugging and whenever earlier decisions come up; record file changes, errors and \
+             decisions as you go (they join your session) and write a memory when you learn \
+             something worth keeping; end with coding_end_session."
                 .into(),
         );
         info

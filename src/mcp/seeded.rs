@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, bounded_count, err, required_str, str_list};
 use super::handlers::{Connection, Engine, ToolResult};
+use super::outward::{CALL_MARKS, MIN_BUDGET};
 use super::shape;
 use crate::memory::taxonomy::{self, Axis};
 use crate::memory::{Memory, MemoryFilter};
@@ -195,6 +196,11 @@ impl Engine {
     /// `coding_get_project_context`; with a focus, the memories matching it come first.
     pub(super) fn project_context(&self, a: &Map<String, Value>) -> ToolResult {
         let budget = bounded_count(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
+        if budget < MIN_BUDGET {
+            return Err(format!(
+                "budget {budget} is too small: the reply's JSON alone needs about {MIN_BUDGET} bytes; give at least that"
+            ));
+        }
         let mut text = String::new();
         if let Some(focus) = arg_str(a, "focus").filter(|f| !f.trim().is_empty()) {
             // From where the memory tools read (the team backend too), each tagged
@@ -238,6 +244,8 @@ impl Engine {
         if !warnings.is_empty() {
             v["warnings"] = json!(warnings);
         }
+        // The budget is the whole reply's, JSON included.
+        crate::gate::fit_text(&mut v, "context", budget.saturating_sub(CALL_MARKS));
         Ok(v)
     }
 

@@ -4,6 +4,8 @@
 //! bytes on disk, no copy, no decoding. Line numbers are 1-based: a record whose
 //! metadata has `start_line` (a code chunk) reports lines of its file.
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -94,6 +96,13 @@ pub(super) fn scan(
     })?;
     let mut scanner = compiled.scanner()?;
     let mut out = Vec::new();
+    // A file's chunks may overlap (a long symbol is cut into windows that share
+    // lines): a match they share is reported once.
+    let mut seen = match target {
+        ScanTarget::Code => Some(HashSet::new()),
+        ScanTarget::Key(k) if file_of_key(k).is_some() => Some(HashSet::new()),
+        _ => None,
+    };
     for (key, offset) in candidates {
         let (rec, meta) = view.record_with_meta(offset as u64, &key)?;
         if let ScanTarget::Memories { task, context } = target {
@@ -112,35 +121,85 @@ pub(super) fn scan(
             .and_then(Value::as_str)
             .map(String::from)
             .or_else(|| path_of_key(&key));
-        let first_line = meta.get("start_line").and_then(Value::as_u64).unwrap_or(1);
-        report(compiled, &key, rec.body, path, first_line, found, &mut out);
+        let mut first_line = meta.get("start_line").and_then(Value::as_u64).unwrap_or(1);
+        let mut found = found;
+        if let Some(header) = window_header(&meta, rec.body) {
+            // A later window of a long symbol opens with a copy of the symbol's first
+            // line (see index::symbols::chunks): its matches are the first window's.
+            found.retain(|&(_, start, _)| start >= header);
+            first_line -= 1;
+        }
+        let found = Found {
+            key: &key,
+            body: rec.body,
+            path,
+            first_line,
+            hits: found,
+        };
+        report(compiled, found, seen.as_mut(), &mut out);
     }
     Ok(out)
 }
 
-/// The matches `hits` (pattern, start, end) of `compiled` in `body`, appended to `out`.
-fn report(
-    compiled: &CompiledSet,
-    key: &str,
-    body: &[u8],
+/// The length of the line a chunk's body opens with when it is not a line of the
+/// file: the body has one line more than its `start_line..=end_line`.
+fn window_header(meta: &Map<String, Value>, body: &[u8]) -> Option<usize> {
+    let (start, end) = (
+        meta.get("start_line")?.as_u64()?,
+        meta.get("end_line")?.as_u64()?,
+    );
+    let newlines = body.iter().filter(|&&b| b == b'\n').count() as u64;
+    let lines = newlines + u64::from(!body.ends_with(b"\n") && !body.is_empty());
+    if start == 0 || lines != end.checked_sub(start)? + 2 {
+        return None;
+    }
+    body.iter().position(|&b| b == b'\n').map(|i| i + 1)
+}
+
+/// The matches of one record's body.
+struct Found<'a> {
+    key: &'a str,
+    body: &'a [u8],
     path: Option<String>,
     first_line: u64,
+    /// (pattern, start, end) in `body`.
     hits: Vec<(usize, usize, usize)>,
+}
+
+/// Where a match is in its file: path, line, byte column, pattern.
+type Place = (String, u64, usize, usize);
+
+/// The matches `found` of `compiled`, appended to `out`; with `seen`, each place
+/// (path, line, column, pattern) only the first time.
+fn report(
+    compiled: &CompiledSet,
+    found: Found<'_>,
+    mut seen: Option<&mut HashSet<Place>>,
     out: &mut Vec<Match>,
 ) {
-    let (mut line, mut counted_to) = (first_line, 0usize);
-    for (pattern, start, end) in hits {
+    let body = found.body;
+    let (mut line, mut counted_to) = (found.first_line, 0usize);
+    for (pattern, start, end) in found.hits {
         line += body[counted_to..start]
             .iter()
             .filter(|&&b| b == b'\n')
             .count() as u64;
         counted_to = start;
+        if let (Some(seen), Some(path)) = (seen.as_deref_mut(), &found.path) {
+            let line_start = body[..start]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            if !seen.insert((path.clone(), line, start - line_start, pattern)) {
+                continue;
+            }
+        }
         let raw = String::from_utf8_lossy(&body[start..end.min(start + 400)]).into_owned();
         out.push(Match {
-            key: key.to_string(),
+            key: found.key.to_string(),
             pattern_set: compiled.set.key(),
             pattern: compiled.set.patterns[pattern].id.clone(),
-            path: path.clone(),
+            path: found.path.clone(),
             line: Some(line),
             start: start as u64,
             end: end as u64,
@@ -175,15 +234,14 @@ impl TextScanner<'_> {
         out: &mut Vec<Match>,
     ) -> Result<(), PatternError> {
         let hits = self.scanner.scan(text.as_bytes())?;
-        report(
-            self.compiled,
+        let found = Found {
             key,
-            text.as_bytes(),
-            path_of_key(key),
-            1,
+            body: text.as_bytes(),
+            path: path_of_key(key),
+            first_line: 1,
             hits,
-            out,
-        );
+        };
+        report(self.compiled, found, None, out);
         Ok(())
     }
 }
