@@ -55,7 +55,7 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
             &team,
             &dir,
             out,
-            (id, *failed),
+            (id.as_deref(), *failed),
             (*llm_summary, *extract, *dry_run),
         ),
         Command::Session {
