@@ -256,6 +256,15 @@ mod tests {
             let n = tools_for(p).len();
             assert!(n > 0 && n < all, "{p:?}");
         }
+        // The default lists a dozen tools and lets every one be called.
+        let listed = tools_for(Profile::Default);
+        assert!(!listed.is_empty() && listed.len() <= 12, "{}", listed.len());
+        assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+        assert_eq!(callable_for(Profile::Default).len(), all_specs().count());
+        assert_eq!(
+            callable_for(Profile::Core).len(),
+            tools_for(Profile::Core).len()
+        );
         let spec = TOOLS.iter().find(|t| t.name == "code_search").unwrap();
         assert_eq!(schema(spec)["required"], json!(["query"]));
         let args = |v: Value| v.as_object().unwrap().clone();

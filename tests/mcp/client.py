@@ -10,6 +10,7 @@ memory_write_structured over N calls each. Exits non-zero on the first failure.
 """
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -336,6 +337,20 @@ async def session_without_ids(session):
     if "no active coding session" not in msg:
         fail(f"coding_end_session with none open: {msg}")
 
+    # Two connections, a session each: each one's records join its own session.
+    async with connect() as other:
+        theirs = (await call(other, "coding_start_session", {"description": "the other window"}))["id"]
+        mine = (await call(session, "coding_start_session", {"description": "this window"}))["id"]
+        for s, want in [(session, mine), (other, theirs), (session, mine)]:
+            r = await call(s, "coding_record_decision", {"decision": f"decided in {want}"})
+            if r.get("session") != want:
+                fail(f"with two sessions open, a record joined {r.get('session')}, not its connection's {want}")
+        if (await call(other, "coding_end_session", {}))["id"] != theirs:
+            fail("the other connection ended a session it did not start")
+        end = await call(session, "coding_end_session", {})
+        if end["id"] != mine or end["decisions_made"] != 2:
+            fail(f"this connection's session: {end}")
+
 
 async def budgets_hold(session):
     """A budget caps the whole reply, JSON included; list tools cut their replies to
@@ -397,15 +412,22 @@ async def budgets_hold(session):
     await call(session, "pattern_delete", {"set": "todo-markers"})
 
 
-async def main():
-    bench = int(sys.argv[sys.argv.index("--bench") + 1]) if "--bench" in sys.argv else 0
+@contextlib.asynccontextmanager
+async def connect():
+    """A client session with its own `engram serve` process on the test's store."""
     params = StdioServerParameters(
         command=sys.argv[1], args=["--store", sys.argv[2], "serve", "--repo", sys.argv[3]],
         cwd=sys.argv[3])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            await scenario(session, bench)
+            yield session
+
+
+async def main():
+    bench = int(sys.argv[sys.argv.index("--bench") + 1]) if "--bench" in sys.argv else 0
+    async with connect() as session:
+        await scenario(session, bench)
 
 
 if __name__ == "__main__":
