@@ -136,54 +136,88 @@ pub(super) fn enriched_reply(e: &Enriched, max_bytes: usize) -> Value {
         v
     };
     let all = &e.blocks[..];
-    let mut v = build(all, None);
+    // The first `whole` blocks, then `cut` (a prefix of the next one's text) if any,
+    // marked with what was left out.
+    let reply = |whole: usize, cut: Option<&str>| -> Value {
+        let shown = whole + usize::from(cut.is_some());
+        let mut v = build(&all[..shown], cut);
+        if shown < all.len() || cut.is_some() {
+            v["truncated"] = json!(true);
+            v["omitted"] = json!(all.len() - shown);
+        }
+        v
+    };
+    let v = reply(all.len(), None);
     if json_len(&v) <= max_bytes {
         return v;
     }
     // The most whole blocks that fit, then as much of the next as fits.
-    let mut n = all.len();
-    while n > 0 && json_len(&build(&all[..n], None)) > max_bytes {
-        n -= 1;
+    let mut whole = all.len();
+    while whole > 0 && json_len(&reply(whole, None)) > max_bytes {
+        whole -= 1;
     }
-    v = build(&all[..n], None);
-    let mut omitted = all.len() - n;
-    if let Some(next) = all.get(n) {
-        let text = next.text.trim_end();
-        let (mut lo, mut hi) = (0usize, text.len());
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            let mut at = mid;
-            while !text.is_char_boundary(at) {
-                at -= 1;
-            }
-            if json_len(&build(&all[..=n], Some(&text[..at]))) <= max_bytes {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        let mut at = lo;
+    let Some(next) = all.get(whole) else {
+        return reply(whole, None);
+    };
+    let text = next.text.trim_end();
+    let boundary = |mut at: usize| {
         while !text.is_char_boundary(at) {
             at -= 1;
         }
-        // A block cut to a few bytes says nothing; it is left out instead.
-        if at >= MIN_CUT_BLOCK {
-            v = build(&all[..=n], Some(&text[..at]));
-            omitted -= 1;
+        at
+    };
+    let (mut lo, mut hi) = (0usize, text.len());
+    while lo < hi {
+        let mid = boundary((lo + hi).div_ceil(2));
+        if mid > lo && json_len(&reply(whole, Some(&text[..mid]))) <= max_bytes {
+            lo = mid;
+        } else {
+            hi = (lo + hi).div_ceil(2) - 1;
         }
     }
-    v["truncated"] = json!(true);
-    v["omitted"] = json!(omitted);
-    // The marks themselves take room: drop what they pushed over.
-    while json_len(&v) > max_bytes && n > 0 {
-        n -= 1;
-        omitted = all.len() - n;
-        v = build(&all[..n], None);
-        v["truncated"] = json!(true);
-        v["omitted"] = json!(omitted);
+    // A block cut to a few bytes says nothing; it is left out instead.
+    if lo >= MIN_CUT_BLOCK {
+        reply(whole, Some(&text[..lo]))
+    } else {
+        reply(whole, None)
     }
-    v
 }
 
 /// The fewest bytes of a block's text worth returning cut.
 const MIN_CUT_BLOCK: usize = 80;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(i: usize, len: usize) -> Block {
+        Block {
+            attribution: format!("[source: src/f{i}.rs:1-40]"),
+            text: "let s = \"quoted\";\n".repeat(len / 18),
+            flags: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn the_reply_fits_its_budget_and_fills_it() {
+        let e = Enriched {
+            context: String::new(),
+            blocks: (0..4).map(|i| block(i, 1900)).collect(),
+            flagged: Vec::new(),
+            providers: Vec::new(),
+        };
+        for max in [300, 1000, 4000, 8000, 20000] {
+            let v = enriched_reply(&e, max);
+            let len = json_len(&v);
+            assert!(len <= max, "{max}: {len}");
+            if max < 9000 {
+                assert!(len + 200 > max, "{max}: only {len} used: {v}");
+                assert_eq!(v["truncated"], true);
+            }
+            let listed = v["blocks"].as_array().unwrap().len();
+            let omitted = v.get("omitted").and_then(Value::as_u64).unwrap_or(0) as usize;
+            assert_eq!(listed + omitted, 4, "{max}: {v}");
+        }
+    }
+}
