@@ -429,4 +429,82 @@ fn a_closed_stdout_ends_quietly_with_status_zero() {
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         assert_eq!(stderr(&out), "", "{args:?}");
     }
+
+#[test]
+fn records_without_a_session_join_the_open_one_and_its_end_counts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let sid = ok_json(&store, &["session", "start", "speed up the build"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let records = [
+        ok_json(
+            &store,
+            &[
+                "change",
+                "Cargo.toml",
+                "--action",
+                "edit",
+                "--reason",
+                "enable lto",
+            ],
+        ),
+        ok_json(
+            &store,
+            &[
+                "error",
+                "record",
+                "--type",
+                "LinkError",
+                "--message",
+                "undefined symbol foo",
+                "--solution",
+                "link with -lfoo",
+            ],
+        ),
+        ok_json(
+            &store,
+            &["decision", "Link with lld", "--rationale", "faster"],
+        ),
+    ];
+    for r in &records {
+        assert_eq!(r["session"], sid.as_str(), "{r}");
+    }
+    // No id: the one open session; its counts are its summary's.
+    let end = ok_json(&store, &["session", "end"]);
+    let session = &end["session"];
+    assert_eq!(session["id"], sid.as_str());
+    assert_eq!(
+        session["metadata"]["files_touched"],
+        serde_json::json!(["Cargo.toml"])
+    );
+    assert_eq!(session["metadata"]["errors_fixed"], 1);
+    assert_eq!(session["metadata"]["errors_encountered"], 1);
+    assert_eq!(session["metadata"]["decisions_made"], 1);
+    let text = session["text"].as_str().unwrap();
+    assert!(
+        text.contains("files changed (1)") && text.contains("errors fixed (1)"),
+        "{text}"
+    );
+
+    let out = engram(&store, &["session", "end"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no active coding session"),
+        "{}",
+        stderr(&out)
+    );
+    let loose = ok_json(
+        &store,
+        &[
+            "change",
+            "Cargo.toml",
+            "--action",
+            "edit",
+            "--reason",
+            "after",
+        ],
+    );
+    assert!(loose.get("session").is_none(), "{loose}");
 }

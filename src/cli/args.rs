@@ -112,6 +112,7 @@ pub enum Command {
     },
     /// The context a new session should start from, within a byte budget.
     Context {
+        /// Most bytes printed: the context, or with --json the whole JSON.
         #[arg(long, default_value_t = 4096)]
         budget: usize,
         /// Have the configured chat model compress it: brief, detailed or comprehensive.
@@ -239,7 +240,9 @@ pub enum Command {
         /// with its own store (under ENGRAM_HOME; --store serves one only).
         #[arg(long)]
         repo: Vec<PathBuf>,
-        /// Tool profile: core, code, memory, coding, all (setting `tools`).
+        /// Tool profile: default (the dozen most used tools listed, every tool
+        /// callable), core, code, memory, coding, all; join with commas, e.g. all,compat
+        /// (setting `tools`).
         #[arg(long)]
         tools: Option<String>,
         /// Serve streamable HTTP on this address instead of stdio (default: setting
@@ -255,7 +258,7 @@ pub enum Command {
     /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
     Enrich {
         prompt: String,
-        /// Most bytes of context.
+        /// Most bytes printed: the context, or with --json the whole JSON (at least 256).
         #[arg(long, default_value_t = 8000)]
         budget: usize,
         /// Also ask the external MCP providers of the config file ([[mcp_providers]]).

@@ -55,7 +55,7 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
             &team,
             &dir,
             out,
-            (id, *failed),
+            (id.as_deref(), *failed),
             (*llm_summary, *extract, *dry_run),
         ),
         Command::Session {
@@ -307,16 +307,19 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
                     (Some(a), Some(b))
                 }
             };
-            let m = b.track_file_change(&FileChange {
-                path: path.clone(),
-                action: action.clone(),
-                reason: reason.clone(),
-                diff_summary: diff_summary.clone(),
-                related_files: related.clone(),
-                start_line,
-                end_line,
-                session: session.clone(),
-            })?;
+            let m = b.track_file_change(
+                &FileChange {
+                    path: path.clone(),
+                    action: action.clone(),
+                    reason: reason.clone(),
+                    diff_summary: diff_summary.clone(),
+                    related_files: related.clone(),
+                    start_line,
+                    end_line,
+                    session: session.clone(),
+                },
+                None,
+            )?;
             out.value(&m, || m.id.clone())?;
         }
         Command::Related { id, hops } => {
@@ -342,7 +345,7 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             let mut report = super::coding::error_report(record);
             // Read by the vision model when that feature is on, audited in the database.
             super::assisted::screenshot(team, dir, &mut report)?;
-            let m = b.record_error(&report, &[])?;
+            let m = b.record_error(&report, &[], None)?;
             report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])
@@ -378,17 +381,20 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             confidence,
             session,
         } => {
-            let m = b.record_decision(&Decision {
-                decision: decision.clone(),
-                rationale: rationale.clone(),
-                alternatives: alternatives.clone(),
-                impact: impact.clone(),
-                tags: tags.clone(),
-                related_files: files.clone(),
-                confidence: *confidence,
-                reviewed: false,
-                session: session.clone(),
-            })?;
+            let m = b.record_decision(
+                &Decision {
+                    decision: decision.clone(),
+                    rationale: rationale.clone(),
+                    alternatives: alternatives.clone(),
+                    impact: impact.clone(),
+                    tags: tags.clone(),
+                    related_files: files.clone(),
+                    confidence: *confidence,
+                    reviewed: false,
+                    session: session.clone(),
+                },
+                None,
+            )?;
             out.value(&m, || m.id.clone())?;
         }
         _ => unreachable!("dispatched in cli::run"),

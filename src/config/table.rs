@@ -69,7 +69,7 @@ fn secret_action(v: &str) -> Result<(), String> {
 }
 
 fn tools(v: &str) -> Result<(), String> {
-    one_of(&["core", "code", "memory", "coding", "all"])(v)
+    one_of(&["default", "core", "code", "memory", "coding", "all"])(v)
 }
 
 fn embedder(v: &str) -> Result<(), String> {
@@ -297,8 +297,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "tools",
         env: "ENGRAM_TOOLS",
-        default: "all",
-        help: "MCP tool profile: core, code, memory, coding, all",
+        default: "default",
+        help: "MCP tool profile: default (the dozen most used listed, every tool callable), core, code, memory, coding, all",
         check: tools,
     },
     Setting {

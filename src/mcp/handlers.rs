@@ -139,6 +139,35 @@ impl Engine {
     }
 }
 
+/// What one client connection remembers between its calls: the coding session it
+/// started, which its records made without a session id join while it is open (see
+/// [`crate::memory::ActiveSession`]). A stdio server has one; over HTTP each MCP
+/// session has its own.
+#[derive(Debug, Default)]
+pub struct Connection {
+    started: std::sync::Mutex<Option<String>>,
+}
+
+impl Connection {
+    /// The session this connection started and has not ended.
+    pub fn started(&self) -> Option<String> {
+        self.started.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set_started(&self, id: Option<String>) {
+        if let Ok(mut s) = self.started.lock() {
+            *s = id;
+        }
+    }
+
+    /// Forget `id` as this connection's session (it ended).
+    pub(super) fn ended(&self, id: &str) {
+        if self.started().as_deref() == Some(id) {
+            self.set_started(None);
+        }
+    }
+}
+
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
@@ -252,7 +281,14 @@ impl Engine {
         self.reindex()
     }
 
-    pub(super) fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+    pub(super) fn dispatch(
+        &self,
+        name: &str,
+        a: &Map<String, Value>,
+        conn: &Connection,
+    ) -> ToolResult {
+        let started = conn.started();
+        let started = started.as_deref();
         if let Some(done) = self.dispatch_extra(name, a) {
             return done;
         }
@@ -398,20 +434,23 @@ impl Engine {
                 let sess = b
                     .start_session(required_str(a, "description")?, &str_list(a, "tags"))
                     .map_err(err)?;
+                conn.set_started(Some(sess.id.clone()));
                 Ok(json!({"id": sess.id}))
             }
-            "coding_end_session" => self.end_session(a),
+            "coding_end_session" => self.end_session(a, conn),
             "coding_track_file_change" => {
                 let c: FileChange =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": b.track_file_change(&c).map_err(err)?.id}))
+                let change = b.track_file_change(&c, started).map_err(err)?;
+                Ok(json!({"id": change.id, "session": change.session}))
             }
-            "coding_record_error" => self.record_error(self.relative_paths(a)?),
+            "coding_record_error" => self.record_error(self.relative_paths(a)?, started),
             "coding_suggest_solution" => self.suggest_solution(a),
             "coding_record_decision" => {
                 let d: Decision =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": b.record_decision(&d).map_err(err)?.id}))
+                let decision = b.record_decision(&d, started).map_err(err)?;
+                Ok(json!({"id": decision.id, "session": decision.session}))
             }
             "coding_search_errors" => self.search_errors(a),
             "coding_get_project_context" => self.project_context(a),

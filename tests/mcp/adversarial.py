@@ -142,7 +142,8 @@ async def seed_b(bin_, store_b, repo_b):
 
 
 async def attack_a(bin_, store_a, repo_a, repo_b):
-    params = StdioServerParameters(command=bin_, args=["--store", store_a, "serve", "--repo", repo_a],
+    # Every tool listed (the default lists a dozen), so every schema is attacked.
+    params = StdioServerParameters(command=bin_, args=["--store", store_a, "serve", "--repo", repo_a, "--tools", "all"],
                                    cwd=repo_a)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:

@@ -182,7 +182,8 @@ pub enum SessionCommand {
     },
     /// End a session and print its summary.
     End {
-        id: String,
+        /// The session (default: the one open session).
+        id: Option<String>,
         /// The session did not reach its goal.
         #[arg(long)]
         failed: bool,
