@@ -429,6 +429,7 @@ fn a_closed_stdout_ends_quietly_with_status_zero() {
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         assert_eq!(stderr(&out), "", "{args:?}");
     }
+}
 
 #[test]
 fn records_without_a_session_join_the_open_one_and_its_end_counts_them() {

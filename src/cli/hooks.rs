@@ -370,14 +370,17 @@ fn post_tool_use(cli: &Cli, out: &Output, input: &HookInput) -> Result<ExitCode>
     let created = input.tool_response.get("type").and_then(Value::as_str) == Some("create");
     let b = backend(cli)?;
     let session = session(&*b, input)?;
-    let m = b.track_file_change(&FileChange {
-        path,
-        action: if created { "create" } else { "edit" }.into(),
-        reason: format!("{tool} by Claude Code"),
-        diff_summary: diff_summary(tool, &input.tool_input),
-        session: Some(session.id),
-        ..FileChange::default()
-    })?;
+    let m = b.track_file_change(
+        &FileChange {
+            path,
+            action: if created { "create" } else { "edit" }.into(),
+            reason: format!("{tool} by Claude Code"),
+            diff_summary: diff_summary(tool, &input.tool_input),
+            session: Some(session.id),
+            ..FileChange::default()
+        },
+        None,
+    )?;
     out.value(&m, String::new)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -430,7 +433,7 @@ fn session_end(cli: &Cli, input: &HookInput) -> Result<ExitCode> {
         cli,
         Command::Session {
             command: SessionCommand::End {
-                id: open.id,
+                id: Some(open.id),
                 failed: false,
                 llm_summary: false,
                 extract: false,
