@@ -211,3 +211,75 @@ fn the_configured_name_and_directory_select_the_model() {
     let again = engram::embed::embedder_for("all-MiniLM-L6-v2", Some(&dir)).expect("load");
     assert!(std::sync::Arc::ptr_eq(&e, &again));
 }
+
+/// A copy of `src`'s files in `dst` (hard links where the file system allows, so the
+/// weights are not copied; a file to be altered must be replaced, not written through).
+fn link_tree(src: &Path, dst: &Path) {
+    for entry in std::fs::read_dir(src).expect("model dir") {
+        let p = entry.expect("entry").path();
+        let to = dst.join(p.file_name().expect("name"));
+        if p.is_dir() {
+            std::fs::create_dir_all(&to).expect("mkdir");
+            link_tree(&p, &to);
+        } else if p.file_name().is_some_and(|n| n != ".engram-verified.json")
+            && std::fs::hard_link(&p, &to).is_err()
+        {
+            std::fs::copy(&p, &to).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn files_are_checked_by_sha256_whenever_a_model_is_loaded() {
+    let Some(dir) = model() else { return };
+    // MiniLM's directory is not bge-small's: refused, naming the file and the model,
+    // rather than loading MiniLM's weights under bge's name.
+    let err = NeuralEmbedder::load_named("bge-small", Some(&dir))
+        .expect_err("another model's files")
+        .to_string();
+    assert!(
+        err.contains("config.json is not bge-small-en-v1.5's") && err.contains("743"),
+        "{err}"
+    );
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    link_tree(&dir, tmp.path());
+    let e = NeuralEmbedder::load("all-minilm-l6-v2", tmp.path()).expect("the right files load");
+    assert_eq!(e.name(), "all-minilm-l6-v2");
+    // The result is remembered beside the files, so the next process need not hash again.
+    let sidecar =
+        std::fs::read_to_string(tmp.path().join(".engram-verified.json")).expect("sidecar");
+    assert!(
+        sidecar.contains("model.safetensors") && sidecar.contains("53aa51172d142c89"),
+        "{sidecar}"
+    );
+
+    // One byte changed in the tokenizer, size kept: found by its checksum.
+    let tk = tmp.path().join("tokenizer.json");
+    let mut bytes = std::fs::read(&tk).expect("read");
+    let i = bytes.len() / 2;
+    bytes[i] ^= 0x20;
+    std::fs::remove_file(&tk).expect("unlink");
+    std::fs::write(&tk, &bytes).expect("write");
+    let err = NeuralEmbedder::load_named("minilm", Some(tmp.path()))
+        .expect_err("a changed tokenizer")
+        .to_string();
+    assert!(
+        err.contains("tokenizer.json is not all-minilm-l6-v2's") && err.contains("sha256"),
+        "{err}"
+    );
+
+    // A missing file is named too.
+    std::fs::remove_file(&tk).expect("unlink");
+    std::fs::hard_link(dir.join("tokenizer.json"), &tk)
+        .or_else(|_| std::fs::copy(dir.join("tokenizer.json"), &tk).map(|_| ()))
+        .expect("restore");
+    std::fs::remove_file(tmp.path().join("1_Pooling/config.json")).expect("unlink");
+    let err = engram::embed::embedder_for("minilm", Some(tmp.path()))
+        .err()
+        .expect("a missing file");
+    assert!(
+        err.contains("1_Pooling/config.json is not all-minilm-l6-v2's: it is missing"),
+        "{err}"
+    );
+}
