@@ -370,9 +370,12 @@ fn pieces(lines: &[&str], a: usize, b: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// A Markdown section: first and last line, and its heading.
+type Section = (usize, usize, Option<String>);
+
 /// Markdown sections: each heading (outside code fences) starts one; small ones merge.
 fn sections(lines: &[&str]) -> Vec<SymbolChunk> {
-    let mut segs: Vec<(usize, usize, Option<String>)> = Vec::new();
+    let mut segs: Vec<Section> = Vec::new();
     let mut fenced = false;
     let mut current = (1usize, 0usize, None::<String>);
     for (i, l) in lines.iter().enumerate() {
@@ -396,7 +399,7 @@ fn sections(lines: &[&str]) -> Vec<SymbolChunk> {
     segs.push(current);
     // Neighbours merged while the result stays within one window; a merged chunk is
     // named by its largest named part.
-    let mut merged: Vec<((usize, usize, Option<String>), usize)> = Vec::new();
+    let mut merged: Vec<(Section, usize)> = Vec::new();
     for seg in segs {
         let len = seg.1 + 1 - seg.0;
         let owned = if seg.2.is_some() { len } else { 0 };
