@@ -19,7 +19,6 @@ pub mod fetch;
 mod layout;
 pub mod models;
 mod ops;
-pub mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -63,14 +62,6 @@ pub enum NeuralError {
     },
     #[error("tokenising failed: {0}")]
     Tokenize(String),
-    /// A file of a known model is missing or is not the file its pins name.
-    #[error("{dir}: {file} is not {model}'s: {reason}; put {model}'s own files there (`engram model fetch {model}`; tools/setup.sh installs all-minilm-l6-v2's) or point model_dir at them")]
-    Integrity {
-        model: String,
-        dir: PathBuf,
-        file: String,
-        reason: String,
-    },
 }
 
 /// A BERT sentence-transformer loaded from a directory.
@@ -123,13 +114,8 @@ impl NeuralEmbedder {
     }
 
     /// Load the model in `dir` under the embedder name `name` (the name of its vector
-    /// space: change it when the model changes). When `name` is a known model, its
-    /// pinned files are checked first ([`verify`]): a directory holding another model,
-    /// or a damaged copy, is refused naming the file.
+    /// space: change it when the model changes).
     pub fn load(name: &str, dir: &Path) -> Result<Self, NeuralError> {
-        if let Some(model) = models::find(name) {
-            verify::verify(model, dir)?;
-        }
         let layout = Layout::read(dir)?;
         let tk_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tk_path).map_err(|e| NeuralError::Tokenizer {
