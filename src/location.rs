@@ -78,22 +78,37 @@ pub fn store_dir_in(home: &Path, start: &Path) -> PathBuf {
 
 /// `origin`'s URL from `.git/config`, if any.
 fn origin_url(root: &Path) -> Option<String> {
-    let config = std::fs::read_to_string(root.join(".git/config")).ok()?;
-    let mut in_origin = false;
+    remotes(root)
+        .into_iter()
+        .find(|(name, _)| name == "origin")
+        .map(|(_, url)| url)
+}
+
+/// Every remote's URL in `.git/config` of the repository at `root`, as
+/// `(remote name, url)` in the file's order; empty when there is none (or no such
+/// file: a worktree's `.git` file is not followed).
+pub fn remotes(root: &Path) -> Vec<(String, String)> {
+    let Ok(config) = std::fs::read_to_string(root.join(".git/config")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut remote: Option<String> = None;
     for line in config.lines() {
         let t = line.trim();
         if t.starts_with('[') {
-            in_origin = t == "[remote \"origin\"]";
-        } else if in_origin {
+            remote = t
+                .strip_prefix("[remote \"")
+                .and_then(|r| r.strip_suffix("\"]"))
+                .map(String::from);
+        } else if let Some(name) = &remote {
             if let Some(v) = t.strip_prefix("url") {
-                let v = v.trim_start();
-                if let Some(v) = v.strip_prefix('=') {
-                    return Some(v.trim().to_string());
+                if let Some(v) = v.trim_start().strip_prefix('=') {
+                    out.push((name.clone(), v.trim().to_string()));
                 }
             }
         }
     }
-    None
+    out
 }
 
 /// `git@host:owner/repo.git`, `https://user@host/owner/repo/` and `ssh://git@host/owner/repo`
@@ -120,6 +135,32 @@ pub fn normalise_remote(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_remote_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(
+            dir.path().join(".git/config"),
+            "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://github.com/acme/widgets.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n[remote \"fork\"]\n\turl=git@github.com:me/widgets.git\n",
+        )
+        .unwrap();
+        assert_eq!(
+            remotes(dir.path()),
+            [
+                (
+                    "origin".into(),
+                    "https://github.com/acme/widgets.git".into()
+                ),
+                ("fork".into(), "git@github.com:me/widgets.git".into())
+            ]
+        );
+        assert_eq!(
+            origin_url(dir.path()).as_deref(),
+            Some("https://github.com/acme/widgets.git")
+        );
+        assert!(remotes(&dir.path().join("none")).is_empty());
+    }
 
     #[test]
     fn remotes_of_one_repository_normalise_alike() {

@@ -314,3 +314,198 @@ fn the_cached_secret_rules_redact_like_fresh_ones_and_a_damaged_cache_is_recompi
         "{texts:?}"
     );
 }
+
+/// `engram update` changes what it is told and keeps every other field, as the MCP
+/// tool memory_update does; `history` shows each version's time as ISO 8601.
+#[test]
+fn update_keeps_the_fields_it_is_not_told_to_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let first = ok_json(
+        &store,
+        &[
+            "remember",
+            "retries are capped at three",
+            "--tag",
+            "net",
+            "--task",
+            "bugfix",
+            "--insight",
+            "constraint",
+            "--context",
+            "backend",
+            "--symbol",
+            "file:src/net.py",
+            "--provenance",
+            "agent_observed",
+            "--trust",
+            "0.4",
+            "--metadata",
+            "{\"source\":\"review\"}",
+        ],
+    );
+    let id = first["id"].as_str().unwrap().to_string();
+    let kept = |m: &Value| {
+        for field in [
+            "task",
+            "insights",
+            "contexts",
+            "symbols",
+            "provenance",
+            "trust",
+        ] {
+            assert_eq!(m[field], first[field], "{field} changed: {m}");
+        }
+    };
+
+    let second = ok_json(&store, &["update", &id, "retries are capped at four"]);
+    assert_eq!(second["version"], 2);
+    assert_eq!(second["text"], "retries are capped at four");
+    assert_eq!(second["tags"], serde_json::json!(["net"]));
+    assert_eq!(second["metadata"]["source"], "review");
+    kept(&second);
+
+    // No text: only the fields given change; metadata given is added to the old.
+    let third = ok_json(
+        &store,
+        &[
+            "update",
+            &id,
+            "--tag",
+            "retry",
+            "--metadata",
+            "{\"reviewer\":\"ana\"}",
+        ],
+    );
+    assert_eq!(third["version"], 3);
+    assert_eq!(third["text"], "retries are capped at four");
+    assert_eq!(third["tags"], serde_json::json!(["retry"]));
+    assert_eq!(third["metadata"]["source"], "review");
+    assert_eq!(third["metadata"]["reviewer"], "ana");
+    kept(&third);
+    kept(&ok_json(&store, &["get", &id]));
+
+    let out = engram(&store, &["update", "mem:0000dead", "x"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no memory mem:0000dead"),
+        "{}",
+        stderr(&out)
+    );
+
+    // People read ISO 8601 times; JSON keeps the milliseconds.
+    let history = engram(&store, &["history", &id]);
+    assert!(history.status.success(), "{}", stderr(&history));
+    let text = String::from_utf8_lossy(&history.stdout);
+    let iso = regex::Regex::new(r"(?m)^version 3 at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").unwrap();
+    assert!(iso.is_match(&text), "{text}");
+    let versions = ok_json(&store, &["history", &id]);
+    assert!(versions["versions"][0]["updated_ms"].as_u64().unwrap() > 1_700_000_000_000);
+}
+
+/// A reader that closes stdout before engram writes (`engram list | head -0`) ends the
+/// command quietly with status 0, not `error: Broken pipe`.
+#[test]
+fn a_closed_stdout_ends_quietly_with_status_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    for n in 0..3 {
+        ok_json(&store, &["remember", &format!("memory number {n}")]);
+    }
+    for args in [&["list"][..], &["list", "--json"], &["export"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .env_remove("ENGRAM_STORE")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+            .wait_with_output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
+
+#[test]
+fn records_without_a_session_join_the_open_one_and_its_end_counts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let sid = ok_json(&store, &["session", "start", "speed up the build"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let records = [
+        ok_json(
+            &store,
+            &[
+                "change",
+                "Cargo.toml",
+                "--action",
+                "edit",
+                "--reason",
+                "enable lto",
+            ],
+        ),
+        ok_json(
+            &store,
+            &[
+                "error",
+                "record",
+                "--type",
+                "LinkError",
+                "--message",
+                "undefined symbol foo",
+                "--solution",
+                "link with -lfoo",
+            ],
+        ),
+        ok_json(
+            &store,
+            &["decision", "Link with lld", "--rationale", "faster"],
+        ),
+    ];
+    for r in &records {
+        assert_eq!(r["session"], sid.as_str(), "{r}");
+    }
+    // No id: the one open session; its counts are its summary's.
+    let end = ok_json(&store, &["session", "end"]);
+    let session = &end["session"];
+    assert_eq!(session["id"], sid.as_str());
+    assert_eq!(
+        session["metadata"]["files_touched"],
+        serde_json::json!(["Cargo.toml"])
+    );
+    assert_eq!(session["metadata"]["errors_fixed"], 1);
+    assert_eq!(session["metadata"]["errors_encountered"], 1);
+    assert_eq!(session["metadata"]["decisions_made"], 1);
+    let text = session["text"].as_str().unwrap();
+    assert!(
+        text.contains("files changed (1)") && text.contains("errors fixed (1)"),
+        "{text}"
+    );
+
+    let out = engram(&store, &["session", "end"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no active coding session"),
+        "{}",
+        stderr(&out)
+    );
+    let loose = ok_json(
+        &store,
+        &[
+            "change",
+            "Cargo.toml",
+            "--action",
+            "edit",
+            "--reason",
+            "after",
+        ],
+    );
+    assert!(loose.get("session").is_none(), "{loose}");
+}

@@ -5,7 +5,9 @@
 
 #![cfg(feature = "index")]
 
-use engram::gate::{redact_secrets, sanitize, Caps, Gate};
+use std::sync::Arc;
+
+use engram::gate::{redact_secrets, sanitize, Caps, Gate, RepoNames, Repository};
 use proptest::prelude::*;
 
 #[test]
@@ -160,6 +162,55 @@ fn repositories_outside_the_scope_are_refused() {
     }
     let g = Gate::new("repo-a", None, vec!["repo-b".into()], Caps::default());
     assert!(g.check_repo("repo-b").is_ok() && g.check_repo("repo-c").is_err());
+}
+
+#[test]
+fn repositories_are_reached_by_their_names_and_only_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("one/app"), dir.path().join("two/app"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let names = Arc::new(RepoNames::new(vec![
+        Repository {
+            store: "app-1".into(),
+            root: Some(a.clone()),
+            remotes: vec!["acme/app".into()],
+            aliases: vec![],
+        },
+        Repository {
+            store: "app-2".into(),
+            root: Some(b.clone()),
+            remotes: vec![],
+            aliases: vec!["bee".into()],
+        },
+    ]));
+    let g = Gate::new("app-1", Some(a.clone()), vec![], Caps::default()).with_names(names.clone());
+    for ok in ["app-1", "acme/app", a.to_str().unwrap()] {
+        assert!(g.check_repo(ok).is_ok(), "{ok}");
+    }
+    // Another served repository, by any of its names, is out of scope and its
+    // names are not listed.
+    for foreign in ["app-2", "bee", b.to_str().unwrap(), "nope"] {
+        let msg = g.check_repo(foreign).unwrap_err().to_string();
+        let listed = msg.split("name it as one of: ").nth(1).unwrap_or("");
+        assert!(
+            listed.contains("app-1") && listed.contains("acme/app"),
+            "{msg}"
+        );
+        assert!(
+            !listed.contains("app-2") && !listed.contains("bee"),
+            "{msg}"
+        );
+    }
+    // A shared name names this repository, and counts the other without naming it.
+    let msg = g.check_repo("app").unwrap_err().to_string();
+    assert!(msg.contains("ambiguous") && msg.contains("app-1"), "{msg}");
+    assert!(msg.contains("1 other") && !msg.contains("app-2"), "{msg}");
+    // The allowed list widens the scope to the other repository's names too.
+    let g = Gate::new("app-1", Some(a), vec!["app-2".into()], Caps::default()).with_names(names);
+    assert!(g.check_repo("bee").is_ok());
+    let msg = g.check_repo("app").unwrap_err().to_string();
+    assert!(msg.contains("app-1 and app-2"), "{msg}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `engram serve --http` on 127.0.0.1 with real bearer tokens, driven by plain HTTP
-//! requests and the official MCP SDK (`tests/mcp/http_client.py`).
+//! requests and the official MCP SDK (`tests/mcp/http_client.py`): repositories
+//! reached by any of their names, tokens made and revoked while the server runs.
 
 #[path = "support/http_server.rs"]
 mod http_server;
@@ -28,10 +29,17 @@ fn engram(store: &Path, cwd: &Path, env: &[(&str, &Path)], args: &[&str]) -> ser
 
 #[test]
 fn http_server_needs_tokens_checks_webhooks_and_serves_the_tools() {
-    let repo = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(repo.path().join("src")).unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let repo = parent.path().join("widgets");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
     std::fs::write(
-        repo.path().join("src/http.rs"),
+        repo.join(".git/config"),
+        "[remote \"origin\"]\n\turl = https://github.com/acme/widgets.git\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("src/http.rs"),
         "/// Parse a request.\npub fn parse_request(line: &str) -> usize { line.len() }\n",
     )
     .unwrap();
@@ -39,16 +47,11 @@ fn http_server_needs_tokens_checks_webhooks_and_serves_the_tools() {
     let etc = tempfile::tempdir().unwrap();
     let tokens = etc.path().join("tokens.toml");
     let env = [("ENGRAM_TOKENS_FILE", tokens.as_path())];
-    engram(store.path(), repo.path(), &env, &["index", "."]);
-    let mine = engram(
-        store.path(),
-        repo.path(),
-        &env,
-        &["token", "new", "--name", "me"],
-    );
+    engram(store.path(), &repo, &env, &["index", "."]);
+    let mine = engram(store.path(), &repo, &env, &["token", "new", "--name", "me"]);
     let other = engram(
         store.path(),
-        repo.path(),
+        &repo,
         &env,
         &[
             "token",
@@ -71,12 +74,14 @@ fn http_server_needs_tokens_checks_webhooks_and_serves_the_tools() {
             .arg("--store")
             .arg(store.path())
             .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
-            .arg(repo.path())
+            .arg(&repo)
             .env("ENGRAM_TOKENS_FILE", &tokens)
             .env("ENGRAM_WEBHOOK_SECRET", secret),
     );
 
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/http_client.py");
+    // The client also makes and revokes tokens with `engram token` while the server
+    // runs, on the same tokens file.
     let out = Command::new("python3")
         .arg(script)
         .args([
@@ -86,7 +91,10 @@ fn http_server_needs_tokens_checks_webhooks_and_serves_the_tools() {
             other["token"].as_str().unwrap(),
             secret,
         ])
-        .arg(repo.path())
+        .arg(&repo)
+        .arg(env!("CARGO_BIN_EXE_engram"))
+        .arg(store.path())
+        .env("ENGRAM_TOKENS_FILE", &tokens)
         .output()
         .unwrap();
     drop(server);
@@ -170,7 +178,10 @@ fn one_http_server_serves_several_repositories_each_behind_its_own_tokens() {
     );
 
     let secret = "webhook-secret-for-tests";
-    let (server, listening, base) = http_server::start(
+    // Aliases: `bee` names B alone, `shared` both (a collision, warned about at start).
+    let aliases = format!("bee={name_b},shared={name_a},shared={name_b}");
+    let log = etc.path().join("server.log");
+    let (server, listening, base) = http_server::start_logging(
         Command::new(env!("CARGO_BIN_EXE_engram"))
             .args(["--json", "serve", "--http", "127.0.0.1:0", "--repo"])
             .arg(a.path())
@@ -179,7 +190,10 @@ fn one_http_server_serves_several_repositories_each_behind_its_own_tokens() {
             .env("ENGRAM_HOME", home.path())
             .env_remove("ENGRAM_STORE")
             .env("ENGRAM_TOKENS_FILE", &tokens)
-            .env("ENGRAM_WEBHOOK_SECRET", secret),
+            .env("ENGRAM_WEBHOOK_SECRET", secret)
+            .env("ENGRAM_ALIASES", &aliases)
+            .env_remove("RUST_LOG"),
+        std::fs::File::create(&log).unwrap().into(),
     );
     let mut served: Vec<&str> = listening["repos"]
         .as_array()
@@ -215,6 +229,16 @@ fn one_http_server_serves_several_repositories_each_behind_its_own_tokens() {
         "multi-repository client failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    // The collision was reported at start, naming both repositories.
+    let log = std::fs::read_to_string(&log).unwrap();
+    let warned = log
+        .lines()
+        .find(|l| l.contains("\"shared\""))
+        .unwrap_or_else(|| panic!("no warning about the shared name in:\n{log}"));
+    assert!(
+        warned.contains(&name_a) && warned.contains(&name_b) && warned.contains("ambiguous"),
+        "{warned}"
     );
 
     // Several repositories with one --store is refused, with what to do instead.

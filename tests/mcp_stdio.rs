@@ -56,3 +56,27 @@ fn a_real_mcp_client_calls_every_tool() {
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+/// A first code_search in a never-indexed repository indexes it: within the call
+/// when it can, else answering at once with a note of how far indexing got.
+#[test]
+fn a_first_code_search_indexes_the_repository() {
+    let ledger = "def reconcile_ledger(entries):\n    \"\"\"Reconcile ledger entries against the bank.\"\"\"\n    return sorted(entries)\n";
+    let small = tempfile::tempdir().unwrap();
+    write(small.path(), "src/ledger.py", ledger);
+    write(small.path(), "README.md", "# Books\n");
+    let large = tempfile::tempdir().unwrap();
+    for n in 0..400 {
+        write(
+            large.path(),
+            &format!("pkg/m{n:03}.py"),
+            &format!("def helper_{n}(x):\n    return x + {n}\n"),
+        );
+    }
+    write(large.path(), "src/ledger.py", ledger);
+    let (store_a, store_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_client(
+        "first_search.py",
+        &[store_a.path(), small.path(), store_b.path(), large.path()],
+    );
+}

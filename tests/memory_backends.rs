@@ -10,7 +10,8 @@ mod pg;
 use std::collections::BTreeSet;
 
 use engram::memory::{
-    Decision, ErrorReport, FileChange, Memories, Memory, MemoryBackend, MemoryError, MemoryFilter,
+    ActiveSession, Decision, ErrorReport, FileChange, Memories, Memory, MemoryBackend, MemoryError,
+    MemoryFilter,
 };
 use serde_json::json;
 
@@ -452,22 +453,22 @@ fn coding_records(b: &dyn MemoryBackend) {
         session: Some(session.id.clone()),
         ..Default::default()
     };
-    let e1 = b.record_error(&err(1), &[]).unwrap();
+    let e1 = b.record_error(&err(1), &[], None).unwrap();
     assert_eq!(e1.metadata["frequency"], 1);
-    let e2 = b.record_error(&err(7), &["flaky".into()]).unwrap();
+    let e2 = b.record_error(&err(7), &["flaky".into()], None).unwrap();
     assert_eq!(e2.id, e1.id);
     assert_eq!(e2.metadata["frequency"], 2);
     assert_eq!(e2.tags, ["flaky"]);
     let mut fixed = err(9);
     fixed.solution = Some("raise the part timeout to 120s".into());
     fixed.resolved = true;
-    let e3 = b.record_error(&fixed, &[]).unwrap();
+    let e3 = b.record_error(&fixed, &[], None).unwrap();
     assert_eq!(e3.id, e1.id);
     assert_eq!(e3.metadata["frequency"], 3);
     assert_eq!(e3.metadata["resolved"], true);
     assert!(e3.text.contains("solution: raise the part timeout"));
     // Later occurrences keep the solution.
-    let e4 = b.record_error(&err(2), &[]).unwrap();
+    let e4 = b.record_error(&err(2), &[], None).unwrap();
     assert_eq!(e4.metadata["frequency"], 4);
     assert_eq!(e4.metadata["solution"], "raise the part timeout to 120s");
     assert_eq!(e4.version, 4);
@@ -480,43 +481,53 @@ fn coding_records(b: &dyn MemoryBackend) {
                 ..Default::default()
             },
             &[],
+            None,
         )
         .unwrap();
     assert_ne!(other.id, e1.id);
     assert_eq!(other.metadata["frequency"], 1);
-    assert!(b.record_error(&ErrorReport::default(), &[]).is_err());
+    assert!(b.record_error(&ErrorReport::default(), &[], None).is_err());
 
     let change = b
-        .track_file_change(&FileChange {
-            path: "src/upload.rs".into(),
-            action: "edit".into(),
-            reason: "longer part timeout".into(),
-            related_files: vec!["tests/upload.rs".into()],
-            start_line: Some(10),
-            end_line: Some(20),
-            session: Some(session.id.clone()),
-            ..Default::default()
-        })
+        .track_file_change(
+            &FileChange {
+                path: "src/upload.rs".into(),
+                action: "edit".into(),
+                reason: "longer part timeout".into(),
+                related_files: vec!["tests/upload.rs".into()],
+                start_line: Some(10),
+                end_line: Some(20),
+                session: Some(session.id.clone()),
+                ..Default::default()
+            },
+            None,
+        )
         .unwrap();
     assert_eq!(change.kind, "file_change");
     assert!(b
-        .track_file_change(&FileChange {
-            path: "a".into(),
-            action: "juggle".into(),
-            reason: "r".into(),
-            ..Default::default()
-        })
+        .track_file_change(
+            &FileChange {
+                path: "a".into(),
+                action: "juggle".into(),
+                reason: "r".into(),
+                ..Default::default()
+            },
+            None
+        )
         .is_err());
     let decision = b
-        .record_decision(&Decision {
-            decision: "Retry uploads per part".into(),
-            rationale: "a part is cheap to resend".into(),
-            alternatives: vec!["retry the whole file".into()],
-            related_files: vec!["src/upload.rs".into()],
-            confidence: Some(0.8),
-            session: Some(session.id.clone()),
-            ..Default::default()
-        })
+        .record_decision(
+            &Decision {
+                decision: "Retry uploads per part".into(),
+                rationale: "a part is cheap to resend".into(),
+                alternatives: vec!["retry the whole file".into()],
+                related_files: vec!["src/upload.rs".into()],
+                confidence: Some(0.8),
+                session: Some(session.id.clone()),
+                ..Default::default()
+            },
+            None,
+        )
         .unwrap();
     assert_eq!(decision.insights, ["decision"]);
     assert_eq!(decision.metadata["confidence"], 0.8);
@@ -552,16 +563,107 @@ fn coding_records(b: &dyn MemoryBackend) {
 }
 both!(coding_local, coding_postgres, coding_records);
 
+fn change_to(path: &str) -> FileChange {
+    FileChange {
+        path: path.into(),
+        action: "edit".into(),
+        reason: format!("adjust {path}"),
+        ..Default::default()
+    }
+}
+
+/// Records without a session id join the active session: the caller's own while it
+/// is open, else the one open session; none when none is open.
+fn sessions_collect_themselves(b: &dyn MemoryBackend) {
+    let loose = b.track_file_change(&change_to("src/a.rs"), None).unwrap();
+    assert_eq!(loose.session, None, "no session is open");
+    assert_eq!(b.active_session(None).unwrap(), ActiveSession::Nothing);
+
+    let s1 = b.start_session("first", &[]).unwrap();
+    let joined = [
+        b.track_file_change(&change_to("src/a.rs"), None).unwrap(),
+        b.record_error(
+            &ErrorReport {
+                error_type: "E".into(),
+                message: "boom".into(),
+                solution: Some("guard it".into()),
+                ..Default::default()
+            },
+            &[],
+            None,
+        )
+        .unwrap(),
+        b.record_decision(
+            &Decision {
+                decision: "keep it simple".into(),
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap(),
+    ];
+    for r in &joined {
+        assert_eq!(r.session.as_deref(), Some(s1.id.as_str()), "{r:?}");
+    }
+
+    let s2 = b.start_session("second", &[]).unwrap();
+    let none = b.track_file_change(&change_to("src/b.rs"), None).unwrap();
+    assert_eq!(
+        none.session, None,
+        "two are open and the caller started neither"
+    );
+    let mine = b
+        .track_file_change(&change_to("src/b.rs"), Some(&s1.id))
+        .unwrap();
+    assert_eq!(mine.session.as_deref(), Some(s1.id.as_str()));
+    assert!(matches!(
+        b.active_session(None).unwrap(),
+        ActiveSession::Several(open) if open.len() == 2
+    ));
+    let refused = b.end_active_session(None, true, None).unwrap_err();
+    assert!(
+        refused.to_string().contains("2 coding sessions are active"),
+        "{refused}"
+    );
+
+    let ended = b.end_active_session(Some(&s1.id), true, None).unwrap();
+    assert_eq!(ended.id, s1.id);
+    assert_eq!(
+        ended.metadata["files_touched"],
+        json!(["src/a.rs", "src/b.rs"])
+    );
+    assert_eq!(ended.metadata["errors_encountered"], 1);
+    assert_eq!(ended.metadata["errors_fixed"], 1);
+    assert_eq!(ended.metadata["decisions_made"], 1);
+    assert!(ended.text.contains("files changed (2)"), "{}", ended.text);
+    assert!(ended.text.contains("errors fixed (1)"), "{}", ended.text);
+    // s1 ended: its caller's records join the one still open.
+    let late = b
+        .track_file_change(&change_to("src/c.rs"), Some(&s1.id))
+        .unwrap();
+    assert_eq!(late.session.as_deref(), Some(s2.id.as_str()));
+    assert_eq!(b.end_active_session(None, true, None).unwrap().id, s2.id);
+    assert_eq!(b.active_session(None).unwrap(), ActiveSession::Nothing);
+}
+both!(
+    sessions_join_local,
+    sessions_join_postgres,
+    sessions_collect_themselves
+);
+
 fn edges(b: &dyn MemoryBackend) {
     let session = b.start_session("edges", &[]).unwrap();
     let change = b
-        .track_file_change(&FileChange {
-            path: "src/a.rs".into(),
-            action: "edit".into(),
-            reason: "fix".into(),
-            session: Some(session.id.clone()),
-            ..Default::default()
-        })
+        .track_file_change(
+            &FileChange {
+                path: "src/a.rs".into(),
+                action: "edit".into(),
+                reason: "fix".into(),
+                session: Some(session.id.clone()),
+                ..Default::default()
+            },
+            None,
+        )
         .unwrap();
     let error = b
         .record_error(
@@ -573,6 +675,7 @@ fn edges(b: &dyn MemoryBackend) {
                 ..Default::default()
             },
             &[],
+            None,
         )
         .unwrap();
     let one: BTreeSet<(String, String)> = b
@@ -635,13 +738,16 @@ fn fill(b: &dyn MemoryBackend) {
         .start_session("port to postgres", &["team".into()])
         .unwrap();
     let c = b
-        .track_file_change(&FileChange {
-            path: "src/memory_pg/mod.rs".into(),
-            action: "create".into(),
-            reason: "the backend".into(),
-            session: Some(s.id.clone()),
-            ..Default::default()
-        })
+        .track_file_change(
+            &FileChange {
+                path: "src/memory_pg/mod.rs".into(),
+                action: "create".into(),
+                reason: "the backend".into(),
+                session: Some(s.id.clone()),
+                ..Default::default()
+            },
+            None,
+        )
         .unwrap();
     for n in 0..3 {
         b.record_error(
@@ -653,15 +759,19 @@ fn fill(b: &dyn MemoryBackend) {
                 ..Default::default()
             },
             &[],
+            None,
         )
         .unwrap();
     }
-    b.record_decision(&Decision {
-        decision: "RLS per repository".into(),
-        rationale: "isolation in the database".into(),
-        confidence: Some(0.9),
-        ..Default::default()
-    })
+    b.record_decision(
+        &Decision {
+            decision: "RLS per repository".into(),
+            rationale: "isolation in the database".into(),
+            confidence: Some(0.9),
+            ..Default::default()
+        },
+        None,
+    )
     .unwrap();
     b.end_session(&s.id, true, None).unwrap();
     b.remember("naïve unicode ✓ and \"quotes\"\nnew line", &[], None)
@@ -737,6 +847,7 @@ fn export_import_round_trip_local_to_postgres_to_local_is_byte_equal() {
                     ..Default::default()
                 },
                 &[],
+                None,
             )
             .unwrap();
         assert_eq!(e.metadata["frequency"], 4, "{}", b.describe());
@@ -782,13 +893,16 @@ fn coding_history(b: &dyn MemoryBackend) {
     ] {
         let s = b.start_session("upload work", &[]).unwrap();
         for f in files {
-            b.track_file_change(&FileChange {
-                path: f.to_string(),
-                action: "edit".into(),
-                reason: "retries".into(),
-                session: Some(s.id.clone()),
-                ..FileChange::default()
-            })
+            b.track_file_change(
+                &FileChange {
+                    path: f.to_string(),
+                    action: "edit".into(),
+                    reason: "retries".into(),
+                    session: Some(s.id.clone()),
+                    ..FileChange::default()
+                },
+                None,
+            )
             .unwrap();
         }
         let e = ErrorReport {
@@ -796,7 +910,7 @@ fn coding_history(b: &dyn MemoryBackend) {
             message: "upload timed out".into(),
             ..ErrorReport::default()
         };
-        b.record_error(&e, &[]).unwrap();
+        b.record_error(&e, &[], None).unwrap();
     }
     let mut m = Memory::new("uploads retry at most three times");
     m.insights = vec!["pitfall".into()];

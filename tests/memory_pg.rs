@@ -68,7 +68,7 @@ fn two_servers_and_eight_clients_lose_and_duplicate_nothing() {
                 (&frequencies, &versions, &notes_written, &written, &shared);
             s.spawn(move || {
                 for i in 0..ROUNDS {
-                    let e = b.record_error(&error(t, i), &[]).unwrap();
+                    let e = b.record_error(&error(t, i), &[], None).unwrap();
                     frequencies
                         .lock()
                         .unwrap()
@@ -172,6 +172,7 @@ fn another_repositorys_rows_are_invisible_even_to_a_query_without_where() {
             ..Default::default()
         },
         &[],
+        None,
     )
     .unwrap();
 

@@ -1,6 +1,8 @@
 //! A smoke test of the search eval's query generator (`benches/search_eval/corpus.rs`)
 //! on small made-up files, and of the eval's checked-in manifest and paraphrases. The
 //! eval itself needs the fetched corpus and runs as `cargo bench --bench search_eval`.
+//! Also the localization eval's metrics and data rule (`benches/localize_eval/`), on a
+//! hand-computed example and a small git history made here.
 #![cfg(feature = "index")]
 
 #[path = "../benches/search_eval/corpus.rs"]
@@ -192,4 +194,185 @@ fn the_manifest_and_paraphrases_are_well_formed() {
         held > queries.len() / 4 && held < queries.len() * 3 / 4,
         "{held}"
     );
+}
+
+#[path = "../benches/localize_eval/history.rs"]
+#[allow(dead_code)]
+mod localize_history;
+#[path = "../benches/localize_eval/metrics.rs"]
+#[allow(dead_code)]
+mod localize_metrics;
+
+/// The localization eval's metrics on ranks worked out by hand: four queries answered
+/// at ranks 1, 3, 12 (outside the top 10) and never.
+#[test]
+fn localize_metrics_match_a_hand_computed_example() {
+    use localize_metrics::*;
+    let files = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        files_in_order(files(&["a", "b", "a", "c", "b"])),
+        files(&["a", "b", "c"])
+    );
+    assert_eq!(
+        first_gold_rank(&files(&["x", "y", "g2"]), &files(&["g1", "g2"])),
+        Some(3)
+    );
+    assert_eq!(first_gold_rank(&files(&["x"]), &files(&["g"])), None);
+    let ranks = [Some(1), Some(3), Some(12), None];
+    let s = summarize(&ranks);
+    assert_eq!(s.n, 4);
+    assert_eq!(s.acc1, 0.25);
+    assert_eq!(s.acc5, 0.5);
+    assert_eq!(s.acc10, 0.5);
+    // (1 + 1/3 + 0 + 0) / 4
+    assert!(
+        (s.mrr10 - (1.0 + 1.0 / 3.0) / 4.0).abs() < 1e-12,
+        "{}",
+        s.mrr10
+    );
+    // A constant difference has a zero-width interval; one that varies brackets its mean.
+    assert_eq!(bootstrap_ci(&[0.5; 30]), (0.5, 0.5));
+    let d = paired(&ranks, &[None, Some(1), Some(2), Some(1)], rr10);
+    assert_eq!(d, vec![1.0, 1.0 / 3.0 - 1.0, -0.5, -1.0]);
+    let (lo, hi) = bootstrap_ci(&d);
+    let mean = d.iter().sum::<f64>() / 4.0;
+    assert!(lo < mean && mean < hi, "{lo} {mean} {hi}");
+}
+
+/// The data rule (docs/localize-eval.md) on a small repository made here: which
+/// commits become queries, their cleaned text and their gold files.
+#[test]
+fn localize_data_rule_on_a_small_history() {
+    use localize_history::*;
+    use std::process::Command;
+    assert!(is_source("src/parse.rs") && is_source("lib/a/b.ts") && is_source("pkg/x.go"));
+    for p in [
+        "tests/parse.rs",
+        "src/x_test.go",
+        "pkg/test_x.py",
+        "a/b.spec.ts",
+        "docs/x.js",
+        "README.md",
+        "conftest.py",
+        "examples/demo.py",
+    ] {
+        assert!(!is_source(p), "{p}");
+    }
+    assert_eq!(
+        clean_message(
+            "[skip ci] Fix the retry loop (#123)",
+            "When the server closes early, see https://example.com/x and GH-7.\n\nSigned-off-by: A <a@b>"
+        ),
+        "Fix the retry loop When the server closes early, see and"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::create_dir_all(work.join("tests")).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    let write = |p: &str, t: &str| std::fs::write(work.join(p), t).unwrap();
+    write("src/net.rs", "fn connect() {}\n");
+    write("src/parse.rs", "fn parse() {}\n");
+    write("tests/net.rs", "fn t() {}\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "initial import of the code"]);
+    // 300 first-parent commits after the snapshot would be needed by rule 1; the
+    // snapshot is taken by hand here, and `queries` is what is checked.
+    let snap = git(&["rev-parse", "HEAD"]);
+    let commit = |files: &[(&str, &str)], msg: &str| {
+        for (p, t) in files {
+            write(p, t);
+        }
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", msg]);
+        git(&["rev-parse", "HEAD"])
+    };
+    let good = commit(
+        &[
+            ("src/net.rs", "fn connect() { retry() }\n"),
+            ("tests/net.rs", "fn t2() {}\n"),
+        ],
+        "Retry the connection when the peer resets it (#12)",
+    );
+    commit(
+        &[("src/parse.rs", "fn parse() { 1 }\n")],
+        "Fix parse.rs for empty input",
+    ); // names its file
+    commit(
+        &[("src/new.rs", "fn n() {}\n")],
+        "Add a module for the new thing",
+    ); // adds a source file
+    commit(
+        &[("tests/net.rs", "fn t3() {}\n")],
+        "Only tests are changed here",
+    ); // no source file
+    commit(
+        &[("src/parse.rs", "fn parse() { 2 }\n")],
+        "Bump the version of the parser",
+    ); // a release chore
+    commit(&[("src/parse.rs", "fn parse() { 3 }\n")], "ok"); // too short
+    let two = commit(
+        &[
+            ("src/parse.rs", "fn parse() { 4 }\n"),
+            ("src/net.rs", "fn connect() { 4 }\n"),
+        ],
+        "Share the buffer between reading and connecting",
+    );
+    let head = git(&["rev-parse", "HEAD"]);
+    let qs = queries(&work.join(".git"), &snap, &head).unwrap();
+    let got: Vec<(&str, &str, Vec<&str>)> = qs
+        .iter()
+        .map(|q| {
+            (
+                q.commit.as_str(),
+                q.text.as_str(),
+                q.gold.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                good.as_str(),
+                "Retry the connection when the peer resets it",
+                vec!["src/net.rs"]
+            ),
+            (
+                two.as_str(),
+                "Share the buffer between reading and connecting",
+                vec!["src/net.rs", "src/parse.rs"]
+            ),
+        ]
+    );
+    assert_eq!(source_files(&work.join(".git"), &snap).unwrap(), 2);
+    let tree = dir.path().join("tree");
+    export(&work.join(".git"), &snap, &tree).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(tree.join("src/net.rs")).unwrap(),
+        "fn connect() {}\n"
+    );
+    assert!(tree.join("tests/net.rs").is_file());
 }

@@ -265,7 +265,7 @@ fn broken_and_absurd_input_never_panics() {
 }
 
 #[test]
-fn long_functions_are_windowed_with_their_signature_and_small_ones_merged() {
+fn long_functions_are_cut_with_their_signature_and_small_ones_merged() {
     let mut text = String::from("use std::io;\n\nconst A: u8 = 1;\nconst B: u8 = 2;\n\n");
     text.push_str("pub fn very_long_function(input: &str) -> usize {\n");
     for i in 0..300 {
@@ -284,21 +284,27 @@ fn long_functions_are_windowed_with_their_signature_and_small_ones_merged() {
             "line {line}"
         );
     }
-    // The constants and the import merged into one chunk.
-    assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 5));
+    // The import is the header; the two constants merge (same parent, both small).
+    assert_eq!((chunks[0].start_line, chunks[0].end_line), (1, 2));
+    assert_eq!(chunks[0].context, "header");
+    assert_eq!((chunks[1].start_line, chunks[1].end_line), (3, 5));
     let windows: Vec<_> = chunks
         .iter()
         .filter(|c| c.symbol.as_deref() == Some("very_long_function"))
         .collect();
     assert!(windows.len() >= 5, "{}", windows.len());
     for w in &windows {
+        // The signature is in every piece's context line, not in its text.
         assert!(
-            w.text.starts_with("pub fn very_long_function"),
+            w.context
+                .contains("pub fn very_long_function(input: &str) -> usize"),
             "{}",
-            &w.text[..60]
+            w.context
         );
         assert!(w.end_line + 1 - w.start_line <= 60);
     }
+    assert!(windows[0].text.starts_with("pub fn very_long_function"));
+    assert!(windows[1].text.starts_with("    let v"));
     let md = "# Title\nintro\n\n## Install\nrun it\n```\n# not a heading\n```\n## Use\nmore\n";
     let md_chunks = chunk_file("markdown", md, &[]);
     assert_eq!(md_chunks.len(), 1, "small sections merge: {md_chunks:?}");
@@ -454,5 +460,280 @@ fn a_query_naming_a_symbol_finds_the_same_case_first_among_many() {
                 .all(|h| h.path.as_deref().unwrap().starts_with('a')),
             "{hits:?}"
         );
+    }
+}
+
+/// A file in `lang` with a header, a type whose members span more than one chunk (one
+/// of them holding a closure or nested function), and a 150-line function: the shapes
+/// symbol chunking must cut well.
+fn shaped_source(lang: &str) -> String {
+    let mut t = String::new();
+    let body = |t: &mut String, indent: &str, stmt: &dyn Fn(usize) -> String, n: usize| {
+        for i in 0..n {
+            t.push_str(indent);
+            t.push_str(&stmt(i));
+            t.push('\n');
+        }
+    };
+    match lang {
+        "rust" => {
+            t.push_str("//! Module docs.\n\nuse std::io;\nuse std::fmt;\n\n");
+            t.push_str("pub struct Engine {\n    n: usize,\n}\n\nimpl Engine {\n");
+            for m in 0..8 {
+                t.push_str(&format!(
+                    "    /// Method {m}.\n    pub fn method_{m}(&self, x: usize) -> usize {{\n"
+                ));
+                if m == 3 {
+                    t.push_str("        let f = |y: usize| {\n            y + 1\n        };\n");
+                }
+                body(&mut t, "        ", &|i| format!("let v{i} = x + {i};"), 6);
+                t.push_str("        x\n    }\n\n");
+            }
+            t.push_str("}\n\npub fn long_function(input: &str) -> usize {\n");
+            body(
+                &mut t,
+                "    ",
+                &|i| {
+                    if i % 10 == 9 {
+                        format!("if input.len() > {i} {{\n        println!(\"{i}\");\n    }}")
+                    } else {
+                        format!("let v{i} = input.len() + {i};")
+                    }
+                },
+                150,
+            );
+            t.push_str("    0\n}\n");
+        }
+        "python" => {
+            t.push_str("\"\"\"Module docs.\"\"\"\n\nimport os\nimport sys\n\n\nclass Engine:\n    \"\"\"An engine.\"\"\"\n\n");
+            for m in 0..8 {
+                t.push_str(&format!(
+                    "    # Method {m}.\n    def method_{m}(self, x):\n"
+                ));
+                if m == 3 {
+                    t.push_str("        def inner(y):\n            return y + 1\n");
+                }
+                body(&mut t, "        ", &|i| format!("v{i} = x + {i}"), 6);
+                t.push_str("        return x\n\n");
+            }
+            t.push_str("\ndef long_function(data):\n");
+            body(
+                &mut t,
+                "    ",
+                &|i| {
+                    if i % 10 == 9 {
+                        format!("if len(data) > {i}:\n        print({i})")
+                    } else {
+                        format!("v{i} = len(data) + {i}")
+                    }
+                },
+                150,
+            );
+            t.push_str("    return 0\n");
+        }
+        "go" => {
+            t.push_str("// Package engine does things.\npackage engine\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\n");
+            t.push_str("type Engine struct {\n\tn int\n}\n\n");
+            for m in 0..8 {
+                t.push_str(&format!(
+                    "// Method{m} does {m}.\nfunc (e *Engine) Method{m}(x int) int {{\n"
+                ));
+                if m == 3 {
+                    t.push_str("\tf := func(y int) int {\n\t\treturn y + 1\n\t}\n\t_ = f\n");
+                }
+                body(&mut t, "\t", &|i| format!("v{i} := x + {i}; _ = v{i}"), 6);
+                t.push_str("\treturn x\n}\n\n");
+            }
+            t.push_str("func LongFunction(input string) int {\n");
+            body(
+                &mut t,
+                "\t",
+                &|i| {
+                    if i % 10 == 9 {
+                        format!("if len(input) > {i} {{\n\t\tfmt.Println({i})\n\t}}")
+                    } else {
+                        format!("v{i} := len(input) + {i}; _ = v{i}")
+                    }
+                },
+                150,
+            );
+            t.push_str("\treturn 0\n}\n");
+        }
+        _ => {
+            // JavaScript and TypeScript alike.
+            t.push_str("// Module docs.\nimport fs from 'fs';\nimport path from 'path';\n\n");
+            t.push_str("export class Engine {\n");
+            for m in 0..8 {
+                t.push_str(&format!("  /** Method {m}. */\n  method_{m}(x) {{\n"));
+                if m == 3 {
+                    t.push_str("    const f = (y) => {\n      return y + 1;\n    };\n");
+                }
+                body(&mut t, "    ", &|i| format!("const v{i} = x + {i};"), 6);
+                t.push_str("    return x;\n  }\n\n");
+            }
+            t.push_str("}\n\nexport function longFunction(input) {\n");
+            body(
+                &mut t,
+                "  ",
+                &|i| {
+                    if i % 10 == 9 {
+                        format!("if (input.length > {i}) {{\n    console.log({i});\n  }}")
+                    } else {
+                        format!("const v{i} = input.length + {i};")
+                    }
+                },
+                150,
+            );
+            t.push_str("  return 0;\n}\n");
+        }
+    }
+    t
+}
+
+/// Every line in exactly one chunk, each chunk's text its own lines.
+fn assert_partition(what: &str, text: &str, chunks: &[engram::index::symbols::SymbolChunk]) {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut owner = vec![0usize; lines.len() + 1];
+    for c in chunks {
+        assert!(
+            c.start_line >= 1 && c.start_line <= c.end_line,
+            "{what}: {c:?}"
+        );
+        assert_eq!(
+            c.text,
+            lines[c.start_line as usize - 1..c.end_line as usize].concat(),
+            "{what}: a chunk's text is its source lines"
+        );
+        for l in c.start_line..=c.end_line {
+            owner[l as usize] += 1;
+        }
+    }
+    for (l, n) in owner.iter().enumerate().skip(1) {
+        assert_eq!(*n, 1, "{what}: line {l} is in {n} chunks");
+    }
+}
+
+#[test]
+fn chunks_are_symbols_per_language() {
+    for (lang, long_name) in [
+        ("rust", "long_function"),
+        ("python", "long_function"),
+        ("go", "LongFunction"),
+        ("javascript", "longFunction"),
+        ("typescript", "longFunction"),
+    ] {
+        let text = shaped_source(lang);
+        let syms = extract(lang, &text).expect("grammar").symbols;
+        let chunks = chunk_file(lang, &text, &syms);
+        assert_partition(lang, &text, &chunks);
+        let lines: Vec<&str> = text.lines().collect();
+
+        // The header (module docs, imports) is a chunk of its own.
+        let first_sym = syms.iter().map(|s| s.start_line).min().unwrap();
+        assert_eq!(chunks[0].start_line, 1, "{lang}");
+        assert!(
+            chunks[0].end_line < first_sym,
+            "{lang}: header {:?}",
+            chunks[0]
+        );
+        assert_eq!(chunks[0].context, "header", "{lang}");
+        assert!(
+            chunks[0].text.contains("import") || chunks[0].text.contains("use "),
+            "{lang}"
+        );
+
+        // Each method is whole in one chunk with its doc comment, and that chunk holds
+        // no line of another type's symbol; the chunk names the method's type.
+        for m in 0..8 {
+            let name = if lang == "go" {
+                format!("Method{m}")
+            } else {
+                format!("method_{m}")
+            };
+            let s = syms
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("{lang}: no {name}"));
+            let c = chunks
+                .iter()
+                .find(|c| c.start_line <= s.start_line && s.start_line <= c.end_line)
+                .unwrap();
+            assert!(
+                c.end_line >= s.end_line,
+                "{lang}: {name} {s:?} cut by {c:?}"
+            );
+            assert!(
+                lines[c.start_line as usize - 1..s.start_line as usize]
+                    .iter()
+                    .any(|l| l.contains(&format!("Method {m}"))
+                        || l.contains(&format!("Method{m} does"))),
+                "{lang}: {name}'s doc comment is in its chunk: {c:?}"
+            );
+            assert!(c.context.contains("Engine"), "{lang}: {:?}", c.context);
+            assert!(c.end_line + 1 - c.start_line <= 30, "{lang}: {c:?}");
+            for other in &syms {
+                let inside = c.start_line <= other.start_line && other.end_line <= c.end_line;
+                let nested = s.start_line <= other.start_line && other.end_line <= s.end_line;
+                assert!(
+                    !inside || nested || other.parent == s.parent,
+                    "{lang}: {name}'s chunk holds {other:?}"
+                );
+            }
+        }
+
+        // The long function is cut into pieces of at most 60 lines, each starting at
+        // a statement of its body (or its declaration), each naming its signature.
+        let long = syms.iter().find(|s| s.name == long_name).unwrap();
+        let pieces: Vec<_> = chunks
+            .iter()
+            .filter(|c| c.symbol.as_deref() == Some(long_name))
+            .collect();
+        assert!(pieces.len() >= 3, "{lang}: {pieces:?}");
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let level = indent(lines[long.start_line as usize]);
+        for p in &pieces {
+            assert!(p.end_line + 1 - p.start_line <= 60, "{lang}: {p:?}");
+            assert!(p.context.contains(long_name), "{lang}: {:?}", p.context);
+            let first = lines[p.start_line as usize - 1];
+            assert!(
+                p.start_line <= long.start_line || indent(first) == level,
+                "{lang}: a piece starts inside a nested block: {first:?}"
+            );
+        }
+        assert_eq!(pieces.last().unwrap().end_line, long.end_line, "{lang}");
+    }
+}
+
+#[test]
+fn fixture_chunks_partition_every_file() {
+    for name in [
+        "sample.rs",
+        "sample.py",
+        "sample.go",
+        "sample.js",
+        "sample.ts",
+        "sample.tsx",
+        "Sample.java",
+        "Sample.cs",
+        "sample.c",
+        "sample.cpp",
+        "sample.rb",
+        "sample.php",
+    ] {
+        let (text, syms, _) = fixture(name);
+        let chunks = chunk_file(language(name), &text, &syms);
+        assert_partition(name, &text, &chunks);
+        // Every symbol small enough to be whole lies inside one chunk.
+        for s in syms.iter().filter(|s| s.end_line + 1 - s.start_line <= 30) {
+            assert!(
+                chunks
+                    .iter()
+                    .any(|c| c.start_line <= s.start_line && s.end_line <= c.end_line),
+                "{name}: {} ({}-{}) is cut: {chunks:?}",
+                s.qualified_name,
+                s.start_line,
+                s.end_line
+            );
+        }
     }
 }

@@ -36,14 +36,17 @@ fn local_decoys(memories: &dyn MemoryBackend) {
         message: "upload retry decoy timed out".into(),
         ..ErrorReport::default()
     };
-    memories.record_error(&e, &[]).unwrap();
+    memories.record_error(&e, &[], None).unwrap();
     memories
-        .track_file_change(&FileChange {
-            path: "local_decoy.py".into(),
-            action: "edit".into(),
-            reason: "upload retry decoy".into(),
-            ..FileChange::default()
-        })
+        .track_file_change(
+            &FileChange {
+                path: "local_decoy.py".into(),
+                action: "edit".into(),
+                reason: "upload retry decoy".into(),
+                ..FileChange::default()
+            },
+            None,
+        )
         .unwrap();
     let mut m = Memory::new("uploads retry decoy from the local store");
     m.insights = vec!["pitfall".into()];

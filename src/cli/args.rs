@@ -47,10 +47,13 @@ pub enum Command {
         #[command(flatten)]
         fields: MemoryFields,
     },
-    /// Replace a memory's text and fields as a new version (the old one stays in its history).
+    /// Change a memory as a new version (the old one stays in its history): the text
+    /// and fields given replace the old ones, every field not given is kept, and
+    /// --metadata adds to the old metadata.
     Update {
         id: String,
-        text: String,
+        /// The new text (default: the old one).
+        text: Option<String>,
         #[command(flatten)]
         fields: MemoryFields,
     },
@@ -109,6 +112,7 @@ pub enum Command {
     },
     /// The context a new session should start from, within a byte budget.
     Context {
+        /// Most bytes printed: the context, or with --json the whole JSON.
         #[arg(long, default_value_t = 4096)]
         budget: usize,
         /// Have the configured chat model compress it: brief, detailed or comprehensive.
@@ -236,7 +240,9 @@ pub enum Command {
         /// with its own store (under ENGRAM_HOME; --store serves one only).
         #[arg(long)]
         repo: Vec<PathBuf>,
-        /// Tool profile: core, code, memory, coding, all (setting `tools`).
+        /// Tool profile: default (the dozen most used tools listed, every tool
+        /// callable), core, code, memory, coding, all; join with commas, e.g. all,compat
+        /// (setting `tools`).
         #[arg(long)]
         tools: Option<String>,
         /// Serve streamable HTTP on this address instead of stdio (default: setting
@@ -252,7 +258,7 @@ pub enum Command {
     /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
     Enrich {
         prompt: String,
-        /// Most bytes of context.
+        /// Most bytes printed: the context, or with --json the whole JSON (at least 256).
         #[arg(long, default_value_t = 8000)]
         budget: usize,
         /// Also ask the external MCP providers of the config file ([[mcp_providers]]).
@@ -336,6 +342,14 @@ pub enum Command {
     /// in no file of the store. With database_url set, the database's rows holding one
     /// are rewritten in place too (VACUUM reclaims the old row versions).
     Redact,
+    /// Claude Code hooks that capture sessions without the agent's help: `engram hooks
+    /// install` writes them into the repository's .claude/settings.json (SessionStart
+    /// injects `engram context`, edits are recorded as file changes, SessionEnd ends
+    /// the session with its summary); `engram hooks uninstall` removes them.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Key utilities.
     Key {
         #[command(subcommand)]

@@ -37,7 +37,7 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
                 memories,
                 &store_dir(cli)?,
                 out,
-                (id, *failed),
+                (id.as_deref(), *failed),
                 (*llm_summary, *extract, *dry_run),
             );
         }

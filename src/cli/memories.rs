@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::assisted;
 use super::coding;
-use super::output::Output;
+use super::output::{iso_ms, Output};
 use super::{store_dir, store_options, Cli, Command, FilterArgs, MemoryFields, NoteCommand};
 
 pub(super) fn open(cli: &Cli) -> Result<Memories> {
@@ -117,6 +117,36 @@ pub(super) fn memory_from(text: &str, f: &MemoryFields) -> Result<Memory> {
     Ok(m)
 }
 
+/// `old` changed as `engram update` was told: the text and each field given replace
+/// the old ones, the rest are kept (the MCP tool memory_update's rule), and the
+/// metadata given is added to the old.
+pub(super) fn updated_from(
+    mut old: Memory,
+    text: Option<&str>,
+    f: &MemoryFields,
+) -> Result<Memory> {
+    let given = memory_from(text.unwrap_or(&old.text), f)?;
+    old.text = given.text;
+    for (new, field) in [
+        (given.tags, &mut old.tags),
+        (given.insights, &mut old.insights),
+        (given.contexts, &mut old.contexts),
+        (given.symbols, &mut old.symbols),
+    ] {
+        if !new.is_empty() {
+            *field = new;
+        }
+    }
+    old.task = given.task.or(old.task);
+    if f.provenance.is_some() {
+        old.provenance = given.provenance;
+    }
+    old.trust = given.trust.or(old.trust);
+    old.session = given.session.or(old.session);
+    old.metadata.extend(given.metadata);
+    Ok(old)
+}
+
 pub(super) fn human(m: &Memory) -> String {
     let tags = if m.tags.is_empty() {
         String::new()
@@ -139,7 +169,10 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&m, || m.id.clone())?;
         }
         Command::Update { id, text, fields } => {
-            let m = memories.update(id, memory_from(text, fields)?)?;
+            let Some(old) = memories.get(id)? else {
+                bail!("no memory {id}; `engram list` shows them");
+            };
+            let m = memories.update(id, updated_from(old, text.as_deref(), fields)?)?;
             report_redactions(m.redacted);
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
@@ -159,7 +192,14 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             out.value(&serde_json::json!({"versions": versions}), || {
                 versions
                     .iter()
-                    .map(|m| format!("version {} at {} ms\n{}", m.version, m.updated_ms, m.text))
+                    .map(|m| {
+                        format!(
+                            "version {} at {}\n{}",
+                            m.version,
+                            iso_ms(m.updated_ms),
+                            m.text
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join("\n\n")
             })?;

@@ -10,6 +10,7 @@ mod code;
 mod coding;
 mod db;
 mod encrypt;
+mod hooks;
 mod inspect;
 mod memories;
 #[cfg(feature = "neural")]
@@ -17,11 +18,13 @@ mod model;
 mod output;
 mod patterns;
 mod providers;
+mod repo_names;
 mod serve;
 mod settings;
 mod store_location;
 mod team;
 mod team_code;
+mod tokens;
 mod watch;
 
 use std::process::ExitCode;
@@ -29,8 +32,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 pub use args::{
-    Cli, Command, ConfigCommand, DbCommand, ErrorCommand, FilterArgs, KeyCommand, MemoryFields,
-    NoteCommand, PatternCommand, SessionCommand, TokenCommand,
+    Cli, Command, ConfigCommand, DbCommand, ErrorCommand, FilterArgs, HooksCommand, KeyCommand,
+    MemoryFields, NoteCommand, PatternCommand, SessionCommand, TokenCommand,
 };
 pub(crate) use settings::{assistant, config, embedder, embedder_choice, store_options};
 pub use store_location::{store_dir, store_dir_for};
@@ -55,8 +58,15 @@ pub fn init_logging(verbose: u8) {
 
 /// Run one command.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    let out = output::Output::new(cli.json);
     settings::load(&cli)?;
+    store_location::check_exists(&cli)?;
+    dispatch(&cli)
+}
+
+/// Run `cli`'s command, the settings loaded (also how a hook runs the command it
+/// stands for).
+fn dispatch(cli: &Cli) -> Result<ExitCode> {
+    let out = output::Output::new(cli.json);
     match &cli.command {
         #[cfg(feature = "neural")]
         Command::Model { command } => model::run(&out, command),
@@ -67,39 +77,42 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             command: ConfigCommand::Show,
         } => settings::show(&out),
         Command::Serve { repo, tools, http } => {
-            serve::serve(&cli, repo, tools.as_deref(), http.as_deref())
+            serve::serve(cli, repo, tools.as_deref(), http.as_deref())
         }
-        Command::Token {
-            command: TokenCommand::New { name, repos },
-        } => serve::new_token(&cli, &out, name, repos),
+        Command::Token { command } => match command {
+            TokenCommand::New { name, repos } => tokens::new(cli, &out, name, repos),
+            TokenCommand::List => tokens::list(&out),
+            TokenCommand::Revoke { id } => tokens::revoke(&out, id),
+        },
         Command::Enrich {
             prompt,
             budget,
             providers,
-        } => serve::enrich(&cli, &out, prompt, *budget, *providers),
+        } => serve::enrich(cli, &out, prompt, *budget, *providers),
         Command::Providers => providers::list(&out),
         Command::Db { command } => db::run(&out, command),
-        Command::Audit { since } => serve::audit(&cli, &out, since.as_deref()),
-        Command::Verify => inspect::verify(&cli, &out),
+        Command::Audit { since } => serve::audit(cli, &out, since.as_deref()),
+        Command::Verify => inspect::verify(cli, &out),
         Command::Dump {
             kind,
             key,
             offset,
             limit,
-        } => inspect::dump(&cli, &out, kind.as_deref(), key.as_deref(), *offset, *limit),
-        Command::Stats => inspect::stats(&cli, &out),
-        Command::Rebuild => inspect::rebuild(&cli, &out),
-        Command::Compact => inspect::compact(&cli, &out),
-        Command::Encrypt { key_file, new_key } => encrypt::encrypt(&cli, &out, key_file, *new_key),
+        } => inspect::dump(cli, &out, kind.as_deref(), key.as_deref(), *offset, *limit),
+        Command::Stats => inspect::stats(cli, &out),
+        Command::Rebuild => inspect::rebuild(cli, &out),
+        Command::Compact => inspect::compact(cli, &out),
+        Command::Encrypt { key_file, new_key } => encrypt::encrypt(cli, &out, key_file, *new_key),
         Command::Key {
             command: KeyCommand::Lookup { hash },
-        } => inspect::key_lookup(&cli, &out, hash),
+        } => inspect::key_lookup(cli, &out, hash),
         Command::Pattern { .. } | Command::Scan { .. } | Command::Redact => {
-            patterns::run(&cli, &out)
+            patterns::run(cli, &out)
         }
+        Command::Hooks { command } => hooks::run(cli, &out, command),
         Command::Index { .. } | Command::Search { .. } | Command::Symbol { .. } => {
-            code::run(&cli, &out)
+            code::run(cli, &out)
         }
-        _ => memories::run(&cli, &out),
+        _ => memories::run(cli, &out),
     }
 }

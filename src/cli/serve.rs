@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use engram::gate::{Caps, Gate};
+use engram::gate::{Caps, Gate, RepoNames};
 use engram::index::IndexOptions;
 use engram::mcp::{Engine, Profile, Server};
 use engram::memory::{parse_since, Memories};
@@ -15,38 +15,69 @@ use engram::memory_pg::PgDatabase;
 use serde_json::json;
 
 use super::output::Output;
-use super::{config, embedder, store_dir_for, store_options, Cli};
+use super::{config, embedder, repo_names, store_dir_for, store_options, Cli};
 
-/// The engine for the repository containing the current directory (or `--repo`);
-/// with `team` (database_url set), its memory tools run on that database, under the
-/// repository's name (as the CLI's memory commands do).
-fn engine(cli: &Cli, repo: Option<&PathBuf>, team: Option<&Arc<PgDatabase>>) -> Result<Engine> {
+/// A repository to serve: its root, store directory and store name.
+pub(super) struct Target {
+    pub root: PathBuf,
+    pub dir: PathBuf,
+    pub store: String,
+}
+
+/// The repository containing the current directory (or `repo`) and its store.
+pub(super) fn target(cli: &Cli, repo: Option<&PathBuf>) -> Result<Target> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let start = repo.cloned().unwrap_or(cwd);
     let root = engram::location::repo_root(&start).unwrap_or_else(|| start.clone());
     let dir = store_dir_for(cli, &root)?;
-    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)
-        .with_context(|| format!("opening store {}", dir.display()))?
-        .with_embedder(embedder()?);
-    let cfg = config();
-    let repo_name = dir
+    let store = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "store".into());
+    Ok(Target { root, dir, store })
+}
+
+/// The engine for the repository containing the current directory, answering to its
+/// own names only.
+fn local_engine(cli: &Cli, team: Option<&Arc<PgDatabase>>) -> Result<Engine> {
+    let t = target(cli, None)?;
+    let names = repo_names::table(
+        vec![repo_names::repository(&t.store, &t.root)],
+        &config().list("aliases"),
+    );
+    engine(cli, &t, Arc::new(names), team)
+}
+
+/// The engine for repository `t`, whose gate resolves callers' repository names with
+/// `names` (every served repository's); with `team` (database_url set), its memory
+/// tools run on that database, under the repository's name (as the CLI's memory
+/// commands do).
+fn engine(
+    cli: &Cli,
+    t: &Target,
+    names: Arc<RepoNames>,
+    team: Option<&Arc<PgDatabase>>,
+) -> Result<Engine> {
+    let (root, dir, repo_name) = (t.root.clone(), &t.dir, &t.store);
+    let memories = Memories::open_with(dir, store_options(cli, dir)?)
+        .with_context(|| format!("opening store {}", dir.display()))?
+        .with_embedder(embedder()?);
+    let cfg = config();
     let mut allowed = cfg.list("allowed_repos");
     if !cfg.flag("cross_repo") {
         // Cross-repository access is off: the allowed list cannot widen the scope.
         allowed.clear();
     }
     let gate = Gate::new(
-        &repo_name,
+        repo_name,
         Some(root),
         allowed,
         Caps {
             chunk_bytes: cfg.bytes("chunk_cap_bytes") as usize,
             total_bytes: cfg.bytes("total_cap_bytes") as usize,
         },
-    );
+    )
+    .with_names(names);
     let index_options = IndexOptions {
         max_file_bytes: cfg.bytes("max_file_bytes"),
         secret_action: if cfg.get("secret_action") == "exclude" {
@@ -57,16 +88,17 @@ fn engine(cli: &Cli, repo: Option<&PathBuf>, team: Option<&Arc<PgDatabase>>) -> 
         embedder: embedder()?,
         ..IndexOptions::default()
     };
-    let assistant = super::assistant(&dir, false)?;
+    let assistant = super::assistant(dir, false)?;
     let mut engine = Engine::new(memories, gate, index_options)
         .with_assistant(assistant)
         .with_external(super::providers::external()?);
+    engine.first_index_wait = std::time::Duration::from_millis(cfg.bytes("first_index_wait_ms"));
     if let Some(db) = team {
         // What the team backend stores is anchored to this repository's local code
         // index (the engine's store), for staleness.
         let anchors = engram::stale::LocalCodeAnchors::new(engine.memories.clone());
         let backend = db
-            .memories(&repo_name, embedder()?)
+            .memories(repo_name, embedder()?)
             .with_context(|| format!("opening repository {repo_name} on {}", db.server()))?
             .with_ef_search(super::team::ef_search()?)?
             .with_anchors(Arc::new(anchors));
@@ -100,13 +132,27 @@ pub fn serve(
         Some(url) => Some(super::team::connect(url)?),
         None => None,
     };
-    let mut servers = Vec::with_capacity(repos.len().max(1));
-    if repos.is_empty() {
-        servers.push(Server::new(engine(cli, None, team.as_ref())?, profile));
-    }
-    for repo in repos {
+    let targets = if repos.is_empty() {
+        vec![target(cli, None)?]
+    } else {
+        repos
+            .iter()
+            .map(|r| target(cli, Some(r)))
+            .collect::<Result<Vec<_>>>()?
+    };
+    // One table of names for every repository served, so that a name two share is
+    // refused by each, and one's names are out of the other's scope.
+    let names = Arc::new(repo_names::table(
+        targets
+            .iter()
+            .map(|t| repo_names::repository(&t.store, &t.root))
+            .collect(),
+        &config().list("aliases"),
+    ));
+    let mut servers = Vec::with_capacity(targets.len());
+    for t in &targets {
         servers.push(Server::new(
-            engine(cli, Some(repo), team.as_ref())?,
+            engine(cli, t, names.clone(), team.as_ref())?,
             profile,
         ));
     }
@@ -134,7 +180,7 @@ pub fn serve(
     let tokens_file = cfg.get_opt("tokens_file").context(
         "the HTTP server needs tokens: set tokens_file and create one with `engram token new`",
     )?;
-    let tokens = engram::mcp::http::Tokens::load(std::path::Path::new(tokens_file))
+    let tokens = engram::mcp::tokens::TokenSource::open(std::path::Path::new(tokens_file))
         .map_err(anyhow::Error::msg)?;
     let opts = engram::mcp::http::HttpOptions {
         addr,
@@ -167,33 +213,6 @@ pub fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram token new`: a random token, shown once, stored hashed.
-pub fn new_token(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Result<ExitCode> {
-    let file = config()
-        .get_opt("tokens_file")
-        .context("set tokens_file (config file or ENGRAM_TOKENS_FILE) to where tokens are kept")?;
-    let repos = if repos.is_empty() {
-        vec![engine(cli, None, None)?.gate.repo.clone()]
-    } else {
-        repos.to_vec()
-    };
-    let mut raw = [0u8; 32];
-    getrandom::getrandom(&mut raw).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-    engram::mcp::http::Tokens::add(std::path::Path::new(file), name, &token, repos.clone())
-        .map_err(anyhow::Error::msg)?;
-    out.value(
-        &json!({"token": token, "name": name, "repos": repos}),
-        || {
-            format!(
-                "{token}\n(shown once; its hash is in {file}; it may reach {})",
-                repos.join(", ")
-            )
-        },
-    )?;
-    Ok(ExitCode::SUCCESS)
-}
-
 /// `engram enrich PROMPT`: the context block an agent would get (its memories and
 /// notes from the team database, with database_url set).
 pub fn enrich(
@@ -207,7 +226,7 @@ pub fn enrich(
         Some(url) => Some(super::team::connect(url)?),
         None => None,
     };
-    let engine = engine(cli, None, team.as_ref())?;
+    let engine = local_engine(cli, team.as_ref())?;
     let v = engine
         .call(
             "enrich_prompt",
@@ -228,7 +247,7 @@ pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
         Some(url) => Some(super::team::connect(url)?),
         None => None,
     };
-    let engine = engine(cli, None, team.as_ref())?;
+    let engine = local_engine(cli, team.as_ref())?;
     let now = engram::store::now_ms();
     let since_ms = since.map(|s| parse_since(s, now)).transpose()?.unwrap_or(0);
     let events = engine.audit.read(since_ms)?;
@@ -238,7 +257,7 @@ pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
             .map(|e| {
                 format!(
                     "{}  {:<26} {:>4} results  {}{}{}",
-                    e.time_ms,
+                    super::output::iso_ms(e.time_ms),
                     e.op,
                     e.results,
                     e.query.as_deref().unwrap_or(""),

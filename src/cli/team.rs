@@ -20,8 +20,8 @@ use engram::memory_pg::{PgDatabase, PgMemories};
 use engram::stale::LocalCodeAnchors;
 use serde_json::json;
 
-use super::memories::{human, memory_filter, memory_from, report_redactions};
-use super::output::Output;
+use super::memories::{human, memory_filter, memory_from, report_redactions, updated_from};
+use super::output::{iso_ms, Output};
 use super::{store_dir, Cli, Command, ErrorCommand, NoteCommand, SessionCommand};
 
 /// The repository name the team backend files this checkout's memories under: the
@@ -55,7 +55,7 @@ pub(super) fn run(cli: &Cli, out: &Output, url: &str) -> Result<ExitCode> {
             &team,
             &dir,
             out,
-            (id, *failed),
+            (id.as_deref(), *failed),
             (*llm_summary, *extract, *dry_run),
         ),
         Command::Session {
@@ -185,7 +185,10 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             out.value(&m, || m.id.clone())?;
         }
         Command::Update { id, text, fields } => {
-            let m = b.update(id, memory_from(text, fields)?)?;
+            let Some(old) = b.get(id)? else {
+                bail!("no memory {id}; `engram list` shows them");
+            };
+            let m = b.update(id, updated_from(old, text.as_deref(), fields)?)?;
             report_redactions(m.redacted);
             out.value(&m, || format!("{} is now version {}", m.id, m.version))?;
         }
@@ -197,7 +200,14 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             out.value(&json!({"versions": versions}), || {
                 versions
                     .iter()
-                    .map(|m| format!("version {} at {} ms\n{}", m.version, m.updated_ms, m.text))
+                    .map(|m| {
+                        format!(
+                            "version {} at {}\n{}",
+                            m.version,
+                            iso_ms(m.updated_ms),
+                            m.text
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join("\n\n")
             })?;
@@ -297,16 +307,19 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
                     (Some(a), Some(b))
                 }
             };
-            let m = b.track_file_change(&FileChange {
-                path: path.clone(),
-                action: action.clone(),
-                reason: reason.clone(),
-                diff_summary: diff_summary.clone(),
-                related_files: related.clone(),
-                start_line,
-                end_line,
-                session: session.clone(),
-            })?;
+            let m = b.track_file_change(
+                &FileChange {
+                    path: path.clone(),
+                    action: action.clone(),
+                    reason: reason.clone(),
+                    diff_summary: diff_summary.clone(),
+                    related_files: related.clone(),
+                    start_line,
+                    end_line,
+                    session: session.clone(),
+                },
+                None,
+            )?;
             out.value(&m, || m.id.clone())?;
         }
         Command::Related { id, hops } => {
@@ -332,7 +345,7 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             let mut report = super::coding::error_report(record);
             // Read by the vision model when that feature is on, audited in the database.
             super::assisted::screenshot(team, dir, &mut report)?;
-            let m = b.record_error(&report, &[])?;
+            let m = b.record_error(&report, &[], None)?;
             report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])
@@ -368,17 +381,20 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             confidence,
             session,
         } => {
-            let m = b.record_decision(&Decision {
-                decision: decision.clone(),
-                rationale: rationale.clone(),
-                alternatives: alternatives.clone(),
-                impact: impact.clone(),
-                tags: tags.clone(),
-                related_files: files.clone(),
-                confidence: *confidence,
-                reviewed: false,
-                session: session.clone(),
-            })?;
+            let m = b.record_decision(
+                &Decision {
+                    decision: decision.clone(),
+                    rationale: rationale.clone(),
+                    alternatives: alternatives.clone(),
+                    impact: impact.clone(),
+                    tags: tags.clone(),
+                    related_files: files.clone(),
+                    confidence: *confidence,
+                    reviewed: false,
+                    session: session.clone(),
+                },
+                None,
+            )?;
             out.value(&m, || m.id.clone())?;
         }
         _ => unreachable!("dispatched in cli::run"),

@@ -27,6 +27,12 @@ fn bytes(v: &str) -> Result<(), String> {
         .map_err(|_| "expected a number of bytes".to_string())
 }
 
+fn millis(v: &str) -> Result<(), String> {
+    v.parse::<u64>()
+        .map(|_| ())
+        .map_err(|_| "expected a number of milliseconds".to_string())
+}
+
 fn positive(v: &str) -> Result<(), String> {
     match v.parse::<u64>() {
         Ok(n) if n > 0 => Ok(()),
@@ -63,7 +69,7 @@ fn secret_action(v: &str) -> Result<(), String> {
 }
 
 fn tools(v: &str) -> Result<(), String> {
-    one_of(&["core", "code", "memory", "coding", "all"])(v)
+    one_of(&["default", "core", "code", "memory", "coding", "all"])(v)
 }
 
 fn embedder(v: &str) -> Result<(), String> {
@@ -98,6 +104,18 @@ fn unit(v: &str) -> Result<(), String> {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(()),
         _ => Err("expected a number from 0 to 1".into()),
     }
+}
+
+fn aliases(v: &str) -> Result<(), String> {
+    for a in v.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let name = a.split_once('=').map_or(a, |(n, _)| n.trim());
+        if name.is_empty() || name == "." || name == "*" || name.starts_with('/') {
+            return Err(format!(
+                "alias {a:?}: an alias is a plain name (not empty, `.`, `*` or a path)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn address(v: &str) -> Result<(), String> {
@@ -186,6 +204,13 @@ pub const SETTINGS: &[Setting] = &[
         check: bytes,
     },
     Setting {
+        name: "first_index_wait_ms",
+        env: "ENGRAM_FIRST_INDEX_WAIT_MS",
+        default: "20000",
+        help: "how long an MCP code_search in a never-indexed repository waits for its first index; past it the answer holds what is indexed so far and says so",
+        check: millis,
+    },
+    Setting {
         name: "cross_repo",
         env: "ENGRAM_CROSS_REPO",
         default: "false",
@@ -198,6 +223,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "",
         help: "repositories a caller may reach (comma-separated; empty: the current one)",
         check: any,
+    },
+    Setting {
+        name: "aliases",
+        env: "ENGRAM_ALIASES",
+        default: "",
+        help: "further names MCP callers and tokens may give the served repository (a list; with several served, write NAME=REPO, REPO being another of its names)",
+        check: aliases,
     },
     Setting {
         name: "chunk_cap_bytes",
@@ -265,8 +297,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "tools",
         env: "ENGRAM_TOOLS",
-        default: "all",
-        help: "MCP tool profile: core, code, memory, coding, all",
+        default: "default",
+        help: "MCP tool profile: default (the dozen most used listed, every tool callable), core, code, memory, coding, all",
         check: tools,
     },
     Setting {

@@ -12,18 +12,23 @@
 
 mod audit;
 mod external;
+mod fit;
 mod inject;
+mod names;
 mod outbound;
 mod sanitize;
 mod secrets;
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 pub use crate::memory::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub use audit::AuditQueue;
 pub use external::{external_attribution, external_note, external_text, NOTE_BYTES};
+pub use fit::{fit_list, fit_text, json_len};
+pub use names::{remote_name, Collision, NameError, NameKind, RepoNames, Repository};
 pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};
 pub use secrets::{redact_args, redact_secrets};
@@ -33,8 +38,24 @@ pub use secrets::{redact_args, redact_secrets};
 pub enum GateError {
     #[error("path {path:?} is outside the repository; give a path relative to its root")]
     OutsideRoot { path: String, root: String },
-    #[error("repository {0:?} is not one this caller may reach")]
-    RepositoryNotAllowed(String),
+    #[error("repository {name:?} is not one this caller may reach; name it as one of: {}", reachable.join(", "))]
+    RepositoryNotAllowed {
+        name: String,
+        /// The names that would work (this repository's, then the allowed ones).
+        reachable: Vec<String>,
+    },
+    #[error("repository {name:?} is ambiguous: it names {} on this server{}; name it as one of: {}",
+        repos.join(" and "),
+        if *others > 0 { format!(" and {others} other repositories") } else { String::new() },
+        reachable.join(", "))]
+    AmbiguousRepository {
+        name: String,
+        /// The repositories it names that the caller may reach (store names).
+        repos: Vec<String>,
+        /// How many others it names (never who: a caller learns nothing of them).
+        others: usize,
+        reachable: Vec<String>,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error(transparent)]
@@ -77,6 +98,8 @@ pub struct Gate {
     pub repo: String,
     root: Option<PathBuf>,
     allowed: Vec<String>,
+    /// The names of every repository the server serves (this one's included).
+    names: Arc<RepoNames>,
     pub caps: Caps,
 }
 
@@ -84,21 +107,75 @@ impl Gate {
     /// A gate for repository `repo` whose files live under `root` (when the caller may
     /// index files). `allowed` lists the repositories this caller may reach; empty
     /// means only `repo` (cross-repository access is off unless listed).
+    /// Callers may name it by its store name, root path or folder name (see
+    /// [`Gate::with_names`] for the rest).
     pub fn new(repo: &str, root: Option<PathBuf>, allowed: Vec<String>, caps: Caps) -> Gate {
+        let root = root.and_then(|r| r.canonicalize().ok());
+        let names = RepoNames::new(vec![Repository {
+            store: repo.to_string(),
+            root: root.clone(),
+            ..Repository::default()
+        }]);
         Gate {
             repo: repo.to_string(),
-            root: root.and_then(|r| r.canonicalize().ok()),
+            root,
             allowed,
+            names: Arc::new(names),
             caps,
         }
     }
 
-    /// Refuse a repository the caller may not reach.
+    /// The same gate, resolving callers' repository names with `names`: every served
+    /// repository's (so a name this one shares with another is refused as ambiguous,
+    /// and another's name is refused as out of scope). `names` should include this
+    /// gate's repository.
+    pub fn with_names(mut self, names: Arc<RepoNames>) -> Gate {
+        self.names = names;
+        self
+    }
+
+    /// What every served repository answers to.
+    pub fn names(&self) -> &Arc<RepoNames> {
+        &self.names
+    }
+
+    /// The names a caller may give for the repositories it may reach: this one's,
+    /// then those of the allowed list.
+    pub fn reachable_names(&self) -> Vec<String> {
+        let mut out = self.names.names_of(&self.repo);
+        if out.is_empty() {
+            out.push(self.repo.clone());
+        }
+        for a in &self.allowed {
+            if !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
+        out
+    }
+
+    /// Refuse a repository the caller may not reach. `repo` may be any of a served
+    /// repository's names (see [`RepoNames`]); the allowed list's entries are store
+    /// names and match exactly.
     pub fn check_repo(&self, repo: &str) -> Result<(), GateError> {
-        if repo == self.repo || self.allowed.iter().any(|a| a == repo) {
-            Ok(())
-        } else {
-            Err(GateError::RepositoryNotAllowed(repo.to_string()))
+        let allowed = |store: &str| store == self.repo || self.allowed.iter().any(|a| a == store);
+        match self.names.resolve(repo) {
+            Ok(store) if allowed(store) => Ok(()),
+            Err(NameError::Unknown(_)) if self.allowed.iter().any(|a| a == repo) => Ok(()),
+            Err(NameError::Ambiguous { repos, .. }) if repos.iter().any(|r| allowed(r)) => {
+                let (mine, others): (Vec<String>, Vec<String>) =
+                    repos.into_iter().partition(|r| allowed(r));
+                Err(GateError::AmbiguousRepository {
+                    name: repo.to_string(),
+                    repos: mine,
+                    others: others.len(),
+                    reachable: self.reachable_names(),
+                })
+            }
+            Ok(_) | Err(_) => Err(GateError::RepositoryNotAllowed {
+                name: repo.to_string(),
+                reachable: self.reachable_names(),
+            }),
         }
     }
 
@@ -301,7 +378,7 @@ pub fn truncate(s: &str, max: usize) -> (String, bool) {
 }
 
 /// `%2e%2e%2f` → `../`; `None` for a malformed escape or non-UTF-8 result.
-fn percent_decode(s: &str) -> Option<String> {
+pub fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -102,6 +102,15 @@ pub fn body_hash(lines: &[&str], s: &Symbol) -> String {
     format!("{:016x}", hash64(&body))
 }
 
+/// What the embedder is given for a chunk: its context line, then its text.
+fn embed_text(path: &str, context: &str, text: &str) -> String {
+    if context.is_empty() {
+        format!("{path}\n{text}")
+    } else {
+        format!("{path} · {context}\n{text}")
+    }
+}
+
 /// Redact, parse, chunk and embed one file's text; writes nothing.
 pub(super) fn prepare(
     path: &str,
@@ -122,8 +131,9 @@ pub(super) fn prepare(
         },
     };
 
-    // Only redacted text is embedded.
-    let mut to_embed: Vec<(String, &str)> = Vec::with_capacity(chunks.len());
+    // Only redacted text is embedded, after the chunk's context line (path, enclosing
+    // type, signature), which says what the lines are when they do not.
+    let mut to_embed: Vec<(String, String)> = Vec::with_capacity(chunks.len());
     for (i, c) in chunks.iter().enumerate() {
         let key = format!("chunk:{path}:{i}");
         if cx.secret_action == SecretAction::Exclude && red.touches(c.start_line, c.end_line) {
@@ -141,8 +151,11 @@ pub(super) fn prepare(
         if let Some(s) = &c.symbol {
             meta.insert("symbol".into(), json!(s));
         }
+        if !c.context.is_empty() {
+            meta.insert("context".into(), json!(c.context));
+        }
         out.chunks.put(&key, meta, c.text.as_bytes())?;
-        to_embed.push((key, c.text.as_str()));
+        to_embed.push((key, embed_text(path, &c.context, &c.text)));
         out.written.chunks += 1;
     }
 
@@ -172,7 +185,7 @@ pub(super) fn prepare(
         out.written.symbols += 1;
     }
 
-    let texts: Vec<&str> = to_embed.iter().map(|(_, t)| *t).collect();
+    let texts: Vec<&str> = to_embed.iter().map(|(_, t)| t.as_str()).collect();
     let vectors = cx.embedder.embed(&texts)?;
     let embedder = cx.embedder.name();
     for ((key, _), v) in to_embed.iter().zip(vectors) {

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 pub use chunk::{line_windows, Chunk};
 pub use file::symbol_key;
-pub use pass::{embedder_in_use, index};
+pub use pass::{embedder_in_use, has_indexed_files, index};
 pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};

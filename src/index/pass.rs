@@ -384,3 +384,13 @@ pub fn embedder_in_use(db: &rusqlite::Connection, embedder: &str) -> crate::stor
         .optional()?
         .is_some())
 }
+
+/// Whether any file was ever indexed into the store: none means the repository has
+/// never been indexed, and its first search indexes it first.
+pub fn has_indexed_files(db: &rusqlite::Connection) -> crate::store::Result<bool> {
+    Ok(db
+        .prepare_cached("SELECT 1 FROM code_files LIMIT 1")?
+        .query_row([], |_| Ok(()))
+        .optional()?
+        .is_some())
+}

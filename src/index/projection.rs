@@ -30,7 +30,8 @@ impl Projection for CodeProjection {
     fn version(&self) -> u32 {
         // 6: `code_chunks` and `code_symbols` keyed by `seq` (appended in log order),
         // with a unique index on `key_hash`; see the core tables' version 6.
-        6
+        // 7: a chunk's context line (meta `context`) is indexed before its text.
+        7
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -121,7 +122,13 @@ impl Projection for CodeProjection {
                             db.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?
                                 .execute([old])?;
                         }
-                        let text = String::from_utf8_lossy(body);
+                        // The context line (enclosing type, signature) is searched
+                        // with the text: a method's lines rarely name their type.
+                        let body = String::from_utf8_lossy(body);
+                        let text = match meta.get("context").and_then(Value::as_str) {
+                            Some(c) if !c.is_empty() => format!("{c}\n{body}"),
+                            _ => body.into_owned(),
+                        };
                         db.prepare_cached(
                             "INSERT INTO code_fts (rowid, path, text) VALUES (?1, ?2, ?3)",
                         )?

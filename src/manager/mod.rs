@@ -10,6 +10,7 @@
 
 mod backend;
 mod external;
+mod first_index;
 #[cfg(feature = "mcp")]
 mod mcp_provider;
 #[cfg(feature = "mcp")]
@@ -26,6 +27,7 @@ pub use external::{
     ask_all, ExternalAnswer, ExternalHit, ExternalProvider, ProviderHealth, ProviderNote,
     ProviderStatus,
 };
+pub use first_index::{FirstIndex, DEFAULT_WAIT as FIRST_INDEX_WAIT};
 #[cfg(feature = "mcp")]
 pub use mcp_provider::{McpProvider, McpProviderSpec, McpTransport, BASIC_ENV};
 pub use providers::{

@@ -51,7 +51,7 @@ impl Engine {
 
     /// `coding_record_error`: a screenshot is kept as its hash and size only, and read
     /// by the vision model when that feature is on.
-    pub(super) fn record_error(&self, a: Map<String, Value>) -> ToolResult {
+    pub(super) fn record_error(&self, a: Map<String, Value>, started: Option<&str>) -> ToolResult {
         let mut e: ErrorReport = serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
         let mut warnings = Vec::new();
         if let Some(given) = e.screenshot.take() {
@@ -98,9 +98,10 @@ impl Engine {
         }
         let mem = self
             .backend
-            .record_error(&e, &str_list(&a, "tags"))
+            .record_error(&e, &str_list(&a, "tags"), started)
             .map_err(err)?;
-        let mut v = json!({"id": mem.id, "frequency": mem.metadata.get("frequency")});
+        let mut v = json!({"id": mem.id, "frequency": mem.metadata.get("frequency"),
+            "session": mem.session});
         if let Some(r) = mem.metadata.get("screenshot_reading") {
             v["screenshot_reading"] = r.clone();
         }

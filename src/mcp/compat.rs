@@ -8,7 +8,11 @@
 
 use super::tools::{opt, req, Profile, ToolSpec, Ty};
 
-const REPO: super::tools::Param = req("repo", Ty::Str, "The repository (this server's).");
+const REPO: super::tools::Param = req(
+    "repo",
+    Ty::Str,
+    "The repository: its folder name, path, `.`, `owner/name` of a git remote, an alias or its store name.",
+);
 const COMPAT: &[Profile] = &[Profile::Compat];
 
 /// The TeleCoder tools, for listing; calls go to [`target`].

@@ -22,7 +22,7 @@ const MEMORY: &[Profile] = &[Profile::Memory];
 pub static EXTRA_TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "memory_update",
-        description: "Change a memory (a new version; earlier ones stay in its history). Only the fields given change.",
+        description: "Change a memory as a new version (earlier ones stay in its history); only the fields given change. Use it when a memory is out of date.",
         params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"]),
             opt("text", Ty::Str, "The new text."), opt("task", Ty::Str, "Task type."),
             opt("insights", Ty::StrList, "Insight types."),
@@ -33,38 +33,38 @@ pub static EXTRA_TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "memory_delete",
-        description: "Delete a memory by id. Returns whether there was one.",
+        description: "Delete a memory by id; returns whether there was one. Use it for a memory that is wrong.",
         params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "delete_note",
-        description: "Delete a repository note by name. Returns whether there was one.",
+        description: "Delete a repository note by name; returns whether there was one. Use it for a note that no longer holds.",
         params: &[required("name", Ty::Str, "The note's name (also key).").aka(&["key"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "search_notes",
-        description: "Find repository notes whose name or value contains every word of the query (case-insensitive).",
+        description: "Find notes whose name or value contains every word of the query. Use it when you do not know a note's name.",
         params: &[required("query", Ty::Str, "Words to find."),
             opt("limit", Ty::Int, "Most notes (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "memory_stale",
-        description: "Memories whose code changed, was renamed or deleted since they were written, newest change first, each with what changed. Review each: memory_confirm if it still holds, memory_update if not.",
+        description: "Memories whose code changed, moved or was deleted since they were written, each with what changed. Use it to review them: memory_confirm if one still holds, memory_update if not.",
         params: &[opt("limit", Ty::Int, "Most memories (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "memory_confirm",
-        description: "Confirm a stale memory still holds: re-anchor it to the code as it is now (a new version; fresh again).",
+        description: "Re-anchor a stale memory to the code as it is now (a new version, fresh again). Use it when a stale memory still holds.",
         params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "memory_stats",
-        description: "How much this repository's store holds: memories, records, indexed files, chunks and symbols.",
+        description: "How much the store holds: memories, records, indexed files, chunks and symbols. Use it to check a repository is indexed.",
         params: &[],
         profiles: MEMORY,
     },

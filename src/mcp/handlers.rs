@@ -15,7 +15,7 @@ use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
-use crate::manager::{BackendProviders, MemoryManager, StoreProviders};
+use crate::manager::{BackendProviders, FirstIndex, MemoryManager, StoreProviders};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
@@ -47,6 +47,10 @@ pub struct Engine {
     /// Where loaded pattern-set definitions are kept: the local store, or the team
     /// backend. Sets are compiled and scanned over the local store either way.
     pub pattern_sets: Arc<dyn PatternSetStore>,
+    /// How long a code_search in a never-indexed repository waits for its first
+    /// index before answering with what is indexed so far ([`FirstIndex`]).
+    pub first_index_wait: std::time::Duration,
+    first_index: FirstIndex,
 }
 
 impl Engine {
@@ -72,6 +76,8 @@ impl Engine {
             assistant: None,
             team_log: None,
             pattern_sets: memories_defs,
+            first_index_wait: crate::manager::FIRST_INDEX_WAIT,
+            first_index: Default::default(),
         }
     }
 
@@ -133,6 +139,35 @@ impl Engine {
     }
 }
 
+/// What one client connection remembers between its calls: the coding session it
+/// started, which its records made without a session id join while it is open (see
+/// [`crate::memory::ActiveSession`]). A stdio server has one; over HTTP each MCP
+/// session has its own.
+#[derive(Debug, Default)]
+pub struct Connection {
+    started: std::sync::Mutex<Option<String>>,
+}
+
+impl Connection {
+    /// The session this connection started and has not ended.
+    pub fn started(&self) -> Option<String> {
+        self.started.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set_started(&self, id: Option<String>) {
+        if let Ok(mut s) = self.started.lock() {
+            *s = id;
+        }
+    }
+
+    /// Forget `id` as this connection's session (it ended).
+    pub(super) fn ended(&self, id: &str) {
+        if self.started().as_deref() == Some(id) {
+            self.set_started(None);
+        }
+    }
+}
+
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
@@ -147,6 +182,19 @@ impl Engine {
             v["vector_space"] = json!(space);
         }
         Ok(v)
+    }
+
+    /// Index the repository first when it never was, within
+    /// [`Engine::first_index_wait`]; the note to add to the answer, if any.
+    fn index_first(&self) -> Result<Option<String>, String> {
+        self.first_index
+            .ensure(
+                &self.memories,
+                self.gate.root(),
+                &self.index_options,
+                self.first_index_wait,
+            )
+            .map_err(err)
     }
 
     /// Memories shaped for output under one budget, listed under `field`, each with
@@ -233,7 +281,14 @@ impl Engine {
         self.reindex()
     }
 
-    pub(super) fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+    pub(super) fn dispatch(
+        &self,
+        name: &str,
+        a: &Map<String, Value>,
+        conn: &Connection,
+    ) -> ToolResult {
+        let started = conn.started();
+        let started = started.as_deref();
         if let Some(done) = self.dispatch_extra(name, a) {
             return done;
         }
@@ -248,19 +303,25 @@ impl Engine {
                 if opts.kind.is_none() {
                     opts.kind = Some(HitKind::Chunk);
                 }
-                if a.get("providers").and_then(Value::as_bool) == Some(true) {
-                    return self.search_with_providers(required_str(a, "query")?, opts);
-                }
-                self.search(required_str(a, "query")?, opts)
+                let query = required_str(a, "query")?;
+                let note = self.index_first()?;
+                let found = if a.get("providers").and_then(Value::as_bool) == Some(true) {
+                    self.search_with_providers(query, opts)
+                } else {
+                    self.search(query, opts)
+                };
+                Ok(noted(found?, note))
             }
             "symbol_search" => {
+                let name = required_str(a, "name")?;
+                let note = self.index_first()?;
                 let found = index::lookup_symbols(
                     m.store(),
-                    required_str(a, "name")?,
+                    name,
                     bounded_count(a, "limit", 20, 200) as usize,
                 )
                 .map_err(err)?;
-                Ok(json!({"symbols": found}))
+                Ok(noted(json!({"symbols": found}), note))
             }
             "jit_index_file" | "register_file" => self.index_path(a, false),
             "jit_index_directory" => self.index_path(a, true),
@@ -373,20 +434,23 @@ impl Engine {
                 let sess = b
                     .start_session(required_str(a, "description")?, &str_list(a, "tags"))
                     .map_err(err)?;
+                conn.set_started(Some(sess.id.clone()));
                 Ok(json!({"id": sess.id}))
             }
-            "coding_end_session" => self.end_session(a),
+            "coding_end_session" => self.end_session(a, conn),
             "coding_track_file_change" => {
                 let c: FileChange =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": b.track_file_change(&c).map_err(err)?.id}))
+                let change = b.track_file_change(&c, started).map_err(err)?;
+                Ok(json!({"id": change.id, "session": change.session}))
             }
-            "coding_record_error" => self.record_error(self.relative_paths(a)?),
+            "coding_record_error" => self.record_error(self.relative_paths(a)?, started),
             "coding_suggest_solution" => self.suggest_solution(a),
             "coding_record_decision" => {
                 let d: Decision =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": b.record_decision(&d).map_err(err)?.id}))
+                let decision = b.record_decision(&d, started).map_err(err)?;
+                Ok(json!({"id": decision.id, "session": decision.session}))
             }
             "coding_search_errors" => self.search_errors(a),
             "coding_get_project_context" => self.project_context(a),
@@ -412,4 +476,12 @@ impl Engine {
             .map_err(err)?;
         serde_json::to_value(e).map_err(err)
     }
+}
+
+/// `answer` with `note` added, when there is one.
+fn noted(mut answer: Value, note: Option<String>) -> Value {
+    if let (Some(note), Some(fields)) = (note, answer.as_object_mut()) {
+        fields.insert("note".into(), json!(note));
+    }
+    answer
 }

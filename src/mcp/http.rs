@@ -3,21 +3,28 @@
 //! `GET /api/repos`, `GET /healthz`, `GET /api/memory/{repo}/stats` and
 //! `POST /api/webhook/push/{repo}` (`/api/webhook/push` when there is one).
 //!
-//! Every endpoint but the webhook needs `Authorization: Bearer TOKEN`; tokens live
-//! hashed (SHA-256) in the tokens file, each with the repositories it may reach, and
-//! are compared in constant time. A token that may not reach a repository gets 403
-//! whether or not the server has it, so a token learns nothing of other repositories.
-//! The webhook is authenticated by its GitHub-style `X-Hub-Signature-256` HMAC
-//! instead, since pushers cannot send bearer tokens. Each repository is its own
-//! engine over its own store: one repository's calls never open another's store.
+//! `{repo}` is any name the repository answers to ([`crate::gate::RepoNames`]: its
+//! store's name, folder name, `owner/name` remote (as two path segments or with `%2F`),
+//! alias, or percent-encoded absolute path); the request is rewritten to the store's
+//! name before it is routed.
+//!
+//! Every endpoint but the webhook and `/healthz` (which says `ok` and nothing more)
+//! needs `Authorization: Bearer TOKEN`; tokens live hashed (SHA-256) in the tokens file
+//! ([`super::tokens`], re-read when it changes), each with the names of the
+//! repositories it may reach, and are compared in constant time. A token that may not
+//! reach a repository gets 403 whether or not the server has it, so a token learns
+//! nothing of other repositories. The webhook is authenticated by its GitHub-style
+//! `X-Hub-Signature-256` HMAC instead, since pushers cannot send bearer tokens. Each
+//! repository is its own engine over its own store: one repository's calls never
+//! open another's store.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, Request, State};
+use axum::http::Uri;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -26,127 +33,17 @@ use axum::{Extension, Json, Router};
 use hmac::{Hmac, Mac};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
+use super::tokens::{constant_time_eq, unhex, TokenEntry, TokenSource};
 use super::Server;
-
-/// One token as stored: never the token itself.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenEntry {
-    pub name: String,
-    /// Hex SHA-256 of the token.
-    pub sha256: String,
-    /// Repositories (store names) it may reach; `*` for any.
-    pub repos: Vec<String>,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TokenFile {
-    #[serde(default)]
-    tokens: Vec<TokenEntry>,
-}
-
-/// The tokens a server accepts.
-#[derive(Debug, Clone, Default)]
-pub struct Tokens {
-    entries: Vec<(TokenEntry, [u8; 32])>,
-}
-
-/// Hex SHA-256 of a token, as the tokens file stores it.
-pub fn hash_token(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// Equal bytes, in time that does not depend on where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-impl Tokens {
-    /// Read the tokens file (TOML: `[[tokens]] name, sha256, repos`).
-    pub fn load(path: &Path) -> Result<Tokens, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "{}: {e}; create tokens with `engram token new`",
-                path.display()
-            )
-        })?;
-        let file: TokenFile =
-            toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
-        let mut entries = Vec::new();
-        for t in file.tokens {
-            let hash: [u8; 32] = unhex(&t.sha256)
-                .and_then(|v| v.try_into().ok())
-                .ok_or_else(|| {
-                    format!("{}: token {:?} has no valid sha256", path.display(), t.name)
-                })?;
-            entries.push((t, hash));
-        }
-        Ok(Tokens { entries })
-    }
-
-    /// Append a new entry for `token` to the tokens file (created if missing); see
-    /// [`crate::store::update_small_file`].
-    pub fn add(path: &Path, name: &str, token: &str, repos: Vec<String>) -> Result<(), String> {
-        // Read, append and replace under a lock, atomically: two `engram token new`
-        // at once both land, and a crash never leaves a truncated file.
-        crate::store::update_small_file(path, |current| {
-            let mut file: TokenFile = match current {
-                Some(t) => toml::from_str(&t).map_err(|e| {
-                    crate::store::StoreError::Invalid(format!(
-                        "{}: {}",
-                        path.display(),
-                        e.message()
-                    ))
-                })?,
-                None => TokenFile::default(),
-            };
-            file.tokens.push(TokenEntry {
-                name: name.to_string(),
-                sha256: hash_token(token),
-                repos,
-            });
-            toml::to_string(&file).map_err(|e| crate::store::StoreError::Invalid(e.to_string()))
-        })
-        .map_err(|e| e.to_string())
-    }
-
-    /// The entry of a presented token. Every entry is compared, so the time taken
-    /// says nothing about which (if any) matched.
-    pub fn check(&self, presented: &str) -> Option<&TokenEntry> {
-        let h = Sha256::digest(presented.as_bytes());
-        let mut found = None;
-        for (entry, hash) in &self.entries {
-            if constant_time_eq(&h, hash) && found.is_none() {
-                found = Some(entry);
-            }
-        }
-        found
-    }
-}
+use crate::gate::{percent_decode, NameError, RepoNames};
 
 /// What the HTTP server needs besides the MCP server.
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    pub tokens: Tokens,
+    pub tokens: TokenSource,
     /// Secret for the push webhook's HMAC; `None` disables the webhook.
     pub webhook_secret: Option<String>,
 }
@@ -155,7 +52,9 @@ pub struct HttpOptions {
 struct AppState {
     /// Every repository served, by name.
     servers: Arc<BTreeMap<String, Server>>,
-    tokens: Arc<Tokens>,
+    /// What every served repository answers to.
+    names: Arc<RepoNames>,
+    tokens: Arc<TokenSource>,
     webhook_secret: Option<Arc<String>>,
 }
 
@@ -166,6 +65,16 @@ impl AppState {
             1 => self.servers.keys().next().map(String::as_str),
             _ => None,
         }
+    }
+
+    /// Whether `entry` may reach the served repository `store`: its names are
+    /// resolved now, so they mean what they mean on this server (an ambiguous or
+    /// unknown name reaches nothing).
+    fn reaches(&self, entry: &TokenEntry, store: &str) -> bool {
+        entry
+            .repos
+            .iter()
+            .any(|r| r == "*" || self.names.resolve(r).is_ok_and(|s| s == store))
     }
 }
 
@@ -190,28 +99,119 @@ fn repo_of_path<'a>(path: &'a str, st: &'a AppState) -> Option<&'a str> {
 #[derive(Clone)]
 struct Caller(Arc<TokenEntry>);
 
+/// Paths whose segment after the prefix names a repository.
+const REPO_PREFIXES: &[&str] = &["/mcp/", "/api/memory/", "/api/webhook/push/"];
+
+/// A repository name in a request's path that several served repositories answer to
+/// (left unrewritten; [`require_token`] refuses it).
+#[derive(Clone)]
+struct Ambiguous {
+    name: String,
+    repos: Vec<String>,
+}
+
+/// Rewrite the repository named in a request's path to its store's name, before the
+/// request is routed. Two segments (`owner/name`) are tried before one; a name that
+/// resolves to nothing is left as it is (and refused further on). Nothing is
+/// answered here: who may reach what is decided after the token is checked.
+async fn name_to_store(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let Some((prefix, tail)) = REPO_PREFIXES
+        .iter()
+        .find_map(|p| path.strip_prefix(p).map(|t| (*p, t)))
+    else {
+        return next.run(req).await;
+    };
+    let segments: Vec<&str> = tail.split('/').collect();
+    for take in [2, 1] {
+        if segments.len() < take || segments[..take].iter().any(|s| s.is_empty()) {
+            continue;
+        }
+        let Some(name) = percent_decode(&segments[..take].join("/")) else {
+            continue;
+        };
+        match st.names.resolve(&name) {
+            Ok(store) => {
+                let mut rewritten = format!("{prefix}{store}");
+                for rest in &segments[take..] {
+                    rewritten.push('/');
+                    rewritten.push_str(rest);
+                }
+                if let Some(q) = req.uri().query() {
+                    rewritten.push('?');
+                    rewritten.push_str(q);
+                }
+                if let Ok(uri) = rewritten.parse::<Uri>() {
+                    *req.uri_mut() = uri;
+                }
+                break;
+            }
+            Err(NameError::Ambiguous { name, repos }) => {
+                req.extensions_mut().insert(Ambiguous { name, repos });
+                break;
+            }
+            Err(NameError::Unknown(_)) => {}
+        }
+    }
+    next.run(req).await
+}
+
 async fn require_token(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let presented = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let Some(entry) = presented.and_then(|t| st.tokens.check(t)) else {
+    let tokens = st.tokens.current();
+    let Some(entry) = presented.and_then(|t| tokens.check(t)) else {
         return error(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
     };
-    let reaches = |repo: &str| entry.repos.iter().any(|r| r == repo || r == "*");
+    let reaches = |store: &str| st.reaches(entry, store);
+    if let Some(amb) = req.extensions().get::<Ambiguous>() {
+        let mine: Vec<&str> = amb
+            .repos
+            .iter()
+            .map(String::as_str)
+            .filter(|r| reaches(r))
+            .collect();
+        // Only a token that reaches one of them learns that the name is shared.
+        if mine.is_empty() {
+            return error(
+                StatusCode::FORBIDDEN,
+                "this token may not reach this repository",
+            );
+        }
+        return error(
+            StatusCode::CONFLICT,
+            &format!(
+                "{:?} names several repositories on this server; use the store name: {}",
+                amb.name,
+                mine.join(", ")
+            ),
+        );
+    }
     match repo_of_path(req.uri().path(), &st) {
-        Some(repo) if !reaches(repo) => {
+        Some(repo) if st.servers.contains_key(repo) && !reaches(repo) => {
             return error(
                 StatusCode::FORBIDDEN,
                 "this token may not reach this repository",
             );
         }
         Some(repo) if !st.servers.contains_key(repo) => {
-            return error(
-                StatusCode::NOT_FOUND,
-                "no such repository on this server; GET /api/repos lists them",
-            );
+            // Only a token that may reach any repository, or that names this one,
+            // learns that it is not served here.
+            let named = entry.repos.iter().any(|r| r == "*" || r == repo);
+            return if named {
+                error(
+                    StatusCode::NOT_FOUND,
+                    "no such repository on this server; GET /api/repos lists them",
+                )
+            } else {
+                error(
+                    StatusCode::FORBIDDEN,
+                    "this token may not reach this repository",
+                )
+            };
         }
         Some(_) => {}
         // A path about no repository is for tokens that reach one of this server's.
@@ -227,17 +227,24 @@ async fn require_token(State(st): State<AppState>, mut req: Request, next: Next)
     next.run(req).await
 }
 
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "no such endpoint")
+}
+
+/// Liveness only: answered without a token, so it says nothing but `ok`.
 async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// The repositories the caller's token may reach, with their MCP paths.
+/// The repositories the caller's token may reach, with their MCP paths and names.
 async fn repos(State(st): State<AppState>, Extension(caller): Extension<Caller>) -> Json<Value> {
     let list: Vec<Value> = st
         .servers
         .keys()
-        .filter(|name| caller.0.repos.iter().any(|r| r == *name || r == "*"))
-        .map(|name| json!({"repo": name, "mcp": format!("/mcp/{name}")}))
+        .filter(|name| st.reaches(&caller.0, name))
+        .map(|name| {
+            json!({"repo": name, "mcp": format!("/mcp/{name}"), "names": st.names.names_of(name)})
+        })
         .collect();
     Json(json!({"repos": list}))
 }
@@ -321,6 +328,10 @@ pub async fn serve_http(
     opts: HttpOptions,
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let names = match servers.first() {
+        Some(s) => s.engine().gate.names().clone(),
+        None => return Err("no repository to serve".into()),
+    };
     let mut by_name = BTreeMap::new();
     for server in servers {
         let name = server.engine().gate.repo.clone();
@@ -330,6 +341,7 @@ pub async fn serve_http(
     }
     let state = AppState {
         servers: Arc::new(by_name),
+        names,
         tokens: Arc::new(opts.tokens),
         webhook_secret: opts.webhook_secret.map(Arc::new),
     };
@@ -341,14 +353,22 @@ pub async fn serve_http(
             app = app.route_service("/mcp", any_service(mcp));
         }
     }
-    let app = app
-        .route("/healthz", get(healthz))
+    let routed = app
         .route("/api/repos", get(repos))
         .route("/api/memory/{repo}/stats", get(stats))
+        // Unknown paths too are behind the token, so that without one nothing tells
+        // whether a repository name resolves here.
+        .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .route("/healthz", get(healthz))
         .route("/api/webhook/push", post(webhook_only))
         .route("/api/webhook/push/{repo}", post(webhook))
-        .with_state(state);
+        .with_state(state.clone());
+    // A layer on a router runs after routing; as the fallback of an outer router,
+    // the rewrite runs before the inner one routes.
+    let app = Router::new()
+        .fallback_service(routed)
+        .layer(middleware::from_fn_with_state(state, name_to_store));
     let listener = tokio::net::TcpListener::bind(opts.addr).await?;
     on_listening(listener.local_addr()?);
     axum::serve(listener, app).await?;

@@ -6,7 +6,8 @@
 //! 1. the tool: a TeleCoder name (`compat.rs`) is routed to engram's tool; a
 //!    tool outside the server's profile is refused (TeleCoder names never are);
 //! 2. scope arguments, accepted on every tool: `repo` and `project_id` must name this
-//!    server's repository (or one the gate allows), `user_id` goes to the audit event;
+//!    server's repository (or one the gate allows) by any name it answers to (see
+//!    [`crate::gate::RepoNames`]), `user_id` goes to the audit event;
 //! 3. a few seed-shaped arguments rewritten (`line_range`, `screenshot_base64`);
 //! 4. argument aliases ([`super::tools::Param::aliases`]) renamed to the canonical
 //!    name; an alias and its canonical name given different values are refused;
@@ -92,11 +93,8 @@ fn scope(
         };
         if k == "user_id" {
             user = Some(text.chars().take(128).collect());
-        } else if engine.gate.check_repo(&text).is_err() {
-            return Err(format!(
-                "{}: {k} {text:?} is not a repository this server may reach (it serves {:?})",
-                spec.name, engine.gate.repo
-            ));
+        } else if let Err(e) = engine.gate.check_repo(&text) {
+            return Err(format!("{}: {k}: {e}", spec.name));
         }
     }
     Ok(user)

@@ -9,7 +9,8 @@
 use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, bounded_count, err, required_str, str_list};
-use super::handlers::{Engine, ToolResult};
+use super::handlers::{Connection, Engine, ToolResult};
+use super::outward::{CALL_MARKS, MIN_BUDGET};
 use super::shape;
 use crate::memory::taxonomy::{self, Axis};
 use crate::memory::{Memory, MemoryFilter};
@@ -115,82 +116,31 @@ impl Engine {
         }
     }
 
-    /// `coding_end_session`: the given session, or the one active session.
-    pub(super) fn end_session(&self, a: &Map<String, Value>) -> ToolResult {
+    /// `coding_end_session`: the given session, or the active one (the session this
+    /// connection started while it is open, else the store's one open session). The
+    /// statistics are those the memory layer counted from the summary's sections.
+    pub(super) fn end_session(&self, a: &Map<String, Value>, conn: &Connection) -> ToolResult {
         let m = &self.backend;
-        let id = match arg_str(a, "id") {
-            Some(id) => id.to_string(),
-            None => self.active_session()?,
-        };
         let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
-        let sess = m
-            .end_session(&id, success, arg_str(a, "summary"))
-            .map_err(err)?;
+        let sess = match arg_str(a, "id") {
+            Some(id) => m.end_session(id, success, arg_str(a, "summary")),
+            None => m.end_active_session(conn.started().as_deref(), success, arg_str(a, "summary")),
+        }
+        .map_err(err)?;
+        conn.ended(&sess.id);
         let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
         let mut v = json!({"id": sess.id, "summary": summary.text, "flags": summary.flags});
-        let filter = MemoryFilter {
-            session: Some(sess.id.clone()),
-            ..MemoryFilter::default()
-        };
-        let entries = m.list_filtered(&filter, usize::MAX >> 1, 0).map_err(err)?;
-        let field = |e: &Memory, k: &str| e.metadata.get(k).cloned().unwrap_or(Value::Null);
-        let mut files: Vec<String> = Vec::new();
-        for e in entries.iter().filter(|e| e.kind == "file_change") {
-            if let Some(p) = field(e, "path").as_str() {
-                if !files.iter().any(|f| f == p) {
-                    files.push(p.to_string());
-                }
-            }
-        }
-        let errors: Vec<&Memory> = entries.iter().filter(|e| e.kind == "error").collect();
-        let fixed = errors
-            .iter()
-            .filter(|e| field(e, "resolved").as_bool() == Some(true))
-            .count();
-        let ended = field(&sess, "ended_ms").as_u64().unwrap_or(sess.updated_ms);
+        let field = |k: &str| sess.metadata.get(k).cloned().unwrap_or(Value::Null);
+        let ended = field("ended_ms").as_u64().unwrap_or(sess.updated_ms);
         let minutes = ended.saturating_sub(sess.created_ms) as f64 / 60_000.0;
-        v["files_touched"] = json!(files);
-        v["errors_encountered"] = json!(errors.len());
-        v["errors_fixed"] = json!(fixed);
-        v["decisions_made"] = json!(entries.iter().filter(|e| e.kind == "decision").count());
+        v["files_touched"] = field("files_touched");
+        v["errors_encountered"] = field("errors_encountered");
+        v["errors_fixed"] = field("errors_fixed");
+        v["decisions_made"] = field("decisions_made");
         v["duration_minutes"] = json!((minutes * 10.0).round() / 10.0);
         v["success"] = json!(success);
         self.after_session_end(&sess.id, &mut v);
         Ok(v)
-    }
-
-    /// The id of the one active session; an error listing them when there are none
-    /// or several.
-    fn active_session(&self) -> Result<String, String> {
-        let filter = MemoryFilter {
-            kind: Some("session".into()),
-            ..MemoryFilter::default()
-        };
-        let active: Vec<Memory> = self
-            .backend
-            .list_filtered(&filter, 1000, 0)
-            .map_err(err)?
-            .into_iter()
-            .filter(|m| m.metadata.get("status").and_then(Value::as_str) == Some("active"))
-            .collect();
-        match active.as_slice() {
-            [one] => Ok(one.id.clone()),
-            [] => Err("no active coding session to end; pass its id, or start one with coding_start_session".into()),
-            several => Err(format!(
-                "{} coding sessions are active; pass the id of the one to end: {}",
-                several.len(),
-                several
-                    .iter()
-                    .take(20)
-                    .map(|m| format!(
-                        "{} ({})",
-                        m.id,
-                        m.metadata.get("description").and_then(Value::as_str).unwrap_or("")
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
     }
 
     /// `coding_search_errors`: each item keeps `score` and `memory` and gets the
@@ -246,6 +196,11 @@ impl Engine {
     /// `coding_get_project_context`; with a focus, the memories matching it come first.
     pub(super) fn project_context(&self, a: &Map<String, Value>) -> ToolResult {
         let budget = bounded_count(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
+        if budget < MIN_BUDGET {
+            return Err(format!(
+                "budget {budget} is too small: the reply's JSON alone needs about {MIN_BUDGET} bytes; give at least that"
+            ));
+        }
         let mut text = String::new();
         if let Some(focus) = arg_str(a, "focus").filter(|f| !f.trim().is_empty()) {
             // From where the memory tools read (the team backend too), each tagged
@@ -289,6 +244,8 @@ impl Engine {
         if !warnings.is_empty() {
             v["warnings"] = json!(warnings);
         }
+        // The budget is the whole reply's, JSON included.
+        crate::gate::fit_text(&mut v, "context", budget.saturating_sub(CALL_MARKS));
         Ok(v)
     }
 

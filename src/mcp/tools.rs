@@ -59,9 +59,11 @@ pub(super) const fn opt(name: &'static str, ty: Ty, help: &'static str) -> Param
     }
 }
 
-/// Tool profiles: `--tools core|code|memory|coding|all|compat`, or several joined by
-/// commas (`all,compat`). A set of bits: `all` lists every tool but the compat names,
-/// `compat` adds the TeleCoder tool names (callable whatever the profile).
+/// Tool profiles: `--tools default|core|code|memory|coding|all|compat`, or several
+/// joined by commas (`all,compat`). A set of bits: `default` (the default) lists the
+/// dozen tools agents use most and lets every tool be called; `all` lists every tool
+/// but the compat names, `compat` adds the TeleCoder tool names (callable whatever
+/// the profile). The other profiles list, and let be called, only their tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Profile(u8);
 
@@ -73,11 +75,17 @@ impl Profile {
     pub const Coding: Profile = Profile(8);
     pub const All: Profile = Profile(16);
     pub const Compat: Profile = Profile(32);
+    pub const Default: Profile = Profile(64);
 
     /// Whether this profile lists a tool that `profiles` name.
     fn lists(self, profiles: &[Profile]) -> bool {
         let compat_only = profiles.contains(&Profile::Compat);
         (self.0 & Profile::All.0 != 0 && !compat_only) || profiles.iter().any(|p| self.0 & p.0 != 0)
+    }
+
+    /// Whether this profile lets every tool be called, listed or not.
+    fn calls_all(self) -> bool {
+        self.0 & (Profile::All.0 | Profile::Default.0) != 0
     }
 }
 
@@ -93,9 +101,10 @@ impl std::str::FromStr for Profile {
                 "coding" => Profile::Coding,
                 "all" => Profile::All,
                 "compat" => Profile::Compat,
+                "default" => Profile::Default,
                 _ => {
                     return Err(format!(
-                        "tool profile {part:?} is not one of core, code, memory, coding, all, compat (join several with commas)"
+                        "tool profile {part:?} is not one of default, core, code, memory, coding, all, compat (join several with commas)"
                     ))
                 }
             }
@@ -131,6 +140,16 @@ pub fn find(name: &str) -> Option<&'static ToolSpec> {
 /// The tools a profile lists.
 pub fn tools_for(profile: Profile) -> Vec<&'static ToolSpec> {
     all_specs().filter(|t| profile.lists(t.profiles)).collect()
+}
+
+/// The tools a server with `profile` lets be called: those it lists, or every tool
+/// for `default` and `all` (the TeleCoder names are routed whatever the profile).
+pub fn callable_for(profile: Profile) -> Vec<&'static ToolSpec> {
+    if profile.calls_all() {
+        all_specs().collect()
+    } else {
+        tools_for(profile)
+    }
 }
 
 /// The JSON schema of a tool's arguments.
@@ -237,6 +256,15 @@ mod tests {
             let n = tools_for(p).len();
             assert!(n > 0 && n < all, "{p:?}");
         }
+        // The default lists a dozen tools and lets every one be called.
+        let listed = tools_for(Profile::Default);
+        assert!(!listed.is_empty() && listed.len() <= 12, "{}", listed.len());
+        assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+        assert_eq!(callable_for(Profile::Default).len(), all_specs().count());
+        assert_eq!(
+            callable_for(Profile::Core).len(),
+            tools_for(Profile::Core).len()
+        );
         let spec = TOOLS.iter().find(|t| t.name == "code_search").unwrap();
         assert_eq!(schema(spec)["required"], json!(["query"]));
         let args = |v: Value| v.as_object().unwrap().clone();

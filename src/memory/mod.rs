@@ -5,6 +5,7 @@
 //! memory is and how it is found; it must never reach around the store into files,
 //! and never knows the code index: whoever opens the store chooses its projections.
 
+mod active;
 mod anchor;
 mod audit;
 mod backend;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
+pub use active::{active_among, is_open_session, ActiveSession};
 pub use anchor::{Anchor, AnchorSource, Anchorer, MAX_ANCHORS};
 pub use audit::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub(crate) use backend::recall_fetch;

@@ -293,8 +293,9 @@ pub fn search(
     let memories = matches!(opts.kind, None | Some(HitKind::Memory))
         && opts.lang.is_none()
         && opts.path_glob.is_none();
-    // Candidates per source: enough that filters and fusion have room to work.
-    let fetch = if opts.path_glob.is_some() {
+    // Candidates per source: enough that filters and fusion have room to work, and
+    // for files enough chunks that a file's further matches count (`FILE_EVIDENCE`).
+    let fetch = if opts.path_glob.is_some() || opts.kind == Some(HitKind::File) {
         top_k * 20
     } else {
         (top_k * 4).max(40)

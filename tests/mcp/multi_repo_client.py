@@ -5,7 +5,10 @@ usage: multi_repo_client.py BASE_URL REPO_A REPO_B TOKEN_A TOKEN_BOTH WEBHOOK_SE
 Checks that each repository is reached at /mcp/{repo} by the tokens that name it and
 refused (403) to the others, that /api/repos lists what a token may reach, that what is
 written in one repository is never found from the other, and that the push webhook
-re-indexes the repository in its path. Exits non-zero on the first failure.
+re-indexes the repository in its path. The server has the aliases `bee` (B) and
+`shared` (both: a collision): `bee` reaches B in the URL, but not from A's MCP
+endpoint; `shared` is refused as ambiguous, naming only the repositories the caller
+may reach. Exits non-zero on the first failure.
 """
 
 import asyncio
@@ -19,6 +22,7 @@ import urllib.request
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 BASE, A, B, TOKEN_A, TOKEN_BOTH, SECRET, B_DIR = sys.argv[1:8]
 
@@ -68,6 +72,23 @@ def plain_http():
     status, _ = http("POST", "/mcp", TOKEN_BOTH, b"{}")
     if status not in (403, 404):
         fail(f"bare /mcp with two repositories answered {status}")
+    # Aliases in the URL: `bee` is B's; `shared` is both's, so ambiguous.
+    status, body = http("GET", "/api/memory/bee/stats", TOKEN_BOTH)
+    if status != 200:
+        fail(f"stats of B by its alias: {status} {body}")
+    for path in ["/api/memory/bee/stats", "/mcp/bee"]:
+        status, _ = http("GET", path, TOKEN_A)
+        if status != 403:
+            fail(f"{path} with A's token answered {status}, not 403")
+    status, body = http("GET", "/api/memory/shared/stats", TOKEN_BOTH)
+    if status != 409 or A.encode() not in body or B.encode() not in body:
+        fail(f"an ambiguous name with both's token: {status} {body}")
+    status, body = http("GET", "/api/memory/shared/stats", TOKEN_A)
+    if status != 409 or A.encode() not in body or B.encode() in body:
+        fail(f"an ambiguous name with A's token: {status} {body}")
+    status, _ = http("GET", "/api/memory/shared/stats", None)
+    if status != 401:
+        fail(f"an ambiguous name without a token answered {status}, not 401")
     for repo, token in [(A, TOKEN_A), (A, TOKEN_BOTH), (B, TOKEN_BOTH)]:
         status, body = http("GET", f"/api/memory/{repo}/stats", token)
         if status != 200 or json.loads(body)["files"] < 1:
@@ -89,18 +110,39 @@ def plain_http():
         fail(f"webhook for B: {status} {body}")
 
 
-async def call(repo, token, name, args):
+async def call(repo, token, name, args, refused=False):
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
     async with streamable_http_client(f"{BASE}/mcp/{repo}", http_client=client) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
-            r = await session.call_tool(name, args)
+            try:
+                r = await session.call_tool(name, args)
+            except MCPError as e:
+                if refused:
+                    return str(e)
+                fail(f"{name} in {repo}: {e}")
+            if refused:
+                fail(f"{name} in {repo} with {args} was not refused: {r.content[0].text[:300]}")
             if r.is_error:
                 fail(f"{name} in {repo}: {r.content[0].text}")
             return json.loads(r.content[0].text)
 
 
 async def over_mcp():
+    # B by its alias, in the URL and in `repo`.
+    stats = await call("bee", TOKEN_BOTH, "memory_stats", {"repo": "bee"})
+    if stats["repo"] != B:
+        fail(f"memory_stats at /mcp/bee: {stats}")
+    # From A's endpoint, B is out of scope by any name, even for a token reaching both,
+    # and the refusal names none of B's names.
+    for name in [B, "bee"]:
+        msg = await call(A, TOKEN_BOTH, "memory_stats", {"repo": name}, refused=True)
+        listed = msg.split("name it as one of: ")[-1].split(", ")
+        if "not one this caller may reach" not in msg or A not in listed or {"bee", B} & set(listed):
+            fail(f"repo {name!r} from A: {msg}")
+    msg = await call(A, TOKEN_BOTH, "memory_stats", {"repo": "shared"}, refused=True)
+    if "ambiguous" not in msg or A not in msg or B in msg:
+        fail(f"repo 'shared' from A: {msg}")
     await call(A, TOKEN_A, "memory_write_structured", {"text": "the zebracorn rollout waits for the audit", "insights": ["decision"]})
     found = await call(A, TOKEN_BOTH, "memory_search", {"query": "zebracorn rollout"})
     if "zebracorn" not in json.dumps(found):

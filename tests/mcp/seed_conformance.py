@@ -1,6 +1,10 @@
 """Seed conformance: every tool call of the seed systems goes in unchanged.
 
-usage: seed_conformance.py ENGRAM_BIN STORE_DIR REPO_DIR
+usage: seed_conformance.py ENGRAM_BIN STORE_DIR REPO_DIR FOREIGN_DIR
+
+REPO_DIR is a checkout whose folder is `widgets` and whose remote is
+https://github.com/acme/widgets.git; FOREIGN_DIR is a directory the server does not
+serve.
 
 Drives `engram serve --tools all,compat` with the official Python MCP SDK. For each
 tool of seeds 000 (TeleCoder), 001 (Kagura) and 003 (Galaxybrain), and the tools the
@@ -8,7 +12,9 @@ audit maps seeds 002 and 004 onto, the seed's own call goes in as the seed write
 (argument names, types, string-encoded values, user_id/project_id/repo); it must
 succeed, and its effect is checked through engram's own tools. Also: an alias given
 with its canonical name and a different value is refused naming both, and `repo`
-naming another repository is refused. Exits non-zero on the first failure.
+naming another repository is refused, listing the names that work; the seeds'
+`repo` / `project_id` are accepted as any name the repository answers to (store name,
+folder, ".", absolute path, `owner/name`). Exits non-zero on the first failure.
 """
 
 import asyncio
@@ -141,6 +147,34 @@ async def kagura(s, repo):
     check("no active coding session" in msg, f"end without active: {msg}")
 
 
+async def by_every_name(s, store_name, repo_dir, foreign_dir):
+    """Seeds 000 and 001 name the repository as they know it: any of its names works."""
+    real = os.path.realpath(repo_dir)
+    good = [store_name, "widgets", ".", real, real + "/src/..", "acme/widgets", "ACME/Widgets"]
+    for i, name in enumerate(good):
+        await call(s, "telecoder_set_note", {"repo": name, "key": f"name-{i}", "value": f"set via {name}"})
+        notes = await call(s, "telecoder_get_notes", {"repo": name})
+        check(f"name-{i}" in json.dumps(notes), f"get_notes via {name!r}: {notes}")
+        r = await call(s, "telecoder_search_code", {"repo": name, "query": "parse request line", "top_k": 3})
+        check(r["hits"], f"search_code via {name!r}: {r}")
+        r = await call(s, "symbol_search", {"repo": name, "name": "parse_request"})
+        check(r["symbols"], f"symbol_search via {name!r}: {r}")
+        scope = {"user_id": "kiyota", "project_id": name}
+        r = await call(s, "coding_get_project_context", scope)
+        check("context" in r, f"project context via {name!r}: {r}")
+        await call(s, "coding_search_errors", {**scope, "query": "TypeError"})
+        await call(s, "coding_analyze_patterns", scope)
+    # Names of no served repository are refused, with the names that would work.
+    for bad in ["gadgets", os.path.realpath(foreign_dir), "acme/gadgets", "widgets/", "Widgets",
+                real + "/src", os.path.dirname(real), "*", ""]:
+        for arg in ["repo", "project_id"]:
+            msg = await refused(s, "telecoder_get_notes" if arg == "repo" else "coding_analyze_patterns",
+                                {arg: bad, "user_id": "u"} if arg == "project_id" else {arg: bad})
+            check(arg in msg and "not one this caller may reach" in msg, f"{arg}={bad!r}: {msg}")
+            for works in [store_name, "widgets", "acme/widgets", real, "."]:
+                check(works in msg, f"{arg}={bad!r}: {works!r} not listed in {msg}")
+
+
 async def galaxybrain(s):
     """Seed 003: context/symbol_keys/memory_id/pattern_set_id/target_key, hash64 ints."""
     sym = (await call(s, "symbol_search", {"name": "parse_request"}))["symbols"][0]["key"]
@@ -219,7 +253,7 @@ async def libraries(s):
 
 
 async def main():
-    engram, store, repo_dir = sys.argv[1:4]
+    engram, store, repo_dir, foreign_dir = sys.argv[1:5]
     repo = os.path.basename(os.path.normpath(store))
     params = StdioServerParameters(
         command=engram, args=["--store", store, "serve", "--repo", repo_dir, "--tools", "all,compat"],
@@ -233,6 +267,7 @@ async def main():
             check(stats["repo"] == repo, f"repo name: {stats}")
             await telecoder(s, repo, repo_dir)
             await kagura(s, repo)
+            await by_every_name(s, repo, repo_dir, foreign_dir)
             await galaxybrain(s)
             await libraries(s)
     print("seed conformance: ok")

@@ -17,11 +17,12 @@ impl Drop for Killed {
 /// Spawn `cmd` (an `engram … serve --http 127.0.0.1:0 …`), wait for its first line of
 /// output and return the server with that line and its base URL (`http://ADDR`).
 pub fn start(cmd: &mut Command) -> (Killed, serde_json::Value, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    start_logging(cmd, Stdio::null())
+}
+
+/// [`start`], with the server's log (stderr) going to `log`.
+pub fn start_logging(cmd: &mut Command, log: Stdio) -> (Killed, serde_json::Value, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(log).spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let server = Killed(child);
     let mut first = String::new();

@@ -109,15 +109,53 @@ pub enum ErrorCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Make a new token, print it once, and store its hash in the tokens file.
+    /// Make a new token, print it once (the only thing on stdout), and store its hash
+    /// in the tokens file; a running server accepts it at once.
     New {
         /// A name for who holds it.
         #[arg(long, default_value = "token")]
         name: String,
-        /// A repository (store name) it may reach; repeatable; default: the current one.
-        #[arg(long = "repo")]
+        /// A repository it may reach: a path, or any name the server knows it by (store
+        /// name, folder name, owner/name of a git remote, alias); `*` for every one;
+        /// repeatable; default: the current one.
+        #[arg(long = "repo", value_name = "PATH|NAME")]
         repos: Vec<String>,
     },
+    /// List the tokens: ids, names, repositories, creation times (never the tokens).
+    List,
+    /// Revoke a token by its id (or its name, when only one token has it); a running
+    /// server refuses it at once.
+    Revoke {
+        /// The id `engram token list` shows.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Write engram's hook entries into .claude/settings.json of the repository (once:
+    /// installing again replaces them; the file's other settings and hooks stay).
+    Install {
+        /// Into ~/.claude/settings.json instead: every repository you open.
+        #[arg(long)]
+        user: bool,
+        /// Print the settings file as it would be, and write nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Remove engram's hook entries (and only those) from .claude/settings.json.
+    Uninstall {
+        /// From ~/.claude/settings.json instead.
+        #[arg(long)]
+        user: bool,
+        /// Print the settings file as it would be, and write nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Run one hook: read the JSON Claude Code sends on stdin and act on EVENT
+    /// (SessionStart, PostToolUse, SessionEnd or Stop). Claude Code runs this.
+    #[command(hide = true)]
+    Run { event: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -144,7 +182,8 @@ pub enum SessionCommand {
     },
     /// End a session and print its summary.
     End {
-        id: String,
+        /// The session (default: the one open session).
+        id: Option<String>,
         /// The session did not reach its goal.
         #[arg(long)]
         failed: bool,
