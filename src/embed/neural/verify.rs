@@ -80,7 +80,9 @@ impl Stamp {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Verified {
     sha256: String,
-    #[serde(flatten)]
+    // Nested, not `#[serde(flatten)]`: flattening buffers numbers, and with
+    // serde_json's `arbitrary_precision` (which another feature of the build may turn
+    // on) the buffered numbers no longer read back as integers.
     stamp: Stamp,
 }
 
