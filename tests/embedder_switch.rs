@@ -79,6 +79,7 @@ fn tree(root: &Path) {
     }
 }
 
+/// A plain pass with `embedder` (not keywords first: these tests follow a switch).
 fn index_with(store: &Store, root: &Path, embedder: Arc<dyn Embedder>) -> index::IndexReport {
     index::index(
         store,
@@ -86,6 +87,7 @@ fn index_with(store: &Store, root: &Path, embedder: Arc<dyn Embedder>) -> index:
         &IndexOptions {
             embedder,
             threads: 1,
+            keywords_first: false,
             ..IndexOptions::default()
         },
     )
@@ -160,6 +162,7 @@ fn a_switch_keeps_the_old_space_searchable_until_the_new_one_is_complete() {
         &IndexOptions {
             embedder: b.clone(),
             threads: 1,
+            keywords_first: false,
             ..IndexOptions::default()
         },
     );
@@ -300,10 +303,89 @@ fn stored_chunks_that_differ_from_the_preparation_are_written_in_full() {
             embedder: Arc::new(TestEmbedder::new(usize::MAX, Duration::ZERO)),
             secret_action: SecretAction::Exclude,
             threads: 1,
+            keywords_first: false,
             ..IndexOptions::default()
         },
     )
     .unwrap();
     assert_eq!(r.files_indexed, 1, "{r:?}");
     assert_eq!(r.files_reembedded, FILES as u64, "{r:?}");
+}
+
+#[test]
+fn keywords_first_answers_before_the_vectors_are_in_and_fully_after() {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    tree(repo.path());
+    let store = open(dir.path());
+    let b: Arc<dyn Embedder> = Arc::new(TestEmbedder::new(usize::MAX, Duration::ZERO));
+    let opts = IndexOptions {
+        embedder: b.clone(),
+        threads: 1,
+        ..IndexOptions::default()
+    };
+    assert!(opts.keywords_first, "keywords first is the default");
+
+    // The keywords pass alone (what a first search over MCP waits for): every file is
+    // in, with the built-in vectors and none of B's yet.
+    let keywords = index::index_keywords(&store, repo.path(), &opts).unwrap();
+    assert_eq!(keywords.files_indexed, FILES as u64, "{keywords:?}");
+    let a_vectors = count(&store, A);
+    assert!(a_vectors >= FILES as u64, "{a_vectors}");
+    assert_eq!(count(&store, "test-b-64"), 0);
+    let early = search(
+        &store,
+        "parse_header_3",
+        &SearchOptions {
+            embedder: b.clone(),
+            ..SearchOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        early.hits.first().and_then(|h| h.path.as_deref()),
+        Some("src/m3.py"),
+        "{early:?}"
+    );
+    let mid = vector_search(&store, b.clone());
+    assert_eq!(mid.vector_space.as_deref(), Some(A), "{mid:?}");
+    assert!(vector_hits(&mid) > 0, "{mid:?}");
+
+    // The whole pass: nothing re-chunked, B's vectors added to every chunk, and both
+    // times reported.
+    let seqs = chunk_seqs(&store);
+    let full = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!(full.files_indexed, 0, "{full:?}");
+    assert_eq!(full.files_reembedded, FILES as u64, "{full:?}");
+    let k = full.keyword_seconds.expect("the keywords pass is timed");
+    assert!(k <= full.seconds, "{full:?}");
+    assert_eq!(chunk_seqs(&store), seqs);
+    assert_eq!(count(&store, "test-b-64"), a_vectors);
+    let done = vector_search(&store, b.clone());
+    assert_eq!(done.vector_space, None, "B is complete: its own space");
+    assert!(vector_hits(&done) > 0, "{done:?}");
+
+    // An edit: the keywords pass rewrites the file, B's pass adds its vectors, and the
+    // other files are left alone by both (their records still name B).
+    write(
+        repo.path(),
+        "src/m0.py",
+        "def compute_checksum_0(buffer):\n    \"\"\"Sum the bytes, modulo a prime.\"\"\"\n    return sum(buffer) % 65521\n",
+    );
+    let edit = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!(edit.files_indexed, 1, "{edit:?}");
+    assert_eq!(edit.files_reembedded, 1, "{edit:?}");
+    assert_eq!(edit.files_unchanged, FILES as u64 - 1, "{edit:?}");
+    assert_eq!(count(&store, "test-b-64"), count(&store, A));
+    assert_eq!(vector_search(&store, b.clone()).vector_space, None);
+    let again = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!(
+        (
+            again.files_indexed,
+            again.files_reembedded,
+            again.files_unchanged
+        ),
+        (0, 0, FILES as u64),
+        "{again:?}"
+    );
 }

@@ -48,8 +48,15 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             v["memories_embedded"] = json!(embedded);
             out.value(&v, || {
                 let redactions: u64 = report.redactions.values().sum();
+                let first = report.keyword_seconds.map_or_else(String::new, |k| {
+                    format!(
+                        "searchable after {k:.2} s (keywords and built-in vectors); {} vectors in {:.2} s more\n",
+                        opts.embedder.name(),
+                        report.seconds - k
+                    )
+                });
                 format!(
-                    "indexed {} files ({} unchanged, {} re-embedded, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s\nstore: {}",
+                    "{first}indexed {} files ({} unchanged, {} re-embedded, {} deleted, {} skipped), {} chunks, {} secrets redacted, in {:.2} s with {}\nstore: {}",
                     report.files_indexed,
                     report.files_unchanged,
                     report.files_reembedded,
@@ -58,6 +65,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     report.chunks,
                     redactions,
                     report.seconds,
+                    opts.embedder.name(),
                     dir.display()
                 )
             })?;

@@ -47,6 +47,9 @@ pub(super) struct PrepareJob<'a> {
     /// Embed each file on the thread that prepares it: the pass already runs one
     /// preparing thread per core it was given (or was asked for one thread).
     pub embed_here: bool,
+    /// A keywords-first pass ([`super::pass`]): a file whose content is indexed counts
+    /// as unchanged whatever embedder made its vectors.
+    pub content_only: bool,
 }
 
 /// What the committing writer is handed, in file order.
@@ -83,7 +86,9 @@ impl PrepareJob<'_> {
         let hash = format!("{:016x}", hash64(text));
         let lang = walk::language(&f.rel);
         let old = self.hint.get(&f.rel);
-        let same_content = old.is_some_and(|k| k.hash == hash && k.embedder == self.embedder_name);
+        let same_content = old.is_some_and(|k| {
+            k.hash == hash && (self.content_only || k.embedder == self.embedder_name)
+        });
         let content = if same_content {
             None
         } else {

@@ -61,14 +61,42 @@ impl Job {
         std::thread::Builder::new()
             .name("engram-first-index".into())
             .spawn(move || {
-                let outcome = index::index(memories.store(), &root, &opts)
-                    .map(|r| r.files_indexed)
-                    .map_err(|e| e.to_string());
+                // Keywords first: calls waiting for the first index are answered once
+                // the keyword lists (and the built-in vectors) are in; a slower
+                // embedder's vectors are added after, and search moves to them once
+                // they are complete.
+                let slow = opts.splits_keywords_first();
+                let first = if slow {
+                    index::index_keywords(memories.store(), &root, &opts)
+                } else {
+                    index::index(memories.store(), &root, &opts)
+                };
+                let outcome = first.map(|r| r.files_indexed).map_err(|e| e.to_string());
                 if let Err(e) = &outcome {
                     tracing::warn!("the first index of {} failed: {e}", root.display());
                 }
+                let fill = slow && outcome.is_ok();
                 *ran.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
                 ran.ended.notify_all();
+                if fill {
+                    let opts = IndexOptions {
+                        progress: None,
+                        ..opts
+                    };
+                    match index::index(memories.store(), &root, &opts) {
+                        Ok(r) => tracing::info!(
+                            "{}'s vectors added to {} files in {:.1} s",
+                            opts.embedder.name(),
+                            r.files_reembedded + r.files_indexed,
+                            r.seconds
+                        ),
+                        Err(e) => tracing::warn!(
+                            "{}'s vectors for {}: {e}; search uses the built-in vectors meanwhile",
+                            opts.embedder.name(),
+                            root.display()
+                        ),
+                    }
+                }
             })
             .map_err(|e| ManagerError::Invalid(format!("cannot start indexing: {e}")))?;
         Ok(job)
