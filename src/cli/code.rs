@@ -132,7 +132,14 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .iter()
                     .map(|h| match (&h.path, h.start_line, h.end_line) {
                         (Some(p), Some(s), Some(e)) => {
-                            format!("{:.4}  {p}:{s}-{e}  {}", h.score, h.snippet)
+                            // A code snippet is several lines: under the hit, indented.
+                            let head = match &h.symbol {
+                                Some(sym) => format!("{:.4}  {p}:{s}-{e}  {sym}", h.score),
+                                None => format!("{:.4}  {p}:{s}-{e}", h.score),
+                            };
+                            let body: Vec<String> =
+                                h.snippet.lines().map(|l| format!("    {l}")).collect();
+                            format!("{head}\n{}", body.join("\n"))
                         }
                         _ => format!("{:.4}  {}  {}", h.score, h.key, h.snippet),
                     })

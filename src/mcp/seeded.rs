@@ -26,6 +26,7 @@ fn memory_hit(m: &Memory, score: f64) -> SearchHit {
         start_line: None,
         end_line: None,
         symbol: None,
+        signature: None,
         score,
         snippet: m
             .text

@@ -34,6 +34,13 @@ pub fn hits(found: &[SearchHit], budget: &mut Budget) -> Vec<Value> {
             "end_line": h.end_line, "symbol": h.symbol, "score": h.score,
             "snippet": snippet.text, "source": source,
         });
+        if let Some(signature) = h.signature.as_deref() {
+            let Some(clean) = budget.take(signature) else {
+                break;
+            };
+            flags.extend(clean.flags);
+            v["signature"] = json!(clean.text);
+        }
         if let Some(text) = h.text.as_deref() {
             let Some(clean) = budget.take(text) else {
                 break;

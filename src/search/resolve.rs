@@ -50,6 +50,7 @@ fn code_hit(key: String, kind: HitKind, path: String, (start, end): (u64, u64)) 
         start_line: Some(start),
         end_line: Some(end),
         symbol: None,
+        signature: None,
         score: 0.0,
         snippet: String::new(),
         text: None,
@@ -115,6 +116,7 @@ pub(super) fn hits(
                     start_line: None,
                     end_line: None,
                     symbol: None,
+                    signature: None,
                     score: *score,
                     snippet,
                     text: Some(m.text),
@@ -130,6 +132,7 @@ pub(super) fn hits(
                 continue;
             }
             let snippet = info.signature.chars().take(200).collect();
+            let signature = Some(info.signature.clone()).filter(|s| !s.is_empty());
             let hit = code_hit(
                 info.key,
                 HitKind::Symbol,
@@ -139,6 +142,7 @@ pub(super) fn hits(
             (
                 SearchHit {
                     symbol: Some(info.qualified_name),
+                    signature,
                     score: *score,
                     snippet,
                     ..hit
@@ -153,11 +157,12 @@ pub(super) fn hits(
                 continue;
             }
             let (hit_key, kind) = (info.key, HitKind::Chunk);
-            let body = store.get(key)?.map(|r| r.body).unwrap_or_default();
+            let (body, signature) = chunk_text(store, key)?;
             let hit = SearchHit {
                 symbol: info.symbol,
+                signature,
                 score: *score,
-                snippet: best_line(&String::from_utf8_lossy(&body), &terms),
+                snippet: best_span(&body, &terms),
                 ..code_hit(hit_key, kind, info.path, (info.start_line, info.end_line))
             };
             (hit, info.mtime_ms)
@@ -212,12 +217,13 @@ fn file_hits(
             out[i].0.score += FILE_EVIDENCE * score;
             continue;
         }
-        let body = store.get(key)?.map(|r| r.body).unwrap_or_default();
+        let (body, signature) = chunk_text(store, key)?;
         at.insert(info.path.clone(), out.len());
         let hit = SearchHit {
             symbol: info.symbol,
+            signature,
             score: *score,
-            snippet: best_line(&String::from_utf8_lossy(&body), terms),
+            snippet: best_span(&body, terms),
             ..code_hit(
                 format!("file:{}", info.path),
                 HitKind::File,
@@ -266,6 +272,84 @@ fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// A chunk's text and the signature of the symbol it is code of (the last part of
+/// its context line, `Type · signature`), if it has one.
+fn chunk_text(store: &Store, key: &str) -> Result<(String, Option<String>), SearchError> {
+    let Some(r) = store.get(key)? else {
+        return Ok((String::new(), None));
+    };
+    let signature = r
+        .meta
+        .get("context")
+        .and_then(|c| c.as_str())
+        .and_then(|c| c.rsplit(" · ").next())
+        .map(|s| s.trim().chars().take(300).collect::<String>())
+        .filter(|s| !s.is_empty());
+    Ok((String::from_utf8_lossy(&r.body).into_owned(), signature))
+}
+
+/// Lines a code snippet shows at most: the best line, two before and three after.
+const SPAN_BEFORE: usize = 2;
+const SPAN_AFTER: usize = 3;
+/// Characters a code snippet holds at most (each line also at most 200).
+const SPAN_CHARS: usize = 800;
+
+/// The lines around the line holding the most query terms (see [`best_line`]),
+/// within the chunk: blank lines at either end dropped, the indentation they share
+/// removed, each line cut at 200 characters and the whole at [`SPAN_CHARS`].
+fn best_span(text: &str, terms: &[String]) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let best = best_line_index(&lines, terms).unwrap_or(0);
+    let mut from = best.saturating_sub(SPAN_BEFORE);
+    let mut to = (best + SPAN_AFTER + 1).min(lines.len());
+    while from < best && lines[from].trim().is_empty() {
+        from += 1;
+    }
+    while to > best + 1 && lines[to - 1].trim().is_empty() {
+        to -= 1;
+    }
+    let span = lines.get(from..to).unwrap_or(&[]);
+    let indent = span
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for line in span {
+        let line: String = line
+            .get(indent..)
+            .unwrap_or(line.trim_start())
+            .trim_end()
+            .chars()
+            .take(200)
+            .collect();
+        if out.len() + line.len() + 1 > SPAN_CHARS && !out.is_empty() {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&line);
+    }
+    out.chars().take(SPAN_CHARS).collect()
+}
+
+/// The index of the line holding the most query terms (the first on a tie), else of
+/// the first non-blank line.
+fn best_line_index(lines: &[&str], terms: &[String]) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, line) in lines.iter().enumerate() {
+        let lower = line.to_lowercase();
+        let n = terms.iter().filter(|t| lower.contains(t.as_str())).count();
+        if n > 0 && best.is_none_or(|(_, b)| n > b) {
+            best = Some((i, n));
+        }
+    }
+    best.map(|(i, _)| i)
+        .or_else(|| lines.iter().position(|l| !l.trim().is_empty()))
+}
+
 /// The line holding the most query terms (the first such on a tie), else the first
 /// non-blank line; trimmed to 200 characters.
 fn best_line(text: &str, terms: &[String]) -> String {
@@ -295,5 +379,24 @@ mod tests {
         assert_eq!(best_line(text, &terms), "fn parse_request(req: Request) {}");
         assert_eq!(best_line("\n\n  first  \nsecond", &terms), "first");
         assert_eq!(best_line(&"x".repeat(500), &[]).len(), 200);
+    }
+
+    #[test]
+    fn the_code_snippet_is_the_span_around_the_best_line_dedented_and_capped() {
+        let text = "impl Server {\n    /// Parse a request line.\n    fn parse_request(&self, line: &str) -> Request {\n        let mut parts = line.split(' ');\n        let method = parts.next();\n        let path = parts.next();\n        Request::new(method, path)\n    }\n}\n";
+        let terms = query_terms("split parts");
+        assert_eq!(
+            best_span(text, &terms),
+            "/// Parse a request line.\nfn parse_request(&self, line: &str) -> Request {\n    let mut parts = line.split(' ');\n    let method = parts.next();\n    let path = parts.next();\n    Request::new(method, path)"
+        );
+        // Blank lines at the ends are dropped; no match shows the first lines.
+        assert_eq!(best_span("\n\nfn a() {}\n\n", &[]), "fn a() {}");
+        // Long lines and long spans are capped.
+        let long = format!("{}\n", "y".repeat(300)).repeat(10);
+        let span = best_span(&long, &[]);
+        assert_eq!(span.lines().count(), 3);
+        assert!(span.lines().all(|l| l.chars().count() == 200));
+        assert!(best_span(&long, &[]).len() <= SPAN_CHARS);
+        assert_eq!(best_span("", &terms), "");
     }
 }

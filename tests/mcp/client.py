@@ -116,6 +116,12 @@ async def scenario(session, bench):
         fail(f"code_search: {hits}")
     if not hits[0]["source"].startswith("[source: src/http.rs:"):
         fail(f"code_search attribution: {hits[0]}")
+    # The hit shows the lines around its best line and the enclosing function's
+    # signature, not one line.
+    if hits[0].get("symbol") != "parse_request" or "fn parse_request(line: &str)" not in hits[0].get("signature", ""):
+        fail(f"code_search symbol and signature: {hits[0]}")
+    if len(hits[0]["snippet"].splitlines()) < 3 or "let mut it" not in hits[0]["snippet"]:
+        fail(f"code_search snippet is not the span around its best line: {hits[0]}")
     syms = (await call(session, "symbol_search", {"name": "parse_request"}))["symbols"]
     if not syms or syms[0]["qualified_name"] != "parse_request":
         fail(f"symbol_search: {syms}")
