@@ -454,3 +454,48 @@ fn a_rename_prefers_the_same_file_over_an_identical_body_elsewhere() {
     assert_eq!(mark["reason"], "renamed");
     assert_eq!(mark["now_key"], "sym:src/a.py#twin:function:1:3");
 }
+
+#[test]
+fn confirm_follows_a_symbol_anchor_whose_lines_moved_or_whose_name_changed() {
+    let (_tmp, repo, store) = setup();
+    let key = "sym:src/net.py#Session.request:method:2:4";
+    let m = ok_json(
+        &store,
+        &["remember", "request must retry once", "--symbol", key],
+    );
+    let id = m["id"].as_str().unwrap().to_string();
+
+    // Two lines above the class: the method's lines move, its body does not.
+    write(
+        &repo,
+        "src/net.py",
+        &format!("import os\nimport sys\n{NET_V1}"),
+    );
+    index(&store, &repo);
+    assert!(stale(&store).is_empty(), "moved lines are not a change");
+    let c = ok_json(&store, &["confirm", &id]);
+    assert_eq!(
+        c["memory"]["symbols"][0], "sym:src/net.py#Session.request:method:4:6",
+        "{c}"
+    );
+
+    // Renamed with the same body: reported renamed, and confirm moves the memory
+    // to the new name.
+    write(
+        &repo,
+        "src/net.py",
+        &format!(
+            "import os\nimport sys\n{}",
+            NET_V1.replace("def request", "def fetch")
+        ),
+    );
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s[0]["stale"][0]["reason"], "renamed", "{s:?}");
+    let c = ok_json(&store, &["confirm", &id]);
+    assert_eq!(
+        c["memory"]["symbols"][0], "sym:src/net.py#Session.fetch:method:4:6",
+        "{c}"
+    );
+    assert!(stale(&store).is_empty());
+}

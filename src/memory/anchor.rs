@@ -83,6 +83,21 @@ pub trait Anchorer: Send + Sync {
         db: &rusqlite::Connection,
         memory: &Memory,
     ) -> crate::store::Result<Vec<Anchor>>;
+
+    /// The key that `key`, a `sym:` key a memory references, names now: itself while
+    /// it is in the index; else the same symbol after its lines moved, or renamed or
+    /// moved to another file with the same body (`hash`, its anchor's), or found by
+    /// name and kind alone when exactly one symbol has them. `None` when none is found.
+    /// The default knows no code: every key is as given.
+    fn current_key(
+        &self,
+        db: &rusqlite::Connection,
+        key: &str,
+        hash: Option<&str>,
+    ) -> crate::store::Result<Option<String>> {
+        let _ = (db, hash);
+        Ok(Some(key.to_string()))
+    }
 }
 
 /// Computes a memory's anchors for a backend that holds no code of its own (the
@@ -106,9 +121,31 @@ impl Memories {
     pub fn reanchor(&self, id: &str) -> Result<Memory> {
         self.locked(|l| {
             let id = normalise_id(id)?;
-            let old = l
+            let mut old = l
                 .get(&id)?
                 .ok_or_else(|| MemoryError::NotFound(id.clone()))?;
+            // A symbol whose lines moved (or that was renamed, or moved with its body)
+            // has another key now: follow it rather than refuse the old one.
+            if let Some(a) = &self.anchorer {
+                let anchors = std::mem::take(&mut old.anchors);
+                let symbols = l.with_tracker(|db| {
+                    old.symbols
+                        .iter()
+                        .map(|s| {
+                            if !s.starts_with("sym:") {
+                                return Ok(s.clone());
+                            }
+                            let hash = anchors
+                                .iter()
+                                .find(|x| &x.key == s)
+                                .map(|x| x.hash.as_str());
+                            Ok(a.current_key(db, s, hash)?.unwrap_or_else(|| s.clone()))
+                        })
+                        .collect::<crate::store::Result<Vec<String>>>()
+                })?;
+                old.symbols = symbols;
+                old.anchors = anchors;
+            }
             self.update_locked(l, &id, old)
         })
     }

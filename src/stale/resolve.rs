@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::target_of;
 use crate::key::Key;
@@ -128,6 +128,56 @@ impl Anchorer for CodeAnchorer {
             }
         }
         Ok(out)
+    }
+
+    fn current_key(
+        &self,
+        db: &Connection,
+        key: &str,
+        hash: Option<&str>,
+    ) -> crate::store::Result<Option<String>> {
+        let live = db
+            .prepare_cached("SELECT 1 FROM records WHERE key_hash = ?1")?
+            .exists([crate::key::hash64(key) as i64])?;
+        if live {
+            return Ok(Some(key.to_string()));
+        }
+        let Some(t) = target_of(key) else {
+            return Ok(None);
+        };
+        // The same symbol (path, name, kind) at other lines.
+        let same: Option<String> = db
+            .prepare_cached(
+                "SELECT r.key FROM stale_code c JOIN records r ON r.key_hash = c.key_hash
+                 WHERE c.target = ?1",
+            )?
+            .query_row([&t.target], |r| r.get(0))
+            .optional()?;
+        if same.is_some() {
+            return Ok(same);
+        }
+        // Renamed, or moved to another file, with the same body.
+        if let Some(h) = hash {
+            if let Some(c) = super::projection::moved_to(db, h, &t.target)? {
+                return Ok(Some(c.key));
+            }
+        }
+        // Its file moved and the body changed: the one symbol of that name and kind.
+        let Some((_, name_kind)) = t.target.split_once('#') else {
+            return Ok(None);
+        };
+        let suffix = format!("#{name_kind}");
+        let mut stmt = db.prepare_cached(
+            "SELECT r.key FROM stale_code c JOIN records r ON r.key_hash = c.key_hash
+             WHERE c.kind = ?1 AND substr(c.target, -length(?2)) = ?2 LIMIT 2",
+        )?;
+        let found = stmt
+            .query_map(params![t.kind, suffix], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(match found.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        })
     }
 }
 
