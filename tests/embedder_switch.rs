@@ -389,3 +389,62 @@ fn keywords_first_answers_before_the_vectors_are_in_and_fully_after() {
         "{again:?}"
     );
 }
+
+/// Over MCP, indexing with a slow embedder answers once the keywords are in, and the
+/// embedder's vectors are added by the engine in the background.
+#[test]
+fn jit_index_directory_answers_after_the_keywords_and_fills_vectors_in_the_background() {
+    use engram::gate::{Caps, Gate};
+    use engram::mcp::Engine;
+    use engram::memory::Memories;
+
+    let repo = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    tree(repo.path());
+    // Slow enough that the fill cannot be done when the call returns.
+    let b: Arc<dyn Embedder> = Arc::new(TestEmbedder::new(usize::MAX, Duration::from_millis(300)));
+    let memories = Memories::open(dir.path().join("store")).unwrap();
+    let gate = Gate::new(
+        "repo",
+        Some(repo.path().to_path_buf()),
+        Vec::new(),
+        Caps::default(),
+    );
+    let engine = Engine::new(
+        memories,
+        gate,
+        IndexOptions {
+            embedder: b.clone(),
+            threads: 1,
+            ..IndexOptions::default()
+        },
+    );
+    let args = |v: serde_json::Value| v.as_object().cloned().unwrap();
+    let r = engine
+        .call("jit_index_directory", &args(serde_json::json!({})))
+        .unwrap();
+    assert_eq!(r["files_indexed"], FILES as u64, "{r}");
+    assert!(
+        r["vectors"]
+            .as_str()
+            .is_some_and(|v| v.contains("test-b-64")),
+        "{r}"
+    );
+    let store = engine.memories.store();
+    assert!(count(store, "test-b-64") < count(store, A));
+    let hits = engine
+        .call(
+            "code_search",
+            &args(serde_json::json!({"query": "parse_header_2"})),
+        )
+        .unwrap();
+    assert_eq!(hits["hits"][0]["path"], "src/m2.py", "{hits}");
+
+    assert!(engine.vector_fill.wait_idle(Duration::from_secs(60)));
+    let status = engine.vector_fill.status();
+    assert_eq!(status.last_error, None, "{status:?}");
+    assert!(status.runs >= 1);
+    assert_eq!(count(store, "test-b-64"), count(store, A));
+    let done = vector_search(store, b.clone());
+    assert_eq!(done.vector_space, None, "B is complete: its own space");
+}

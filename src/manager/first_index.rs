@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::ManagerError;
+use super::{ManagerError, VectorFill};
 use crate::index::{self, IndexOptions};
 use crate::memory::Memories;
 
@@ -42,6 +42,7 @@ impl Job {
         memories: Arc<Memories>,
         root: PathBuf,
         opts: &IndexOptions,
+        fill: Arc<VectorFill>,
     ) -> Result<Arc<Job>, ManagerError> {
         let job = Arc::new(Job {
             done: AtomicU64::new(0),
@@ -63,8 +64,8 @@ impl Job {
             .spawn(move || {
                 // Keywords first: calls waiting for the first index are answered once
                 // the keyword lists (and the built-in vectors) are in; a slower
-                // embedder's vectors are added after, and search moves to them once
-                // they are complete.
+                // embedder's vectors are added after, by the engine's fill, and
+                // search moves to them once they are complete.
                 let slow = opts.splits_keywords_first();
                 let first = if slow {
                     index::index_keywords(memories.store(), &root, &opts)
@@ -75,27 +76,11 @@ impl Job {
                 if let Err(e) = &outcome {
                     tracing::warn!("the first index of {} failed: {e}", root.display());
                 }
-                let fill = slow && outcome.is_ok();
+                let fill_now = slow && outcome.is_ok();
                 *ran.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
                 ran.ended.notify_all();
-                if fill {
-                    let opts = IndexOptions {
-                        progress: None,
-                        ..opts
-                    };
-                    match index::index(memories.store(), &root, &opts) {
-                        Ok(r) => tracing::info!(
-                            "{}'s vectors added to {} files in {:.1} s",
-                            opts.embedder.name(),
-                            r.files_reembedded + r.files_indexed,
-                            r.seconds
-                        ),
-                        Err(e) => tracing::warn!(
-                            "{}'s vectors for {}: {e}; search uses the built-in vectors meanwhile",
-                            opts.embedder.name(),
-                            root.display()
-                        ),
-                    }
+                if fill_now {
+                    fill.request(memories, root, &opts);
                 }
             })
             .map_err(|e| ManagerError::Invalid(format!("cannot start indexing: {e}")))?;
@@ -142,6 +127,7 @@ impl FirstIndex {
         memories: &Arc<Memories>,
         root: Option<&Path>,
         opts: &IndexOptions,
+        fill: &Arc<VectorFill>,
         wait: Duration,
     ) -> Result<Option<String>, ManagerError> {
         if self.indexed.load(Ordering::Acquire) {
@@ -161,7 +147,7 @@ impl FirstIndex {
                             "this repository has never been indexed, and there is no repository root to index".into(),
                         ));
                     };
-                    let job = Job::start(memories.clone(), root.to_path_buf(), opts)?;
+                    let job = Job::start(memories.clone(), root.to_path_buf(), opts, fill.clone())?;
                     *slot = Some(job.clone());
                     job
                 }

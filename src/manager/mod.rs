@@ -17,6 +17,7 @@ mod mcp_provider;
 mod mcp_result;
 mod providers;
 mod scan;
+mod vector_fill;
 
 use std::sync::Arc;
 
@@ -35,6 +36,7 @@ pub use providers::{
     SessionMemoryProvider, StoreProviders, StoreVectorStore, SymbolChunker, VectorStore,
 };
 pub use scan::{scan_memories, scan_memory};
+pub use vector_fill::{FillStatus, VectorFill};
 
 use crate::gate::{Block, Gate, GateError};
 use crate::memory::MemoryFilter;

@@ -15,7 +15,7 @@ use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
-use crate::manager::{BackendProviders, FirstIndex, MemoryManager, StoreProviders};
+use crate::manager::{BackendProviders, FirstIndex, MemoryManager, StoreProviders, VectorFill};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
@@ -51,6 +51,8 @@ pub struct Engine {
     /// index before answering with what is indexed so far ([`FirstIndex`]).
     pub first_index_wait: std::time::Duration,
     first_index: FirstIndex,
+    /// Adds a slow embedder's vectors after a keywords-first pass, in the background.
+    pub vector_fill: Arc<VectorFill>,
 }
 
 impl Engine {
@@ -78,6 +80,7 @@ impl Engine {
             pattern_sets: memories_defs,
             first_index_wait: crate::manager::FIRST_INDEX_WAIT,
             first_index: Default::default(),
+            vector_fill: Default::default(),
         }
     }
 
@@ -192,6 +195,7 @@ impl Engine {
                 &self.memories,
                 self.gate.root(),
                 &self.index_options,
+                &self.vector_fill,
                 self.first_index_wait,
             )
             .map_err(err)
@@ -263,8 +267,25 @@ impl Engine {
             .gate
             .root()
             .ok_or("this server has no repository root to index")?;
-        let r = index::index(self.memories.store(), root, &self.index_options).map_err(err)?;
-        serde_json::to_value(r).map_err(err)
+        if !self.index_options.splits_keywords_first() {
+            let r = index::index(self.memories.store(), root, &self.index_options).map_err(err)?;
+            return serde_json::to_value(r).map_err(err);
+        }
+        // A slow embedder (a model): answer once the keywords are in, within a tool
+        // call's deadline, and add its vectors in the background.
+        let r =
+            index::index_keywords(self.memories.store(), root, &self.index_options).map_err(err)?;
+        self.vector_fill.request(
+            self.memories.clone(),
+            root.to_path_buf(),
+            &self.index_options,
+        );
+        let mut v = serde_json::to_value(r).map_err(err)?;
+        v["vectors"] = json!(format!(
+            "{}'s vectors are being added in the background; until they are complete search uses the built-in ones",
+            self.index_options.embedder.name()
+        ));
+        Ok(v)
     }
 
     fn index_path(&self, a: &Map<String, Value>, dir: bool) -> ToolResult {
