@@ -318,3 +318,73 @@ fn an_upward_edge_is_refused() {
     let found = edges("use crate::memory::Memories;\n", &module);
     assert!(found.iter().any(|e| !allowed("store", &e.to)));
 }
+
+/// `ARCHITECTURE.md` draws this table: its matrix has the table's rows in the table's
+/// order and a ● exactly where the table allows an edge; its code map names every
+/// module's file or folder, and its folder table every top-level folder. A change to
+/// one without the other fails here, so the document cannot drift.
+#[test]
+fn architecture_md_draws_the_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    // Columns: the modules some module may use, in the table's order.
+    let columns: Vec<&str> = ALLOWED
+        .iter()
+        .map(|(m, _)| *m)
+        .filter(|m| ALLOWED.iter().any(|(_, uses)| uses.contains(m)))
+        .collect();
+    let rows: Vec<Vec<&str>> = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("uses →"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    let table: Vec<&str> = ALLOWED.iter().map(|(m, _)| *m).collect();
+    assert_eq!(
+        names, table,
+        "the matrix's rows are not the table's modules"
+    );
+    let mut wrong = Vec::new();
+    for (row, (module, uses)) in rows.iter().zip(ALLOWED) {
+        assert_eq!(row.len(), columns.len() + 1, "row {module}: {row:?}");
+        for (cell, column) in row[1..].iter().zip(&columns) {
+            let want = if column == module {
+                "─"
+            } else if uses.contains(column) {
+                "●"
+            } else {
+                "·"
+            };
+            if *cell != want {
+                wrong.push(format!(
+                    "{module} → {column}: drawn {cell}, the table says {want}"
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's matrix:\n{}",
+        wrong.join("\n")
+    );
+
+    for m in table.iter().chain(&[BINARY]) {
+        assert!(
+            doc.contains(&format!("src/{m}.rs")) || doc.contains(&format!("src/{m}/")),
+            "ARCHITECTURE.md's code map does not name src/{m}"
+        );
+    }
+    for e in std::fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !e.path().is_dir() || name.starts_with('.') || name == "target" {
+            continue;
+        }
+        assert!(
+            doc.contains(&format!("| `{name}/` |")),
+            "ARCHITECTURE.md's folder table does not name {name}/"
+        );
+    }
+}
