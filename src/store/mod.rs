@@ -16,6 +16,7 @@ mod error;
 pub mod fts_rank;
 mod group_commit;
 mod lock;
+mod presence;
 mod read_view;
 mod recovery;
 mod scan;
@@ -47,6 +48,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};
+pub use presence::refuse_missing_log;
 pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
@@ -447,6 +449,7 @@ impl Store {
 /// A read-only view of the whole `blob.dat` in `dir`, committed or not, without
 /// opening the store (no recovery, no tracker): for inspectors like `engram dump`.
 pub fn read_log(dir: &Path) -> Result<(crate::format::FileHeader, LogSnapshot)> {
+    refuse_missing_log(dir)?;
     let blob = BlobLog::open(&dir.join(BLOB_FILE))?;
     let len = blob.len()?;
     Ok((*blob.header(), blob.snapshot(len)?))
