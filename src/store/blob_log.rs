@@ -202,6 +202,17 @@ impl BlobLog {
         self.writable
     }
 
+    /// Block until this handle holds the lock on the log file itself, which writers
+    /// take under the one on `LOCK` (see `lock`). Released by [`BlobLog::unlock`],
+    /// not by dropping a handle: other handles may share this open file.
+    pub fn lock(&self) -> Result<()> {
+        self.file.lock().map_err(StoreError::io("lock", &self.path))
+    }
+
+    pub fn unlock(&self) {
+        let _ = self.file.unlock();
+    }
+
     /// True when the path now names another file than the one this handle has open
     /// (compaction in another handle or process renamed a new log over it).
     pub fn replaced_on_disk(&self) -> Result<bool> {

@@ -342,13 +342,17 @@ pub(super) fn compact(
     }
     // Rebuild the tracker from the new file inside a transaction that commits only
     // after the rename (see the module comment for why this order is crash-safe).
-    let fresh = BlobLog::open(&new_path)?;
+    let fresh = std::sync::Arc::new(BlobLog::open(&new_path)?);
+    // The new log is locked before it takes the old one's name, like the old one: no
+    // writer that found `LOCK` replaced meanwhile may append to it before we finish.
+    fresh.lock()?;
+    let _new_log = super::LogLock(fresh.clone());
     let old_blob = std::mem::replace(
         &mut *store
             .blob
             .write()
             .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))?,
-        std::sync::Arc::new(fresh),
+        fresh,
     );
     let blob_path = store.dir.join(BLOB_FILE);
     let result = store.rebuild_locked_with(&mut db, || {

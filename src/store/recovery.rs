@@ -192,7 +192,7 @@ impl Store {
             write_mutex: Mutex::new(()),
             commit_queue: Default::default(),
             syncer: Default::default(),
-            lock_file: std::sync::OnceLock::new(),
+            lock_file: Default::default(),
             open_report: OpenReport::default(),
         }
     }
