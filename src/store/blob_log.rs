@@ -127,12 +127,14 @@ impl BlobLog {
     /// Write a new, empty log (header only) at `path`, atomically: a crash leaves either
     /// no file or a whole one.
     pub fn create(path: &Path, header: &FileHeader) -> Result<()> {
-        let tmp = path.with_extension("dat.new");
-        let f = File::create(&tmp).map_err(StoreError::io("create", &tmp))?;
+        let temporary = super::temporary::Temporary::new(path.with_extension("dat.new"));
+        let tmp = temporary.path();
+        let f = File::create(tmp).map_err(StoreError::io("create", tmp))?;
         f.write_all_at(header.as_bytes(), 0)
-            .map_err(StoreError::io("write", &tmp))?;
-        f.sync_all().map_err(StoreError::io("sync", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
+            .map_err(StoreError::io("write", tmp))?;
+        f.sync_all().map_err(StoreError::io("sync", tmp))?;
+        std::fs::rename(tmp, path).map_err(StoreError::io("rename", path))?;
+        temporary.keep();
         sync_dir(path)
     }
 

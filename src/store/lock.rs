@@ -120,6 +120,13 @@ impl WriterLock {
         LockSlot::default().hold(path)
     }
 
+    /// The lock on `path` if nobody holds it, without waiting.
+    pub fn try_acquire(path: &Path) -> Result<Option<WriterLock>> {
+        let slot = LockSlot::default();
+        slot.file(path)?;
+        slot.try_hold(path)
+    }
+
     /// True when another process holds the lock on `path` right now.
     pub fn is_held_elsewhere(path: &Path) -> Result<bool> {
         // A read-only descriptor can hold an flock too: a reader without write

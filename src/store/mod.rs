@@ -25,6 +25,7 @@ mod sealed_cache;
 mod small_file;
 mod stat;
 mod syncer;
+mod temporary;
 mod tracker;
 mod tracker_apply;
 mod unsynced;

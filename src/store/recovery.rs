@@ -16,7 +16,9 @@ use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{self, scan_batches, ScanEnd, ScanStart, Tail};
 use super::tracker::{self, Projection, TrackerMeta};
-use super::{presence, vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
+use super::{
+    presence, temporary, vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE,
+};
 use crate::format::{FormatError, RecordKind, FILE_HEADER_LEN};
 
 /// What opening (or rebuilding) did.
@@ -34,6 +36,9 @@ pub struct OpenReport {
     /// Damage found in the middle of the log: the store opened for reading up to it
     /// and refuses writes until it is repaired.
     pub damaged: Option<String>,
+    /// Temporary files a stopped writer left behind (a compaction's new log, a cache
+    /// being rebuilt), removed by this open.
+    pub removed_temporaries: Vec<String>,
 }
 
 const NEW_TRACKER: &str = "tracker.db is new or was never initialised";
@@ -126,6 +131,7 @@ pub(super) fn open(
         report.damaged = r.damaged;
     }
     drop(db);
+    report.removed_temporaries = temporary::remove_left_behind(dir)?;
     let mut store = store;
     // A store created with a key is sealed from its first record (encryption.md).
     if report.created {
