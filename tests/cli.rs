@@ -194,6 +194,69 @@ fn foreign_and_newer_directories_are_refused_clearly() {
 }
 
 #[test]
+fn a_store_without_its_log_is_refused_by_every_command_and_left_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    for i in 0..5 {
+        ok_json(
+            &store,
+            &[
+                "remember",
+                &format!("memory number {i} about tracker pages"),
+            ],
+        );
+    }
+    std::fs::remove_file(store.join("blob.dat")).unwrap();
+    let tracker = std::fs::read(store.join("tracker.db")).unwrap();
+    let commands: [&[&str]; 9] = [
+        &["recall", "tracker"],
+        &["search", "tracker"],
+        &["remember", "a new memory"],
+        &["list"],
+        &["stats"],
+        &["verify"],
+        &["rebuild"],
+        &["dump"],
+        &["init"],
+    ];
+    for args in commands {
+        let out = engram(&store, args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "engram {args:?} succeeded: {err}");
+        assert!(
+            err.contains("no blob.dat") && err.contains("restore blob.dat from a backup"),
+            "engram {args:?}: {err}"
+        );
+        assert!(
+            !store.join("blob.dat").exists(),
+            "engram {args:?} made a log"
+        );
+        assert_eq!(
+            std::fs::read(store.join("tracker.db")).unwrap(),
+            tracker,
+            "engram {args:?} changed tracker.db"
+        );
+    }
+
+    // A LOCK alone is what is left of a store too; an empty directory is not.
+    let lock_only = tmp.path().join("lock-only");
+    std::fs::create_dir(&lock_only).unwrap();
+    std::fs::write(lock_only.join("LOCK"), "").unwrap();
+    let out = engram(&lock_only, &["remember", "x"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("holds LOCK but no blob.dat"),
+        "{}",
+        stderr(&out)
+    );
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_eq!(ok_json(&empty, &["init"])["created"], true);
+    assert!(empty.join("blob.dat").exists());
+    assert!(!engram(&empty, &["init"]).status.success(), "init twice");
+    ok_json(&empty, &["remember", "the first memory"]);
+}
+
+#[test]
 fn verify_names_the_offset_of_a_damaged_record() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("s");

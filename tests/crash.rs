@@ -444,6 +444,13 @@ fn child_process() {
         .unwrap();
     let store = open(Path::new(&dir));
     let mut out = std::io::stdout().lock();
+    if mode == "compact_once" {
+        match store.compact() {
+            Ok(_) => writeln!(out, "compacted").unwrap(),
+            Err(e) => writeln!(out, "compaction failed: {e}").unwrap(),
+        }
+        return;
+    }
     for i in start.. {
         match mode.as_str() {
             // Every batch rewrites all keys, streamed through `begin_batch` (and with
@@ -691,6 +698,10 @@ fn compaction_killed_at_any_moment_loses_nothing_acknowledged() {
         let store = try_open(dir.path()).unwrap_or_else(|e| {
             panic!("round {round}: a killed compaction left a store that does not open: {e}")
         });
+        assert!(
+            !dir.path().join("blob.dat.compact").exists(),
+            "round {round}: the open left the killed compaction's new log behind"
+        );
         let seen = batch_numbers(&store, "file:c", COMPACT_KEYS, COMPACT_BYTES);
         let maybe = last + 1; // committed, killed before its ack was printed
         let took_maybe = writes(maybe).any(|r| seen[r] == Some(maybe));
@@ -712,4 +723,104 @@ fn compaction_killed_at_any_moment_loses_nothing_acknowledged() {
         let report = verify(dir.path()).unwrap();
         assert!(report.is_sound(), "round {round}: {report:?}");
     }
+}
+
+/// A store of `COMPACT_KEYS` values of `COMPACT_BYTES` (2.4 MB), all live.
+fn store_to_compact() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mut b = WriteBatch::new();
+    for r in 0..COMPACT_KEYS {
+        b.put(
+            &format!("file:c/r{r}"),
+            Map::new(),
+            body_for(&format!("b0/r{r}"), COMPACT_BYTES),
+        )
+        .unwrap();
+    }
+    store.commit(&b).unwrap();
+    dir
+}
+
+/// A compaction that fails part way (here: the new log may not grow past 256 KiB,
+/// as on a full disk) removes its new log, and the store takes writes afterwards.
+#[test]
+fn a_compaction_that_runs_out_of_space_removes_its_new_log_and_writes_go_on() {
+    let dir = store_to_compact();
+    // RLIMIT_FSIZE (in 512-byte blocks for sh) makes a write past 256 KiB fail with
+    // EFBIG; SIGXFSZ is ignored so the write fails instead of killing the process.
+    let out = Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f 512; exec \"$0\" \"$@\""])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "child_process", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env("ENGRAM_CRASH_CHILD", "compact_once")
+        .env("ENGRAM_CRASH_DIR", dir.path())
+        .env("ENGRAM_CRASH_START", "0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("compaction failed") && text.contains("File too large"),
+        "the compaction did not fail as the limit should make it: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("blob.dat."))
+        .collect();
+    assert!(left.is_empty(), "the failed compaction left {left:?}");
+    let store = open(dir.path());
+    let mut b = WriteBatch::new();
+    b.put("file:after", Map::new(), "written after").unwrap();
+    store.commit(&b).unwrap();
+    store.compact().unwrap();
+    assert_eq!(store.live_records().unwrap(), COMPACT_KEYS + 1);
+    assert!(batch_numbers(&store, "file:c", COMPACT_KEYS, COMPACT_BYTES)
+        .iter()
+        .all(|b| *b == Some(0)));
+    drop(store);
+    assert!(verify(dir.path()).unwrap().is_sound());
+}
+
+/// What a crash leaves (a compaction's new log, a cache being rebuilt, a log being
+/// created) is removed by the next writable open, and nothing else is; a read-only
+/// open removes nothing.
+#[test]
+fn temporaries_left_by_a_crash_are_removed_at_the_next_writers_open() {
+    let dir = store_to_compact();
+    let stale = [
+        "blob.dat.compact",
+        "blob.dat.new",
+        "vectors-mini-00.vec.new",
+        "vectors-mini-00.vec.ahead",
+    ];
+    for name in stale {
+        std::fs::write(dir.path().join(name), vec![7u8; 300_000]).unwrap();
+    }
+    std::fs::write(dir.path().join("blob.dat.compact.mine"), "not ours").unwrap();
+    let read_only = StoreOptions {
+        read_only: true,
+        ..StoreOptions::default()
+    };
+    drop(Store::open(dir.path(), read_only, engram::projections()).unwrap());
+    for name in stale {
+        assert!(
+            dir.path().join(name).exists(),
+            "a read-only open removed {name}"
+        );
+    }
+    let store = open(dir.path());
+    let mut removed = store.open_report().removed_temporaries.clone();
+    removed.sort();
+    let mut expected: Vec<String> = stale.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(removed, expected);
+    for name in stale {
+        assert!(!dir.path().join(name).exists(), "{name} is still there");
+    }
+    assert!(dir.path().join("blob.dat.compact.mine").exists());
+    assert_eq!(store.live_records().unwrap(), COMPACT_KEYS);
+    store.compact().unwrap();
 }

@@ -220,3 +220,92 @@ fn a_slow_embedder_embeds_nothing_past_its_first_chunk_of_a_bad_file() {
     assert_eq!(slow.texts.load(std::sync::atomic::Ordering::SeqCst), 1_500);
     assert_eq!(m.store().vector_spaces().unwrap()[0].count, 1_500);
 }
+
+/// Peak resident memory of a running process, from `/proc` (0 once it is gone).
+fn peak_rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Issue 40: `engram import /dev/zero` read one endless line (2.8 GB in 8 s) and never
+/// ended. Now a line is refused as soon as it passes `max_line_bytes`, before it is
+/// held whole: the import ends with an error naming the line and the limit, within
+/// seconds, its memory bounded.
+#[test]
+fn an_endless_line_ends_the_import_with_an_error_naming_the_line_and_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let engram = |file: &std::path::Path, limit: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+        c.arg("--store")
+            .arg(&store)
+            .arg("import")
+            .arg(file)
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_MAX_LINE_BYTES")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if let Some(limit) = limit {
+            c.env("ENGRAM_MAX_LINE_BYTES", limit);
+        }
+        c.spawn().unwrap()
+    };
+
+    let started = std::time::Instant::now();
+    let mut child = engram(std::path::Path::new("/dev/zero"), None);
+    let mut peak = 0;
+    let status = loop {
+        peak = peak.max(peak_rss_bytes(child.id()));
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("engram import /dev/zero still running after 10 s ({peak} bytes resident)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!status.success());
+    assert!(
+        err.contains("line 1") && err.contains("67108864") && err.contains("max_line_bytes"),
+        "{err}"
+    );
+    assert!(peak < 200 << 20, "{peak} bytes resident");
+
+    // A file's third line over a smaller limit: named, and nothing imported.
+    let path = dir.path().join("in.jsonl");
+    let long = line("mem:00000003", &"word ".repeat(400));
+    let text = [
+        line("mem:00000001", "one"),
+        line("mem:00000002", "two"),
+        long,
+    ]
+    .join("\n");
+    std::fs::write(&path, text).unwrap();
+    let out = engram(&path, Some("1000")).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("line 3") && err.contains("1000 bytes"),
+        "{err}"
+    );
+    let m = Memories::open(&store).unwrap();
+    assert!(
+        m.get("mem:00000001").unwrap().is_none(),
+        "a memory was imported"
+    );
+    drop(m);
+    let out = engram(&path, Some("4000")).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

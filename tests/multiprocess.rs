@@ -117,3 +117,106 @@ fn threads_sharing_a_store_write_and_read_at_once() {
     drop(store);
     assert!(verify(dir.path()).unwrap().is_sound());
 }
+
+/// Deleting `LOCK` while writers run must not let two of them append at once: each
+/// acquisition checks that the file it locked is still the one at `LOCK`, and the log
+/// itself is locked under it. Writers start one after another with `LOCK` deleted
+/// before each (so each new one makes a new `LOCK` while the others hold the old one)
+/// and again every few milliseconds while they write.
+#[test]
+fn deleting_lock_under_running_writers_loses_no_acknowledged_batch() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let store_arg = dir.path().to_str().unwrap().to_string();
+    drop(open(dir.path()));
+    let lock = dir.path().join("LOCK");
+    let (writers, batches, size) = (4u64, 150u64, 5u64);
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_engram-writer"))
+            .args(["--store", &store_arg])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let deleter = {
+        let (done, lock) = (Arc::clone(&done), lock.clone());
+        std::thread::spawn(move || {
+            let mut deleted = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                if std::fs::remove_file(&lock).is_ok() {
+                    deleted += 1;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
+            deleted
+        })
+    };
+    let reader = spawn(&["--read", "2"]);
+    let mut children = Vec::new();
+    for id in 0..writers {
+        let _ = std::fs::remove_file(&lock);
+        children.push(spawn(&[
+            "--id",
+            &id.to_string(),
+            "--batches",
+            &batches.to_string(),
+            "--batch-size",
+            &size.to_string(),
+        ]));
+        std::thread::sleep(std::time::Duration::from_millis(40));
+    }
+    let mut acked = Vec::new();
+    let mut failures = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        if !out.status.success() {
+            failures.push(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let f: Vec<u64> = line
+                .split(' ')
+                .skip(1)
+                .map(|x| x.parse().unwrap())
+                .collect();
+            acked.push((f[0], f[1]));
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    let deleted = deleter.join().unwrap();
+    assert!(deleted > writers, "LOCK was deleted only {deleted} times");
+    let out = reader.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the reader saw a corrupt value or failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(failures.is_empty(), "writers failed: {failures:?}");
+    assert_eq!(acked.len() as u64, writers * batches);
+
+    let store = open(dir.path());
+    let lost: Vec<_> = acked
+        .iter()
+        .filter(|(id, b)| {
+            (0..size).any(|r| {
+                let key = format!("file:w{id}/b{b}/r{r}");
+                !store
+                    .get(&key)
+                    .unwrap()
+                    .is_some_and(|rec| rec.body.starts_with(key.as_bytes()))
+            })
+        })
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged batches lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    assert_eq!(store.live_records().unwrap(), writers * batches * size);
+    drop(store);
+    let report = verify(dir.path()).unwrap();
+    assert!(report.is_sound(), "{:?}", report.problems);
+}

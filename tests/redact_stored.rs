@@ -133,3 +133,54 @@ fn scan_finds_every_stored_secret_and_redact_removes_every_byte_of_it() {
     drop(memories);
     assert!(engram::store::verify(&store).unwrap().is_sound());
 }
+
+/// Issue 40: a URL password holding a raw `#` (`Zq8#mP2vL9xR`) was no match, so it
+/// was stored in clear and `scan secrets` reported nothing. Now an older store's copy
+/// is reported and redacted, and a new `remember` never writes it.
+#[test]
+fn a_url_password_with_a_raw_hash_is_found_redacted_and_never_stored() {
+    const URL: &str = "postgres://admin:Zq8#mP2vL9xR@db.example.com:5432/app";
+    const PASSWORD: &str = "Zq8#mP2vL9xR";
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    {
+        let memories = Memories::open(&store).unwrap();
+        let mut m = Memory::new(format!("the app connects with {URL}"));
+        m.id = "mem:0badc0de".into();
+        m.validate().unwrap();
+        let mut b = WriteBatch::new();
+        b.put_keeping_history(&m.id, m.to_meta(), m.text.as_bytes())
+            .unwrap();
+        memories.store().commit(&b).unwrap();
+    }
+    assert!(!pieces_on_disk(&store, PASSWORD).is_empty());
+    let out = engram(&store, &["scan", "secrets", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["secrets"], 1, "{found}");
+    let out = engram(&store, &["redact", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(pieces_on_disk(&store, PASSWORD), Vec::<String>::new());
+
+    let fresh = dir.path().join("fresh");
+    let out = engram(&fresh, &["remember", &format!("prod db: {URL}")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(pieces_on_disk(&fresh, PASSWORD), Vec::<String>::new());
+    assert!(
+        !pieces_on_disk(&fresh, "db.example.com").is_empty(),
+        "the host is kept"
+    );
+}

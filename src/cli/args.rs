@@ -174,6 +174,8 @@ pub enum Command {
     Import { file: PathBuf },
     /// Export memories as JSON Lines to FILE or stdout.
     Export { file: Option<PathBuf> },
+    /// Create an empty store in the store directory, which must be empty or new.
+    Init,
     /// Check every record, the commit chain, and that derived files agree with the log.
     Verify,
     /// Print records of blob.dat.

@@ -1,4 +1,4 @@
-//! The inspector commands: verify, dump, stats, rebuild, compact. `verify` and `dump`
+//! The inspector commands: init, verify, dump, stats, rebuild, compact. `verify` and `dump`
 //! never change the store; they read `blob.dat` as it is, damage and all.
 
 use std::io::Write;
@@ -14,6 +14,7 @@ use super::{store_dir, store_options, Cli};
 
 fn existing_store(cli: &Cli) -> Result<std::path::PathBuf> {
     let dir = store_dir(cli)?;
+    engram::store::refuse_missing_log(&dir)?;
     if !dir.join(engram::store::BLOB_FILE).exists() {
         bail!(
             "{} is not an engram store (no {}); pass --store DIR",
@@ -22,6 +23,25 @@ fn existing_store(cli: &Cli) -> Result<std::path::PathBuf> {
         );
     }
     Ok(dir)
+}
+
+/// Create the store's log in an empty or new directory; a directory holding a store,
+/// or what is left of one, is refused.
+pub fn init(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = store_dir(cli)?;
+    if dir.join(engram::store::BLOB_FILE).exists() {
+        bail!("{} already holds an engram store", dir.display());
+    }
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
+    let created = memories.store().open_report().created;
+    if !created {
+        bail!("{} already holds an engram store", dir.display());
+    }
+    out.value(
+        &json!({"store": dir.display().to_string(), "created": true}),
+        || format!("created an empty store in {}", dir.display()),
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn verify(cli: &Cli, out: &Output) -> Result<ExitCode> {

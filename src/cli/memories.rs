@@ -328,7 +328,8 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         }
         Command::Import { file } => {
             let pb = out.spinner(&format!("importing {}", file.display()));
-            let report = memories.import_file(file);
+            let report =
+                memories.import_file_limited(file, super::config().bytes("max_line_bytes"));
             pb.finish_and_clear();
             let report = report?;
             report_redactions(report.redacted);

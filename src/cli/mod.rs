@@ -92,6 +92,7 @@ fn dispatch(cli: &Cli) -> Result<ExitCode> {
         Command::Providers => providers::list(&out),
         Command::Db { command } => db::run(&out, command),
         Command::Audit { since } => serve::audit(cli, &out, since.as_deref()),
+        Command::Init => inspect::init(cli, &out),
         Command::Verify => inspect::verify(cli, &out),
         Command::Dump {
             kind,

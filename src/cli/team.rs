@@ -248,7 +248,7 @@ fn run_on(team: &PgMemories, dir: &std::path::Path, cli: &Cli, out: &Output) -> 
             })?;
         }
         Command::Import { file } => {
-            let report = b.import_file(file)?;
+            let report = b.import_file_limited(file, super::config().bytes("max_line_bytes"))?;
             report_redactions(report.redacted);
             out.value(&report, || {
                 format!(

@@ -204,6 +204,13 @@ pub const SETTINGS: &[Setting] = &[
         check: bytes,
     },
     Setting {
+        name: "max_line_bytes",
+        env: "ENGRAM_MAX_LINE_BYTES",
+        default: "67108864",
+        help: "longest line engram import reads (64 MiB); a longer one is an error naming it",
+        check: positive,
+    },
+    Setting {
         name: "first_index_wait_ms",
         env: "ENGRAM_FIRST_INDEX_WAIT_MS",
         default: "20000",

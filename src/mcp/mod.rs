@@ -20,6 +20,7 @@ pub mod normalise;
 mod outward;
 mod seeded;
 mod shape;
+mod stdio;
 pub mod tokens;
 mod tool_table;
 pub mod tools;
@@ -87,9 +88,11 @@ impl Server {
         &self.engine
     }
 
-    /// Serve MCP on stdin/stdout until the client disconnects.
+    /// Serve MCP on stdin/stdout until the client disconnects. A request line over
+    /// `stdio::MAX_REQUEST_LINE_BYTES` (16 MiB) is answered with an error naming the limit.
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        let transport = stdio::StdioTransport::new(stdio::MAX_REQUEST_LINE_BYTES);
+        let running = self.serve(transport).await?;
         running.waiting().await?;
         Ok(())
     }

@@ -136,8 +136,14 @@ pub trait MemoryBackend: Send + Sync {
     ) -> Result<Vec<MemoryText>>;
     /// Write every memory as one JSON line (the `engram export` format), oldest first.
     fn export(&self, out: &mut dyn Write) -> Result<u64>;
-    /// Import a JSONL file whole or not at all.
-    fn import_file(&self, path: &Path) -> Result<ImportReport>;
+    /// Import a JSONL file whole or not at all, lines of at most
+    /// [`super::DEFAULT_MAX_LINE_BYTES`].
+    fn import_file(&self, path: &Path) -> Result<ImportReport> {
+        self.import_file_limited(path, super::DEFAULT_MAX_LINE_BYTES)
+    }
+    /// Import a JSONL file whole or not at all; a line longer than `max_line_bytes` is
+    /// an error naming it, found before more than that is held in memory.
+    fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport>;
 
     /// The open sessions, most recently updated first.
     fn open_sessions(&self) -> Result<Vec<Memory>> {
@@ -369,8 +375,8 @@ impl MemoryBackend for Memories {
         Memories::export(self, out)
     }
 
-    fn import_file(&self, path: &Path) -> Result<ImportReport> {
-        Memories::import_file(self, path)
+    fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
+        Memories::import_file_limited(self, path, max_line_bytes)
     }
 
     fn remember(

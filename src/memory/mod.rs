@@ -46,6 +46,7 @@ pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub(crate) use jsonl::{derived_id, legacy_id, Prepared};
 pub(crate) use jsonl_read::prepare_import;
+pub use jsonl_read::DEFAULT_MAX_LINE_BYTES;
 pub(crate) use locked::Locked;
 pub use locked::{attach_event_to_next_write, take_unattached_event};
 pub use model::{Memory, KINDS, MEMORY_TYPE};

@@ -204,6 +204,38 @@ fn urls_connection_strings_netrc_pypirc_npmrc_and_docker_configs() {
     assert_eq!(red(text).text, text);
 }
 
+/// Issue 40: a raw `#` or `@` in a URL's password (RFC 3986 wants them
+/// percent-encoded; people write them raw) was the end of the password, so the
+/// rule never matched and the whole password stayed.
+#[test]
+fn url_passwords_run_to_the_authoritys_last_at_raw_hash_included() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "DATABASE_URL=postgres://admin:Zq8#mP2vL9xR@db.example.com:5432/app",
+            "Zq8#mP2vL9xR",
+        ),
+        ("mysql://root:Tk4@wQ9#zL2pX7@10.0.0.5/db", "Tk4@wQ9#zL2pX7"),
+    ];
+    for (text, password) in cases {
+        let out = red(text);
+        assert!(gone(&out.text, password, 4), "{text} -> {}", out.text);
+        assert!(
+            out.text.contains("[REDACTED:database_url_password]"),
+            "{}",
+            out.text
+        );
+    }
+    // The host, port and path stay; a fragment after the path is no password.
+    let out = red("postgres://admin:Zq8#mP2vL9xR@db.example.com:5432/app");
+    assert!(
+        out.text.ends_with("db.example.com:5432/app"),
+        "{}",
+        out.text
+    );
+    let text = "see https://docs.example.com:8443/a/b#user@example.com";
+    assert_eq!(red(text).text, text);
+}
+
 #[test]
 fn overlapping_secrets_merge_into_one_named_by_the_specific_rule() {
     let text = "GITHUB_TOKEN = \"ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\"\nok\n";

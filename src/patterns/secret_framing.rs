@@ -188,11 +188,13 @@ pub(super) fn url_password_is_secret(text: &str, start: usize, end: usize) -> bo
         return true;
     };
     // A userinfo RFC 3986 forbids (`&a:foo(b]c`, `😅:🙂`, a bare `%`) is a URL
-    // parser's test vector: a real URL's credentials are percent-encoded.
-    if !is_valid_userinfo(userinfo) {
+    // parser's test vector: a real URL's credentials are percent-encoded. Except a
+    // raw `#` or `@` in the password (`admin:Zq8#mP2v@db`): people write those, and
+    // clients take the password up to the last `@`.
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    if !is_valid_userinfo(user) || !is_valid_userinfo(&password.replace(['#', '@'], "")) {
         return false;
     }
-    let password = userinfo.split_once(':').map_or("", |(_, p)| p);
     let decoded = percent_decode(password);
     let password = decoded.as_ref().map_or(password, |v| v.text.as_str());
     // `https://abc:123@…`, `user3:123123@`, `SAS_POLICY_NAME:SAS_KEY@`, `us%40r:p%40ss@`:

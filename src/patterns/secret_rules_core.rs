@@ -294,8 +294,12 @@ pub const CORE: &[SecretRule] = &[
     ),
     rule(
         "database_url_password",
-        "URL with a password, any scheme (scheme://user:password@host)",
-        r#"[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/?#@'"`]+:[^\s/?#@'"`]+@"#,
+        "URL with a password, any scheme (scheme://user:password@host; the password runs to the authority's last `@`, raw `#` and `@` included)",
+        // The password class admits `#` and `@`: RFC 3986 wants them percent-encoded,
+        // but people write `postgres://admin:Zq8#mP2v@db` raw, and a client reads the
+        // password up to the last `@` before the path. Hyperscan reports a match at
+        // every `@`, so the longest (the whole password) is among the spans.
+        r#"[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/?#@'"`]+:[^\s/?'"`]+@"#,
         "postgres://app:s3cretpw@db.internal:5432/app",
         "postgres://db.internal:5432/app",
     )

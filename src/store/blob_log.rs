@@ -127,12 +127,14 @@ impl BlobLog {
     /// Write a new, empty log (header only) at `path`, atomically: a crash leaves either
     /// no file or a whole one.
     pub fn create(path: &Path, header: &FileHeader) -> Result<()> {
-        let tmp = path.with_extension("dat.new");
-        let f = File::create(&tmp).map_err(StoreError::io("create", &tmp))?;
+        let temporary = super::temporary::Temporary::new(path.with_extension("dat.new"));
+        let tmp = temporary.path();
+        let f = File::create(tmp).map_err(StoreError::io("create", tmp))?;
         f.write_all_at(header.as_bytes(), 0)
-            .map_err(StoreError::io("write", &tmp))?;
-        f.sync_all().map_err(StoreError::io("sync", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
+            .map_err(StoreError::io("write", tmp))?;
+        f.sync_all().map_err(StoreError::io("sync", tmp))?;
+        std::fs::rename(tmp, path).map_err(StoreError::io("rename", path))?;
+        temporary.keep();
         sync_dir(path)
     }
 
@@ -200,6 +202,17 @@ impl BlobLog {
 
     pub fn is_writable(&self) -> bool {
         self.writable
+    }
+
+    /// Block until this handle holds the lock on the log file itself, which writers
+    /// take under the one on `LOCK` (see `lock`). Released by [`BlobLog::unlock`],
+    /// not by dropping a handle: other handles may share this open file.
+    pub fn lock(&self) -> Result<()> {
+        self.file.lock().map_err(StoreError::io("lock", &self.path))
+    }
+
+    pub fn unlock(&self) {
+        let _ = self.file.unlock();
     }
 
     /// True when the path now names another file than the one this handle has open

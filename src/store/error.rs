@@ -18,6 +18,10 @@ pub enum StoreError {
     },
     #[error("{path} is not an engram store: {reason}")]
     NotAStore { path: PathBuf, reason: String },
+    /// A store directory whose log is gone while other files of the store remain:
+    /// refused by every open, since a new empty log there would wipe the tracker.
+    #[error("{path} holds {found} but no blob.dat: the store's log is missing, and nothing was changed; restore blob.dat from a backup, or run `engram init` in an empty directory to start a new store")]
+    LogMissing { path: PathBuf, found: String },
     #[error("{path}: {source}")]
     Format {
         path: PathBuf,

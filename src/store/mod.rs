@@ -16,6 +16,7 @@ mod error;
 pub mod fts_rank;
 mod group_commit;
 mod lock;
+mod presence;
 mod read_view;
 mod recovery;
 mod scan;
@@ -24,6 +25,7 @@ mod sealed_cache;
 mod small_file;
 mod stat;
 mod syncer;
+mod temporary;
 mod tracker;
 mod tracker_apply;
 mod unsynced;
@@ -47,6 +49,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};
+pub use presence::refuse_missing_log;
 pub use read_view::{meta_object, ReadView};
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
@@ -154,7 +157,7 @@ pub struct Store {
     /// Syncs the log while a writer applies the tracker.
     syncer: syncer::Syncer,
     /// The open `LOCK` file, opened on first write (a read-only user never needs it).
-    lock_file: std::sync::OnceLock<std::fs::File>,
+    lock_file: lock::LockSlot,
     open_report: OpenReport,
     /// The key for sealed vectors: the options' key, replaced when this handle
     /// rotates it.
@@ -199,28 +202,26 @@ impl Store {
             .write_mutex
             .lock()
             .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        let guard = WriteGuard {
-            _lock: self.writer_lock()?,
-            _in_process: in_process,
-        };
+        let lock = self.lock_file.hold(&self.dir.join(LOCK_FILE))?;
         // Another handle may have compacted since this one last looked: everything
-        // done under the lock must work on the log the path names now.
-        if self.blob()?.replaced_on_disk()? {
-            self.reload_blob()?;
-        }
-        Ok(guard)
-    }
-
-    /// Take the file lock (callers hold `write_mutex`).
-    fn writer_lock(&self) -> Result<WriterLock<'_>> {
-        let path = self.dir.join(LOCK_FILE);
-        if self.lock_file.get().is_none() {
-            let _ = self.lock_file.set(lock::open_lock_file(&path)?);
-        }
-        match self.lock_file.get() {
-            Some(f) => WriterLock::hold(f, &path),
-            None => WriterLock::acquire(&path),
-        }
+        // done under the lock must work on the log the path names now, and that is
+        // the file locked.
+        let log = loop {
+            if self.blob()?.replaced_on_disk()? {
+                self.reload_blob()?;
+            }
+            let blob = self.blob()?;
+            blob.lock()?;
+            let held = LogLock(blob);
+            if !held.0.replaced_on_disk()? {
+                break held;
+            }
+        };
+        Ok(WriteGuard {
+            _log: log,
+            _lock: lock,
+            _in_process: in_process,
+        })
     }
 
     fn projection_refs(&self) -> Vec<&dyn Projection> {
@@ -447,6 +448,7 @@ impl Store {
 /// A read-only view of the whole `blob.dat` in `dir`, committed or not, without
 /// opening the store (no recovery, no tracker): for inspectors like `engram dump`.
 pub fn read_log(dir: &Path) -> Result<(crate::format::FileHeader, LogSnapshot)> {
+    refuse_missing_log(dir)?;
     let blob = BlobLog::open(&dir.join(BLOB_FILE))?;
     let len = blob.len()?;
     Ok((*blob.header(), blob.snapshot(len)?))
@@ -474,23 +476,31 @@ impl Store {
         {
             return;
         }
-        let Some(file) = self.lock_file.get() else {
-            return; // this handle never wrote
-        };
         let Ok(_in_process) = self.write_mutex.try_lock() else {
             return;
         };
-        if let Ok(Some(_lock)) = WriterLock::try_hold(file, &self.dir.join(LOCK_FILE)) {
+        // None too when this handle never wrote.
+        if let Ok(Some(_lock)) = self.lock_file.try_hold(&self.dir.join(LOCK_FILE)) {
             unsynced::flush_marked(&self.dir);
         }
     }
 }
 
-/// Held by the one writer: the in-process mutex and the cross-process file lock.
+/// Held by the one writer: the in-process mutex and the cross-process file locks.
 struct WriteGuard<'s> {
-    // Field order is drop order: the file lock goes first.
-    _lock: WriterLock<'s>,
+    // Field order is drop order: the file locks go first, the log's before LOCK's.
+    _log: LogLock,
+    _lock: WriterLock,
     _in_process: MutexGuard<'s, ()>,
+}
+
+/// The lock on the log file a writer works on, released on drop.
+struct LogLock(Arc<BlobLog>);
+
+impl Drop for LogLock {
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
 }
 
 /// The current time in Unix milliseconds, as records are stamped.

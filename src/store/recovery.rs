@@ -16,8 +16,10 @@ use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{self, scan_batches, ScanEnd, ScanStart, Tail};
 use super::tracker::{self, Projection, TrackerMeta};
-use super::{vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
-use crate::format::{FileHeader, FormatError, RecordKind, FILE_HEADER_LEN};
+use super::{
+    presence, temporary, vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE,
+};
+use crate::format::{FormatError, RecordKind, FILE_HEADER_LEN};
 
 /// What opening (or rebuilding) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,6 +36,9 @@ pub struct OpenReport {
     /// Damage found in the middle of the log: the store opened for reading up to it
     /// and refuses writes until it is repaired.
     pub damaged: Option<String>,
+    /// Temporary files a stopped writer left behind (a compaction's new log, a cache
+    /// being rebuilt), removed by this open.
+    pub removed_temporaries: Vec<String>,
 }
 
 const NEW_TRACKER: &str = "tracker.db is new or was never initialised";
@@ -67,21 +72,13 @@ pub(super) fn open(
         });
     }
     if !blob_path.exists() {
-        refuse_foreign_directory(dir)?;
         if !options.create || options.read_only {
-            return Err(StoreError::NotAStore {
-                path: dir.into(),
-                reason: format!("it has no {BLOB_FILE}"),
-            });
+            return Err(presence::missing_log(dir));
         }
-        let _lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
-        if !blob_path.exists() {
-            let mut id = [0u8; 16];
-            getrandom::getrandom(&mut id)
-                .map_err(|e| StoreError::Invalid(format!("no randomness for a store id: {e}")))?;
-            BlobLog::create(&blob_path, &FileHeader::new(1, id, super::now_ms()))?;
-            report.created = true;
-        }
+        let mut id = [0u8; 16];
+        getrandom::getrandom(&mut id)
+            .map_err(|e| StoreError::Invalid(format!("no randomness for a store id: {e}")))?;
+        report.created = presence::create_log(dir, id, super::now_ms())?;
     }
     let opened = if options.read_only {
         BlobLog::open_read_only(&blob_path)
@@ -134,6 +131,7 @@ pub(super) fn open(
         report.damaged = r.damaged;
     }
     drop(db);
+    report.removed_temporaries = temporary::remove_left_behind(dir)?;
     let mut store = store;
     // A store created with a key is sealed from its first record (encryption.md).
     if report.created {
@@ -178,28 +176,6 @@ fn open_read_only(
     Ok(store)
 }
 
-/// A directory with files but no blob log is somebody else's: never write into it.
-fn refuse_foreign_directory(dir: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(StoreError::io("read directory", dir))?;
-    for entry in entries {
-        let entry = entry.map_err(StoreError::io("read directory", dir))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let ours = name == LOCK_FILE
-            || name.starts_with(TRACKER_FILE)
-            || name.starts_with("vectors")
-            || name == "patterns"
-            || name.starts_with("blob.dat");
-        if !ours {
-            return Err(StoreError::NotAStore {
-                path: dir.into(),
-                reason: format!("it holds {name:?} but no {BLOB_FILE}; use an empty or new directory for a store"),
-            });
-        }
-    }
-    Ok(())
-}
-
 impl Store {
     /// A store handle over an opened log and tracker, not yet brought level.
     fn assemble(
@@ -222,7 +198,7 @@ impl Store {
             write_mutex: Mutex::new(()),
             commit_queue: Default::default(),
             syncer: Default::default(),
-            lock_file: std::sync::OnceLock::new(),
+            lock_file: Default::default(),
             open_report: OpenReport::default(),
         }
     }

@@ -281,7 +281,8 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     let blob = store.blob()?;
     let snap = blob.snapshot(meta.applied_end)?;
     let path = cache_path(&store.dir, embedder);
-    let tmp = path.with_extension("vec.new");
+    let temporary = super::temporary::Temporary::new(path.with_extension("vec.new"));
+    let tmp = temporary.path().to_path_buf();
     // Sized for every vector up front: growing rewrites (and syncs) the whole file.
     let count: i64 = db
         .prepare_cached("SELECT count(*) FROM vectors WHERE embedder = ?1")?
@@ -308,6 +309,7 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     cache.flush()?;
     drop(cache);
     std::fs::rename(&tmp, &path).map_err(StoreError::io("rename", &tmp))?;
+    temporary.keep();
     // The new file is flushed; once its rename is durable, no mark is needed.
     if unsynced::read(&path) != Mark::Clean {
         super::blob_log::sync_dir(&path)?;

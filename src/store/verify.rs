@@ -55,10 +55,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let blob_path = dir.join(BLOB_FILE);
     if !blob_path.exists() {
-        return Err(StoreError::NotAStore {
-            path: dir.into(),
-            reason: format!("it has no {BLOB_FILE}"),
-        });
+        return Err(super::presence::missing_log(dir));
     }
     // The tracker is read in one read transaction taken before the log is opened:
     // everything it has applied is then in the log we read, and batches a live writer

@@ -285,7 +285,7 @@ impl MemoryBackend for PgMemories {
         self.export_jsonl(out)
     }
 
-    fn import_file(&self, path: &Path) -> Result<ImportReport> {
-        self.import_jsonl(path)
+    fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
+        self.import_jsonl(path, max_line_bytes)
     }
 }
