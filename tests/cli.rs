@@ -274,6 +274,78 @@ fn verify_names_the_offset_of_a_damaged_record() {
 }
 
 #[test]
+fn a_tracker_with_zeroed_pages_is_unsound_and_rebuild_replaces_it_without_reading_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let file = tmp.path().join("m.jsonl");
+    let lines: Vec<String> = (0..3000)
+        .map(|i| {
+            format!(
+                "{{\"text\":\"memory {i}: the tracker keeps page {} of table {} in the cache\",\"tags\":[\"t{}\"]}}",
+                i * 7,
+                i % 13,
+                i % 5
+            )
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    assert_eq!(
+        ok_json(&store, &["import", file.to_str().unwrap()])["imported"],
+        3000
+    );
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+    // The last connection's close checkpointed the WAL: the pages are in tracker.db.
+    let wal = std::fs::metadata(store.join("tracker.db-wal")).map_or(0, |m| m.len());
+    assert_eq!(wal, 0, "the tracker's pages are still in its WAL");
+    let tracker = store.join("tracker.db");
+    let mut bytes = std::fs::read(&tracker).unwrap();
+    assert!(bytes.len() > 1 << 20, "tracker of {} bytes", bytes.len());
+    let middle = bytes.len() / 2 / 4096 * 4096;
+    bytes[middle..middle + (64 << 10)].fill(0);
+    std::fs::write(&tracker, &bytes).unwrap();
+
+    let out = engram(&store, &["verify", "--json"]);
+    assert!(!out.status.success(), "verify passed a damaged tracker");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sound"], false);
+    let what = v["problems"][0]["what"].as_str().unwrap_or_default();
+    assert!(
+        v["problems"][0]["file"] == "tracker.db"
+            && what.contains("damaged")
+            && what.contains("engram rebuild"),
+        "{v}"
+    );
+
+    let r = ok_json(&store, &["rebuild"]);
+    assert_eq!(r["memories"], 3000);
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+    assert_eq!(ok_json(&store, &["stats"])["memories"], 3000);
+    let hits = ok_json(&store, &["recall", "memory 2999 page 20993"]);
+    assert!(hits.to_string().contains("memory 2999:"), "{hits}");
+    let left: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("rebuild"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A tracker whose first page is gone is no database at all: replaced by a file.
+    let mut bytes = std::fs::read(&tracker).unwrap();
+    bytes[..4096].fill(0);
+    std::fs::write(&tracker, &bytes).unwrap();
+    let _ = std::fs::remove_file(store.join("tracker.db-wal"));
+    assert!(!engram(&store, &["verify"]).status.success());
+    let out = engram(&store, &["stats"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("engram rebuild"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(ok_json(&store, &["rebuild"])["memories"], 3000);
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+}
+
+#[test]
 fn config_show_names_each_value_and_its_source_and_bad_config_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");

@@ -314,11 +314,14 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
 
 pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
+    let options = store_options(cli, &dir)?;
+    // Without opening the store first: a damaged tracker can make an open fail, and
+    // the rebuild never reads it.
     let pb = out.spinner("rebuilding derived files from blob.dat");
-    let r = memories.store().rebuild();
+    let r = engram::store::rebuild_dir(&dir, options.clone(), engram::projections());
     pb.finish_and_clear();
     let r = r?;
+    let memories = Memories::open_with(&dir, options)?;
     out.value(
         &json!({"batches": r.replayed_batches, "truncated_bytes": r.truncated_bytes, "memories": memories.count()?}),
         || format!("rebuilt tracker.db from {} batches", r.replayed_batches),

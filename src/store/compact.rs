@@ -348,7 +348,7 @@ pub(super) fn compact(
     // The new log is locked before it takes the old one's name, like the old one: no
     // writer that found `LOCK` replaced meanwhile may append to it before we finish.
     fresh.lock()?;
-    let _new_log = super::LogLock(fresh.clone());
+    let _new_log = super::lock::LogLock(fresh.clone());
     let old_blob = std::mem::replace(
         &mut *store
             .blob

@@ -35,7 +35,10 @@ pub enum StoreError {
         reason: String,
     },
     #[error("tracker.db: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(#[source] rusqlite::Error),
+    /// SQLite found `tracker.db` damaged (malformed, or not a database at all).
+    #[error("tracker.db is damaged ({0}); run `engram rebuild`, which rebuilds it from blob.dat alone without reading it")]
+    TrackerDamaged(#[source] rusqlite::Error),
     #[error("vector cache: {0}")]
     VectorCache(#[from] crate::store::vector_cache::VectorCacheError),
     #[error("invalid input: {0}")]
@@ -52,6 +55,16 @@ pub enum StoreError {
     NotSealed,
     #[error("the store at {path} was opened read-only; it cannot be written")]
     ReadOnly { path: PathBuf },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        match e.sqlite_error_code() {
+            Some(DatabaseCorrupt | NotADatabase) => StoreError::TrackerDamaged(e),
+            _ => StoreError::Sqlite(e),
+        }
+    }
 }
 
 impl StoreError {

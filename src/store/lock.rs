@@ -18,6 +18,7 @@ use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
 use super::stat;
 
@@ -161,5 +162,14 @@ impl Drop for WriterLock {
         // Other handles on the same open file may outlive this one (the slot keeps
         // it open between batches): unlock rather than wait for the close.
         let _ = self.file.unlock();
+    }
+}
+
+/// The lock on the log file a writer works on, released on drop.
+pub(super) struct LogLock(pub(super) Arc<BlobLog>);
+
+impl Drop for LogLock {
+    fn drop(&mut self) {
+        self.0.unlock();
     }
 }

@@ -18,6 +18,7 @@ mod group_commit;
 mod lock;
 mod presence;
 mod read_view;
+mod rebuild;
 mod recovery;
 mod scan;
 mod seal;
@@ -51,6 +52,7 @@ pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};
 pub use presence::refuse_missing_log;
 pub use read_view::{meta_object, ReadView};
+pub use rebuild::rebuild_dir;
 pub use recovery::OpenReport;
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use seal::{SealError, VectorKey};
@@ -61,7 +63,7 @@ pub use verify::{verify, Problem, VerifyReport};
 pub use writer::BatchWriter;
 
 use blob_log::BlobLog;
-use lock::WriterLock;
+use lock::{LogLock, WriterLock};
 
 /// File names inside a store directory.
 pub const BLOB_FILE: &str = "blob.dat";
@@ -352,11 +354,13 @@ impl Store {
         })
     }
 
-    /// Recreate every derived file from `blob.dat` alone.
+    /// Recreate every derived file from `blob.dat` alone. The tracker is built beside
+    /// the old one, never reading it, and copied over it (see `rebuild`), so a
+    /// damaged tracker is replaced like a sound one.
     pub fn rebuild(&self) -> Result<OpenReport> {
         let _writer = self.exclusive()?;
         let mut db = self.db()?;
-        let report = self.rebuild_locked(&mut db)?;
+        let report = rebuild::rebuild_tracker(self, &mut db)?;
         vectors::rebuild_caches(self, &db)?;
         Ok(report)
     }
@@ -492,15 +496,6 @@ struct WriteGuard<'s> {
     _log: LogLock,
     _lock: WriterLock,
     _in_process: MutexGuard<'s, ()>,
-}
-
-/// The lock on the log file a writer works on, released on drop.
-struct LogLock(Arc<BlobLog>);
-
-impl Drop for LogLock {
-    fn drop(&mut self) {
-        self.0.unlock();
-    }
 }
 
 /// The current time in Unix milliseconds, as records are stamped.

@@ -143,6 +143,33 @@ pub(super) fn open(
     Ok(store)
 }
 
+/// A store over `dir`'s log and a bare connection to its tracker, from which nothing
+/// has been read: for [`super::rebuild_dir`], whose rebuild replaces the tracker
+/// without reading it.
+pub(super) fn open_for_rebuild(
+    dir: &Path,
+    options: StoreOptions,
+    projections: Vec<Box<dyn Projection>>,
+) -> Result<Store> {
+    let blob_path = dir.join(BLOB_FILE);
+    if !blob_path.exists() {
+        return Err(presence::missing_log(dir));
+    }
+    let blob = BlobLog::open(&blob_path).map_err(|e| match e {
+        StoreError::Format {
+            source: FormatError::NotABlobLog,
+            ..
+        } => StoreError::NotAStore {
+            path: dir.into(),
+            reason: format!("{BLOB_FILE} is not an engram blob log"),
+        },
+        other => other,
+    })?;
+    let db = Connection::open(dir.join(TRACKER_FILE))?;
+    db.busy_timeout(std::time::Duration::from_secs(30))?;
+    Ok(Store::assemble(dir, options, blob, db, projections))
+}
+
 /// Open a store that cannot or must not be written: no lock, no repair, no tracker
 /// update. Reads see what the tracker had applied; a tracker that would need a rebuild
 /// is refused with what to do.

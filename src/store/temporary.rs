@@ -1,5 +1,5 @@
 //! Temporary files in a store directory: the new log a compaction writes, a cache
-//! being rebuilt, a log being created. Each is written under the writer lock and
+//! or tracker being rebuilt, a log being created. Each is written under the writer lock and
 //! renamed into place when whole.
 //!
 //! A failure on the way (a full disk, a damaged record) removes the file it was
@@ -59,6 +59,9 @@ fn is_temporary(name: &str) -> bool {
     let log = |suffix: &str| name.strip_prefix(BLOB_FILE) == Some(suffix);
     log(".compact")
         || log(".new")
+        || name
+            .strip_prefix(super::rebuild::BESIDE)
+            .is_some_and(|rest| ["", "-wal", "-shm", "-journal"].contains(&rest))
         || (name.starts_with("vectors-")
             && (name.ends_with(".vec.new")
                 || name.ends_with(".grow-tmp")
@@ -117,6 +120,8 @@ mod tests {
             "vectors-bge-0123.vec.grow-tmp",
             "vectors-bge-0123.vec.ahead",
             "vectors-bge-0123.vec.unsynced.new",
+            "tracker.db.rebuild",
+            "tracker.db.rebuild-wal",
         ] {
             assert!(is_temporary(yes), "{yes}");
         }
@@ -130,6 +135,7 @@ mod tests {
             "vectors-bge-0123.vec",
             "vectors-bge-0123.vec.unsynced",
             "notes.new",
+            "tracker.db.rebuild.old",
         ] {
             assert!(!is_temporary(no), "{no}");
         }

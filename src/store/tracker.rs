@@ -233,6 +233,30 @@ fn create_schema(
     Ok(())
 }
 
+/// Open the tracker for reading in one read transaction, check its structure with
+/// SQLite's `quick_check` (every page, B-tree and record format; not the indexes'
+/// contents, which the comparison with the log covers for the core tables), and read
+/// its bookkeeping. `Err` says why it is damaged.
+pub(super) fn open_checked(
+    path: &Path,
+) -> std::result::Result<(Connection, Option<TrackerMeta>), String> {
+    let damaged = |e: &dyn std::fmt::Display| format!("tracker.db is damaged: {e}");
+    let db = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| damaged(&e))?;
+    let checked = (|| -> rusqlite::Result<Vec<String>> {
+        db.execute_batch("BEGIN")?;
+        let mut stmt = db.prepare("PRAGMA quick_check(5)")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect()
+    })()
+    .map_err(|e| damaged(&e))?;
+    if checked != ["ok"] {
+        return Err(damaged(&checked.join("; ")));
+    }
+    let meta = read_meta(&db).map_err(|e| damaged(&e))?;
+    Ok((db, meta))
+}
+
 /// Open `tracker.db` for reading only (a read-only store): nothing is created or
 /// changed. Where SQLite cannot even create its shared-memory file next to it (a
 /// read-only mount), the file is opened as immutable, which is what it is there.

@@ -1,9 +1,9 @@
 //! `verify`: check a store without changing a byte of it.
 //!
 //! Checks, in order: the file header; every record's checksum and layout, resyncing
-//! past damage so each bad offset is named; the commit chain; that `tracker.db` agrees
-//! with the log (live record per key, vectors, bookkeeping); that each vector cache
-//! agrees with the tracker. Damage is a problem; an uncommitted tail (left by a crash,
+//! past damage so each bad offset is named; the commit chain; that `tracker.db` is
+//! structurally sound (SQLite's `quick_check`) and agrees with the log (live record
+//! per key, vectors, bookkeeping); that each vector cache agrees with the tracker. Damage is a problem; an uncommitted tail (left by a crash,
 //! dropped by the next open) or a tracker that is merely behind is a warning.
 
 use std::collections::HashMap;
@@ -62,17 +62,25 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     // commits meanwhile are past `applied_end`, left out of the comparison. So verify
     // is sound to run beside a server that is writing.
     let tracker_path = dir.join(TRACKER_FILE);
-    let db = if tracker_path.exists() {
-        let db = Connection::open_with_flags(&tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        db.execute_batch("BEGIN")?;
-        Some(db)
+    let (db, meta) = if tracker_path.exists() {
+        match tracker::open_checked(&tracker_path) {
+            Ok((db, meta)) => (Some(db), meta),
+            Err(why) => {
+                // Nothing of a damaged tracker is compared; the log is still checked.
+                report.problems.push(Problem {
+                    file: TRACKER_FILE,
+                    offset: None,
+                    what: format!(
+                        "{why}; run `engram rebuild`, which rebuilds it from {BLOB_FILE} alone"
+                    ),
+                });
+                (None, None)
+            }
+        }
     } else {
-        None
+        (None, None)
     };
-    let meta = match &db {
-        Some(db) => tracker::read_meta(db)?,
-        None => None,
-    };
+    let tracker_damaged = tracker_path.exists() && db.is_none();
     let blob = match BlobLog::open(&blob_path) {
         Ok(b) => b,
         Err(StoreError::Format { source, .. }) => {
@@ -239,6 +247,9 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
 
     // 3. The tracker against the log.
     let Some(db) = db else {
+        if tracker_damaged {
+            return Ok(report);
+        }
         report.warnings.push(format!(
             "no {TRACKER_FILE}; the next open (or `engram rebuild`) creates it"
         ));
