@@ -315,3 +315,101 @@ fn huge_files_and_absurdly_deep_trees_are_skipped_not_fatal() {
     let again = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
     assert_eq!(again.files_indexed, 0, "{again:?}");
 }
+
+/// Issue 40: a token used as a file name, or a directory named by a key id, was stored
+/// verbatim: paths are keys, metadata and snippet headers. Now a path goes through
+/// the redactor too, into a stored form that every run derives alike from the real
+/// one, so an edited file is re-indexed in place, not duplicated.
+#[test]
+fn secrets_in_file_and_directory_names_never_reach_the_store_and_reindexing_finds_them() {
+    const TOKEN: &str = "ghp_Zq8wLr2TmV9xKc4YpB7nJd3HsF6gQa1Ue5Wi";
+    const KEY_ID: &str = "AKIAQ3EGRT7WXYZ2PLMN";
+    let repo = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        &format!("notes/{TOKEN}.txt"),
+        "the quarterly billing checklist\n",
+    );
+    write(
+        repo.path(),
+        &format!("keys/{KEY_ID}/deploy.md"),
+        "# Deploy steps\n\nrotate the staging credentials\n",
+    );
+    write(repo.path(), "src/lib.rs", "pub fn answer() -> u32 { 42 }\n");
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    let opts = IndexOptions::default();
+    let first = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!(first.files_indexed, 3, "{first:?}");
+    let found = |store: &Store, query: &str| -> Vec<String> {
+        let hits = search(
+            store,
+            query,
+            &SearchOptions {
+                top_k: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .hits;
+        hits.iter().map(|h| path(h).to_string()).collect()
+    };
+    let billing = found(&store, "quarterly billing checklist");
+    assert!(
+        billing[0].starts_with("notes/[REDACTED:github_token~") && billing[0].ends_with("].txt"),
+        "{billing:?}"
+    );
+    let deploy = found(&store, "rotate staging credentials");
+    assert!(deploy[0].ends_with("]/deploy.md"), "{deploy:?}");
+
+    // Unchanged: nothing re-read. Edited: re-indexed in place, not added beside.
+    let again = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!((again.files_indexed, again.files_unchanged), (0, 3));
+    write(
+        repo.path(),
+        &format!("notes/{TOKEN}.txt"),
+        "the yearly invoicing runbook\n",
+    );
+    let edited = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!(
+        (edited.files_indexed, edited.files_deleted),
+        (1, 0),
+        "{edited:?}"
+    );
+    let files: u64 = store
+        .with_tracker(|db| {
+            Ok(db.query_row("SELECT count(*) FROM code_files", [], |r| {
+                r.get::<_, i64>(0)
+            })? as u64)
+        })
+        .unwrap();
+    assert_eq!(files, 3);
+    assert_eq!(found(&store, "yearly invoicing runbook")[0], billing[0]);
+    let body = store
+        .get(&format!("chunk:{}:0", billing[0]))
+        .unwrap()
+        .map(|r| String::from_utf8(r.body).unwrap())
+        .unwrap_or_default();
+    assert!(
+        body.contains("yearly") && !body.contains("quarterly"),
+        "{body}"
+    );
+
+    // Removed: its records go.
+    std::fs::remove_dir_all(repo.path().join("keys")).unwrap();
+    let removed = index::index(&store, repo.path(), &opts).unwrap();
+    assert_eq!(removed.files_deleted, 1, "{removed:?}");
+    drop(store);
+
+    let raw = raw_bytes(store_dir.path());
+    for secret in [TOKEN, KEY_ID] {
+        for piece in secret.as_bytes().windows(10) {
+            assert!(
+                !contains(&raw, piece),
+                "{:?} of a secret path reached the store",
+                String::from_utf8_lossy(piece)
+            );
+        }
+    }
+    assert!(engram::store::verify(store_dir.path()).unwrap().is_sound());
+}

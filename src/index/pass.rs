@@ -160,7 +160,7 @@ fn index_pass(
     // What is replaced is read again under the lock when the file is written.
     let hint = store.with_tracker(known_files)?;
 
-    let (files, skipped) = walk::walk(root, opts.max_file_bytes);
+    let (files, skipped) = walk::walk(root, opts.max_file_bytes)?;
     let mut report = IndexReport {
         skipped_secret_files: skipped.secret_file,
         skipped_too_large: skipped.too_large,

@@ -12,6 +12,7 @@
 pub mod builtin;
 mod compile;
 pub mod redact;
+mod redact_path;
 mod redact_span;
 mod scan;
 mod secret_binary;
@@ -73,6 +74,7 @@ use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
 pub use redact::{Redacted, Redactor};
+pub use redact_path::redact_path;
 pub use scan::{mask, Match, ScanTarget, TextScanner};
 pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};
