@@ -187,7 +187,7 @@ fn carry(
                 None => false,
             },
             RecordKind::Vector if rec.header.flags.get() & FLAG_SEALED == 0 => {
-                match vector_of(&rec.meta, rec.body) {
+                match vector_of(rec.meta, rec.body) {
                     Some((key, embedder, v)) => {
                         keys.insert(rec.key_hash(), key.clone());
                         out.put_vector(&key, &embedder, &v)?;
@@ -325,7 +325,7 @@ fn vector_of(meta: &[u8], body: &[u8]) -> Option<(String, String, Vec<f32>)> {
     let m = parse_meta(meta)?;
     let key = m.get("key")?.as_str()?.to_string();
     let embedder = m.get("embedder")?.as_str()?.to_string();
-    if body.len() % 4 != 0 {
+    if !body.len().is_multiple_of(4) {
         return None;
     }
     let v = body
@@ -411,6 +411,42 @@ mod tests {
         drop(into);
         assert!(super::super::verify(&dst).expect("verify").is_sound());
         assert_eq!(file_bytes(&src), before, "source untouched");
+    }
+
+    #[test]
+    fn a_damaged_commit_and_a_damaged_last_batch_lose_only_their_own_batches() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let src = tmp.path().join("src");
+        let mut commits = Vec::new();
+        {
+            let store = open(&src);
+            for i in 0..4 {
+                let mut b = WriteBatch::new();
+                b.put(&format!("k{i}"), Map::new(), format!("v{i}"))
+                    .expect("put");
+                commits.push(store.commit(&b).expect("commit").commit_offset);
+            }
+        }
+        let blob = src.join(BLOB_FILE);
+        let mut bytes = std::fs::read(&blob).expect("read log");
+        // Inside batch 1's commit body, and inside batch 3's commit header.
+        bytes[commits[1] as usize + RECORD_HEADER_LEN + 2] ^= 1;
+        bytes[commits[3] as usize + 17] ^= 1;
+        std::fs::write(&blob, &bytes).expect("write log");
+
+        let into = open(&tmp.path().join("dst"));
+        let report = salvage(&src, &into).expect("salvage");
+        assert_eq!(report.batches_kept, 2, "{report:?}");
+        assert_eq!(report.damaged.len(), 2, "{report:?}");
+        assert_eq!(report.lost_keys(), vec!["k1", "k3"]);
+        assert!(report.damaged.iter().all(|d| d.lost[0].checksum_ok));
+        assert_eq!(report.damaged[1].end, commits[3] + 48 + 32);
+        for k in ["k0", "k2"] {
+            assert!(into.get(k).expect("get").is_some(), "{k} kept");
+        }
+        for k in ["k1", "k3"] {
+            assert!(into.get(k).expect("get").is_none(), "{k} lost");
+        }
     }
 
     #[test]
