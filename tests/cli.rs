@@ -356,6 +356,11 @@ fn salvage_keeps_every_batch_but_the_damaged_one_and_leaves_the_store_untouched(
     // A non-empty target is refused, and the human report names what was lost.
     let out = engram(&store, &["salvage", "--into", new.to_str().unwrap()]);
     assert!(!out.status.success() && stderr(&out).contains("not empty"));
+    let out = engram(
+        &store,
+        &["salvage", "--into", store.join("sub").to_str().unwrap()],
+    );
+    assert!(!out.status.success() && stderr(&out).contains("inside the damaged store"));
     let other = tmp.path().join("other");
     let out = engram(&store, &["salvage", "--into", other.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -333,6 +333,18 @@ pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
 /// recover it, and recovery of a damaged log refuses to write.
 pub fn salvage(cli: &Cli, out: &Output, into: &Path) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
+    let inside = |a: &Path, b: &Path| -> Result<bool> {
+        let a = std::path::absolute(a).with_context(|| format!("resolving {}", a.display()))?;
+        let b = b.canonicalize().unwrap_or_else(|_| b.to_path_buf());
+        Ok(a.starts_with(&b) || a.canonicalize().is_ok_and(|a| a.starts_with(&b)))
+    };
+    if inside(into, &dir)? {
+        bail!(
+            "--into {} is inside the damaged store {}; salvage never writes there, so pass a directory outside it",
+            into.display(),
+            dir.display()
+        );
+    }
     let occupied = match std::fs::read_dir(into) {
         Ok(mut entries) => entries.next().is_some(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
