@@ -273,6 +273,105 @@ fn verify_names_the_offset_of_a_damaged_record() {
     assert!(text.contains("offset 64"), "{text}");
 }
 
+/// Every file of a directory with its bytes, to show a command changed none of them.
+fn dir_bytes(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn salvage_keeps_every_batch_but_the_damaged_one_and_leaves_the_store_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let texts: Vec<String> = (0..50)
+        .map(|i| format!("salvage memory number {i:02} about module {i}"))
+        .collect();
+    let ids: Vec<String> = texts
+        .iter()
+        .map(|t| {
+            ok_json(&store, &["remember", t])["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let blob = store.join("blob.dat");
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let needle = texts[25].as_bytes();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap();
+    bytes[at + 4] ^= 0x20;
+    std::fs::write(&blob, &bytes).unwrap();
+
+    let out = engram(&store, &["verify", "--json"]);
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sound"], false);
+    let before = dir_bytes(&store);
+
+    let new = tmp.path().join("new");
+    let r = ok_json(&store, &["salvage", "--into", new.to_str().unwrap()]);
+    assert_eq!(r["batches_kept"], 49, "{r}");
+    assert_eq!(r["batches_lost"], 1, "{r}");
+    assert_eq!(r["memories"], 49, "{r}");
+    assert_eq!(r["lost_keys"], serde_json::json!([ids[25]]), "{r}");
+    let d = &r["damaged"][0];
+    let (start, end) = (d["start"].as_u64().unwrap(), d["end"].as_u64().unwrap());
+    assert!(start <= at as u64 && (at as u64) < end, "{d}");
+    assert_eq!(d["lost"][0]["key"], ids[25].as_str());
+    assert_eq!(d["lost"][0]["checksum_ok"], false);
+
+    for (i, (id, text)) in ids.iter().zip(&texts).enumerate() {
+        let out = engram(&new, &["get", id, "--json"]);
+        if i == 25 {
+            assert!(
+                !out.status.success(),
+                "the damaged memory is not in the new store"
+            );
+            continue;
+        }
+        assert!(out.status.success(), "{id}: {}", stderr(&out));
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(got["text"], text.as_str());
+    }
+    assert_eq!(ok_json(&new, &["verify"])["sound"], true);
+    assert_eq!(
+        dir_bytes(&store),
+        before,
+        "the damaged store is left as it was"
+    );
+
+    // A non-empty target is refused, and the human report names what was lost.
+    let out = engram(&store, &["salvage", "--into", new.to_str().unwrap()]);
+    assert!(!out.status.success() && stderr(&out).contains("not empty"));
+    let out = engram(
+        &store,
+        &["salvage", "--into", store.join("sub").to_str().unwrap()],
+    );
+    assert!(!out.status.success() && stderr(&out).contains("inside the damaged store"));
+    let other = tmp.path().join("other");
+    let out = engram(&store, &["salvage", "--into", other.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("salvaged 49 batches") && text.contains(&ids[25]),
+        "{text}"
+    );
+    assert_eq!(dir_bytes(&store), before);
+}
+
 #[test]
 fn a_tracker_with_zeroed_pages_is_unsound_and_rebuild_replaces_it_without_reading_it() {
     let tmp = tempfile::tempdir().unwrap();

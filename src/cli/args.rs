@@ -197,6 +197,14 @@ pub enum Command {
     Stats,
     /// Recreate tracker.db and the vector caches from blob.dat alone.
     Rebuild,
+    /// Copy every batch of a damaged blob.dat that still verifies into a new store in
+    /// DIR, skipping past damage, and report what was lost (by byte range, key and
+    /// seq). The damaged store is only read.
+    Salvage {
+        /// Where to write the new store: a new or empty directory.
+        #[arg(long, value_name = "DIR")]
+        into: PathBuf,
+    },
     /// Rewrite blob.dat without dead records and swap it in atomically.
     Compact,
     /// Seal the store's vectors under a key (XChaCha20-Poly1305), or rotate it: a

@@ -1,5 +1,5 @@
-//! The inspector commands: init, verify, dump, stats, rebuild, compact. `verify` and `dump`
-//! never change the store; they read `blob.dat` as it is, damage and all.
+//! The inspector commands: init, verify, dump, stats, rebuild, salvage, compact. `verify`,
+//! `dump` and `salvage` never change the store; they read `blob.dat` as it is, damage and all.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use engram::format::{CommitBody, RecordKind, RecordView};
 use engram::memory::Memories;
+use engram::store::{Durability, StoreOptions};
 use serde_json::{json, Value};
+use std::path::Path;
 
 use super::output::Output;
 use super::{store_dir, store_options, Cli};
@@ -326,6 +328,86 @@ pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
         &json!({"batches": r.replayed_batches, "truncated_bytes": r.truncated_bytes, "memories": memories.count()?}),
         || format!("rebuilt tracker.db from {} batches", r.replayed_batches),
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Salvage the store's log into a new store in `into` (format-spec/blob-log.md,
+/// "Salvage"). The damaged store is read, never opened as a store: opening would
+/// recover it, and recovery of a damaged log refuses to write.
+pub fn salvage(cli: &Cli, out: &Output, into: &Path) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let inside = |a: &Path, b: &Path| -> Result<bool> {
+        let a = std::path::absolute(a).with_context(|| format!("resolving {}", a.display()))?;
+        let b = b.canonicalize().unwrap_or_else(|_| b.to_path_buf());
+        Ok(a.starts_with(&b) || a.canonicalize().is_ok_and(|a| a.starts_with(&b)))
+    };
+    if inside(into, &dir)? {
+        bail!(
+            "--into {} is inside the damaged store {}; salvage never writes there, so pass a directory outside it",
+            into.display(),
+            dir.display()
+        );
+    }
+    let occupied = match std::fs::read_dir(into) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", into.display())),
+    };
+    if occupied {
+        bail!(
+            "{} is not empty; salvage writes a new store, so pass --into a new or empty directory",
+            into.display()
+        );
+    }
+    // Each kept batch is committed without its own sync; `salvage` syncs once at the
+    // end. The new store is plain: sealed vectors are not carried (re-embed them).
+    let options = StoreOptions {
+        durability: Durability::Batch,
+        ..StoreOptions::default()
+    };
+    let memories = Memories::open_with(into, options)
+        .with_context(|| format!("creating a store in {}", into.display()))?;
+    let pb = out.spinner("salvaging blob.dat");
+    let report = engram::store::salvage(&dir, memories.store());
+    pb.finish_and_clear();
+    let report = report.with_context(|| format!("salvaging {}", dir.display()))?;
+    let mut v = serde_json::to_value(&report)?;
+    v["into"] = Value::String(into.display().to_string());
+    v["memories"] = json!(memories.count()?);
+    v["lost_keys"] = json!(report.lost_keys());
+    out.value(&v, || {
+        let mut s = format!(
+            "salvaged {} batches ({} records) into {}; {} batches lost",
+            report.batches_kept,
+            report.records_kept,
+            into.display(),
+            report.batches_lost
+        );
+        for d in &report.damaged {
+            s.push_str(&format!(
+                "\nlost bytes {}..{} ({}): {} records",
+                d.start,
+                d.end,
+                d.why,
+                d.lost.len()
+            ));
+            for r in &d.lost {
+                s.push_str(&format!(
+                    "\n  seq {} {} {}",
+                    r.seq,
+                    r.kind,
+                    r.key.as_deref().unwrap_or("(key unreadable)")
+                ));
+            }
+        }
+        if report.records_not_carried > 0 {
+            s.push_str(&format!(
+                "\n{} records of kept batches not carried (sealed vectors, unknown kinds)",
+                report.records_not_carried
+            ));
+        }
+        s
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -102,6 +102,7 @@ fn dispatch(cli: &Cli) -> Result<ExitCode> {
         } => inspect::dump(cli, &out, kind.as_deref(), key.as_deref(), *offset, *limit),
         Command::Stats => inspect::stats(cli, &out),
         Command::Rebuild => inspect::rebuild(cli, &out),
+        Command::Salvage { into } => inspect::salvage(cli, &out, into),
         Command::Compact => inspect::compact(cli, &out),
         Command::Encrypt { key_file, new_key } => encrypt::encrypt(cli, &out, key_file, *new_key),
         Command::Key {

@@ -93,6 +93,7 @@ fn needs_existing(command: &Command) -> bool {
         | Command::Verify
         | Command::Dump { .. }
         | Command::Rebuild
+        | Command::Salvage { .. }
         | Command::Compact
         | Command::Audit { .. }
         | Command::Enrich { .. }
