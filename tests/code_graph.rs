@@ -7,9 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-use engram::index::graph::{edges_of_file, Confidence};
+use engram::index::graph::{self, edges_of_file, Ask, Confidence, Target};
 use engram::index::{self, IndexOptions};
 use engram::store::{Store, StoreOptions};
+use serde_json::{json, Value};
+
+#[path = "support/engram_cli.rs"]
+mod engram_cli;
+use engram_cli::{engram, ok_json, stderr};
 
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
@@ -277,4 +282,266 @@ fn edges_are_replaced_on_change_removed_on_delete_and_identical_after_rebuild() 
     let after = graph_rows(&store);
     store.rebuild().unwrap();
     assert_eq!(graph_rows(&store), after);
+}
+
+fn ask(min: Confidence, depth: u32) -> Ask {
+    Ask {
+        min_confidence: min,
+        depth,
+        limit: 100,
+    }
+}
+
+#[test]
+fn refs_callers_and_callees_follow_aliases_depth_and_confidence() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("py"));
+    let helper = Target::Name("helper".into());
+    let found = graph::refs(&store, &helper, ask(SameName, 1)).unwrap();
+    let refs: Vec<(String, u64, Option<u64>, String, Option<String>)> = found
+        .items
+        .iter()
+        .map(|r| {
+            (
+                r.path.clone(),
+                r.line,
+                r.column,
+                r.kind.clone(),
+                r.symbol.clone(),
+            )
+        })
+        .collect();
+    let r = |p: &str, l, c, k: &str, s: Option<&str>| {
+        (p.to_string(), l, c, k.to_string(), s.map(String::from))
+    };
+    assert_eq!(
+        refs,
+        [
+            // The re-export in `__init__.py` and the aliased import are references.
+            r("pkg/__init__.py", 1, None, "import", None),
+            r("pkg/app.py", 2, None, "import", None),
+            // `h(1)`: called under its alias.
+            r("pkg/app.py", 8, Some(16), "call", Some("Service.run")),
+            r("pkg/app.py", 11, Some(18), "call", Some("Service.step")),
+        ]
+    );
+    // The same from the definition's place.
+    let at = Target::new(None, Some("pkg/util.py:2")).unwrap();
+    assert_eq!(
+        graph::refs(&store, &at, ask(SameName, 1)).unwrap().items,
+        found.items
+    );
+
+    // `close` is defined twice: `s.close()` is ambiguous, left out unless asked for.
+    let close = Target::Name("Conn.close".into());
+    assert!(graph::refs(&store, &close, ask(SameName, 1))
+        .unwrap()
+        .items
+        .is_empty());
+    let all = graph::refs(&store, &close, ask(Ambiguous, 1)).unwrap();
+    assert_eq!(all.items.len(), 1);
+    assert_eq!(all.items[0].confidence, Ambiguous);
+    assert_eq!(all.items[0].symbol.as_deref(), Some("main"));
+
+    // Callers two steps back: `run` and `step` call it, `main` calls `run` (by name).
+    let callers = graph::callers(&store, &helper, ask(SameName, 2)).unwrap();
+    let got: Vec<(String, u32, Confidence)> = callers
+        .items
+        .iter()
+        .map(|l| (l.name.clone(), l.depth, l.confidence))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Service.run".to_string(), 1, Imported),
+            ("Service.step".to_string(), 1, Imported),
+            ("main".to_string(), 2, SameName),
+        ]
+    );
+    // At `imported` or better, `main` (reached by name only) drops out.
+    let sure = graph::callers(&store, &helper, ask(Imported, 2)).unwrap();
+    assert_eq!(sure.items.len(), 2);
+
+    let callees = graph::callees(
+        &store,
+        &Target::Name("Service.run".into()),
+        ask(Resolved, 1),
+    )
+    .unwrap();
+    let got: Vec<&str> = callees.items.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        got,
+        ["Service.step"],
+        "at `resolved`, the imported helper is left out"
+    );
+    let callees = graph::callees(&store, &Target::Name("main".into()), ask(SameName, 2)).unwrap();
+    let got: Vec<(&str, u32)> = callees
+        .items
+        .iter()
+        .map(|l| (l.name.as_str(), l.depth))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Service", 1),
+            ("shadowed", 1),
+            ("Service.run", 1),
+            ("Service.step", 2),
+            ("helper", 2)
+        ]
+    );
+}
+
+#[test]
+fn deps_overview_and_impact_describe_files() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("py"));
+    let deps = graph::deps(&store, "pkg/app.py").unwrap().unwrap();
+    let out: Vec<(u64, &str, Vec<String>)> = deps
+        .imports
+        .iter()
+        .map(|i| (i.line, i.module.as_str(), i.files.clone()))
+        .collect();
+    assert_eq!(
+        out,
+        [
+            (1, "pkg.util", vec!["pkg/util.py".to_string()]),
+            (2, "pkg.util", vec!["pkg/util.py".to_string()]),
+        ]
+    );
+    assert!(deps.imported_by.is_empty());
+    let util = graph::deps(&store, "pkg/util.py").unwrap().unwrap();
+    let by: Vec<(&str, u64)> = util
+        .imported_by
+        .iter()
+        .map(|i| (i.path.as_str(), i.line))
+        .collect();
+    assert_eq!(
+        by,
+        [("pkg/__init__.py", 1), ("pkg/app.py", 1), ("pkg/app.py", 2)]
+    );
+    assert!(graph::deps(&store, "pkg/missing.py").unwrap().is_none());
+
+    let outline = graph::overview(&store, "pkg", 100).unwrap();
+    let app = outline
+        .files
+        .iter()
+        .find(|f| f.path == "pkg/app.py")
+        .unwrap();
+    let got: Vec<(&str, u32, &str)> = app
+        .symbols
+        .iter()
+        .map(|s| (s.qualified_name.as_str(), s.depth, s.signature.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Service", 0, "class Service"),
+            ("Service.run", 1, "def run(self)"),
+            ("Service.step", 1, "def step(self)"),
+            ("Service.close", 1, "def close(self)"),
+            ("shadowed", 0, "def shadowed()"),
+            ("main", 0, "def main()"),
+        ]
+    );
+    assert_eq!(outline.total, 10);
+    let cut = graph::overview(&store, "", 3).unwrap();
+    assert!(cut.truncated);
+    assert_eq!(cut.files.iter().map(|f| f.symbols.len()).sum::<usize>(), 3);
+
+    // What depends on util.py: its importers and callers nearest first, then by fan-in.
+    let impact = graph::impact(&store, "pkg/util.py", ask(SameName, 3)).unwrap();
+    assert_eq!(impact.target_kind, "path");
+    let got: Vec<(&str, &str, u32, u32)> = impact
+        .dependents
+        .iter()
+        .map(|d| (d.kind.as_str(), d.name.as_str(), d.distance, d.fan_in))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("symbol", "Service.run", 1, 1),
+            ("symbol", "Service.step", 1, 1),
+            ("file", "pkg/__init__.py", 1, 0),
+            ("file", "pkg/app.py", 1, 0),
+            ("symbol", "main", 2, 0),
+        ]
+    );
+    let by_name = graph::impact(&store, "helper", ask(Imported, 3)).unwrap();
+    assert_eq!(by_name.target_kind, "name");
+    assert_eq!(by_name.dependents.len(), 2, "{:?}", by_name.dependents);
+}
+
+#[test]
+fn the_cli_answers_in_json_and_refuses_bad_targets_clearly() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = store_dir.path();
+    let out = engram(store, &["index", fixture("py").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = ok_json(store, &["refs", "--at", "pkg/util.py:1"]);
+    let refs = v["refs"].as_array().unwrap();
+    assert_eq!(refs.len(), 4);
+    assert_eq!(
+        refs[2],
+        json!({"path": "pkg/app.py", "line": 8, "column": 16, "kind": "call",
+               "confidence": "imported", "symbol": "Service.run",
+               "target": "sym:pkg/util.py#helper:function:1:2"})
+    );
+    let v = ok_json(
+        store,
+        &[
+            "callers",
+            "helper",
+            "--depth",
+            "2",
+            "--min-confidence",
+            "imported",
+        ],
+    );
+    assert_eq!(v["callers"].as_array().unwrap().len(), 2);
+    let v = ok_json(store, &["callees", "main"]);
+    let names: Vec<&str> = v["callees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Service", "shadowed", "Service.run"]);
+    let v = ok_json(store, &["deps", "pkg/util.py"]);
+    assert_eq!(v["imported_by"].as_array().unwrap().len(), 3);
+    let v = ok_json(store, &["overview", "pkg/util.py"]);
+    assert_eq!(v["files"][0]["symbols"].as_array().unwrap().len(), 4);
+    let v = ok_json(store, &["impact", "pkg/util.py", "--depth", "1"]);
+    let kinds: Vec<&str> = v["dependents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["symbol", "symbol", "file", "file"]);
+    // Human output names the place and the enclosing symbol.
+    let out = engram(store, &["refs", "helper"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("pkg/app.py:8:16  call imported  in Service.run"),
+        "{text}"
+    );
+
+    for (args, says) in [
+        (vec!["refs", "--at", "pkg/util.py"], "expected PATH:LINE"),
+        (vec!["refs", "--at", "pkg/util.py:0"], "expected PATH:LINE"),
+        (vec!["callers", "helper", "--depth", "4"], "4"),
+        (vec!["refs", "helper", "--min-confidence", "sure"], "sure"),
+        (vec!["deps", "pkg/nothing.py"], "not an indexed source file"),
+    ] {
+        let out = engram(store, &args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    let v: Value = ok_json(store, &["refs", "no_such_name"]);
+    assert!(v["definitions"].as_array().unwrap().is_empty());
+    let out = engram(store, &["refs", "no_such_name"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no definition named"));
 }

@@ -10,12 +10,18 @@
 //! records the index pass writes.
 
 pub(crate) mod modules;
+mod outline;
+mod query;
 pub mod record;
 pub mod resolve;
 pub(crate) mod table;
 
 use serde::Serialize;
 
+pub use outline::{
+    Dependent, Deps, Impact, ImportIn, ImportOut, OutlineFile, OutlineSymbol, Overview,
+};
+pub use query::{Ask, GraphAnswer, Linked, Ref, Target};
 pub use record::{refs_key, REFS_TYPE};
 pub use resolve::{CallRow, Confidence, Resolver};
 
@@ -71,4 +77,47 @@ pub fn edges_of_file(store: &Store, path: &str) -> Result<Vec<Edge>, IndexError>
         }
         Ok(out)
     })?)
+}
+
+/// Every reference to the target's definitions (calls, constructions, imports) at
+/// `ask.min_confidence` or better, at most `ask.limit`.
+pub fn refs(store: &Store, target: &Target, ask: Ask) -> Result<GraphAnswer<Ref>, IndexError> {
+    Ok(store.with_tracker(|db| query::refs(db, target, ask))?)
+}
+
+/// The symbols calling the target's definitions, up to `ask.depth` (1-3) steps back.
+pub fn callers(
+    store: &Store,
+    target: &Target,
+    ask: Ask,
+) -> Result<GraphAnswer<Linked>, IndexError> {
+    Ok(store.with_tracker(|db| query::callers(db, target, ask))?)
+}
+
+/// The definitions the target's definitions call, up to `ask.depth` (1-3) steps on.
+pub fn callees(
+    store: &Store,
+    target: &Target,
+    ask: Ask,
+) -> Result<GraphAnswer<Linked>, IndexError> {
+    Ok(store.with_tracker(|db| query::callees(db, target, ask))?)
+}
+
+/// The imports out of an indexed file and into it; none when `path` is not an
+/// indexed file with a grammar.
+pub fn deps(store: &Store, path: &str) -> Result<Option<Deps>, IndexError> {
+    let path = path.trim().trim_start_matches("./");
+    Ok(store.with_tracker(|db| outline::deps(db, path))?)
+}
+
+/// The outline of a file or folder (`""`: the repository): symbols with their
+/// signatures, at most `limit`.
+pub fn overview(store: &Store, path: &str, limit: usize) -> Result<Overview, IndexError> {
+    Ok(store.with_tracker(|db| outline::overview(db, path, limit))?)
+}
+
+/// What depends on a file, folder or definition, transitively, ranked by distance
+/// then fan-in.
+pub fn impact(store: &Store, target: &str, ask: Ask) -> Result<Impact, IndexError> {
+    Ok(store.with_tracker(|db| outline::impact(db, target, ask))?)
 }
