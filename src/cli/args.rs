@@ -243,6 +243,56 @@ pub enum Command {
         #[arg(long, short = 'k', default_value_t = 20)]
         limit: usize,
     },
+    /// Every reference to a definition (calls, constructions, imports), each with its
+    /// enclosing symbol and how sure the match is (resolved, imported, same-name,
+    /// ambiguous). Names are matched without type inference: `obj.get()` refers to
+    /// every method named `get`.
+    Refs {
+        #[command(flatten)]
+        target: GraphTarget,
+    },
+    /// The symbols that call a definition, up to --depth steps back.
+    Callers {
+        #[command(flatten)]
+        target: GraphTarget,
+        #[command(flatten)]
+        depth: GraphDepth,
+    },
+    /// The definitions a definition calls, up to --depth steps on.
+    Callees {
+        #[command(flatten)]
+        target: GraphTarget,
+        #[command(flatten)]
+        depth: GraphDepth,
+    },
+    /// The imports out of a file (and the repository files they reach) and the files
+    /// importing it.
+    Deps { path: String },
+    /// An outline of a file or folder (default: the repository): its symbols with
+    /// their signatures.
+    Overview {
+        path: Option<String>,
+        /// At most this many symbols.
+        #[arg(long, short = 'k', default_value_t = 500)]
+        limit: usize,
+    },
+    /// What depends on a file, folder or definition, transitively: the symbols calling
+    /// it and the files importing it, nearest first, then by fan-in.
+    Impact {
+        /// A repository-relative file or folder, or a definition's name.
+        target: String,
+        /// Steps to follow, 1 to 3.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3))]
+        depth: u32,
+        /// Only edges at least this sure: resolved, imported, same-name (the default)
+        /// or ambiguous.
+        #[arg(long, default_value = "same-name", value_name = "LEVEL",
+              value_parser = ["resolved", "imported", "same-name", "ambiguous"])]
+        min_confidence: String,
+        /// At most this many dependents.
+        #[arg(long, short = 'k', default_value_t = 100)]
+        limit: usize,
+    },
     /// Serve the MCP tools over stdio (one process per agent window; they share the store).
     Serve {
         /// The repository (default: the one containing the current directory). With

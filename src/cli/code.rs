@@ -217,7 +217,7 @@ fn index_with_bar(
 /// The store a code read (`search`, `symbol`) works on. The repository's own store
 /// (none named) that was never indexed is indexed first, when the current directory
 /// is in a git repository; a named store is read as it is.
-fn open_indexed(cli: &Cli, out: &Output) -> Result<Store> {
+pub(super) fn open_indexed(cli: &Cli, out: &Output) -> Result<Store> {
     let dir = store_dir(cli)?;
     let store = Store::open(&dir, store_options(cli, &dir)?, engram::projections())
         .with_context(|| format!("opening store {}", dir.display()))?;

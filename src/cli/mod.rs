@@ -10,6 +10,7 @@ mod code;
 mod coding;
 mod db;
 mod encrypt;
+mod graph;
 mod hooks;
 mod inspect;
 mod memories;
@@ -115,6 +116,12 @@ fn dispatch(cli: &Cli) -> Result<ExitCode> {
         Command::Index { .. } | Command::Search { .. } | Command::Symbol { .. } => {
             code::run(cli, &out)
         }
+        Command::Refs { .. }
+        | Command::Callers { .. }
+        | Command::Callees { .. }
+        | Command::Deps { .. }
+        | Command::Overview { .. }
+        | Command::Impact { .. } => graph::run(cli, &out),
         _ => memories::run(cli, &out),
     }
 }

@@ -13,6 +13,7 @@
 
 mod chunk;
 mod file;
+pub mod graph;
 mod pass;
 mod prepare;
 mod projection;

@@ -158,7 +158,13 @@ fn index_pass(
 
     // A hint only, read without the lock: it decides which files to read and prepare.
     // What is replaced is read again under the lock when the file is written.
-    let hint = store.with_tracker(known_files)?;
+    let mut hint = store.with_tracker(known_files)?;
+    // A file with a grammar but no `refs:` record was indexed before the code graph
+    // existed: it is read and indexed again, once.
+    let graphed = store.with_tracker(super::graph::table::graphed_paths)?;
+    hint.retain(|path, _| {
+        graphed.contains(path) || !super::symbols::has_grammar(walk::language(path))
+    });
 
     let (files, skipped) = walk::walk(root, opts.max_file_bytes)?;
     let mut report = IndexReport {
@@ -384,6 +390,7 @@ fn delete_vanished(
             continue;
         }
         writer.delete(&format!("file:{path}"))?;
+        writer.delete(&super::graph::refs_key(path))?;
         for i in 0..k.chunks {
             writer.delete(&format!("chunk:{path}:{i}"))?;
         }

@@ -2,7 +2,8 @@
 //! `code_files` (what was indexed, for incremental re-indexing), `code_chunks` (where
 //! each chunk is), `code_fts` (the keyword index over chunk text and path with
 //! code-aware tokens), `code_symbols` and `code_symbols_fts` (symbol lookup by name,
-//! words of the name, signature and doc). Both full-text tables stem English words
+//! words of the name, signature and doc), and the code graph's tables from `refs:`
+//! records (`graph::table`). Both full-text tables stem English words
 //! (FTS5's `porter`, queries alike), so `entries` finds `entry` and `cached` `cache`:
 //! on the search eval's tune half doc queries rose from 0.437 to 0.481 MRR@10 (identifier
 //! queries are answered by exact names first and did not move). Nothing here is not in
@@ -11,6 +12,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
+use super::graph;
 use crate::fts::index_text;
 use crate::store::{Change, Projection, Result};
 
@@ -31,7 +33,8 @@ impl Projection for CodeProjection {
         // 6: `code_chunks` and `code_symbols` keyed by `seq` (appended in log order),
         // with a unique index on `key_hash`; see the core tables' version 6.
         // 7: a chunk's context line (meta `context`) is indexed before its text.
-        7
+        // 8: the code graph's tables (`code_ref_files`, `code_calls`, `code_imports`).
+        8
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -60,14 +63,16 @@ impl Projection for CodeProjection {
              CREATE VIRTUAL TABLE IF NOT EXISTS code_fts USING fts5(
                 path, text, content = '', contentless_delete = 1,
                 tokenize = 'porter unicode61 remove_diacritics 2');",
-        )
+        )?;
+        db.execute_batch(graph::table::CREATE)
     }
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
             "DROP TABLE IF EXISTS code_files; DROP TABLE IF EXISTS code_chunks; DROP TABLE IF EXISTS code_fts;
              DROP TABLE IF EXISTS code_symbols; DROP TABLE IF EXISTS code_symbols_fts;",
-        )
+        )?;
+        db.execute_batch(graph::table::DROP)
     }
 
     fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()> {
@@ -167,6 +172,9 @@ impl Projection for CodeProjection {
                         )?
                         .execute(params![seq, index_text(&s("qualified_name")), index_text(&detail)])?;
                     }
+                    Some(graph::REFS_TYPE) => {
+                        graph::table::put(db, h, &s("path"), &s("lang"), body, *replaces)?;
+                    }
                     // The key may have been code before; a new key was nothing.
                     _ if *replaces => delete(db, h)?,
                     _ => {}
@@ -183,6 +191,7 @@ impl Projection for CodeProjection {
 /// key has a row: most keys passing through are not code at all (memories), and a
 /// write to an FTS5 table is far dearer than a lookup.
 fn delete(db: &Connection, h: i64) -> Result<()> {
+    graph::table::delete(db, h)?;
     if has_row(db, "SELECT 1 FROM code_files WHERE key_hash = ?1", h)? {
         db.prepare_cached("DELETE FROM code_files WHERE key_hash = ?1")?
             .execute([h])?;

@@ -23,11 +23,11 @@ pub struct SymbolInfo {
     pub signature: String,
 }
 
-const COLUMNS: &str =
+pub(crate) const COLUMNS: &str =
     "r.key, s.name, s.qualified_name, s.kind, s.path, s.lang, s.start_line, s.end_line, s.signature
      FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SymbolInfo> {
+pub(crate) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SymbolInfo> {
     Ok(SymbolInfo {
         key: r.get(0)?,
         name: r.get(1)?,

@@ -280,7 +280,10 @@ fn like_escape(s: &str) -> String {
 
 fn path_of_key(key: &str) -> Option<String> {
     match Key::parse(key).ok()? {
-        Key::File { path } | Key::Chunk { path, .. } | Key::Symbol { path, .. } => Some(path),
+        Key::File { path }
+        | Key::Chunk { path, .. }
+        | Key::Symbol { path, .. }
+        | Key::Refs { path } => Some(path),
         _ => None,
     }
 }

@@ -280,3 +280,31 @@ pub enum ModelCommand {
         base_url: String,
     },
 }
+
+/// The definition a code-graph command is about, and how sure its edges must be.
+#[derive(Debug, clap::Args)]
+pub struct GraphTarget {
+    /// The definition: a name (`request`), a qualified name (`Session.request`) or a
+    /// sym: key.
+    #[arg(conflicts_with = "at", required_unless_present = "at")]
+    pub name: Option<String>,
+    /// The innermost definition around this place instead, e.g. src/app.py:42.
+    #[arg(long, value_name = "PATH:LINE")]
+    pub at: Option<String>,
+    /// Only edges at least this sure: resolved, imported, same-name (the default) or
+    /// ambiguous (everything).
+    #[arg(long, default_value = "same-name", value_name = "LEVEL",
+          value_parser = ["resolved", "imported", "same-name", "ambiguous"])]
+    pub min_confidence: String,
+    /// At most this many results.
+    #[arg(long, short = 'k', default_value_t = 100)]
+    pub limit: usize,
+}
+
+/// How far a code-graph walk goes.
+#[derive(Debug, clap::Args)]
+pub struct GraphDepth {
+    /// Steps to follow, 1 to 3.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
+    pub depth: u32,
+}

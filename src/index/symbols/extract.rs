@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use tree_sitter::{Node, Tree};
 
 use super::lang::{Rules, BRANCHES};
+use super::{imports, sites};
 use super::{FileSymbols, Symbol, SymbolKind};
 
 /// A place that gives names to what it contains: a symbol, or a container such as
@@ -96,21 +97,28 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                 inner = Some(scopes.len() - 1);
             }
         }
-        if let Some(sym) = innermost {
-            if let Some(&(_, field)) = rules.calls.iter().find(|(k, _)| *k == kind) {
-                if let Some(name) = node
-                    .child_by_field_name(field)
-                    .and_then(|c| last_identifier(&text(c, src)))
-                {
-                    calls[sym].push(name);
+        if let Some(&(_, field)) = rules.calls.iter().find(|(k, _)| *k == kind) {
+            if let Some(site) = node
+                .child_by_field_name(field)
+                .and_then(|c| sites::call_site(node, c, src, innermost))
+            {
+                if let Some(sym) = innermost {
+                    calls[sym].push(site.name.clone());
                 }
+                out.refs.push(site);
             }
+        }
+        if let Some(sym) = innermost {
             if BRANCHES.contains(&kind) || is_logical(node, src) {
                 out.symbols[sym].complexity += 1;
             }
         }
         if rules.imports.contains(&kind) {
-            out.imports.push(one_line(&text(node, src), 200));
+            let statement = text(node, src);
+            out.imports.push(one_line(&statement, 200));
+            let line = node.start_position().row as u64 + 1;
+            out.import_items
+                .extend(imports::parse(rules.import_style, &statement, line));
             continue;
         }
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -268,7 +276,7 @@ fn type_name(t: &str) -> String {
 }
 
 /// The last identifier in `t` (`self.client.get` → `get`, `Foo::new` → `new`).
-fn last_identifier(t: &str) -> Option<String> {
+pub(super) fn last_identifier(t: &str) -> Option<String> {
     let t = t.trim_end_matches(|c: char| c == '!' || c.is_whitespace());
     let start = t
         .char_indices()

@@ -6,6 +6,7 @@
 
 use tree_sitter::Language;
 
+use super::imports::Style;
 use super::SymbolKind;
 
 /// How to read one language's tree.
@@ -22,6 +23,8 @@ pub(super) struct Rules {
     pub calls: &'static [(&'static str, &'static str)],
     /// Import node kinds (their text is kept, one line each).
     pub imports: &'static [&'static str],
+    /// How the import statements read (what each binds).
+    pub import_style: Style,
     /// Whether any comment above a definition is its doc (false: only doc-comment
     /// forms, as in Rust where `//` is not documentation).
     pub any_comment_is_doc: bool,
@@ -53,6 +56,7 @@ static RUST: Rules = Rules {
         ("macro_invocation", "macro"),
     ],
     imports: &["use_declaration", "extern_crate_declaration"],
+    import_style: Style::Rust,
     any_comment_is_doc: false,
 };
 
@@ -67,6 +71,7 @@ static PYTHON: Rules = Rules {
     containers: &[],
     calls: &[("call", "function")],
     imports: &["import_statement", "import_from_statement"],
+    import_style: Style::Python,
     any_comment_is_doc: true,
 };
 
@@ -83,6 +88,7 @@ static GO: Rules = Rules {
     containers: &[],
     calls: BRACE_CALLS,
     imports: &["import_spec"],
+    import_style: Style::Go,
     any_comment_is_doc: true,
 };
 
@@ -102,6 +108,7 @@ static JAVASCRIPT: Rules = Rules {
         ("new_expression", "constructor"),
     ],
     imports: &["import_statement"],
+    import_style: Style::Ecma,
     any_comment_is_doc: true,
 };
 
@@ -132,6 +139,7 @@ static TYPESCRIPT: Rules = Rules {
         ("new_expression", "constructor"),
     ],
     imports: &["import_statement"],
+    import_style: Style::Ecma,
     any_comment_is_doc: true,
 };
 
@@ -159,6 +167,7 @@ static JAVA: Rules = Rules {
         ("object_creation_expression", "type"),
     ],
     imports: &["import_declaration"],
+    import_style: Style::Java,
     any_comment_is_doc: true,
 };
 
@@ -178,6 +187,7 @@ static C: Rules = Rules {
     containers: &[],
     calls: BRACE_CALLS,
     imports: &["preproc_include"],
+    import_style: Style::C,
     any_comment_is_doc: true,
 };
 
@@ -197,6 +207,7 @@ static CPP: Rules = Rules {
     containers: &[],
     calls: BRACE_CALLS,
     imports: &["preproc_include", "using_declaration"],
+    import_style: Style::C,
     any_comment_is_doc: true,
 };
 
@@ -221,6 +232,7 @@ static CSHARP: Rules = Rules {
         ("object_creation_expression", "type"),
     ],
     imports: &["using_directive"],
+    import_style: Style::CSharp,
     any_comment_is_doc: true,
 };
 
@@ -237,6 +249,7 @@ static RUBY: Rules = Rules {
     containers: &[],
     calls: &[("call", "method")],
     imports: &[],
+    import_style: Style::None,
     any_comment_is_doc: true,
 };
 
@@ -260,6 +273,7 @@ static PHP: Rules = Rules {
         ("object_creation_expression", "class"),
     ],
     imports: &["namespace_use_declaration"],
+    import_style: Style::Php,
     any_comment_is_doc: true,
 };
 

@@ -1,0 +1,92 @@
+//! The code graph's tables in `tracker.db`, part of the code projection: one row per
+//! file with a `refs:` record (`code_ref_files`), one per call (`code_calls`) and one
+//! per imported name (`code_imports`), each tagged with the key hash of the record
+//! that wrote it so a put replaces and a tombstone removes exactly that file's rows.
+//! Nothing here is not in the log.
+
+use rusqlite::{params, Connection};
+
+use super::record;
+use crate::store::Result;
+
+pub(crate) const CREATE: &str = "
+    CREATE TABLE IF NOT EXISTS code_ref_files (
+        key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS code_calls (
+        file INTEGER NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, qual TEXT NOT NULL,
+        line INTEGER NOT NULL, col INTEGER NOT NULL, kind TEXT NOT NULL, caller TEXT);
+    CREATE INDEX IF NOT EXISTS code_calls_by_file ON code_calls (file);
+    CREATE INDEX IF NOT EXISTS code_calls_by_name ON code_calls (name);
+    CREATE INDEX IF NOT EXISTS code_calls_by_caller ON code_calls (caller);
+    CREATE TABLE IF NOT EXISTS code_imports (
+        file INTEGER NOT NULL, path TEXT NOT NULL, module TEXT NOT NULL, name TEXT,
+        bind TEXT, line INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS code_imports_by_file ON code_imports (file);
+    CREATE INDEX IF NOT EXISTS code_imports_by_path ON code_imports (path);
+    CREATE INDEX IF NOT EXISTS code_imports_by_name ON code_imports (name);";
+
+pub(crate) const DROP: &str = "DROP TABLE IF EXISTS code_ref_files;
+    DROP TABLE IF EXISTS code_calls; DROP TABLE IF EXISTS code_imports;";
+
+/// Project a `code_refs` record put under key hash `h`.
+pub(crate) fn put(
+    db: &Connection,
+    h: i64,
+    path: &str,
+    lang: &str,
+    body: &[u8],
+    replaces: bool,
+) -> Result<()> {
+    if replaces {
+        delete(db, h)?;
+    }
+    let body = record::parse(body);
+    db.prepare_cached("INSERT INTO code_ref_files (key_hash, path, lang) VALUES (?1, ?2, ?3)")?
+        .execute(params![h, path, lang])?;
+    let mut call = db.prepare_cached(
+        "INSERT INTO code_calls (file, path, name, qual, line, col, kind, caller)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for c in &body.calls {
+        call.execute(params![
+            h,
+            path,
+            c.name,
+            c.qual,
+            c.line as i64,
+            c.column as i64,
+            c.kind,
+            c.symbol
+        ])?;
+    }
+    let mut import = db.prepare_cached(
+        "INSERT INTO code_imports (file, path, module, name, bind, line)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for i in &body.imports {
+        import.execute(params![h, path, i.module, i.name, i.bind, i.line as i64])?;
+    }
+    Ok(())
+}
+
+/// Remove the rows key hash `h` wrote, if it wrote any.
+pub(crate) fn delete(db: &Connection, h: i64) -> Result<()> {
+    let had = db
+        .prepare_cached("DELETE FROM code_ref_files WHERE key_hash = ?1")?
+        .execute([h])?;
+    if had > 0 {
+        db.prepare_cached("DELETE FROM code_calls WHERE file = ?1")?
+            .execute([h])?;
+        db.prepare_cached("DELETE FROM code_imports WHERE file = ?1")?
+            .execute([h])?;
+    }
+    Ok(())
+}
+
+/// Paths that have a `refs:` record: a file indexed before the graph existed has
+/// none, and is indexed again.
+pub(crate) fn graphed_paths(db: &Connection) -> Result<std::collections::HashSet<String>> {
+    let mut stmt = db.prepare("SELECT path FROM code_ref_files")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
