@@ -189,7 +189,7 @@ impl Engine {
 
     /// Index the repository first when it never was, within
     /// [`Engine::first_index_wait`]; the note to add to the answer, if any.
-    fn index_first(&self) -> Result<Option<String>, String> {
+    pub(super) fn index_first(&self) -> Result<Option<String>, String> {
         self.first_index
             .ensure(
                 &self.memories,
@@ -311,6 +311,9 @@ impl Engine {
         let started = conn.started();
         let started = started.as_deref();
         if let Some(done) = self.dispatch_extra(name, a) {
+            return done;
+        }
+        if let Some(done) = self.dispatch_graph(name, a) {
             return done;
         }
         let m = &self.memories;
@@ -500,7 +503,7 @@ impl Engine {
 }
 
 /// `answer` with `note` added, when there is one.
-fn noted(mut answer: Value, note: Option<String>) -> Value {
+pub(super) fn noted(mut answer: Value, note: Option<String>) -> Value {
     if let (Some(note), Some(fields)) = (note, answer.as_object_mut()) {
         fields.insert("note".into(), json!(note));
     }

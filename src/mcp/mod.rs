@@ -14,6 +14,7 @@ mod assisted;
 mod call;
 mod compat;
 mod extra;
+mod graph_tools;
 pub mod handlers;
 pub mod http;
 pub mod normalise;

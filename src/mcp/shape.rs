@@ -198,6 +198,10 @@ pub const LIST_TOOLS: &[ListTool] = &[
     list("search_notes", "notes", "limit", 20),
     list("memory_stale", "stale", "limit", 20),
     list("coding_search_errors", "errors", "top_k", 10),
+    list("find_references", "refs", "limit", 20),
+    list("find_callers", "callers", "limit", 20),
+    list("impact_analysis", "dependents", "limit", 20),
+    list("symbols_overview", "symbols", "limit", 20),
 ];
 
 /// A list tool's reply cut to its limit (the caller's, or the default) and to a
@@ -237,8 +241,19 @@ pub fn error_text(message: &str) -> String {
 /// How many results a tool's answer holds (for the audit trail).
 pub fn count_results(v: &Value) -> u64 {
     [
-        "hits", "symbols", "memories", "threads", "matches", "notes", "errors", "blocks", "sets",
+        "hits",
+        "symbols",
+        "memories",
+        "threads",
+        "matches",
+        "notes",
+        "errors",
+        "blocks",
+        "sets",
         "events",
+        "refs",
+        "callers",
+        "dependents",
     ]
     .iter()
     .find_map(|k| v.get(k).and_then(Value::as_array).map(|a| a.len() as u64))

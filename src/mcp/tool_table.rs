@@ -32,6 +32,25 @@ const LIMIT: Param = opt(
     Int,
     "Most items (default 20); a reply that leaves some out says truncated and omitted.",
 );
+/// The definition a graph tool is about: by name …
+const NAME: Param = opt(
+    "name",
+    Str,
+    "The definition: a name (request), qualified name (Session.request) or sym: key (also symbol). Give this or at.",
+)
+.aka(&["symbol"]);
+/// … or by place.
+const AT: Param = opt(
+    "at",
+    Str,
+    "The innermost definition around PATH:LINE instead, e.g. src/app.py:42.",
+);
+const MIN_CONFIDENCE: Param = opt(
+    "min_confidence",
+    Str,
+    "Only edges at least this sure: resolved, imported, same-name (default) or ambiguous (all). Calls through an object (obj.get()) are matched by name only.",
+);
+const GRAPH_LIMIT: Param = opt("limit", Int, "Most items (default 20, at most 500).");
 /// Ask the configured external MCP servers too.
 const PROVIDERS: Param = opt(
     "providers",
@@ -92,6 +111,31 @@ pub static TOOLS: &[ToolSpec] = &[
         params: &[req("name", Str, "The symbol's name or part of it (also symbol).").aka(&["symbol"]),
             opt("limit", Int, "Most results (default 20); also top_k, topK, k.").aka(&["top_k", "topK", "k"])],
         profiles: &[Dflt, Core, Code],
+    },
+    ToolSpec {
+        name: "find_references",
+        description: "Every reference to a definition (calls, constructions, imports) with its place, enclosing symbol and confidence (resolved, imported, same-name, ambiguous). Use it before changing or renaming a function or class.",
+        params: &[NAME, AT, MIN_CONFIDENCE, GRAPH_LIMIT],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "find_callers",
+        description: "The functions and methods that call a definition, up to three steps back, each with its confidence. Use it to see who depends on a function before you change its behaviour.",
+        params: &[NAME, AT, opt("depth", Int, "Steps back, 1-3 (default 1)."), MIN_CONFIDENCE, GRAPH_LIMIT],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "impact_analysis",
+        description: "What depends on a file, folder or definition, transitively: callers and importing files, nearest first, then by fan-in. Use it to judge the blast radius of a change.",
+        params: &[req("target", Str, "A repository-relative file or folder, or a definition's name (also path, name).").aka(&["path", "name"]),
+            opt("depth", Int, "Steps, 1-3 (default 2)."), MIN_CONFIDENCE, GRAPH_LIMIT],
+        profiles: &[Code],
+    },
+    ToolSpec {
+        name: "symbols_overview",
+        description: "An outline of a file or folder: its functions, classes and methods with signatures and lines. Use it to learn a file's shape without reading it.",
+        params: &[opt("path", Str, "A repository-relative file or folder (default: the whole repository)."), GRAPH_LIMIT],
+        profiles: &[Code],
     },
     ToolSpec {
         name: "jit_index_file",

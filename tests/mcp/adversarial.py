@@ -67,6 +67,10 @@ def base_args(mid, sid):
     return {
         "code_search": {"query": "parse", "lang": "rust", "path": "src/**", "kind": "chunk"},
         "symbol_search": {"name": "parse"},
+        "find_references": {"name": "parse", "min_confidence": "ambiguous", "limit": 20},
+        "find_callers": {"name": "parse", "depth": 2, "min_confidence": "same-name"},
+        "impact_analysis": {"target": "src/lib.rs", "depth": 2, "min_confidence": "same-name"},
+        "symbols_overview": {"path": "src", "limit": 50},
         "jit_index_file": {"path": "src/lib.rs"},
         "jit_index_directory": {"path": "src"},
         "jit_search": {"query": "parse", "path": "src/**"},

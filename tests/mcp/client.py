@@ -135,6 +135,28 @@ async def scenario(session, bench):
     if not hits or hits[0]["path"] != "src/new.py":
         fail(f"jit_search: {hits}")
 
+    # The code graph (listed under --tools all, callable under the default).
+    with open(sys.argv[3] + "/src/route.rs", "w") as f:
+        f.write("use crate::http::parse_request;\n\npub fn route(line: &str) {\n    let _ = parse_request(line);\n}\n")
+    await call(session, "jit_index_file", {"path": "src/route.rs"})
+    refs = (await call(session, "find_references", {"name": "parse_request", "limit": 10}))["refs"]
+    got = [(r["path"], r["line"], r["kind"], r["confidence"], r["symbol"]) for r in refs]
+    if got != [("src/route.rs", 1, "import", "imported", None),
+               ("src/route.rs", 4, "call", "imported", "route")]:
+        fail(f"find_references: {refs}")
+    callers = (await call(session, "find_callers", {"at": "src/http.rs:2", "depth": 2}))["callers"]
+    if [c["name"] for c in callers] != ["route"]:
+        fail(f"find_callers: {callers}")
+    impact = (await call(session, "impact_analysis", {"target": "src/http.rs"}))["dependents"]
+    if {(d["kind"], d["name"]) for d in impact} != {("symbol", "route"), ("file", "src/route.rs")}:
+        fail(f"impact_analysis: {impact}")
+    outline = (await call(session, "symbols_overview", {"path": "src", "limit": 50}))["symbols"]
+    if not any(s["name"] == "parse_request" and s["signature"].startswith("pub fn parse_request(") for s in outline):
+        fail(f"symbols_overview: {outline}")
+    err = await call_error(session, "find_references", {"at": "../../etc/passwd:1"})
+    if "outside" not in err:
+        fail(f"find_references outside the repository: {err}")
+
     # Memory.
     mid = (await call(session, "memory_write", {"text": "tracker.db runs in WAL mode", "tags": ["sqlite"]}))["id"]
     r = await call(session, "memory_write_structured", {

@@ -15,6 +15,7 @@ mod query;
 pub mod record;
 pub mod resolve;
 pub(crate) mod table;
+mod types;
 
 use serde::Serialize;
 
