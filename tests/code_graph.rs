@@ -292,6 +292,9 @@ fn ask(min: Confidence, depth: u32) -> Ask {
     }
 }
 
+/// A reference as the test compares it: path, line, column, kind, enclosing symbol.
+type RefRow = (String, u64, Option<u64>, String, Option<String>);
+
 #[test]
 fn refs_callers_and_callees_follow_aliases_depth_and_confidence() {
     let store_dir = tempfile::tempdir().unwrap();
@@ -299,7 +302,7 @@ fn refs_callers_and_callees_follow_aliases_depth_and_confidence() {
     index_once(&store, &fixture("py"));
     let helper = Target::Name("helper".into());
     let found = graph::refs(&store, &helper, ask(SameName, 1)).unwrap();
-    let refs: Vec<(String, u64, Option<u64>, String, Option<String>)> = found
+    let refs: Vec<RefRow> = found
         .items
         .iter()
         .map(|r| {

@@ -157,10 +157,14 @@ impl Default for Ask {
     }
 }
 
+/// The call sites of one name, each with the definition it resolved to, shared by the
+/// queries of one walk.
+type NamedCalls = Rc<Vec<(CallRow, Option<Found>)>>;
+
 /// Calls and what they reach, read and resolved once per question.
 pub(crate) struct Graph<'c> {
     pub r: Resolver<'c>,
-    by_name: HashMap<String, Rc<Vec<(CallRow, Option<Found>)>>>,
+    by_name: HashMap<String, NamedCalls>,
 }
 
 impl<'c> Graph<'c> {
@@ -172,7 +176,7 @@ impl<'c> Graph<'c> {
     }
 
     /// Every call of `name` in the repository, resolved.
-    pub fn calls_named(&mut self, name: &str) -> Result<Rc<Vec<(CallRow, Option<Found>)>>> {
+    pub fn calls_named(&mut self, name: &str) -> Result<NamedCalls> {
         if let Some(v) = self.by_name.get(name) {
             return Ok(v.clone());
         }
