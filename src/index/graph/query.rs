@@ -128,7 +128,8 @@ pub struct Linked {
     pub via: String,
 }
 
-/// The answer of [`refs`], [`callers`] and [`callees`].
+/// The answer of [`refs`](super::refs), [`callers`](super::callers) and
+/// [`callees`](super::callees).
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphAnswer<T> {
     /// The definitions the target meant.
