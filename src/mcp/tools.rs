@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_a_schema_and_profiles_are_subsets() {
-        assert_eq!(TOOLS.len(), 31);
+        assert_eq!(TOOLS.len(), 35);
         let all = tools_for(Profile::All).len();
         let with_compat = tools_for("all,compat".parse().unwrap()).len();
         assert_eq!(with_compat, all + super::super::compat::COMPAT_TOOLS.len());
