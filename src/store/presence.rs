@@ -77,12 +77,14 @@ pub(super) fn create_log(dir: &Path, store_id: [u8; 16], now_ms: u64) -> Result<
         if blob_path.exists() {
             return Ok(false);
         }
+        // A `LOCK` we did not make, with nothing else of a store beside it, holds no
+        // data: most likely a creator beside us made it and we locked it first (the
+        // gap between its create and its lock). Creating the log loses nothing.
         if !made_lock {
-            let mut found = remnants(dir, true)?;
-            if found.is_empty() {
-                found.push(LOCK_FILE.into()); // removed while we waited
+            let found = remnants(dir, false)?;
+            if !found.is_empty() {
+                return Err(log_missing(dir, found));
             }
-            return Err(log_missing(dir, found));
         }
         BlobLog::create(&blob_path, &FileHeader::new(1, store_id, now_ms))
     };
