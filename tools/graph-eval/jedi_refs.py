@@ -19,7 +19,8 @@ and as an import when it sits in an import statement. Precision: engram's refere
 that jedi reports too (as any use), over engram's. Recall: jedi's call and import
 references that engram reports, over jedi's; recall against every jedi use (names
 passed as values, attribute reads, annotations) is printed beside it. A definition's
-own name is left out of both. Positions: path, line and column for calls; path and
+own name, and other definitions of the name jedi links to it (overloads, conditional
+fallbacks), are left out of both. Positions: path, line and column for calls; path and
 line for imports.
 """
 
@@ -108,6 +109,8 @@ def jedi_refs(jedi, project, src, path, line, name):
             calls.add(key)
             uses.add(key)
             continue
+        if r.is_definition():
+            continue  # another definition of the name (an overload, a fallback)
         key = (rel, r.line, r.column + 1)
         uses.add(key)
         after = lines[r.line - 1][r.column + len(r.name):].lstrip()

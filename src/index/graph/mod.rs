@@ -3,12 +3,13 @@
 //! Each indexed file with a grammar has a `refs:{path}` record ([`record`]) written
 //! with its symbols: its call sites (name, qualifier, line, column, enclosing symbol)
 //! and what its imports bind. The code projection keeps them in `code_calls` and
-//! `code_imports` ([`table`]). Which definition a call reaches depends on every other
+//! `code_imports` (`table`). Which definition a call reaches depends on every other
 //! file, so it is decided when asked ([`resolve`]), each edge with a
 //! [`Confidence`]. There is no type inference: a call through an attribute
 //! (`obj.get()`) reaches definitions by name only. Reads only, apart from the
 //! records the index pass writes.
 
+mod inherit;
 pub(crate) mod modules;
 mod outline;
 mod query;

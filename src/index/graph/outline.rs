@@ -33,7 +33,7 @@ pub struct ImportIn {
     pub name: Option<String>,
 }
 
-/// The answer of [`deps`].
+/// The answer of [`super::deps`].
 #[derive(Debug, Clone, Serialize)]
 pub struct Deps {
     pub path: String,
@@ -161,7 +161,7 @@ pub struct OutlineFile {
     pub symbols: Vec<OutlineSymbol>,
 }
 
-/// The answer of [`overview`].
+/// The answer of [`super::overview`].
 #[derive(Debug, Clone, Serialize)]
 pub struct Overview {
     pub files: Vec<OutlineFile>,
@@ -252,7 +252,7 @@ pub struct Dependent {
     pub confidence: Confidence,
 }
 
-/// The answer of [`impact`].
+/// The answer of [`super::impact`].
 #[derive(Debug, Clone, Serialize)]
 pub struct Impact {
     /// `path` or `name`: how the target was read.

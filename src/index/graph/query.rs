@@ -128,7 +128,7 @@ pub struct Linked {
     pub via: String,
 }
 
-/// The answer of [`refs`], [`callers`] and [`callees`].
+/// The answer of [`super::refs`], [`super::callers`] and [`super::callees`].
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphAnswer<T> {
     /// The definitions the target meant.
@@ -157,10 +157,13 @@ impl Default for Ask {
     }
 }
 
+/// A call and what it reaches.
+pub(crate) type Resolved = (CallRow, Option<Found>);
+
 /// Calls and what they reach, read and resolved once per question.
 pub(crate) struct Graph<'c> {
     pub r: Resolver<'c>,
-    by_name: HashMap<String, Rc<Vec<(CallRow, Option<Found>)>>>,
+    by_name: HashMap<String, Rc<Vec<Resolved>>>,
 }
 
 impl<'c> Graph<'c> {
@@ -172,7 +175,7 @@ impl<'c> Graph<'c> {
     }
 
     /// Every call of `name` in the repository, resolved.
-    pub fn calls_named(&mut self, name: &str) -> Result<Rc<Vec<(CallRow, Option<Found>)>>> {
+    pub fn calls_named(&mut self, name: &str) -> Result<Rc<Vec<Resolved>>> {
         if let Some(v) = self.by_name.get(name) {
             return Ok(v.clone());
         }
@@ -225,7 +228,7 @@ impl<'c> Graph<'c> {
     }
 
     /// The calls made inside the symbol keyed `key`, resolved.
-    pub fn calls_in(&mut self, key: &str) -> Result<Vec<(CallRow, Option<Found>)>> {
+    pub fn calls_in(&mut self, key: &str) -> Result<Vec<Resolved>> {
         let mut stmt = self.r.db().prepare_cached(&format!(
             "SELECT {CALL_COLUMNS} WHERE c.caller = ?1 ORDER BY c.line, c.col"
         ))?;
