@@ -548,3 +548,32 @@ fn the_cli_answers_in_json_and_refuses_bad_targets_clearly() {
     let out = engram(store, &["refs", "no_such_name"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("no definition named"));
 }
+
+#[test]
+fn self_calls_reach_methods_of_declared_base_classes() {
+    let repo = tempfile::tempdir().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = repo.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("pkg/base.py", "class Base:\n    def helper(self):\n        pass\n\n\nclass Local:\n    def mine(self):\n        pass\n");
+    w(
+        "pkg/child.py",
+        "from pkg.base import Base\n\n\nclass Mid(Base):\n    pass\n\n\nclass Child(Mid):\n    def run(self):\n        self.helper()\n        self.nothing()\n",
+    );
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, repo.path());
+    // Through `Mid` (this file) to `Base` (imported): the weakest step counts.
+    assert_eq!(
+        edges(&store, "pkg/child.py"),
+        [e(
+            10,
+            14,
+            "sym:pkg/child.py#Child.run:method:9:11",
+            "sym:pkg/base.py#Base.helper:method:2:3",
+            Imported
+        )]
+    );
+}

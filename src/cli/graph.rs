@@ -67,8 +67,8 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
                     let item = match (&i.name, &i.bind) {
                         (Some(n), Some(b)) if n != b => format!(" {n} as {b}"),
                         (Some(n), _) => format!(" {n}"),
-                        (None, Some(b)) => format!(" as {b}"),
-                        (None, None) => String::new(),
+                        (None, Some(b)) if !i.module.ends_with(b.as_str()) => format!(" as {b}"),
+                        (None, _) => String::new(),
                     };
                     let files = if i.files.is_empty() {
                         "(outside the repository)".to_string()

@@ -9,6 +9,7 @@
 //! (`obj.get()`) reaches definitions by name only. Reads only, apart from the
 //! records the index pass writes.
 
+mod inherit;
 pub(crate) mod modules;
 mod outline;
 mod query;

@@ -160,7 +160,10 @@ impl Default for Ask {
 
 /// The call sites of one name, each with the definition it resolved to, shared by the
 /// queries of one walk.
-type NamedCalls = Rc<Vec<(CallRow, Option<Found>)>>;
+type NamedCalls = Rc<Vec<Resolved>>;
+
+/// A call and what it reaches.
+pub(crate) type Resolved = (CallRow, Option<Found>);
 
 /// Calls and what they reach, read and resolved once per question.
 pub(crate) struct Graph<'c> {
@@ -230,7 +233,7 @@ impl<'c> Graph<'c> {
     }
 
     /// The calls made inside the symbol keyed `key`, resolved.
-    pub fn calls_in(&mut self, key: &str) -> Result<Vec<(CallRow, Option<Found>)>> {
+    pub fn calls_in(&mut self, key: &str) -> Result<Vec<Resolved>> {
         let mut stmt = self.r.db().prepare_cached(&format!(
             "SELECT {CALL_COLUMNS} WHERE c.caller = ?1 ORDER BY c.line, c.col"
         ))?;

@@ -300,7 +300,19 @@ impl<'c> Resolver<'c> {
                 return Ok(Some((here, Confidence::Resolved)));
             }
         }
-        // Defined elsewhere (another `impl` block, a base class): by name.
+        // A base class the signature names.
+        let class_def = class.as_deref().and_then(|cl| {
+            in_file
+                .iter()
+                .find(|d| d.qualified_name == cl && is_type(&d.kind))
+                .cloned()
+        });
+        if let Some(class_def) = class_def {
+            if let Some(found) = self.through_bases(&class_def, &c.name, 0)? {
+                return Ok(Some(found));
+            }
+        }
+        // Defined elsewhere (another `impl` block, a base out of reach): by name.
         let named = self.defs_named(&c.name)?;
         let fam = family(&c.lang);
         let class_last = class

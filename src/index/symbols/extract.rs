@@ -117,8 +117,9 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
             let statement = text(node, src);
             out.imports.push(one_line(&statement, 200));
             let line = node.start_position().row as u64 + 1;
-            out.import_items
-                .extend(imports::parse(rules.import_style, &statement, line));
+            let mut items = imports::parse(rules.import_style, &statement, line);
+            imports::place(&mut items, &statement, line);
+            out.import_items.extend(items);
             continue;
         }
         let children: Vec<Node> = node.named_children(&mut cursor).collect();

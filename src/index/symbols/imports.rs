@@ -43,7 +43,16 @@ pub struct Import {
 
 /// The imports of one statement's text, starting on `line`.
 pub(crate) fn parse(style: Style, text: &str, line: u64) -> Vec<Import> {
-    let t = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let marker = match style {
+        Style::Python => "#",
+        _ => "//",
+    };
+    let t = text
+        .lines()
+        .map(|l| strip_comment(l, marker))
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut out = Vec::new();
     let mut add = |module: &str, name: Option<&str>, bind: Option<&str>| {
         let module = module.trim();
@@ -136,6 +145,56 @@ pub(crate) fn parse(style: Style, text: &str, line: u64) -> Vec<Import> {
         Style::None => {}
     }
     out
+}
+
+/// Move each item of a multi-line statement to the line its name is on (so
+/// `from m import (\n    a,\n    b,\n)` gives `b` the line `b` is written on).
+pub(crate) fn place(items: &mut [Import], text: &str, first_line: u64) {
+    if !text.contains('\n') {
+        return;
+    }
+    // Names follow `import` (Python), or an opening brace (Rust, JavaScript).
+    let from = text
+        .find(" import ")
+        .or_else(|| text.find('{'))
+        .unwrap_or(0);
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    for item in items.iter_mut() {
+        let Some(name) = item
+            .name
+            .as_deref()
+            .filter(|n| !matches!(*n, "*" | "default"))
+        else {
+            continue;
+        };
+        let bytes = text.as_bytes();
+        let mut at = from;
+        while let Some(i) = text.get(at..).and_then(|t| t.find(name)).map(|i| i + at) {
+            let end = i + name.len();
+            let before_ok = i == 0 || !is_word(bytes[i - 1]);
+            let after_ok = end >= bytes.len() || !is_word(bytes[end]);
+            if before_ok && after_ok {
+                item.line = first_line + text[..i].matches('\n').count() as u64;
+                break;
+            }
+            at = end;
+        }
+    }
+}
+
+/// `line` up to a comment marker outside quotes.
+fn strip_comment<'a>(line: &'a str, marker: &str) -> &'a str {
+    let mut quote: Option<char> = None;
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' || c == '`' => quote = Some(c),
+            None if line[i..].starts_with(marker) => return &line[..i],
+            None => {}
+        }
+    }
+    line
 }
 
 /// `x as y` → (`x`, Some(`y`)).
@@ -344,6 +403,16 @@ mod tests {
     }
 
     #[test]
+    fn items_of_a_multi_line_statement_get_their_own_lines() {
+        let text = "from .models import (  # noqa\n    Request,\n    Response as R,\n)";
+        let mut items = parse(Style::Python, text, 10);
+        place(&mut items, text, 10);
+        let lines: Vec<(Option<&str>, u64)> =
+            items.iter().map(|i| (i.name.as_deref(), i.line)).collect();
+        assert_eq!(lines, [(Some("Request"), 11), (Some("Response"), 12)]);
+    }
+
+    #[test]
     fn rust_use_trees() {
         assert_eq!(
             p(
@@ -375,6 +444,16 @@ mod tests {
                 s("./m", Some("a"), Some("b")),
                 s("./m", Some("c"), Some("c")),
                 s("./m", Some("default"), Some("d")),
+            ]
+        );
+        assert_eq!(
+            p(
+                Style::Ecma,
+                "import { a, // the first\n b } from \"http://x/y\";"
+            ),
+            [
+                s("http://x/y", Some("a"), Some("a")),
+                s("http://x/y", Some("b"), Some("b"))
             ]
         );
         assert_eq!(
