@@ -403,3 +403,18 @@ proptest! {
         }
     }
 }
+
+/// A bearer header followed by a tab and a `|` (a table cell, a shell pipe) is still a
+/// header: what follows the token does not make it code. Found by the property above.
+#[test]
+fn a_bearer_token_before_a_pipe_goes() {
+    let token = "Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc";
+    for text in [
+        format!("\tAuthorization: Bearer {token}\t|A"),
+        format!("Authorization: Bearer {token} | jq ."),
+        format!("| Authorization: Bearer {token} |"),
+    ] {
+        let out = red(&text);
+        assert!(!out.text.contains(token), "{text:?} -> {:?}", out.text);
+    }
+}

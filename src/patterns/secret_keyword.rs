@@ -48,6 +48,7 @@ use super::secret_script::{
 };
 use super::secret_shape::is_hex_digest;
 use super::secret_value::{looks_secret, qualifier_says_not_secret};
+use super::secret_words::is_code_like;
 
 /// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
 /// identifier and value, and judge the value.
@@ -135,8 +136,17 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     if !quoted {
         let after = text[end..].trim_start_matches([' ', '\t']);
         let after = after.strip_prefix('|').unwrap_or("").trim_start();
+        // A name made of words with a number or two in it (`Ed25519PrivateKey`), not
+        // any capitalised run: a random token before a table cell's `|`
+        // (`Bearer Zk5Hc9Jd0…\t|A`) scatters its digits and spells no words.
         let type_name = value.starts_with(|c: char| c.is_ascii_uppercase())
-            && value.bytes().all(|b| b.is_ascii_alphanumeric());
+            && value.bytes().all(|b| b.is_ascii_alphanumeric())
+            && value
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|run| !run.is_empty())
+                .count()
+                <= 2
+            && is_code_like(&value.replace(|c: char| c.is_ascii_digit(), ""));
         // Python's `X | None` too (`_passphrase_helper: _PassphraseHelper | None`, round 13).
         if after.starts_with("undefined")
             || after.starts_with("null")
