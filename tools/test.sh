@@ -4,10 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh test
-# The suite's CLI tests run the built-in embedder unless they choose one, whether or
-# not a quick start installed all-MiniLM-L6-v2 (the default when present) on this
-# machine; the tests of the default itself set their own environment.
-export ENGRAM_EMBEDDER=hash-v2-256
+# The suite runs the built-in embedder unless a test chooses one, whether or not a
+# quick start installed all-MiniLM-L6-v2 here: `.cargo/config.toml` sets
+# ENGRAM_EMBEDDER for every process cargo starts, so a bare `cargo test` agrees.
 
 # Each step's wall time goes to stderr, so a run shows what every check costs.
 step() {
