@@ -130,7 +130,7 @@ function choose(bin, store, count) {
     if (!TS_EXT.test(f.path)) continue;
     for (const s of f.symbols) {
       if (["function", "method", "class"].includes(s.kind) && s.name !== "constructor") {
-        symbols.push([f.path, s.line, s.name]);
+        symbols.push([f.path, s.line, s.name, s.kind]);
       }
     }
   }
@@ -184,6 +184,31 @@ function nodeAt(ts, sf, pos) {
   }
 }
 
+// The file an import statement's module names, when it resolves.
+function moduleFile(checker, spec) {
+  const m = spec && checker.getSymbolAtLocation(spec);
+  const d = m && m.valueDeclaration;
+  return d && d.kind !== undefined && d.fileName ? d.fileName : null;
+}
+
+// Whether the name at `n` reaches the definition in `defFile` through a module that only
+// re-exports it (`import { f } from './index'` where index has `export * from './f'`),
+// for the miss categories: the import statement, or a use of the name it binds.
+function throughReexport(ts, checker, n, defFile) {
+  let spec = null;
+  for (let p = n; p && !spec; p = p.parent) {
+    if (ts.isImportDeclaration(p) || ts.isExportDeclaration(p)) spec = p.moduleSpecifier;
+    if (ts.isStatement(p) && !spec) break;
+  }
+  if (!spec && ts.isIdentifier(n)) {
+    const sym = checker.getSymbolAtLocation(n);
+    const decl = sym && sym.flags & ts.SymbolFlags.Alias ? sym.declarations?.[0] : null;
+    for (let p = decl; p && !spec; p = p.parent) if (ts.isImportDeclaration(p)) spec = p.moduleSpecifier;
+  }
+  const f = moduleFile(checker, spec);
+  return !!f && f !== defFile;
+}
+
 function inImport(ts, n) {
   for (let p = n; p; p = p.parent) {
     if (ts.isImportDeclaration(p) || ts.isImportEqualsDeclaration(p)) return "import";
@@ -224,7 +249,7 @@ function declarationPos(ts, sf, line, name) {
   const visit = (node) => {
     if (found || node.getEnd() < start || node.getStart(sf) > start + lineText.length) return;
     const nm = node.name;
-    if (nm && (ts.isIdentifier(nm) || ts.isPrivateIdentifier(nm) || ts.isStringLiteral(nm)) && nm.text === name) {
+    if (nm && (ts.isIdentifier(nm) || ts.isPrivateIdentifier(nm) || ts.isStringLiteral(nm) || ts.isNumericLiteral(nm)) && nm.text === name) {
       const p = nm.getStart(sf);
       if (p >= start && p <= start + lineText.length) {
         found = p;
@@ -249,6 +274,7 @@ function main() {
   const [chosen, total] = choose(a.engram, store, a.count);
   const ls = languageService(ts, src, files);
   const program = ls.getProgram();
+  const checker = program.getTypeChecker();
   const lines = files.reduce((n, f) => n + program.getSourceFile(path.join(src, f)).getLineStarts().length, 0);
 
   // Per level: engram refs, of them correct, TS call+import refs, of them found, every TS use, of them found.
@@ -256,13 +282,18 @@ function main() {
   for (const which of ["all", "own"]) tally[which] = Object.fromEntries(LEVELS.map((lv) => [lv, [0, 0, 0, 0, 0, 0]]));
   const missed = {}; // category -> [count, examples] for TS calls and imports engram misses at `imported`
   const wrong = []; // engram refs at `imported` the language service does not report
-  const note = (cat, ex) => {
+  const missedAll = {}; // category -> count engram misses even at `ambiguous`
+  let wrongAll = 0;
+  const byDef = {}; // definition -> missed count, to show how concentrated the misses are
+  const note = (cat, ex, def) => {
+    byDef[def] = (byDef[def] ?? 0) + 1;
     const m = (missed[cat] ??= [0, []]);
     m[0]++;
     if (m[1].length < a.misses) m[1].push(ex);
   };
   const skipped = [];
-  for (const [p, line, name] of chosen) {
+  const byKind = {}; // definition kind -> [TS call+import refs, found at `imported`]
+  for (const [p, line, name, defKind] of chosen) {
     const abs = path.join(src, p);
     const sf = program.getSourceFile(abs);
     const pos = sf && declarationPos(ts, sf, line, name);
@@ -291,13 +322,15 @@ function main() {
         const imp = inImport(ts, node);
         if (imp) {
           const key = `${rel}:${lc.line + 1}:`;
-          for (const s of into) s.calls.set(key, imp), s.uses.add(key);
+          const cat = throughReexport(ts, checker, node, abs) ? `${imp}, from a module that re-exports it` : imp;
+          for (const s of into) s.calls.set(key, cat), s.uses.add(key);
           continue;
         }
         if (r.isDefinition) continue;
         const lineText = rsf.text.slice(rsf.getLineStarts()[lc.line]).split("\n", 1)[0];
         const key = `${rel}:${lc.line + 1}:${byteColumn(lineText, lc.character)}`;
-        const kind = callKind(ts, node);
+        let kind = callKind(ts, node);
+        if ((kind === "call" || kind === "new") && throughReexport(ts, checker, node, abs)) kind += ", of a name imported from a module that re-exports it";
         for (const s of into) {
           s.uses.add(key);
           if (kind) s.calls.set(key, own ? kind : `${kind}, through a base or interface member`);
@@ -318,8 +351,16 @@ function main() {
         t[4] += uses.size;
         t[5] += [...uses].filter((k) => mine.has(k)).length;
       }
+      if (lv === "ambiguous") {
+        for (const [k, cat] of sets.all.calls) if (!mine.has(k)) missedAll[cat] = (missedAll[cat] ?? 0) + 1;
+        for (const k of mine) if (!sets.all.uses.has(k)) wrongAll++;
+      }
       if (lv === "imported") {
-        for (const [k, cat] of sets.all.calls) if (!mine.has(k)) note(cat, `${name} (${p}:${line}) at ${k}`);
+        const bk = (byKind[defKind] ??= [0, 0, 0]);
+        bk[0]++;
+        bk[1] += sets.all.calls.size;
+        bk[2] += [...sets.all.calls.keys()].filter((k) => mine.has(k)).length;
+        for (const [k, cat] of sets.all.calls) if (!mine.has(k)) note(cat, `${name} (${p}:${line}) at ${k}`, `${name} (${p}:${line})`);
         for (const k of mine) if (!sets.all.uses.has(k)) wrong.push(`${name} (${p}:${line}) at ${k}`);
       }
     }
@@ -343,13 +384,23 @@ function main() {
       console.log(`| ${lv} | ${e} | ${ratio(ok, e)} | ${tc} | ${ratio(tf, tc)} | ${tu} | ${ratio(uf, tu)} |`);
     }
   }
+  console.log(
+    "\nRecall at `imported` by the kind of definition: " +
+      Object.entries(byKind)
+        .map(([k, [d, n, f]]) => `${k} (${d} definitions) ${f}/${n} = ${ratio(f, n)}`)
+        .join(", "),
+  );
   console.log("\nTS call and import references engram misses at `imported`, by form:");
   for (const [cat, [n, ex]] of Object.entries(missed).sort((x, y) => y[1][0] - x[1][0])) {
     console.log(`  ${cat}: ${n}`);
     for (const e of ex) console.log(`    ${e}`);
   }
+  const top = Object.entries(byDef).sort((x, y) => y[1] - x[1]).slice(0, 8);
+  console.log(`  the definitions with most misses: ${top.map(([d, n]) => `${d} ${n}`).join(", ")}`);
   console.log(`engram references at \`imported\` the language service does not report: ${wrong.length}`);
   for (const e of wrong.slice(0, a.misses)) console.log(`    ${e}`);
+  const all = Object.entries(missedAll).sort((x, y) => y[1] - x[1]);
+  console.log(`Missed even at \`ambiguous\`: ${all.map(([c, n]) => `${c} ${n}`).join(", ")}; engram references there the language service does not report: ${wrongAll}`);
 }
 
 main();
