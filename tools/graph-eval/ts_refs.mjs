@@ -4,7 +4,10 @@
 // confidence. The TypeScript counterpart of jedi_refs.py; the same rule and metrics.
 //
 // usage: node tools/graph-eval/ts_refs.mjs ENGRAM_BIN [--package rxjs@7.8.2]
-//            [--typescript 5.9.3] [--src src] [--count 100] [--work DIR] [--misses N]
+//            [--typescript 5.9.3] [--src src] [--count 100] [--work DIR] [--sha SHA1]
+//            [--misses N]
+//
+// --misses N prints N examples of each form of miss (the counts are always printed).
 //
 // `typescript` is installed with npm into --work (default a temporary directory), never
 // into the repository; the package's registry tarball is fetched with `npm pack`, its
@@ -60,9 +63,11 @@ function args() {
       continue;
     }
     const v = argv[++i];
+    if (!["package", "typescript", "src", "count", "work", "sha", "misses"].includes(k.slice(2))) die(`unknown option ${k}`);
     if (v === undefined) die(`${k} needs a value`);
     a[k.slice(2)] = ["count", "misses"].includes(k.slice(2)) ? Number(v) : v;
   }
+  if (!(a.count > 0) || !(a.misses >= 0)) die("--count needs a positive number and --misses a number");
   if (!a.engram) die("usage: node ts_refs.mjs ENGRAM_BIN [--package NAME@VERSION] [--typescript VERSION] [--src DIR] [--count N] [--work DIR] [--sha SHA1] [--misses N]");
   return a;
 }
