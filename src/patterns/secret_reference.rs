@@ -80,17 +80,23 @@ const REFERENCES: &[&str] = &[
 /// random base62 value holds a given five-letter word about 3 × 62^-5 per position.
 /// Matched anywhere, a password made of word-like pieces (`G6ETbjyYour_LibDh0FrN`,
 /// the redactor test's seed 1795709879410126813) held `Your_` and was let through.
+/// A word of six letters or more written in capitals counts anywhere: AWS's documented
+/// keys run it into random characters (`wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY`,
+/// `AKIDEXAMPLE`), and a random base62 value holds a given six capitals about 62^-6
+/// (2·10^-11) per position.
 fn holds_written_word(v: &str, lower: &str, p: &str) -> bool {
     let wordy = p.as_bytes().first().is_some_and(u8::is_ascii_alphabetic);
+    let long_word = p.len() >= 6 && p.bytes().all(|b| b.is_ascii_lowercase());
     lower.match_indices(p).any(|(i, _)| {
         let Some(found) = v.get(i..i + p.len()) else {
             return false;
         };
+        let capitals = found == p.to_ascii_uppercase();
         let rest_lower = found
             .get(1..)
             .is_some_and(|r| !r.bytes().any(|b| b.is_ascii_uppercase()));
-        (found == p || found == p.to_ascii_uppercase() || rest_lower)
-            && (!wordy || starts_word(v.as_bytes(), i))
+        (found == p || capitals || rest_lower)
+            && (!wordy || starts_word(v.as_bytes(), i) || (capitals && long_word))
     })
 }
 
@@ -362,6 +368,16 @@ mod tests {
         // pieces that holds `Your_` inside a random run.
         assert!(!is_placeholder("G6ETbjyYour_LibDh0FrN"));
         assert!(!is_placeholder("k9Example7Qz"));
+        assert!(!is_placeholder("k9Yours7QzSAMPL"));
+        // AWS's documented example credentials run the word into random characters.
+        for documented in [
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            "AKIAIOSFODNN7EXAMPLE",
+            "AKIDEXAMPLE",
+            "AQoEXAMPLEH4aoAH0gNCAPyJxz4BlCFFxWNE1OPTgk5TthT",
+        ] {
+            assert!(is_placeholder(documented), "{documented}");
+        }
         for placeholder in [
             "your_api_key",
             "YOUR_TOKEN",
