@@ -14,8 +14,12 @@
 //!   keyword search ran before the all-words-first strategy); the time from opening
 //!   the store to the first answer (a new process's path: open, replay check, first
 //!   search with the vector cache not yet mapped), and the process's peak memory.
+//! - wal: what each commit of a cold index writes to `tracker.db-wal` (bytes per
+//!   transaction) and which B-trees the pages belong to (`index/wal.rs`), over the
+//!   first `ENGRAM_BENCH_WAL_LINES` lines (default 300000) of the registry's Rust
+//!   sources in path order, then the same tree's cold index time as usual.
 //!
-//! `cargo bench --bench index`; `ENGRAM_BENCH=index,query` picks parts;
+//! `cargo bench --bench index`; `ENGRAM_BENCH=index,query,wal` picks parts;
 //! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000);
 //! `ENGRAM_BENCH_QUERY_LINES=N` the query store's (default 5000000; 50000000 makes
 //! about 1M chunks).
@@ -23,6 +27,8 @@
 mod common;
 #[path = "index/sqlite_baseline.rs"]
 mod sqlite_baseline;
+#[path = "index/wal.rs"]
+mod wal;
 use common::{bench_dir, wanted};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -436,4 +442,18 @@ fn main() {
     if wanted("query") {
         bench_query();
     }
+    if wanted("wal") {
+        bench_wal();
+    }
+}
+
+/// What each commit of a cold index writes to the tracker's WAL, by B-tree.
+fn bench_wal() {
+    let lines: u64 = std::env::var("ENGRAM_BENCH_WAL_LINES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300_000);
+    let repo = bench_dir("index-wal-repo");
+    let (files, bytes, lines) = make_repo(repo.path(), lines);
+    wal::run(repo.path(), files, lines, bytes as f64 / 1e6);
 }
