@@ -16,8 +16,8 @@
 //!   search with the vector cache not yet mapped), and the process's peak memory.
 //! - wal: what each commit of a cold index writes to `tracker.db-wal` (bytes per
 //!   transaction) and which B-trees the pages belong to (`index/wal.rs`), over the
-//!   first `ENGRAM_BENCH_WAL_LINES` lines (default 300000) of the registry's Rust
-//!   sources in path order, then the same tree's cold index time as usual.
+//!   first `ENGRAM_BENCH_WAL_LINES` lines (default 300000) of the Rust sources of the
+//!   crates `Cargo.lock` names, in path order; then the same tree's cold index time.
 //!
 //! `cargo bench --bench index`; `ENGRAM_BENCH=index,query,wal` picks parts;
 //! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000);
@@ -39,8 +39,12 @@ use engram::store::{Store, StoreOptions};
 
 /// Copy registry sources into `dest` until `lines` lines; returns (files, bytes, lines).
 fn make_repo(dest: &Path, lines: u64) -> (u64, u64, u64) {
+    make_repo_from(dest, lines, common::registry_sources())
+}
+
+/// [`make_repo`] from the given sources.
+fn make_repo_from(dest: &Path, lines: u64, sources: Vec<PathBuf>) -> (u64, u64, u64) {
     let (mut n, mut bytes, mut total) = (0u64, 0u64, 0u64);
-    let sources = common::registry_sources();
     assert!(!sources.is_empty(), "no .rs files in the cargo registry");
     // Cycle through the sources (under new names) when they hold fewer lines.
     for (i, src) in sources.iter().cycle().enumerate() {
@@ -453,7 +457,28 @@ fn bench_wal() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300_000);
+    // Only the crates Cargo.lock names (`name-version/` directories), which a build
+    // of this repository has fetched: the same subset on any machine that built it,
+    // whatever else the registry holds.
+    let lock = std::fs::read_to_string(common::repo_path("Cargo.lock")).expect("Cargo.lock");
+    let mut locked = std::collections::HashSet::new();
+    let mut name = None;
+    for line in lock.lines() {
+        if let Some(v) = line.strip_prefix("name = ") {
+            name = Some(v.trim_matches('"').to_string());
+        } else if let (Some(v), Some(n)) = (line.strip_prefix("version = "), name.take()) {
+            locked.insert(format!("{n}-{}", v.trim_matches('"')));
+        }
+    }
+    let sources: Vec<PathBuf> = common::registry_sources()
+        .into_iter()
+        .filter(|p| {
+            p.ancestors()
+                .filter_map(|a| a.file_name()?.to_str())
+                .any(|d| locked.contains(d))
+        })
+        .collect();
     let repo = bench_dir("index-wal-repo");
-    let (files, bytes, lines) = make_repo(repo.path(), lines);
+    let (files, bytes, lines) = make_repo_from(repo.path(), lines, sources);
     wal::run(repo.path(), files, lines, bytes as f64 / 1e6);
 }
