@@ -17,7 +17,9 @@
 //! - wal: what each commit of a cold index writes to `tracker.db-wal` (bytes per
 //!   transaction) and which B-trees the pages belong to (`index/wal.rs`), over the
 //!   first `ENGRAM_BENCH_WAL_LINES` lines (default 300000) of the Rust sources of the
-//!   crates `Cargo.lock` names, in path order; then the same tree's cold index time.
+//!   crates `Cargo.lock` names, in path order, added `ENGRAM_BENCH_WAL_BATCH_FILES`
+//!   files at a time (default 8, about what one 100 ms batch holds) with an index run
+//!   after each; then the same tree's cold index time.
 //!
 //! `cargo bench --bench index`; `ENGRAM_BENCH=index,query,wal` picks parts;
 //! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000);
@@ -480,5 +482,9 @@ fn bench_wal() {
         .collect();
     let repo = bench_dir("index-wal-repo");
     let (files, bytes, lines) = make_repo_from(repo.path(), lines, sources);
-    wal::run(repo.path(), files, lines, bytes as f64 / 1e6);
+    let batch_files = std::env::var("ENGRAM_BENCH_WAL_BATCH_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    wal::run(repo.path(), batch_files, files, lines, bytes as f64 / 1e6);
 }
