@@ -266,6 +266,78 @@ fn rebuild_gives_the_same_answers() {
     assert_eq!(why(stale(&store)), why(before));
 }
 
+/// A tracker of the layout before the seq-keyed code tables (code projection 8, stale
+/// 2: `stale_code` and `code_ref_files` named their record by key hash, the chunk and
+/// symbol tables had a unique index on it) is rebuilt on open, and answers as before.
+#[test]
+fn a_tracker_of_the_hash_keyed_layout_is_rebuilt_and_answers_the_same() {
+    let (_tmp, repo, store) = setup();
+    ok_json(&store, &["remember", "`helper` is pure"]);
+    ok_json(&store, &["remember", "Session.send never raises"]);
+    write(
+        &repo,
+        "src/net.py",
+        &NET_V1.replace("return None", "return 0"),
+    );
+    index(&store, &repo);
+    let answers = |store: &Path| {
+        let keys = |v: Value, list: &str| -> Vec<String> {
+            v[list]
+                .as_array()
+                .unwrap_or_else(|| panic!("{list} in {v}"))
+                .iter()
+                .map(|h| h["key"].as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        (
+            stale(store),
+            keys(ok_json(store, &["search", "request send"]), "hits"),
+            ok_json(store, &["callees", "Session.request"]),
+        )
+    };
+    let before = answers(&store);
+    assert_eq!(before.0.len(), 1, "{:?}", before.0);
+    assert!(!before.1.is_empty(), "{:?}", before.1);
+    // Back to the old layout and fingerprint, as an older build left it.
+    let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
+    db.execute_batch(
+        "ALTER TABLE stale_code RENAME COLUMN seq TO key_hash;
+         CREATE INDEX stale_code_by_key ON stale_code (key_hash);
+         ALTER TABLE code_ref_files RENAME COLUMN seq TO key_hash;
+         CREATE UNIQUE INDEX old_chunks_by_key ON code_chunks (key_hash);
+         UPDATE meta SET value = replace(replace(value, ';code:9', ';code:8'), ';stale:3', ';stale:2')
+          WHERE name = 'identity';",
+    )
+    .unwrap();
+    let identity = |db: &rusqlite::Connection| -> String {
+        db.query_row("SELECT value FROM meta WHERE name = 'identity'", [], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    assert!(identity(&db).contains(";code:8"), "{}", identity(&db));
+    drop(db);
+    assert_eq!(answers(&store), before);
+    let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
+    assert!(identity(&db).contains(";code:9"), "{}", identity(&db));
+    let columns: Vec<String> = db
+        .prepare("SELECT name FROM pragma_table_info('stale_code')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(columns.contains(&"seq".to_string()), "{columns:?}");
+    let old_index: i64 = db
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name IN ('stale_code_by_key', 'old_chunks_by_key')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old_index, 0);
+}
+
 #[test]
 fn recall_search_context_and_enrich_show_stale_memories_below_fresh_ones() {
     let (_tmp, repo, store) = setup();

@@ -441,7 +441,7 @@ fn known_file(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Opt
 /// The keys of the symbols indexed for `path`.
 fn symbol_keys(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Vec<String>> {
     let mut stmt = db.prepare_cached(
-        "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash WHERE s.path = ?1",
+        "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq WHERE s.path = ?1",
     )?;
     let rows = stmt.query_map([path], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

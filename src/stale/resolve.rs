@@ -108,7 +108,7 @@ impl Anchorer for CodeAnchorer {
             let row: Option<(String, String, String, i64)> = db
                 .prepare_cached(
                     "SELECT r.key, c.hash, c.signature, c.lines FROM stale_code c
-                     JOIN records r ON r.key_hash = c.key_hash WHERE c.target = ?1",
+                     JOIN records r ON r.seq = c.seq WHERE c.target = ?1",
                 )?
                 .query_row([&t.target], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -148,7 +148,7 @@ impl Anchorer for CodeAnchorer {
         // The same symbol (path, name, kind) at other lines.
         let same: Option<String> = db
             .prepare_cached(
-                "SELECT r.key FROM stale_code c JOIN records r ON r.key_hash = c.key_hash
+                "SELECT r.key FROM stale_code c JOIN records r ON r.seq = c.seq
                  WHERE c.target = ?1",
             )?
             .query_row([&t.target], |r| r.get(0))
@@ -168,7 +168,7 @@ impl Anchorer for CodeAnchorer {
         };
         let suffix = format!("#{name_kind}");
         let mut stmt = db.prepare_cached(
-            "SELECT r.key FROM stale_code c JOIN records r ON r.key_hash = c.key_hash
+            "SELECT r.key FROM stale_code c JOIN records r ON r.seq = c.seq
              WHERE c.kind = ?1 AND substr(c.target, -length(?2)) = ?2 LIMIT 2",
         )?;
         let found = stmt
@@ -193,7 +193,7 @@ fn resolve(db: &Connection, r: &Reference) -> crate::store::Result<Vec<String>> 
             let mut found = Vec::new();
             for spelling in [q.clone(), q.replace("::", "."), q.replace('.', "::")] {
                 found = keys(
-                    "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+                    "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
                      WHERE s.qualified_name = ?1 ORDER BY r.key LIMIT 5",
                     &spelling,
                 )?;
@@ -209,7 +209,7 @@ fn resolve(db: &Connection, r: &Reference) -> crate::store::Result<Vec<String>> 
         }
         Reference::Identifier(name) => {
             let found = keys(
-                "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+                "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
                  WHERE s.name = ?1 ORDER BY r.key LIMIT 2",
                 name,
             )?;
@@ -230,7 +230,7 @@ fn resolve(db: &Connection, r: &Reference) -> crate::store::Result<Vec<String>> 
             let line = (*line).min(i64::MAX as u64) as i64;
             let inner: Option<String> = db
                 .prepare_cached(
-                    "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+                    "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
                      WHERE s.path = ?1 AND s.start_line <= ?2 AND s.end_line >= ?2
                      ORDER BY s.end_line - s.start_line, r.key LIMIT 1",
                 )?

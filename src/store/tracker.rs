@@ -34,12 +34,21 @@ pub enum Change<'a> {
         /// was one), so looking up what to replace can be skipped: for a new memory
         /// those lookups were six statements of the fifteen its put cost.
         replaces: bool,
+        /// The sequence number of the key's previous live value, when it had one: the
+        /// rows a projection derived from that value carry it (keyed or tagged by
+        /// `seq`), so they are found by it without an index on the key hash, whose
+        /// random order makes each batch rewrite most of such an index's pages.
+        previous_seq: Option<u64>,
     },
     /// A key deleted (a tombstone names only the key's hash).
     Delete {
         key_hash: u64,
         seq: u64,
         timestamp_ms: u64,
+        /// The sequence number of the live value deleted (None: the key was not live).
+        previous_seq: Option<u64>,
+        /// The key deleted, when it was live.
+        key: Option<&'a str>,
     },
     /// An event record (audit trail).
     Event {

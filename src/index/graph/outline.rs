@@ -113,7 +113,7 @@ fn importers(g: &mut Graph<'_>, path: &str) -> Result<Vec<ImportIn>> {
     let rows: Vec<(String, String, String, Option<String>, i64)> = {
         let mut stmt = g.r.db().prepare_cached(
             "SELECT i.path, f.lang, i.module, i.name, i.line FROM code_imports i
-             JOIN code_ref_files f ON f.key_hash = i.file
+             JOIN code_ref_files f ON f.seq = i.file
              WHERE (instr(i.module, ?1) > 0 OR i.name = ?1 OR ?1 = '') AND i.path <> ?2
              ORDER BY i.path, i.line",
         )?;

@@ -331,7 +331,7 @@ fn import_refs(g: &mut Graph<'_>, name: &str, keys: &HashSet<&str>) -> Result<Ve
     let rows: Vec<(String, String, String, i64)> = {
         let mut stmt = g.r.db().prepare_cached(
             "SELECT i.path, f.lang, i.module, i.line FROM code_imports i
-             JOIN code_ref_files f ON f.key_hash = i.file WHERE i.name = ?1 ORDER BY i.path, i.line",
+             JOIN code_ref_files f ON f.seq = i.file WHERE i.name = ?1 ORDER BY i.path, i.line",
         )?;
         let rows = stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()?

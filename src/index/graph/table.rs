@@ -1,7 +1,9 @@
 //! The code graph's tables in `tracker.db`, part of the code projection: one row per
 //! file with a `refs:` record (`code_ref_files`), one per call (`code_calls`) and one
-//! per imported name (`code_imports`), each tagged with the key hash of the record
-//! that wrote it so a put replaces and a tombstone removes exactly that file's rows.
+//! per imported name (`code_imports`), each tagged with the sequence number of the
+//! record that wrote it so a put replaces and a tombstone removes exactly that file's
+//! rows. A tag in log order puts a batch's rows at the right-most pages of the `file`
+//! indexes; the key hash it replaced scattered them over all their pages.
 //! Nothing here is not in the log.
 
 use rusqlite::{params, Connection};
@@ -11,7 +13,7 @@ use crate::store::Result;
 
 pub(crate) const CREATE: &str = "
     CREATE TABLE IF NOT EXISTS code_ref_files (
-        key_hash INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL);
+        seq INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS code_calls (
         file INTEGER NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, qual TEXT NOT NULL,
         line INTEGER NOT NULL, col INTEGER NOT NULL, kind TEXT NOT NULL, caller TEXT);
@@ -28,28 +30,19 @@ pub(crate) const CREATE: &str = "
 pub(crate) const DROP: &str = "DROP TABLE IF EXISTS code_ref_files;
     DROP TABLE IF EXISTS code_calls; DROP TABLE IF EXISTS code_imports;";
 
-/// Project a `code_refs` record put under key hash `h`.
-pub(crate) fn put(
-    db: &Connection,
-    h: i64,
-    path: &str,
-    lang: &str,
-    body: &[u8],
-    replaces: bool,
-) -> Result<()> {
-    if replaces {
-        delete(db, h)?;
-    }
+/// Project a `code_refs` record put with sequence number `seq` (the rows of the
+/// key's previous value are gone already: see `CodeProjection::apply`).
+pub(crate) fn put(db: &Connection, seq: i64, path: &str, lang: &str, body: &[u8]) -> Result<()> {
     let body = record::parse(body);
-    db.prepare_cached("INSERT INTO code_ref_files (key_hash, path, lang) VALUES (?1, ?2, ?3)")?
-        .execute(params![h, path, lang])?;
+    db.prepare_cached("INSERT INTO code_ref_files (seq, path, lang) VALUES (?1, ?2, ?3)")?
+        .execute(params![seq, path, lang])?;
     let mut call = db.prepare_cached(
         "INSERT INTO code_calls (file, path, name, qual, line, col, kind, caller)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for c in &body.calls {
         call.execute(params![
-            h,
+            seq,
             path,
             c.name,
             c.qual,
@@ -64,21 +57,21 @@ pub(crate) fn put(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for i in &body.imports {
-        import.execute(params![h, path, i.module, i.name, i.bind, i.line as i64])?;
+        import.execute(params![seq, path, i.module, i.name, i.bind, i.line as i64])?;
     }
     Ok(())
 }
 
-/// Remove the rows key hash `h` wrote, if it wrote any.
-pub(crate) fn delete(db: &Connection, h: i64) -> Result<()> {
+/// Remove the rows the record with sequence number `seq` wrote, if it wrote any.
+pub(crate) fn delete(db: &Connection, seq: i64) -> Result<()> {
     let had = db
-        .prepare_cached("DELETE FROM code_ref_files WHERE key_hash = ?1")?
-        .execute([h])?;
+        .prepare_cached("DELETE FROM code_ref_files WHERE seq = ?1")?
+        .execute([seq])?;
     if had > 0 {
         db.prepare_cached("DELETE FROM code_calls WHERE file = ?1")?
-            .execute([h])?;
+            .execute([seq])?;
         db.prepare_cached("DELETE FROM code_imports WHERE file = ?1")?
-            .execute([h])?;
+            .execute([seq])?;
     }
     Ok(())
 }

@@ -57,7 +57,7 @@ pub struct CallRow {
 
 pub(crate) const CALL_COLUMNS: &str =
     "c.path, f.lang, c.name, c.qual, c.line, c.col, c.kind, c.caller
-     FROM code_calls c JOIN code_ref_files f ON f.key_hash = c.file";
+     FROM code_calls c JOIN code_ref_files f ON f.seq = c.file";
 
 pub(crate) fn call_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
     Ok(CallRow {
