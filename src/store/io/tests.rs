@@ -17,23 +17,30 @@ use crate::store::{
 /// One step of the workload.
 enum Step {
     /// Puts (`Some(value)`) and deletes (`None`) committed as one batch.
-    Commit(Vec<(&'static str, Option<String>)>),
+    Commit(Vec<(String, Option<String>)>),
     Compact,
     /// Append a line to the small file `tokens`.
     Token(&'static str),
 }
 
 fn script() -> Vec<Step> {
-    let big = format!("big:{}", "x".repeat(1_200_000));
+    let put = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+    let delete = |k: &str| (k.to_string(), None);
+    // Large enough to be synced on the store's sync thread (`SYNC_BESIDE_MIN_RECORDS`).
+    let many = (0..40)
+        .map(|i| put(&format!("m{i}"), &format!("m{i}v")))
+        .collect();
     vec![
-        Step::Commit(vec![("a", Some("a1".into())), ("b", Some("b1".into()))]),
-        Step::Commit(vec![("c", Some("c1".into())), ("b", None)]),
+        Step::Commit(vec![put("a", "a1"), put("b", "b1")]),
+        Step::Commit(vec![put("c", "c1"), delete("b")]),
         Step::Token("t1"),
-        Step::Commit(vec![("big", Some(big))]),
+        // Past the size below which writes land in preallocated space.
+        Step::Commit(vec![put("big", &format!("big:{}", "x".repeat(1_200_000)))]),
         Step::Compact,
-        Step::Commit(vec![("a", Some("a2".into())), ("d", Some("d1".into()))]),
+        Step::Commit(vec![put("a", "a2"), put("d", "d1")]),
         Step::Token("t2"),
-        Step::Commit(vec![("e", Some("e1".into())), ("big", None)]),
+        Step::Commit(many),
+        Step::Commit(vec![put("e", "e1"), delete("big")]),
     ]
 }
 
@@ -96,8 +103,8 @@ fn allowed_states(steps: &[Step], out: &Outcome) -> Vec<State> {
             if let (true, Step::Commit(ops)) = (applied, &steps[i]) {
                 for (k, v) in ops {
                     match v {
-                        Some(v) => state.insert(k.to_string(), v.clone()),
-                        None => state.remove(*k),
+                        Some(v) => state.insert(k.clone(), v.clone()),
+                        None => state.remove(k),
                     };
                 }
             }
