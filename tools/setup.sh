@@ -12,13 +12,32 @@
 #                         Python MCP SDK, npm and a PostgreSQL with TLS and pgvector
 #                         for the TLS test, all-MiniLM-L6-v2's files; what
 #                         tools/test.sh runs
+#   tools/setup.sh fuzz   only what fuzzing needs (fuzz/README.md): a nightly
+#                         toolchain and cargo-fuzz, each installed when missing
 set -euo pipefail
 
 for_tests=false
 case "${1:-}" in
   "") ;;
   test) for_tests=true ;;
-  *) echo "setup: usage: tools/setup.sh [test]" >&2; exit 2 ;;
+  fuzz)
+    # cargo-fuzz builds with sanitizer flags only nightly accepts.
+    if ! command -v rustup >/dev/null 2>&1; then
+      echo "setup: fuzzing needs rustup (for a nightly toolchain); install it from https://rustup.rs" >&2
+      exit 1
+    fi
+    if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+      echo "setup: installing a nightly toolchain (rustup toolchain install nightly --profile minimal)" >&2
+      rustup toolchain install nightly --profile minimal
+    fi
+    if ! cargo fuzz --version >/dev/null 2>&1; then
+      echo "setup: installing cargo-fuzz (cargo install cargo-fuzz --locked)" >&2
+      cargo install cargo-fuzz --locked
+    fi
+    echo "setup: $(cargo fuzz --version) with $(rustup run nightly rustc --version); see fuzz/README.md" >&2
+    exit 0
+    ;;
+  *) echo "setup: usage: tools/setup.sh [test|fuzz]" >&2; exit 2 ;;
 esac
 
 need=()

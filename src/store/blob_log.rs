@@ -17,6 +17,7 @@ use memmap2::{Mmap, MmapOptions};
 use zerocopy::IntoBytes;
 
 use super::error::{Result, StoreError};
+use super::io;
 use super::stat;
 use crate::format::{decode_record, FileHeader, FormatError, RecordView, FILE_HEADER_LEN};
 
@@ -130,10 +131,9 @@ impl BlobLog {
         let temporary = super::temporary::Temporary::new(path.with_extension("dat.new"));
         let tmp = temporary.path();
         let f = File::create(tmp).map_err(StoreError::io("create", tmp))?;
-        f.write_all_at(header.as_bytes(), 0)
-            .map_err(StoreError::io("write", tmp))?;
-        f.sync_all().map_err(StoreError::io("sync", tmp))?;
-        std::fs::rename(tmp, path).map_err(StoreError::io("rename", path))?;
+        io::write_at(&f, tmp, header.as_bytes(), 0).map_err(StoreError::io("write", tmp))?;
+        io::sync_all(&f, tmp).map_err(StoreError::io("sync", tmp))?;
+        io::rename(tmp, path).map_err(StoreError::io("rename", path))?;
         temporary.keep();
         sync_dir(path)
     }
@@ -280,8 +280,7 @@ impl BlobLog {
         {
             self.zero_fill(self.len()?, end + PREALLOC_AHEAD)?;
         }
-        self.file
-            .write_all_at(bytes, offset)
+        io::write_at(&self.file, &self.path, bytes, offset)
             .map_err(StoreError::io("write", &self.path))?;
         self.known_len
             .fetch_max(offset + bytes.len() as u64, Ordering::AcqRel);
@@ -294,8 +293,7 @@ impl BlobLog {
         let mut at = from;
         while at < to {
             let n = ((to - at) as usize).min(zeros.len());
-            self.file
-                .write_all_at(&zeros[..n], at)
+            io::write_at(&self.file, &self.path, &zeros[..n], at)
                 .map_err(StoreError::io("preallocate", &self.path))?;
             at += n as u64;
         }
@@ -312,9 +310,7 @@ impl BlobLog {
 
     /// Make everything written so far durable.
     pub fn sync(&self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(StoreError::io("sync", &self.path))
+        io::sync_data(&self.file, &self.path).map_err(StoreError::io("sync", &self.path))
     }
 
     /// Drop the bytes from `from` up to `to` (clamped to the file's length): an
@@ -337,38 +333,14 @@ impl BlobLog {
         if from >= len {
             return Ok(0);
         }
-        if !punch_hole(&self.file, from, len - from) {
+        let punched = io::punch_hole(&self.file, &self.path, from, len - from)
+            .map_err(StoreError::io("discard", &self.path))?;
+        if !punched {
             self.zero_fill(from, len)?;
         }
-        self.file
-            .sync_data()
-            .map_err(StoreError::io("sync", &self.path))?;
+        io::sync_data(&self.file, &self.path).map_err(StoreError::io("sync", &self.path))?;
         Ok(len - from)
     }
-}
-
-/// Deallocate `[offset, offset+len)` keeping the file's length; false when the
-/// filesystem does not support it (the caller then writes zeros).
-fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
-    use std::os::fd::AsRawFd;
-    // Small ranges are cheaper to overwrite than to punch, and punching works in whole
-    // blocks anyway (partial blocks are zeroed by the kernel).
-    if len < (64 << 10) {
-        return false;
-    }
-    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-        return false;
-    };
-    // SAFETY: fallocate on a file descriptor we own, with plain integer arguments.
-    let rc = unsafe {
-        libc::fallocate(
-            file.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            off,
-            n,
-        )
-    };
-    rc == 0
 }
 
 fn map_file(file: &File, path: &Path, reserve: u64) -> Result<Mmap> {
@@ -390,9 +362,7 @@ fn poisoned(path: &Path) -> StoreError {
 /// fsync the directory holding `path`, so a rename or create in it is durable.
 pub(crate) fn sync_dir(path: &Path) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(StoreError::io("sync directory", dir))
+    io::sync_dir(dir).map_err(StoreError::io("sync directory", dir))
 }
 
 impl From<(PathBuf, FormatError)> for StoreError {

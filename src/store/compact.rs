@@ -13,7 +13,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use zerocopy::IntoBytes;
 
@@ -333,7 +332,7 @@ pub(super) fn compact(
     writer.push(&tail)?;
     writer.flush()?;
     let bytes_after = writer.offset;
-    out.sync_all().map_err(StoreError::io("sync", &new_path))?;
+    super::io::sync_all(&out, &new_path).map_err(StoreError::io("sync", &new_path))?;
     drop(out);
 
     if seal.is_some() {
@@ -358,7 +357,7 @@ pub(super) fn compact(
     );
     let blob_path = store.dir.join(BLOB_FILE);
     let result = store.rebuild_locked_with(&mut db, || {
-        std::fs::rename(&new_path, &blob_path).map_err(StoreError::io("rename", &new_path))?;
+        super::io::rename(&new_path, &blob_path).map_err(StoreError::io("rename", &new_path))?;
         sync_dir(&blob_path)
     });
     if let Err(e) = result {
@@ -495,8 +494,7 @@ impl Appender<'_> {
         Ok(())
     }
     fn flush(&mut self) -> Result<()> {
-        self.file
-            .write_all_at(&self.buf, self.offset)
+        super::io::write_at(self.file, self.path, &self.buf, self.offset)
             .map_err(StoreError::io("write", self.path))?;
         self.offset += self.buf.len() as u64;
         self.buf.clear();

@@ -15,6 +15,7 @@ mod compact;
 mod error;
 pub mod fts_rank;
 mod group_commit;
+mod io;
 mod lock;
 mod presence;
 mod read_view;

@@ -50,7 +50,7 @@ pub(super) fn rebuild_tracker(store: &Store, db: &mut Connection) -> Result<Open
         for suffix in ["-wal", "-shm", "-journal"] {
             remove_file(&dir.join(format!("{TRACKER_FILE}{suffix}")))?;
         }
-        std::fs::rename(beside.path(), &path).map_err(StoreError::io("rename", beside.path()))?;
+        super::io::rename(beside.path(), &path).map_err(StoreError::io("rename", beside.path()))?;
         beside.keep();
         super::blob_log::sync_dir(&path)?;
         *db = tracker::open(&path, &store.projection_refs())?;
