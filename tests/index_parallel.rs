@@ -126,3 +126,78 @@ fn many_threads_write_what_one_thread_writes() {
         assert_eq!(k1, keys(&many), "{q}");
     }
 }
+
+/// Counts the texts it embeds: on the preparing threads, one per one-chunk file.
+struct Counting {
+    inner: engram::embed::HashedEmbedder,
+    texts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl engram::embed::Embedder for Counting {
+    fn name(&self) -> &str {
+        "counting-test"
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, engram::embed::EmbedError> {
+        self.texts
+            .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        self.inner.embed(texts)
+    }
+}
+
+/// Issue 43: the preparing threads ran ahead of a slow writer without limit (the
+/// reorder window was drained whole at every file), so prepared files piled up and
+/// resident memory grew with the tree (576 MB anonymous for 2.7M lines). Here the
+/// writer's side is slowed (the progress callback runs on it) and the preparers are
+/// fast: how far they get ahead of the files accepted stays within the window
+/// whatever the tree's size.
+#[test]
+fn preparing_threads_stay_within_a_bounded_window_of_a_slow_writer() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    std::fs::create_dir_all(&root).unwrap();
+    const FILES: usize = 600;
+    for i in 0..FILES {
+        std::fs::write(
+            root.join(format!("note{i:04}.txt")),
+            format!("note number {i}\n"),
+        )
+        .unwrap();
+    }
+    let texts = Arc::new(AtomicUsize::new(0));
+    let ahead = Arc::new(AtomicUsize::new(0));
+    let (t, a) = (texts.clone(), ahead.clone());
+    let store = Store::open(
+        &dir.path().join("store"),
+        StoreOptions::default(),
+        engram::projections(),
+    )
+    .unwrap();
+    let opts = IndexOptions {
+        threads: 2,
+        keywords_first: false,
+        embedder: Arc::new(Counting {
+            inner: engram::embed::HashedEmbedder::default(),
+            texts: texts.clone(),
+        }),
+        progress: Some(Arc::new(move |done, _total| {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let prepared = t.load(Ordering::SeqCst) as u64;
+            a.fetch_max(prepared.saturating_sub(done) as usize, Ordering::SeqCst);
+        })),
+        ..IndexOptions::default()
+    };
+    let report = index::index(&store, &root, &opts).unwrap();
+    assert_eq!(report.files_indexed, FILES as u64);
+    assert_eq!(texts.load(Ordering::SeqCst), FILES, "one chunk a file");
+    let most = ahead.load(Ordering::SeqCst);
+    // The window: 64 results in the channel, 64 waiting in order, the files in hand.
+    assert!(
+        most <= 140,
+        "the preparers got {most} files ahead of the writer"
+    );
+}

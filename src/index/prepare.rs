@@ -119,8 +119,9 @@ impl PrepareJob<'_> {
     }
 }
 
-/// Prepared files that may wait for the writer: enough that the preparing threads
-/// keep working while a batch is committed (and synced), few enough to bound memory.
+/// Prepared files that may wait for the writer, in the channel and again in the
+/// reorder window: enough that the preparing threads keep working while a batch is
+/// committed (and synced), few enough to bound memory whatever the tree's size.
 const PREPARED_AHEAD: usize = 64;
 
 /// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
@@ -174,8 +175,14 @@ pub(super) fn prepare_in_parallel(
         let (mut prep_time, mut prepared_here) = (Duration::ZERO, 0u32);
         let result = (|| {
             while want < todo.len() {
-                // What the helpers finished, without waiting for more.
-                while !helpers_done {
+                // What the helpers finished, without waiting for more, while the
+                // window has room (or the next file to accept may be among them).
+                // Draining without that bound let the helpers run ahead of a slow
+                // writer without limit: prepared files piled up here, and resident
+                // memory grew with the tree.
+                while !helpers_done
+                    && (waiting.len() < PREPARED_AHEAD || !waiting.contains_key(&want))
+                {
                     match rx.try_recv() {
                         Ok((n, r)) => {
                             waiting.insert(n, r);
@@ -187,6 +194,20 @@ pub(super) fn prepare_in_parallel(
                 if let Some(r) = waiting.remove(&want) {
                     accept(Step::File(todo[want].0, r?))?;
                     want += 1;
+                    continue;
+                }
+                // The window is full and the next file is still in a helper's hands:
+                // wait for it rather than prepare more.
+                if waiting.len() >= PREPARED_AHEAD && !helpers_done {
+                    accept(Step::Idle {
+                        helpers_left: Duration::ZERO,
+                    })?;
+                    match rx.recv() {
+                        Ok((n, r)) => {
+                            waiting.insert(n, r);
+                        }
+                        Err(_) => helpers_done = true,
+                    }
                     continue;
                 }
                 // Nothing to accept yet: offer to commit what is gathered (only this
