@@ -99,6 +99,35 @@ impl LogSnapshot {
         &self.map[..self.len]
     }
 
+    /// Drop this process's page mappings of the log's bytes `[start, end)`, page-aligned
+    /// inward. The bytes stay in the OS page cache and the next read maps them again.
+    /// The writer calls it for each batch once the tracker and the vector caches have
+    /// followed it, so a long index, which reads every batch back once, keeps a flat
+    /// resident set instead of one that grows with the log.
+    pub(crate) fn release(&self, start: u64, end: u64) {
+        // SAFETY: sysconf only reads system configuration.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let from = start.div_ceil(page) * page;
+        let to = end.min(self.len as u64) / page * page;
+        if to <= from {
+            return;
+        }
+        let (Ok(at), Ok(n)) = (usize::try_from(from), usize::try_from(to - from)) else {
+            return;
+        };
+        // SAFETY: the map is read-only and shared (see `map_file`), and the log's bytes
+        // below its length never change: dropping page table entries loses nothing, and
+        // a slice into the range still reads the same bytes, faulted back in from the
+        // page cache.
+        let released = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, n)
+        };
+        if let Err(e) = released {
+            tracing::debug!("madvise(DONTNEED) on the log: {e}");
+        }
+    }
+
     /// Decode and check the record at `offset`.
     pub fn record_at(&self, offset: u64) -> Result<RecordView<'_>> {
         if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || !offset.is_multiple_of(8)
