@@ -253,6 +253,63 @@ fn gallop(rows: &[fts_postings::Posting], rowid: i64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::{Memories, Memory, MemoryFilter, MemoryProjection};
+    use crate::store::StoreOptions;
+
+    /// The scan answers (no fallback) and equals the statement, ids and scores, for
+    /// AND and OR expressions, with and without a filter, before and after writes
+    /// that append, replace and delete rows.
+    #[test]
+    fn the_scan_answers_as_the_statement_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Memories::open_with_projections(
+            dir.path(),
+            StoreOptions::default(),
+            vec![Box::new(MemoryProjection)],
+        )
+        .unwrap();
+        let words = ["cache", "retry", "queue", "lock"];
+        let mut ids = Vec::new();
+        for i in 0..60usize {
+            let text: Vec<&str> = (0..1 + i % 7).map(|j| words[(i * 3 + j * j) % 4]).collect();
+            let mut e = Memory::new(text.join(" "));
+            e.tags = vec![words[i % 4].to_string()];
+            e.task = Some(if i % 2 == 0 { "debug" } else { "refactor" }.into());
+            ids.push(m.write(e).unwrap().id);
+        }
+        let debug = MemoryFilter {
+            task: Some("debug".into()),
+            ..MemoryFilter::default()
+        };
+        let check = |m: &Memories| {
+            for expr in [
+                r#""cache""#,
+                r#""cache" AND "retry""#,
+                r#""queue" OR "lock" OR "cache""#,
+                r#""absent" OR "lock""#,
+            ] {
+                for filter in [&MemoryFilter::default(), &debug] {
+                    let (cond, args) = filter.sql();
+                    let (row_cond, row_args) = filter.sql_per_row();
+                    m.store()
+                        .with_tracker(|db| {
+                            let got = ranked(db, expr, &row_cond, &row_args, 7)?
+                                .expect("the scan answers");
+                            let want = super::super::recall::ranked(db, expr, &cond, &args, 7)?;
+                            assert!(!want.is_empty(), "{expr}");
+                            assert_eq!(got, want, "{expr}, {filter:?}");
+                            Ok(())
+                        })
+                        .unwrap();
+                }
+            }
+        };
+        check(&m);
+        m.write(Memory::new("cache cache retry")).unwrap();
+        m.update(&ids[3], Memory::new("lock lock lock queue")).unwrap();
+        m.forget(&ids[5]).unwrap();
+        check(&m);
+    }
 
     #[test]
     fn only_flat_expressions_of_ascii_tokens_are_taken() {

@@ -253,8 +253,12 @@ pub fn postings(db: &Connection, table: &str, token: &str) -> Result<Option<Arc<
     with_cache(db, |cache| {
         let key = (table.to_string(), token.to_string());
         let now = cache.state;
+        if let Some((list, state)) = cache.lists.get(&key) {
+            if *state == now {
+                return Ok(list.clone());
+            }
+        }
         let list = match cache.lists.remove(&key) {
-            Some((list, state)) if state == now => list,
             Some((old, _)) => {
                 cache.held -= old.rows.len();
                 Arc::new(refreshed(db, table, token, old)?)
@@ -288,6 +292,7 @@ fn refreshed(db: &Connection, table: &str, token: &str, old: Arc<Postings>) -> R
         ))?
         .query_row([phrase], |r| r.get(0))?;
     if holding != (old.rows.len() + tail.rows.len()) as i64 {
+        tracing::debug!(table, token, "rows were deleted: the list is read again");
         return read_list(db, table, token, None);
     }
     let mut list = Arc::try_unwrap(old).unwrap_or_else(|shared| Postings {
@@ -321,6 +326,13 @@ fn read_list(db: &Connection, table: &str, token: &str, after: Option<i64>) -> R
     if !out.rows.is_sorted_by_key(|p| p.rowid) {
         out.rows.sort_unstable_by_key(|p| p.rowid);
     }
+    tracing::debug!(
+        table,
+        token,
+        after,
+        rows = out.rows.len(),
+        "read a posting list"
+    );
     Ok(out)
 }
 
