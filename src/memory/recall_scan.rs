@@ -306,7 +306,8 @@ mod tests {
         };
         check(&m);
         m.write(Memory::new("cache cache retry")).unwrap();
-        m.update(&ids[3], Memory::new("lock lock lock queue")).unwrap();
+        m.update(&ids[3], Memory::new("lock lock lock queue"))
+            .unwrap();
         m.forget(&ids[5]).unwrap();
         check(&m);
     }

@@ -55,13 +55,16 @@ pub const MAX_POSTINGS: usize = 12 << 20;
 /// The function's SQL name.
 const ROW_STATS: &str = "fts_row_stats";
 
+/// A state of the database, as `fts_rank::db_state` gives it.
+type State = (u32, i64);
+
 /// What one connection keeps.
 struct Cache {
     /// The connection, to find the entry in [`REGISTRY`] again when it closes.
     handle: usize,
-    state: (u32, i64),
+    state: State,
     /// (table, token) → the list and the state it is up to date with.
-    lists: HashMap<(String, String), (Arc<Postings>, (u32, i64))>,
+    lists: HashMap<(String, String), (Arc<Postings>, State)>,
     /// Table → row count and token total, in `state`.
     totals: HashMap<String, (i64, i64)>,
     held: usize,
