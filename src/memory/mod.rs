@@ -23,6 +23,7 @@ mod notes;
 mod pattern_sets;
 mod projection;
 mod recall;
+mod recall_scan;
 mod sessions;
 mod stored_secrets;
 pub mod taxonomy;

@@ -13,6 +13,7 @@ mod blob_log;
 mod cache_ahead;
 mod compact;
 mod error;
+pub mod fts_postings;
 pub mod fts_rank;
 mod group_commit;
 mod io;

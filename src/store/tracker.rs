@@ -201,6 +201,7 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // rather than in a temporary file: they are small, and dropped at commit.
     db.pragma_update(None, "temp_store", "MEMORY")?;
     super::fts_rank::register(&db)?;
+    super::fts_postings::register(&db)?;
     let mut db = db;
     // Tables that exist already need no write: `CREATE … IF NOT EXISTS` of an existing
     // one only reads. So the schema is first made in a DEFERRED transaction, and an
@@ -282,12 +283,14 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     db.busy_timeout(BUSY_TIMEOUT)?;
     if read_meta(&db).is_ok() {
         super::fts_rank::register(&db)?;
+        super::fts_postings::register(&db)?;
         return Ok(db);
     }
     let uri = format!("file:{}?immutable=1", path.display());
     let db = Connection::open_with_flags(uri, flags)?;
     read_meta(&db)?;
     super::fts_rank::register(&db)?;
+    super::fts_postings::register(&db)?;
     Ok(db)
 }
 
