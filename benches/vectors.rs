@@ -224,6 +224,7 @@ fn build(path: &std::path::Path, rows: u64, columns: bool) -> VectorCache {
         embedder_id: embedder_id("bench"),
         with_i8: true,
         with_i8_columns: columns,
+        with_bits: true,
         initial_capacity: rows,
     };
     let mut rng = Rng(0x5eed ^ rows);

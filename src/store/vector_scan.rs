@@ -12,7 +12,9 @@ use simsimd::SpatialSimilarity;
 
 use crate::format::vector_file::{l2_norm, SLOT_LIVE};
 
+mod binary;
 mod columns;
+pub(crate) use binary::{binary_candidates, binary_pays, scan_binary_rerank};
 use columns::{best_by_columns, sparse_dims};
 
 /// How scores are computed. Higher is better for both.
@@ -39,6 +41,30 @@ pub enum ScanMode {
         /// for any count.
         threads: usize,
     },
+    /// Rank every live row by the Hamming distance of its sign bits to the query's,
+    /// keep the best `candidates` (at least `k`), then rank those by exact f32
+    /// score. Requires a cache created with sign bits; a coarse pass meant for
+    /// dense vectors (see [`ScanMode::Auto`]).
+    Binary {
+        /// Candidates kept from the Hamming pass before the exact re-rank.
+        candidates: usize,
+        /// Threads that share the Hamming pass, as for `I8Rerank`.
+        threads: usize,
+    },
+    /// Choose per query: the sign-bit pass with [`binary_candidates`]`(k)` for a
+    /// dense cosine query against a large cache of dense rows (format-spec/vector-cache.md,
+    /// Search), otherwise the i8 scan with [`i8_candidates`]`(k)` (by column for a
+    /// sparse query), or the exact scan for a cache without i8 rows.
+    Auto {
+        /// Threads that share the first pass, as for `I8Rerank`.
+        threads: usize,
+    },
+}
+
+/// Candidates the i8 scan keeps for a top-`k` in [`ScanMode::Auto`] and
+/// [`ScanMode::i8_rerank_default`]: `max(10·k, 100)`.
+pub fn i8_candidates(k: usize) -> usize {
+    k.saturating_mul(10).max(100)
 }
 
 impl ScanMode {
@@ -46,7 +72,7 @@ impl ScanMode {
     /// recall@k at or above 0.99 on 384-dim embeddings in our measurements.
     pub fn i8_rerank_default(k: usize) -> Self {
         ScanMode::I8Rerank {
-            candidates: k.saturating_mul(10).max(100),
+            candidates: i8_candidates(k),
             threads: 0,
         }
     }
@@ -76,11 +102,15 @@ pub(crate) struct Sections<'a> {
     /// The i8 codes by column: `ceil(count / COLUMN_BLOCK)` blocks of `dim` columns of
     /// `COLUMN_BLOCK` codes; empty when the file has none.
     pub i8_columns: &'a [i8],
+    /// `count * stride_bits` words of sign bits; empty when the file has none.
+    pub bits: &'a [u64],
     pub dim: usize,
     /// Row stride in f32 elements.
     pub stride_f32: usize,
     /// Row stride in i8 elements.
     pub stride_i8: usize,
+    /// Sign-bit stride in 64-bit words.
+    pub stride_bits: usize,
 }
 
 impl Sections<'_> {
@@ -264,6 +294,17 @@ pub(crate) fn scan_i8_rerank(
         Some(dims) => best_by_columns(s, &dims, candidates, metric, threads),
         None => best_i8(s, query_i8, candidates, metric, threads),
     };
+    rerank(s, query, approx, k, metric)
+}
+
+/// The best `k` of `approx`'s candidates by exact f32 score.
+fn rerank(
+    s: &Sections<'_>,
+    query: &[f32],
+    approx: TopK,
+    k: usize,
+    metric: Metric,
+) -> Vec<VectorHit> {
     let query_norm = l2_norm(query);
     let mut top = TopK::new(k);
     for c in approx.heap {
@@ -439,6 +480,7 @@ pub(super) mod tests {
         pub f32_rows: Vec<f32>,
         pub i8_rows: Vec<i8>,
         pub i8_columns: Vec<i8>,
+        pub bits: Vec<u64>,
         pub dim: usize,
     }
 
@@ -452,9 +494,11 @@ pub(super) mod tests {
                 f32_rows: &self.f32_rows,
                 i8_rows: &self.i8_rows,
                 i8_columns: &self.i8_columns,
+                bits: &self.bits,
                 dim: self.dim,
                 stride_f32: self.dim,
                 stride_i8: self.dim,
+                stride_bits: self.dim.div_ceil(64),
             }
         }
     }
@@ -501,6 +545,7 @@ pub(super) mod tests {
             f32_rows,
             i8_rows,
             i8_columns: Vec::new(),
+            bits: Vec::new(),
             dim,
         };
         let s = rows.sections();
