@@ -28,7 +28,9 @@ use crate::format::vector_file::{
     FLAG_I8, FLAG_I8_COLUMNS, HEADER_LEN, MAX_DIM, SLOT_DEAD, SLOT_LIVE,
 };
 use crate::store::vector_scan::Sections;
-pub use crate::store::vector_scan::{Metric, ScanMode, VectorHit};
+pub use crate::store::vector_scan::{
+    binary_candidates, i8_candidates, Metric, ScanMode, VectorHit,
+};
 
 mod copy;
 mod error;

@@ -14,7 +14,8 @@ use crate::format::vector_file::{l2_norm, SLOT_LIVE};
 
 mod binary;
 mod columns;
-pub(crate) use binary::{binary_candidates, binary_pays, scan_binary_rerank};
+pub use binary::binary_candidates;
+pub(crate) use binary::{binary_pays, scan_binary_rerank};
 use columns::{best_by_columns, sparse_dims};
 
 /// How scores are computed. Higher is better for both.

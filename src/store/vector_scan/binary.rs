@@ -146,9 +146,11 @@ fn scan_bits_fixed<const W: usize>(
     let mut q = [0u64; W];
     q.copy_from_slice(&query_bits[..W]);
     scan_rows(s, slots, W, candidates, |row| {
+        // wrapping_add: a sum of at most 65,536 bits never wraps; it keeps overflow
+        // checks (on in test and CI builds) out of the loop.
         let mut d = 0u32;
         for (a, b) in row.iter().take(W).zip(&q) {
-            d += (a ^ b).count_ones();
+            d = d.wrapping_add((a ^ b).count_ones());
         }
         d
     })
@@ -164,8 +166,7 @@ fn scan_bits_any(
     scan_rows(s, slots, query_bits.len(), candidates, |row| {
         row.iter()
             .zip(query_bits)
-            .map(|(a, b)| (a ^ b).count_ones())
-            .sum()
+            .fold(0u32, |d, (a, b)| d.wrapping_add((a ^ b).count_ones()))
     })
 }
 
