@@ -228,7 +228,7 @@ fn run(rows: u64) {
     // The sign-bit pass, as the store's searches choose it (Auto) for dense vectors.
     let (by_bits, bits_times) = timed(&cache, &queries, Metric::Cosine, binary);
     let explicit = ScanMode::Binary {
-        candidates: binary_candidates(K),
+        candidates: binary_candidates(K, cache.len()),
         threads: 0,
     };
     let (same, _) = timed(&cache, few, Metric::Cosine, explicit);
@@ -263,7 +263,7 @@ fn run(rows: u64) {
     }
     println!("rows={rows:>8}  sign bits recall@{K} (p50) by candidates:{sweep}");
     let one = ScanMode::Binary {
-        candidates: binary_candidates(K),
+        candidates: binary_candidates(K, cache.len()),
         threads: 1,
     };
     let (_, one_times) = timed(&cache, few, Metric::Cosine, one);

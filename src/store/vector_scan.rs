@@ -52,7 +52,7 @@ pub enum ScanMode {
         /// Threads that share the Hamming pass, as for `I8Rerank`.
         threads: usize,
     },
-    /// Choose per query: the sign-bit pass with [`binary_candidates`]`(k)` for a
+    /// Choose per query: the sign-bit pass with [`binary_candidates`]`(k, rows)` for a
     /// dense cosine query against a large cache of dense rows (format-spec/vector-cache.md,
     /// Search), otherwise the i8 scan with [`i8_candidates`]`(k)` (by column for a
     /// sparse query), or the exact scan for a cache without i8 rows.

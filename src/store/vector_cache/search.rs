@@ -44,7 +44,7 @@ impl VectorCache {
             }
             ScanMode::Auto { threads } => {
                 if vector_scan::binary_pays(&sections, query, metric, self.len()) {
-                    let candidates = vector_scan::binary_candidates(k);
+                    let candidates = vector_scan::binary_candidates(k, self.len());
                     Ok(vector_scan::scan_binary_rerank(
                         &sections, query, k, candidates, threads, metric,
                     ))

@@ -66,7 +66,7 @@ fn the_binary_pass_holds_recall_at_10_on_100k_clustered_vectors() {
             .unwrap();
     }
     let mode = ScanMode::Binary {
-        candidates: binary_candidates(10),
+        candidates: binary_candidates(10, c.len()),
         threads: 0,
     };
     // The Hamming order alone is far from the exact one (so the set is no easy
@@ -210,8 +210,9 @@ fn auto_takes_the_binary_pass_only_where_it_pays() {
             c.search(q, 10, Metric::Cosine, i8).unwrap()
         );
     }
-    assert_eq!(binary_candidates(10), 256);
-    assert_eq!(binary_candidates(50), 1000);
+    assert_eq!(binary_candidates(10, 100_000), 256);
+    assert_eq!(binary_candidates(50, 100_000), 1000);
+    assert_eq!(binary_candidates(10, 1_000_000), 976);
 
     let no_bits = VectorCacheOptions {
         with_bits: false,
