@@ -119,6 +119,20 @@ impl Sections<'_> {
         let start = slot.checked_mul(self.stride_f32)?;
         self.f32_rows.get(start..start.checked_add(self.dim)?)
     }
+
+    /// Slot `slot`'s approximate score from its i8 codes, as [`scan_i8_range`]
+    /// computes it; `None` without i8 rows.
+    fn i8_score(&self, query_i8: &[i8], slot: usize, metric: Metric) -> Option<f32> {
+        let start = slot.checked_mul(self.stride_i8)?;
+        let row = self.i8_rows.get(start..start.checked_add(self.dim)?)?;
+        let (&scale, &norm) = (self.scales.get(slot)?, self.norms.get(slot)?);
+        let dot = scale * <i8 as SpatialSimilarity>::dot(query_i8, row).unwrap_or(0.0) as f32;
+        Some(match metric {
+            Metric::Cosine if norm == 0.0 => 0.0,
+            Metric::Cosine => dot / norm,
+            Metric::Dot => dot,
+        })
+    }
 }
 
 /// Cosine similarity from a dot product and both norms; 0 against a zero vector.

@@ -3,12 +3,15 @@
 //!
 //! Owns: the rule that picks this pass ([`binary_pays`]), the candidate count
 //! ([`binary_candidates`]), the popcount loop (POPCNT when the CPU has it) and its
-//! prefetch.
+//! prefetch, and the cut of the candidates by their i8 codes before the exact re-rank.
 //! Must never: report a Hamming score (only candidates leave this file; their order
 //! is the exact f32 one), allocate per row, or read outside the validated section.
 
-use super::{best_of_parts, rerank, scan_threads, Metric, Prefetcher, Sections, TopK, VectorHit};
-use crate::format::vector_file::{sign_bits, SLOT_LIVE};
+use super::{
+    best_of_parts, i8_candidates, rerank, scan_threads, Metric, Prefetcher, Sections, TopK,
+    VectorHit,
+};
+use crate::format::vector_file::{quantize_i8, sign_bits, SLOT_LIVE};
 
 /// Candidates per result the Hamming pass keeps.
 const CANDIDATES_PER_K: usize = 20;
@@ -82,7 +85,28 @@ pub(crate) fn scan_binary_rerank(
     let mut query_bits = vec![0u64; s.stride_bits];
     sign_bits(query, &mut query_bits);
     let approx = best_by_bits(s, &query_bits, candidates, threads);
+    let kept = i8_candidates(k);
+    let approx = if s.i8_rows.is_empty() || approx.heap.len() <= kept {
+        approx
+    } else {
+        by_i8_codes(s, query, approx, kept, metric)
+    };
     rerank(s, query, approx, k, metric)
+}
+
+/// The best `kept` of `approx` by the i8 scan's approximate score: a quarter of the
+/// bytes of the f32 rows, so a thousand Hamming candidates cost the exact re-rank
+/// only the i8 scan's `max(10·k, 100)` f32 rows.
+fn by_i8_codes(s: &Sections<'_>, query: &[f32], approx: TopK, kept: usize, metric: Metric) -> TopK {
+    let mut query_i8 = vec![0i8; query.len()];
+    quantize_i8(query, &mut query_i8);
+    let mut top = TopK::new(kept);
+    for c in approx.heap {
+        if let Some(score) = s.i8_score(&query_i8, c.slot, metric) {
+            top.offer(score, c.key, c.slot);
+        }
+    }
+    top
 }
 
 /// The best `candidates` live rows by Hamming distance (score `-distance`, ties by
