@@ -452,7 +452,7 @@ fn a_rebuild_keeps_the_data_and_gives_back_its_large_page_cache() {
 }
 
 #[test]
-fn a_vector_cache_from_before_the_i8_columns_is_rebuilt_with_them_and_searched() {
+fn a_vector_cache_from_before_the_columns_or_the_sign_bits_is_rebuilt_with_them_and_searched() {
     use engram::format::vector_file::{check_header_bytes, VectorFileHeader};
     use engram::store::vector_cache::{embedder_id, VectorCache, VectorCacheOptions};
     use zerocopy::IntoBytes;
@@ -484,32 +484,36 @@ fn a_vector_cache_from_before_the_i8_columns_is_rebuilt_with_them_and_searched()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|x| x == "vec"))
         .expect("the store made a vector cache");
-    // What an engram of format version 1 left: i8 rows, no columns, an old stamp.
-    let old = VectorCacheOptions {
-        dim: 64,
-        embedder_id: embedder_id("e"),
-        with_i8: true,
-        with_i8_columns: false,
-        initial_capacity: 8,
-    };
-    let mut c = VectorCache::create(&cache, &old).unwrap();
-    c.upsert(1, &sparse(3)).unwrap();
-    drop(c);
-    let mut bytes = std::fs::read(&cache).unwrap();
-    let mut header = check_header_bytes(&bytes).unwrap();
-    header.version = 1.into();
-    header.seal();
-    bytes[..64].copy_from_slice(header.as_bytes());
-    std::fs::write(&cache, &bytes).unwrap();
-    assert_eq!(check_header_bytes(&bytes).unwrap().version.get(), 1);
+    // What an engram of format version 1 left (i8 rows, no columns) and then what one
+    // of version 2 left (columns, no sign bits), each with an old stamp.
+    for (version, columns) in [(1u32, false), (2, true)] {
+        let old = VectorCacheOptions {
+            dim: 64,
+            embedder_id: embedder_id("e"),
+            with_i8: true,
+            with_i8_columns: columns,
+            with_bits: false,
+            initial_capacity: 8,
+        };
+        let mut c = VectorCache::create(&cache, &old).unwrap();
+        c.upsert(1, &sparse(3)).unwrap();
+        drop(c);
+        let mut bytes = std::fs::read(&cache).unwrap();
+        let mut header = check_header_bytes(&bytes).unwrap();
+        header.version = version.into();
+        header.seal();
+        bytes[..64].copy_from_slice(header.as_bytes());
+        std::fs::write(&cache, &bytes).unwrap();
+        assert_eq!(check_header_bytes(&bytes).unwrap().version.get(), version);
 
-    let s = open(dir.path());
-    let top = s.vector_search("e", &sparse(12), 1).unwrap();
-    assert_eq!(top[0].key, "doc:12");
-    let header: VectorFileHeader = check_header_bytes(&std::fs::read(&cache).unwrap()).unwrap();
-    assert_eq!(header.version.get(), 2);
-    assert!(header.has_i8_columns());
-    assert_eq!(s.vector_search("e", &sparse(30), 40).unwrap().len(), 40);
+        let s = open(dir.path());
+        let top = s.vector_search("e", &sparse(12), 1).unwrap();
+        assert_eq!(top[0].key, "doc:12");
+        let header: VectorFileHeader = check_header_bytes(&std::fs::read(&cache).unwrap()).unwrap();
+        assert_eq!(header.version.get(), 3, "rebuilt from version {version}");
+        assert!(header.has_i8_columns() && header.has_bits());
+        assert_eq!(s.vector_search("e", &sparse(30), 40).unwrap().len(), 40);
+    }
 }
 
 /// `embedders.count` follows every way a vector row comes and goes — a new vector,

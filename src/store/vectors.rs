@@ -87,6 +87,7 @@ pub(super) fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
         embedder_id: embedder_id(embedder),
         with_i8: true,
         with_i8_columns: true,
+        with_bits: true,
         initial_capacity: 1024,
     }
 }
@@ -564,16 +565,7 @@ fn rebuilt_cache(store: &Store, embedder: &str, dim: u32) -> Result<Option<Vecto
 }
 
 pub(super) fn scan(cache: &VectorCache, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
-    let candidates = (k * 10).max(100);
-    Ok(cache.search(
-        query,
-        k,
-        Metric::Cosine,
-        ScanMode::I8Rerank {
-            candidates,
-            threads: 0,
-        },
-    )?)
+    Ok(cache.search(query, k, Metric::Cosine, ScanMode::Auto { threads: 0 })?)
 }
 
 /// Top `k` of the cache with `delta` applied: the cache's rows for changed keys are
