@@ -577,3 +577,72 @@ fn self_calls_reach_methods_of_declared_base_classes() {
         )]
     );
 }
+
+/// A repository written from `(path, text)` pairs, indexed into a fresh store.
+fn indexed(files: &[(&str, &str)]) -> (tempfile::TempDir, tempfile::TempDir, Store) {
+    let repo = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let p = repo.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, repo.path());
+    (repo, store_dir, store)
+}
+
+fn ref_rows(store: &Store, name: &str, min: Confidence) -> Vec<RefRow> {
+    graph::refs(store, &Target::Name(name.into()), ask(min, 1))
+        .unwrap()
+        .items
+        .iter()
+        .map(|r| {
+            (
+                r.path.clone(),
+                r.line,
+                r.column,
+                r.kind.clone(),
+                r.symbol.clone(),
+            )
+        })
+        .collect()
+}
+
+fn rr(p: &str, l: u64, c: Option<u64>, k: &str, s: Option<&str>) -> RefRow {
+    (p.to_string(), l, c, k.to_string(), s.map(String::from))
+}
+
+#[test]
+fn typescript_reexports_are_imports_and_resolve_through_the_barrel() {
+    let (_repo, _dir, store) = indexed(&[
+        ("src/f.ts", "export function f(x: number) {\n  return x;\n}\n"),
+        (
+            "src/index.ts",
+            "export { f } from './f';\nexport { f as g } from './f';\n",
+        ),
+        (
+            "src/use.ts",
+            "import { g, f } from './index';\n\nexport function run() {\n  return g(1) + f(2);\n}\n",
+        ),
+    ]);
+    let f = "sym:src/f.ts#f:function:1:3";
+    let run = "sym:src/use.ts#run:function:3:5";
+    // `g` is `f` renamed by the barrel: both calls reach `f`'s definition.
+    assert_eq!(
+        edges(&store, "src/use.ts"),
+        [e(4, 10, run, f, Imported), e(4, 17, run, f, Imported)]
+    );
+    // Both re-export lines name `f`; the import of `g` does not (it is a call's
+    // spelling, found through the calls).
+    assert_eq!(
+        ref_rows(&store, "f", Imported),
+        [
+            rr("src/index.ts", 1, None, "import", None),
+            rr("src/index.ts", 2, None, "import", None),
+            rr("src/use.ts", 1, None, "import", None),
+            rr("src/use.ts", 4, Some(10), "call", Some("run")),
+            rr("src/use.ts", 4, Some(17), "call", Some("run")),
+        ]
+    );
+}
