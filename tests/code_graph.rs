@@ -646,3 +646,56 @@ fn typescript_reexports_are_imports_and_resolve_through_the_barrel() {
         ]
     );
 }
+
+#[test]
+fn typescript_export_star_barrels_are_followed_through_levels_and_cycles() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "lib/core/atom.ts",
+            "export function createAtom(name: string) {\n  return name;\n}\n",
+        ),
+        // Two levels of barrels, and a cycle: `core/index` exports `internal`,
+        // which exports `core/index`.
+        (
+            "lib/core/index.ts",
+            "export * from './atom';\nexport * from '../internal';\n",
+        ),
+        (
+            "lib/internal.ts",
+            "export * from './core/index';\nexport * from './util';\n",
+        ),
+        (
+            "lib/util.ts",
+            "import { createAtom } from './internal';\n\nexport function helper() {\n  return createAtom('x');\n}\n",
+        ),
+        (
+            "lib/api.ts",
+            "import { createAtom, missing } from './internal';\n\nexport function box() {\n  createAtom('b');\n  missing();\n}\n",
+        ),
+    ]);
+    let atom = "sym:lib/core/atom.ts#createAtom:function:1:3";
+    assert_eq!(
+        edges(&store, "lib/api.ts"),
+        // `missing` is defined nowhere: the search through the cycle ends, empty.
+        [e(4, 3, "sym:lib/api.ts#box:function:3:6", atom, Imported)]
+    );
+    assert_eq!(
+        edges(&store, "lib/util.ts"),
+        [e(
+            4,
+            10,
+            "sym:lib/util.ts#helper:function:3:5",
+            atom,
+            Imported
+        )]
+    );
+    assert_eq!(
+        ref_rows(&store, "createAtom", Imported),
+        [
+            rr("lib/api.ts", 1, None, "import", None),
+            rr("lib/api.ts", 4, Some(3), "call", Some("box")),
+            rr("lib/util.ts", 1, None, "import", None),
+            rr("lib/util.ts", 4, Some(10), "call", Some("helper")),
+        ]
+    );
+}
