@@ -491,10 +491,12 @@ impl<'c> Resolver<'c> {
             .collect();
         let mut out = Vec::new();
         for f in &files {
+            // A method named at the top level sits in an object literal or a
+            // function expression (`{ get(t) {…} }`): nothing a module exports.
             out.extend(
                 self.defs_in(f)?
                     .iter()
-                    .filter(|d| d.qualified_name == name)
+                    .filter(|d| d.qualified_name == name && d.kind != "method")
                     .cloned(),
             );
         }
