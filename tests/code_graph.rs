@@ -3,7 +3,8 @@
 //! deleted, identical after a rebuild. Fixture repositories under
 //! `tests/fixtures/graph/` (Python: methods through `self`, an aliased import, a
 //! module alias, a shadowed name, an ambiguous method; Rust: an aliased `use`,
-//! `Self`-style paths, `self.` calls).
+//! `Self`-style paths, `self.` calls), and small repositories written by the tests
+//! (TypeScript re-exports and `export *` barrels with a cycle).
 
 use std::path::{Path, PathBuf};
 
