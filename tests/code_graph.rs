@@ -3,7 +3,8 @@
 //! deleted, identical after a rebuild. Fixture repositories under
 //! `tests/fixtures/graph/` (Python: methods through `self`, an aliased import, a
 //! module alias, a shadowed name, an ambiguous method; Rust: an aliased `use`,
-//! `Self`-style paths, `self.` calls).
+//! `Self`-style paths, `self.` calls), and small repositories written by the tests
+//! (TypeScript re-exports and `export *` barrels with a cycle).
 
 use std::path::{Path, PathBuf};
 
@@ -575,5 +576,128 @@ fn self_calls_reach_methods_of_declared_base_classes() {
             "sym:pkg/base.py#Base.helper:method:2:3",
             Imported
         )]
+    );
+}
+
+/// A repository written from `(path, text)` pairs, indexed into a fresh store.
+fn indexed(files: &[(&str, &str)]) -> (tempfile::TempDir, tempfile::TempDir, Store) {
+    let repo = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let p = repo.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, repo.path());
+    (repo, store_dir, store)
+}
+
+fn ref_rows(store: &Store, name: &str, min: Confidence) -> Vec<RefRow> {
+    graph::refs(store, &Target::Name(name.into()), ask(min, 1))
+        .unwrap()
+        .items
+        .iter()
+        .map(|r| {
+            (
+                r.path.clone(),
+                r.line,
+                r.column,
+                r.kind.clone(),
+                r.symbol.clone(),
+            )
+        })
+        .collect()
+}
+
+fn rr(p: &str, l: u64, c: Option<u64>, k: &str, s: Option<&str>) -> RefRow {
+    (p.to_string(), l, c, k.to_string(), s.map(String::from))
+}
+
+#[test]
+fn typescript_reexports_are_imports_and_resolve_through_the_barrel() {
+    let (_repo, _dir, store) = indexed(&[
+        ("src/f.ts", "export function f(x: number) {\n  return x;\n}\n"),
+        (
+            "src/index.ts",
+            "export { f } from './f';\nexport { f as g } from './f';\n",
+        ),
+        (
+            "src/use.ts",
+            "import { g, f } from './index';\n\nexport function run() {\n  return g(1) + f(2);\n}\n",
+        ),
+    ]);
+    let f = "sym:src/f.ts#f:function:1:3";
+    let run = "sym:src/use.ts#run:function:3:5";
+    // `g` is `f` renamed by the barrel: both calls reach `f`'s definition.
+    assert_eq!(
+        edges(&store, "src/use.ts"),
+        [e(4, 10, run, f, Imported), e(4, 17, run, f, Imported)]
+    );
+    // Both re-export lines name `f`; the import of `g` does not (it is a call's
+    // spelling, found through the calls).
+    assert_eq!(
+        ref_rows(&store, "f", Imported),
+        [
+            rr("src/index.ts", 1, None, "import", None),
+            rr("src/index.ts", 2, None, "import", None),
+            rr("src/use.ts", 1, None, "import", None),
+            rr("src/use.ts", 4, Some(10), "call", Some("run")),
+            rr("src/use.ts", 4, Some(17), "call", Some("run")),
+        ]
+    );
+}
+
+#[test]
+fn typescript_export_star_barrels_are_followed_through_levels_and_cycles() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "lib/core/atom.ts",
+            "export function createAtom(name: string) {\n  return name;\n}\n",
+        ),
+        // Two levels of barrels, and a cycle: `core/index` exports `internal`,
+        // which exports `core/index`.
+        (
+            "lib/core/index.ts",
+            "export * from './atom';\nexport * from '../internal';\n",
+        ),
+        (
+            "lib/internal.ts",
+            "export * from './core/index';\nexport * from './util';\n",
+        ),
+        (
+            "lib/util.ts",
+            // An object literal's method of the same name is not what the barrel exports.
+            "import { createAtom } from './internal';\n\nexport function helper() {\n  return createAtom('x');\n}\n\nexport const traps = { createAtom(t: string) { return t; } };\n",
+        ),
+        (
+            "lib/api.ts",
+            "import { createAtom, missing } from './internal';\n\nexport function box() {\n  createAtom('b');\n  missing();\n}\n",
+        ),
+    ]);
+    let atom = "sym:lib/core/atom.ts#createAtom:function:1:3";
+    assert_eq!(
+        edges(&store, "lib/api.ts"),
+        // `missing` is defined nowhere: the search through the cycle ends, empty.
+        [e(4, 3, "sym:lib/api.ts#box:function:3:6", atom, Imported)]
+    );
+    assert_eq!(
+        edges(&store, "lib/util.ts"),
+        [e(
+            4,
+            10,
+            "sym:lib/util.ts#helper:function:3:5",
+            atom,
+            Imported
+        )]
+    );
+    assert_eq!(
+        ref_rows(&store, "createAtom", Imported),
+        [
+            rr("lib/api.ts", 1, None, "import", None),
+            rr("lib/api.ts", 4, Some(3), "call", Some("box")),
+            rr("lib/util.ts", 1, None, "import", None),
+            rr("lib/util.ts", 4, Some(10), "call", Some("helper")),
+        ]
     );
 }

@@ -8,7 +8,7 @@
 //! it. Reads the code tables; writes nothing. One [`Resolver`] caches what it reads
 //! for the length of one query.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use rusqlite::Connection;
@@ -19,6 +19,10 @@ pub(crate) use super::types::{call_row, family, parent_of, separator, CALL_COLUM
 pub use super::types::{CallRow, Confidence, ImportRow};
 use crate::index::symbol_search::{row as symbol_row, SymbolInfo, COLUMNS};
 use crate::store::Result;
+
+/// How many re-exports an imported name is followed through (a barrel of barrels
+/// of barrels is the deepest seen in practice, plus slack).
+const REEXPORT_HOPS: u32 = 5;
 
 const SELF_NAMES: &[&str] = &["self", "this", "cls", "Self", "$this", "static", "@"];
 
@@ -455,8 +459,10 @@ impl<'c> Resolver<'c> {
 
     /// Where `name`, imported from `module` by `importer`, is defined: at the top
     /// level of the module's files, or further through their own imports (a
-    /// re-export: `pub use`, `from .x import name` in an `__init__.py`), at most
-    /// three hops.
+    /// re-export: `pub use`, `from .x import name` in an `__init__.py`, `export { f
+    /// as g } from './f'`, a barrel's `export * from './atom'`), at most
+    /// [`REEXPORT_HOPS`] hops, each file asked about each name once (so an import
+    /// cycle between barrels ends).
     pub fn import_targets(
         &mut self,
         lang: &str,
@@ -465,17 +471,36 @@ impl<'c> Resolver<'c> {
         name: &str,
         depth: u32,
     ) -> Result<Vec<SymbolInfo>> {
-        let files = self.module_files(lang, importer, module)?;
+        let mut seen = HashSet::new();
+        self.targets_through(lang, importer, module, name, depth, &mut seen)
+    }
+
+    fn targets_through(
+        &mut self,
+        lang: &str,
+        importer: &str,
+        module: &str,
+        name: &str,
+        depth: u32,
+        seen: &mut HashSet<(String, String)>,
+    ) -> Result<Vec<SymbolInfo>> {
+        let files: Vec<String> = self
+            .module_files(lang, importer, module)?
+            .into_iter()
+            .filter(|f| seen.insert((f.clone(), name.to_string())))
+            .collect();
         let mut out = Vec::new();
         for f in &files {
+            // A method named at the top level sits in an object literal or a
+            // function expression (`{ get(t) {…} }`): nothing a module exports.
             out.extend(
                 self.defs_in(f)?
                     .iter()
-                    .filter(|d| d.qualified_name == name)
+                    .filter(|d| d.qualified_name == name && d.kind != "method")
                     .cloned(),
             );
         }
-        if !out.is_empty() || depth >= 3 {
+        if !out.is_empty() || depth >= REEXPORT_HOPS {
             return Ok(out);
         }
         for f in &files {
@@ -486,7 +511,7 @@ impl<'c> Resolver<'c> {
                     _ => None,
                 };
                 if let Some(n) = hop {
-                    out.extend(self.import_targets(lang, f, &imp.module, n, depth + 1)?);
+                    out.extend(self.targets_through(lang, f, &imp.module, n, depth + 1, seen)?);
                 }
             }
         }
@@ -496,7 +521,7 @@ impl<'c> Resolver<'c> {
 }
 
 fn dedup(v: &mut Vec<SymbolInfo>) {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     v.retain(|d| seen.insert(d.key.clone()));
 }
 

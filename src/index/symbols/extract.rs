@@ -113,7 +113,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                 out.symbols[sym].complexity += 1;
             }
         }
-        if rules.imports.contains(&kind) {
+        if rules.imports.contains(&kind) || is_reexport(node, rules) {
             let statement = text(node, src);
             out.imports.push(one_line(&statement, 200));
             let line = node.start_position().row as u64 + 1;
@@ -133,6 +133,15 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
         sym.calls = c;
     }
     out
+}
+
+/// `export { f as g } from './m'` and `export * from './m'`: an ECMAScript export
+/// naming a module re-exports what it takes from it, so it reads as an import (an
+/// `export` without `from` declares, and its children are walked as definitions).
+fn is_reexport(node: Node, rules: &Rules) -> bool {
+    rules.import_style == imports::Style::Ecma
+        && node.kind() == "export_statement"
+        && node.child_by_field_name("source").is_some()
 }
 
 /// A definition's name, kind and a parent implied by the definition itself (a Go

@@ -239,12 +239,16 @@ fn python(t: &str, add: &mut Add<'_>) {
 
 fn ecma(t: &str, add: &mut Add<'_>) {
     let t = t.trim().trim_end_matches(';');
+    let quote = |s: &str| s.trim().trim_matches(['"', '\'', '`', ' ']).to_string();
+    if let Some(rest) = t.strip_prefix("export") {
+        reexport(rest, &quote, add);
+        return;
+    }
     let Some(rest) = t.strip_prefix("import") else {
         return;
     };
     let rest = rest.trim();
     let rest = rest.strip_prefix("type ").unwrap_or(rest);
-    let quote = |s: &str| s.trim().trim_matches(['"', '\'', '`', ' ']).to_string();
     let Some((clause, module)) = rest.rsplit_once(" from ") else {
         // `import './side-effect'`
         add(&quote(rest), None, None);
@@ -274,6 +278,34 @@ fn ecma(t: &str, add: &mut Add<'_>) {
             add(&module, None, alias);
         } else {
             add(&module, Some("default"), Some(part));
+        }
+    }
+}
+
+/// A re-export, after `export`: `{ f, g as h } from './m'` takes `f` and `g` from
+/// `./m` (bound as `f` and `h`), `* from './m'` everything (a glob), `* as ns from
+/// './m'` the module under `ns`.
+fn reexport(rest: &str, quote: &dyn Fn(&str) -> String, add: &mut Add<'_>) {
+    let rest = rest.trim();
+    let rest = rest.strip_prefix("type ").unwrap_or(rest);
+    let Some((clause, module)) = rest.rsplit_once(" from ") else {
+        return;
+    };
+    let module = quote(module);
+    let clause = clause.trim();
+    if let Some(ns) = clause.strip_prefix('*') {
+        match ns.trim().strip_prefix("as ").map(str::trim) {
+            Some(alias) => add(&module, None, Some(alias)),
+            None => add(&module, Some("*"), None),
+        }
+        return;
+    }
+    let inner = clause.trim_start_matches('{').trim_end_matches('}');
+    for item in inner.split(',') {
+        let item = item.trim().trim_start_matches("type ");
+        let (n, alias) = split_as(item);
+        if !n.is_empty() {
+            add(&module, Some(n), Some(alias.unwrap_or(n)));
         }
     }
 }
@@ -455,6 +487,25 @@ mod tests {
                 s("http://x/y", Some("a"), Some("a")),
                 s("http://x/y", Some("b"), Some("b"))
             ]
+        );
+        assert_eq!(
+            p(
+                Style::Ecma,
+                "export { a, b as c, type T } from './m'; // re-exported"
+            ),
+            [
+                s("./m", Some("a"), Some("a")),
+                s("./m", Some("b"), Some("c")),
+                s("./m", Some("T"), Some("T")),
+            ]
+        );
+        assert_eq!(
+            p(Style::Ecma, "export * from \"./atom\""),
+            [s("./atom", Some("*"), None)]
+        );
+        assert_eq!(
+            p(Style::Ecma, "export * as ops from './ops';"),
+            [s("./ops", None, Some("ops"))]
         );
         assert_eq!(
             p(Style::Ecma, "import * as ns from \"lib\""),
