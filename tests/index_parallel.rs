@@ -172,7 +172,7 @@ fn preparing_threads_stay_within_a_bounded_window_of_a_slow_writer() {
     let ahead = Arc::new(AtomicUsize::new(0));
     let (t, a) = (texts.clone(), ahead.clone());
     let store = Store::open(
-        &dir.path().join("store"),
+        dir.path().join("store"),
         StoreOptions::default(),
         engram::projections(),
     )
