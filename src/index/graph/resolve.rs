@@ -461,7 +461,7 @@ impl<'c> Resolver<'c> {
     /// level of the module's files, or further through their own imports (a
     /// re-export: `pub use`, `from .x import name` in an `__init__.py`, `export { f
     /// as g } from './f'`, a barrel's `export * from './atom'`), at most
-    /// [`REEXPORT_HOPS`] hops, each file asked about each name once (so an import
+    /// `REEXPORT_HOPS` hops, each file asked about each name once (so an import
     /// cycle between barrels ends).
     pub fn import_targets(
         &mut self,
