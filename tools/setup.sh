@@ -10,7 +10,8 @@
 #                         (ENGRAM_MODEL_DIR or ENGRAM_HOME choose where it goes)
 #   tools/setup.sh test   also what the test suite needs: rustfmt and clippy, the
 #                         Python MCP SDK, npm and a PostgreSQL with TLS and pgvector
-#                         for the TLS test, all-MiniLM-L6-v2's files; what
+#                         for the TLS test, jedi for the code graph's smoke
+#                         comparison, all-MiniLM-L6-v2's files; what
 #                         tools/test.sh runs
 #   tools/setup.sh fuzz   only what fuzzing needs (fuzz/README.md): a nightly
 #                         toolchain and cargo-fuzz, each installed when missing
@@ -202,6 +203,12 @@ if command -v python3 >/dev/null 2>&1; then
 else
   echo "setup: python3 not found; the MCP end-to-end tests need it (apt-get install python3 python3-pip)" >&2
   exit 1
+fi
+# The code graph's smoke comparison with jedi (tests/graph_eval.rs); the TypeScript one
+# installs its own `typescript` with npm into a scratch directory.
+if ! python3 -c "import jedi" >/dev/null 2>&1; then
+  echo "setup: installing jedi 0.20.1 (pip install jedi==0.20.1)" >&2
+  python3 -m pip install --quiet jedi==0.20.1
 fi
 
 # The TLS test (tests/team_tls.rs) runs a PostgreSQL built with TLS and with pgvector,

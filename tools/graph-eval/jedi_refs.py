@@ -2,7 +2,10 @@
 Python package: precision and recall, micro-averaged, per minimum confidence.
 
 usage: python3 tools/graph-eval/jedi_refs.py ENGRAM_BIN [--package requests==2.32.3]
-           [--count 100] [--work DIR]
+           [--count 100] [--work DIR] [--floor PRECISION,RECALL]
+
+--floor makes it a check (the CI smoke test, tests/graph_eval.rs): exit 1 when precision
+or recall at confidence `imported` is below the given floor.
 
 The package's wheel is fetched with `pip download --no-deps` (into --work, default a
 temporary directory) and unpacked; engram indexes the unpacked tree into a fresh store.
@@ -125,6 +128,7 @@ def main():
     ap.add_argument("--package", default="requests==2.32.3")
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--work")
+    ap.add_argument("--floor", help="PRECISION,RECALL at `imported`: exit 1 below either")
     a = ap.parse_args()
     import jedi
 
@@ -164,6 +168,15 @@ def main():
     for lv in LEVELS:
         e, ok, jc, jf, ju, uf = tally[lv]
         print(f"| {lv} | {e} | {ratio(ok, e):.3f} | {jc} | {ratio(jf, jc):.3f} | {ju} | {ratio(uf, ju):.3f} |")
+    if a.floor:
+        want_p, want_r = (float(x) for x in a.floor.split(","))
+        e, ok, jc, jf, _, _ = tally["imported"]
+        got_p, got_r = ratio(ok, e), ratio(jf, jc)
+        # NaN (nothing reported, or nothing to find) fails the check as well.
+        if not (got_p >= want_p and got_r >= want_r):
+            print(f"below the floor at imported: precision {got_p:.3f} (floor {want_p}), "
+                  f"recall {got_r:.3f} (floor {want_r})", file=sys.stderr)
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@
 //
 // usage: node tools/graph-eval/ts_refs.mjs ENGRAM_BIN [--package rxjs@7.8.2]
 //            [--typescript 5.9.3] [--src src] [--count 100] [--work DIR] [--sha SHA1]
-//            [--misses N]
+//            [--misses N] [--floor PRECISION,RECALL]
 //
 // --misses N prints N examples of each form of miss (the counts are always printed).
+// --floor makes it a check (the CI smoke test, tests/graph_eval.rs): exit 1 when precision
+// or recall at confidence `imported` (every reference findReferences returns) is below it.
 //
 // `typescript` is installed with npm into --work (default a temporary directory), never
 // into the repository; the package's registry tarball is fetched with `npm pack`, its
@@ -63,12 +65,12 @@ function args() {
       continue;
     }
     const v = argv[++i];
-    if (!["package", "typescript", "src", "count", "work", "sha", "misses"].includes(k.slice(2))) die(`unknown option ${k}`);
+    if (!["package", "typescript", "src", "count", "work", "sha", "misses", "floor"].includes(k.slice(2))) die(`unknown option ${k}`);
     if (v === undefined) die(`${k} needs a value`);
     a[k.slice(2)] = ["count", "misses"].includes(k.slice(2)) ? Number(v) : v;
   }
   if (!(a.count > 0) || !(a.misses >= 0)) die("--count needs a positive number and --misses a number");
-  if (!a.engram) die("usage: node ts_refs.mjs ENGRAM_BIN [--package NAME@VERSION] [--typescript VERSION] [--src DIR] [--count N] [--work DIR] [--sha SHA1] [--misses N]");
+  if (!a.engram) die("usage: node ts_refs.mjs ENGRAM_BIN [--package NAME@VERSION] [--typescript VERSION] [--src DIR] [--count N] [--work DIR] [--sha SHA1] [--misses N] [--floor P,R]");
   return a;
 }
 
@@ -406,6 +408,17 @@ function main() {
   for (const e of wrong.slice(0, a.misses)) console.log(`    ${e}`);
   const all = Object.entries(missedAll).sort((x, y) => y[1] - x[1]);
   console.log(`Missed even at \`ambiguous\`: ${all.map(([c, n]) => `${c} ${n}`).join(", ")}; engram references there the language service does not report: ${wrongAll}`);
+  if (a.floor) {
+    const [wantP, wantR] = a.floor.split(",").map(Number);
+    const [e, ok, tc, tf] = tally.all.imported;
+    const p = e ? ok / e : NaN;
+    const r = tc ? tf / tc : NaN;
+    // NaN (nothing reported, or nothing to find) fails the check as well.
+    if (!(p >= wantP && r >= wantR)) {
+      console.error(`below the floor at imported: precision ${p.toFixed(3)} (floor ${wantP}), recall ${r.toFixed(3)} (floor ${wantR})`);
+      process.exit(1);
+    }
+  }
 }
 
 main();
