@@ -196,57 +196,46 @@ pub(super) fn prepare_in_parallel(
                     want += 1;
                     continue;
                 }
-                // The window is full and the next file is still in a helper's hands:
-                // wait for it rather than prepare more.
-                if waiting.len() >= PREPARED_AHEAD && !helpers_done {
-                    accept(Step::Idle {
-                        helpers_left: Duration::ZERO,
-                    })?;
-                    match rx.recv() {
-                        Ok((n, r)) => {
-                            waiting.insert(n, r);
+                // While the window has room, offer to commit what is gathered (only
+                // this thread can apply it), with how long the helpers still need for
+                // the files nobody has taken, from this thread's own preparations;
+                // else prepare the next file nobody has taken. Waiting for the helper
+                // that has the next one in hand would leave this core idle; the file
+                // in hand here delays the commit by no more than a file's preparation,
+                // and the helpers keep working meanwhile (up to `PREPARED_AHEAD`
+                // results). A full window waits for the next file instead.
+                if waiting.len() < PREPARED_AHEAD {
+                    let taken = next.load(Ordering::Relaxed);
+                    if prepared_here > 0 && taken < todo.len() {
+                        let left = (todo.len() - taken) as u32;
+                        let helpers_left = prep_time / prepared_here * left / (threads as u32 - 1);
+                        if accept(Step::Idle { helpers_left })? {
+                            continue;
                         }
-                        Err(_) => helpers_done = true,
                     }
-                    continue;
-                }
-                // Nothing to accept yet: offer to commit what is gathered (only this
-                // thread can apply it), with how long the helpers still need for
-                // the files nobody has taken, from this thread's own preparations.
-                let taken = next.load(Ordering::Relaxed);
-                if prepared_here > 0 && taken < todo.len() {
-                    let left = (todo.len() - taken) as u32;
-                    let helpers_left = prep_time / prepared_here * left / (threads as u32 - 1);
-                    if accept(Step::Idle { helpers_left })? {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if let Some((_, f)) = todo.get(n) {
+                        let started = Instant::now();
+                        waiting.insert(n, job.run(f));
+                        prep_time += started.elapsed();
+                        prepared_here += 1;
                         continue;
                     }
                 }
-                // Else prepare the next file nobody has taken. Waiting for the
-                // helper that has the next one in hand would leave this core idle;
-                // the file in hand here delays the commit by no more than a file's
-                // preparation, and the helpers keep working meanwhile (up to
-                // `PREPARED_AHEAD` results).
-                let n = next.fetch_add(1, Ordering::Relaxed);
-                if let Some((_, f)) = todo.get(n) {
-                    let started = Instant::now();
-                    waiting.insert(n, job.run(f));
-                    prep_time += started.elapsed();
-                    prepared_here += 1;
-                } else if helpers_done {
+                if helpers_done {
                     // Every file was taken and every helper has stopped, yet `want`
                     // never arrived: a helper thread died (a panic, which the scope
                     // re-raises). Nothing more will come.
                     break;
-                } else {
-                    accept(Step::Idle {
-                        helpers_left: Duration::ZERO,
-                    })?;
-                    match rx.recv() {
-                        Ok((n, r)) => {
-                            waiting.insert(n, r);
-                        }
-                        Err(_) => helpers_done = true,
+                }
+                accept(Step::Idle {
+                    helpers_left: Duration::ZERO,
+                })?;
+                match rx.recv() {
+                    Ok((n, r)) => {
+                        waiting.insert(n, r);
                     }
+                    Err(_) => helpers_done = true,
                 }
             }
             Ok(())

@@ -290,6 +290,14 @@ pub(crate) fn scan_f32(
 ///
 /// A large cache is scanned in parallel, one slice of the rows per core: each keeps
 /// its own best `candidates` and the union is cut to the best `candidates` again.
+/// The threads a scan of `s` runs on when asked for `threads` (0: by the rows).
+pub(crate) fn threads_for(s: &Sections<'_>, threads: usize) -> usize {
+    match threads {
+        0 => scan_threads(s.live.len()),
+        n => n.min(s.live.len().max(1)),
+    }
+}
+
 /// The order is total (score, then key hash), so the result is the one-thread scan's.
 pub(crate) fn scan_i8_rerank(
     s: &Sections<'_>,
@@ -301,10 +309,7 @@ pub(crate) fn scan_i8_rerank(
     metric: Metric,
 ) -> Vec<VectorHit> {
     let candidates = candidates.max(k);
-    let threads = match threads {
-        0 => scan_threads(s.live.len()),
-        n => n.min(s.live.len().max(1)),
-    };
+    let threads = threads_for(s, threads);
     let approx = match sparse_dims(s, query_i8) {
         Some(dims) => best_by_columns(s, &dims, candidates, metric, threads),
         None => best_i8(s, query_i8, candidates, metric, threads),

@@ -8,7 +8,7 @@
 //! is the exact f32 one), allocate per row, or read outside the validated section.
 
 use super::{
-    best_of_parts, i8_candidates, rerank, scan_threads, Metric, Prefetcher, Sections, TopK,
+    best_of_parts, i8_candidates, rerank, threads_for, Metric, Prefetcher, Sections, TopK,
     VectorHit,
 };
 use crate::format::vector_file::{quantize_i8, sign_bits, SLOT_LIVE};
@@ -78,10 +78,7 @@ pub(crate) fn scan_binary_rerank(
     metric: Metric,
 ) -> Vec<VectorHit> {
     let candidates = candidates.max(k);
-    let threads = match threads {
-        0 => scan_threads(s.live.len()),
-        n => n.min(s.live.len().max(1)),
-    };
+    let threads = threads_for(s, threads);
     let mut query_bits = vec![0u64; s.stride_bits];
     sign_bits(query, &mut query_bits);
     let approx = best_by_bits(s, &query_bits, candidates, threads);
