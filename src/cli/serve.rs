@@ -180,8 +180,7 @@ pub fn serve(
     let tokens_file = cfg.get_opt("tokens_file").context(
         "the HTTP server needs tokens: set tokens_file and create one with `engram token new`",
     )?;
-    let tokens = engram::mcp::tokens::TokenSource::open(std::path::Path::new(tokens_file))
-        .map_err(anyhow::Error::msg)?;
+    let tokens = engram::mcp::tokens::TokenSource::open(std::path::Path::new(tokens_file))?;
     let opts = engram::mcp::http::HttpOptions {
         addr,
         tokens,
