@@ -105,7 +105,7 @@ fn query(
 }
 
 /// `%`, `_` and `\` in user text are literal in LIKE.
-fn like_escape(s: &str) -> String {
+pub(crate) fn like_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '%' | '_' | '\\') {

@@ -85,16 +85,7 @@ pub(super) fn open(
     } else {
         BlobLog::open(&blob_path)
     };
-    let blob = opened.map_err(|e| match e {
-        StoreError::Format {
-            source: FormatError::NotABlobLog,
-            ..
-        } => StoreError::NotAStore {
-            path: dir.into(),
-            reason: format!("{BLOB_FILE} is not an engram blob log"),
-        },
-        other => other,
-    })?;
+    let blob = opened.map_err(|e| not_a_store(dir, e))?;
     if !blob.is_writable() {
         return open_read_only(dir, options, projections, blob);
     }
@@ -155,16 +146,7 @@ pub(super) fn open_for_rebuild(
     if !blob_path.exists() {
         return Err(presence::missing_log(dir));
     }
-    let blob = BlobLog::open(&blob_path).map_err(|e| match e {
-        StoreError::Format {
-            source: FormatError::NotABlobLog,
-            ..
-        } => StoreError::NotAStore {
-            path: dir.into(),
-            reason: format!("{BLOB_FILE} is not an engram blob log"),
-        },
-        other => other,
-    })?;
+    let blob = BlobLog::open(&blob_path).map_err(|e| not_a_store(dir, e))?;
     let db = Connection::open(dir.join(TRACKER_FILE))?;
     db.busy_timeout(std::time::Duration::from_secs(30))?;
     Ok(Store::assemble(dir, options, blob, db, projections))
@@ -479,4 +461,19 @@ impl Store {
 /// Lowercase hex of a byte string.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A log whose header is not engram's means the directory is not a store; other
+/// errors pass through.
+fn not_a_store(dir: &Path, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Format {
+            source: FormatError::NotABlobLog,
+            ..
+        } => StoreError::NotAStore {
+            path: dir.into(),
+            reason: format!("{BLOB_FILE} is not an engram blob log"),
+        },
+        other => other,
+    }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::modules::module_separator;
 use super::query::{definitions, walk_callers, Ask, Graph, Target};
 use super::resolve::{parent_of, separator, Confidence};
-use crate::index::symbol_search::{row as symbol_row, SymbolInfo, COLUMNS};
+use crate::index::symbol_search::{like_escape, row as symbol_row, SymbolInfo, COLUMNS};
 use crate::store::Result;
 
 /// One import line of a file, and the repository files it reaches.
@@ -221,17 +221,6 @@ pub fn overview(db: &Connection, path: &str, limit: usize) -> Result<Overview> {
         total,
         truncated: total > limit as u64,
     })
-}
-
-fn like_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// One dependent in an impact answer.

@@ -225,7 +225,7 @@ impl<'c> Resolver<'c> {
             .filter(|i| i.bind.as_deref() == Some(c.name.as_str()))
         {
             let found = match imp.name.as_deref() {
-                Some("default") => self.top_level_named(&c.lang, &c.path, &imp.module, &c.name)?,
+                Some("default") => self.defs_in_module(&c.lang, &c.path, &imp.module, &c.name)?,
                 Some(n) => self.import_targets(&c.lang, &c.path, &imp.module, n, 0)?,
                 None => Vec::new(),
             };
@@ -240,7 +240,7 @@ impl<'c> Resolver<'c> {
         // Glob imports, and the package a Go or Java file shares with its neighbours.
         let mut found = Vec::new();
         for imp in imports.iter().filter(|i| i.name.as_deref() == Some("*")) {
-            found.extend(self.top_level_named(&c.lang, &c.path, &imp.module, &c.name)?);
+            found.extend(self.defs_in_module(&c.lang, &c.path, &imp.module, &c.name)?);
         }
         if found.is_empty() && matches!(c.lang.as_str(), "go" | "java") {
             let dir = c.path.rsplit_once('/').map_or("", |(d, _)| d);
@@ -372,13 +372,13 @@ impl<'c> Resolver<'c> {
                 for r in rest {
                     module = format!("{module}{msep}{r}");
                 }
-                let found = self.top_level_named(lang, &imp.path, &module, name)?;
+                let found = self.defs_in_module(lang, &imp.path, &module, name)?;
                 if !found.is_empty() || rest.is_empty() {
                     return Ok(found);
                 }
                 // `mod.Class.method`: a member of a type in the module.
                 let qualified = format!("{}{sep}{name}", rest.join(sep));
-                self.member_in_module(lang, &imp.path, &base, &qualified)
+                self.defs_in_module(lang, &imp.path, &base, &qualified)
             }
             Some("*") => Ok(Vec::new()),
             Some(item) => {
@@ -391,7 +391,7 @@ impl<'c> Resolver<'c> {
                 for r in rest {
                     module = format!("{module}{msep}{r}");
                 }
-                let found = self.top_level_named(lang, &imp.path, &module, name)?;
+                let found = self.defs_in_module(lang, &imp.path, &module, name)?;
                 if !found.is_empty() {
                     return Ok(found);
                 }
@@ -418,27 +418,9 @@ impl<'c> Resolver<'c> {
         }
     }
 
-    /// Definitions of `name` at the top level of the files `module` names.
-    fn top_level_named(
-        &mut self,
-        lang: &str,
-        importer: &str,
-        module: &str,
-        name: &str,
-    ) -> Result<Vec<SymbolInfo>> {
-        let mut out = Vec::new();
-        for f in self.module_files(lang, importer, module)? {
-            out.extend(
-                self.defs_in(&f)?
-                    .iter()
-                    .filter(|d| d.qualified_name == name)
-                    .cloned(),
-            );
-        }
-        Ok(out)
-    }
-
-    fn member_in_module(
+    /// Definitions in the files `module` names whose qualified name is `qualified`: a
+    /// top-level name, or a type's member (`Class.method`).
+    fn defs_in_module(
         &mut self,
         lang: &str,
         importer: &str,
