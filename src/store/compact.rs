@@ -356,7 +356,7 @@ pub(super) fn compact(
         fresh,
     );
     let blob_path = store.dir.join(BLOB_FILE);
-    let result = store.rebuild_locked_with(&mut db, || {
+    let result = store.rebuild_locked_with(&mut db, false, || {
         super::io::rename(&new_path, &blob_path).map_err(StoreError::io("rename", &new_path))?;
         sync_dir(&blob_path)
     });

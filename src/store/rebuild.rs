@@ -35,8 +35,9 @@ pub(super) fn rebuild_tracker(store: &Store, db: &mut Connection) -> Result<Open
     let beside = Temporary::new(dir.join(BESIDE));
     remove_database(beside.path())?;
     let report = {
-        let mut fresh = tracker::open(beside.path(), &store.projection_refs())?;
-        let report = store.rebuild_locked(&mut fresh)?;
+        let (mut fresh, created) =
+            tracker::open_reporting(beside.path(), &store.projection_refs())?;
+        let report = store.rebuild_locked(&mut fresh, created)?;
         // One self-contained file: its WAL checkpointed into it and removed.
         fresh.pragma_update(None, "journal_mode", "DELETE")?;
         report

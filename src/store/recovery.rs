@@ -90,7 +90,7 @@ pub(super) fn open(
         return open_read_only(dir, options, projections, blob);
     }
     let refs: Vec<&dyn Projection> = projections.iter().map(|p| p.as_ref()).collect();
-    let db = tracker::open(&dir.join(TRACKER_FILE), &refs)?;
+    let (db, tracker_created) = tracker::open_reporting(&dir.join(TRACKER_FILE), &refs)?;
     drop(refs);
     let store = Store::assemble(dir, options, blob, db, projections);
     let mut db = store.db()?;
@@ -102,7 +102,7 @@ pub(super) fn open(
         matches!(need, Need::CatchUp(_)) && WriterLock::is_held_elsewhere(&dir.join(LOCK_FILE))?;
     if !matches!(need, Need::Clean) && !busy_writer {
         let _writer = store.exclusive()?;
-        let r = match store.bring_level(&mut db, true) {
+        let r = match store.bring_level(&mut db, true, tracker_created) {
             Ok(r) => r,
             // Damage with committed batches after it: readable up to the damage,
             // never truncated; writes are refused with the same message.
@@ -298,7 +298,7 @@ impl Store {
                 self.reload_blob()?;
             }
         }
-        let report = self.bring_level(db, false)?;
+        let report = self.bring_level(db, false, false)?;
         if report.rebuilt.is_some() || report.replayed_batches > 0 {
             vectors::rebuild_caches(self, db)?;
         }
@@ -306,7 +306,14 @@ impl Store {
             .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))
     }
 
-    fn bring_level(&self, db: &mut Connection, thorough: bool) -> Result<OpenReport> {
+    /// `created`: `db` is a tracker whose schema this process made in an empty file
+    /// (see [`tracker::open_reporting`]).
+    fn bring_level(
+        &self,
+        db: &mut Connection,
+        thorough: bool,
+        created: bool,
+    ) -> Result<OpenReport> {
         match self.need(db, thorough)? {
             Need::Clean => Ok(OpenReport::default()),
             Need::CatchUp(meta) => self.catch_up_locked(db, meta),
@@ -316,7 +323,8 @@ impl Store {
                 } else {
                     tracing::warn!(store = %self.dir.display(), "rebuilding tracker.db: {why}");
                 }
-                let mut r = self.rebuild_locked(db)?;
+                // A tracker made by this open holds no rows: nothing to drop first.
+                let mut r = self.rebuild_locked(db, created && why.starts_with(NEW_TRACKER))?;
                 r.rebuilt = Some(why);
                 Ok(r)
             }
@@ -351,8 +359,10 @@ impl Store {
         Ok(report)
     }
 
-    pub(super) fn rebuild_locked(&self, db: &mut Connection) -> Result<OpenReport> {
-        self.rebuild_locked_with(db, || Ok(()))
+    /// Rebuild the tracker behind `db` from the log. `empty`: it holds this build's
+    /// schema and no rows (made just now), so its tables need not be dropped first.
+    pub(super) fn rebuild_locked(&self, db: &mut Connection, empty: bool) -> Result<OpenReport> {
+        self.rebuild_locked_with(db, empty, || Ok(()))
     }
 
     /// Rebuild the tracker from the current log handle; `before_commit` runs after the
@@ -361,6 +371,7 @@ impl Store {
     pub(super) fn rebuild_locked_with(
         &self,
         db: &mut Connection,
+        empty: bool,
         before_commit: impl FnOnce() -> Result<()>,
     ) -> Result<OpenReport> {
         let blob = self.blob()?;
@@ -377,7 +388,8 @@ impl Store {
             schema: tracker::schema_fingerprint(&projections),
         };
         tracker::set_cache_kib(db, tracker::rebuild_cache_kib())?;
-        let rebuilt = self.rebuild_tables(db, &blob, &snap, &projections, meta, before_commit);
+        let rebuilt =
+            self.rebuild_tables(db, empty, &blob, &snap, &projections, meta, before_commit);
         // The large cache is for the rebuild only; restore it even when that failed.
         let restored = tracker::set_cache_kib(db, tracker::NORMAL_CACHE_KIB);
         let report = rebuilt?;
@@ -386,9 +398,11 @@ impl Store {
     }
 
     /// Replace every projection's rows with the log's, in one transaction.
+    #[allow(clippy::too_many_arguments)]
     fn rebuild_tables(
         &self,
         db: &mut Connection,
+        empty: bool,
         blob: &BlobLog,
         snap: &super::LogSnapshot,
         projections: &[&dyn Projection],
@@ -396,7 +410,9 @@ impl Store {
         before_commit: impl FnOnce() -> Result<()>,
     ) -> Result<OpenReport> {
         let tx = tracker::write_transaction(db)?;
-        tracker::reset(&tx, projections)?;
+        if !empty {
+            tracker::reset(&tx, projections)?;
+        }
         let mut report = OpenReport::default();
         let end = scan_batches(
             snap.bytes(),

@@ -181,6 +181,16 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Open `tracker.db` with the settings every connection uses, and create the core
 /// tables and the projections' tables if missing.
 pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> {
+    open_reporting(path, projections).map(|(db, _)| db)
+}
+
+/// [`open`], also telling whether this call made the schema in an empty database.
+/// Such a tracker holds exactly this build's tables, as `reset` would leave them, so a
+/// rebuild into it can skip dropping and recreating them: half of a new store's open.
+pub(super) fn open_reporting(
+    path: &Path,
+    projections: &[&dyn Projection],
+) -> Result<(Connection, bool)> {
     let db = Connection::open(path)?;
     db.busy_timeout(BUSY_TIMEOUT)?;
     // WAL lets readers run beside the one writer; NORMAL is enough because the log,
@@ -210,7 +220,7 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // missing the upgrade to a write fails at once with BUSY if another connection
     // writes, and it is done again in one IMMEDIATE transaction, so processes opening
     // a new store at once queue on the busy handler.
-    match create_schema(
+    let created = match create_schema(
         &mut db,
         projections,
         rusqlite::TransactionBehavior::Deferred,
@@ -222,25 +232,29 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
                 &mut db,
                 projections,
                 rusqlite::TransactionBehavior::Immediate,
-            )?;
+            )?
         }
         other => other?,
-    }
-    Ok(db)
+    };
+    Ok((db, created))
 }
 
+/// Create what is missing, in one transaction; `true` when the database held no
+/// schema at all before (read in the same transaction, so no other process's tables
+/// can be among what it then holds).
 fn create_schema(
     db: &mut Connection,
     projections: &[&dyn Projection],
     behavior: rusqlite::TransactionBehavior,
-) -> Result<()> {
+) -> Result<bool> {
     let tx = db.transaction_with_behavior(behavior)?;
+    let empty: bool = tx.query_row("SELECT count(*) = 0 FROM sqlite_master", [], |r| r.get(0))?;
     tx.execute_batch(CORE_SCHEMA)?;
     for p in projections {
         p.create(&tx)?;
     }
     tx.commit()?;
-    Ok(())
+    Ok(empty)
 }
 
 /// Open the tracker for reading in one read transaction, check its structure with
