@@ -110,8 +110,8 @@ fn python_edges_resolve_self_aliases_and_shadowed_names() {
             e(8, 16, RUN, HELPER, Imported),
             // `u.helper(2)`, `import pkg.util as u`.
             e(11, 18, STEP, HELPER, Imported),
-            e(22, 9, MAIN, "sym:pkg/app.py#Service:class:5:14", Resolved),
-            // `s.run()`: no type inference; one method named `run`.
+            e(22, 5, MAIN, "sym:pkg/app.py#Service:class:5:14", Resolved),
+            // `s.run()`, `s` a parameter of no declared type: by name, one `run`.
             e(23, 7, MAIN, RUN, SameName),
             // The file's own `shadowed`, not util's.
             e(
@@ -168,13 +168,14 @@ fn rust_edges_resolve_use_aliases_and_self_calls() {
                 "sym:src/store.rs#Store::new:method:4:6",
                 Imported
             ),
-            // `db.flush()`: by name.
+            // `db.flush()`: `db` is what `Db::new()` makes, so `Store`'s `flush`,
+            // through the aliased import.
             e(
                 6,
                 8,
                 open_fn,
                 "sym:src/store.rs#Store::flush:method:12:14",
-                SameName
+                Imported
             ),
             e(
                 7,
@@ -240,7 +241,7 @@ fn edges_are_replaced_on_change_removed_on_delete_and_identical_after_rebuild() 
             e(7, 14, RUN, STEP, Resolved),
             e(8, 16, RUN, HELPER, Imported),
             e(11, 18, STEP, HELPER, Imported),
-            e(22, 9, main, "sym:pkg/app.py#Service:class:5:14", Resolved),
+            e(22, 5, main, "sym:pkg/app.py#Service:class:5:14", Resolved),
             e(23, 7, main, RUN, SameName),
             e(24, 5, main, HELPER, Imported),
         ]
@@ -447,7 +448,7 @@ fn deps_overview_and_impact_describe_files() {
             ("Service.step", 1, "def step(self)"),
             ("Service.close", 1, "def close(self)"),
             ("shadowed", 0, "def shadowed()"),
-            ("main", 0, "def main()"),
+            ("main", 0, "def main(s)"),
         ]
     );
     assert_eq!(outline.total, 10);
@@ -761,5 +762,82 @@ fn typescript_refs_hold_their_floor_against_the_language_service() {
             "--floor",
             "0.95,0.55",
         ],
+    );
+}
+
+/// Edges out of `path` as (line, target, confidence), for calls whose column the
+/// test need not spell.
+fn targets(store: &Store, path: &str) -> Vec<(u64, String, Confidence)> {
+    edges(store, path)
+        .into_iter()
+        .map(|(l, _, _, t, c)| (l, t, c))
+        .collect()
+}
+
+#[test]
+fn method_calls_reach_the_type_the_file_declares_or_constructs_the_receiver_as() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "pkg/client.py",
+            "class Client:\n    def get(self):\n        pass\n\n\nclass Other:\n    def get(self):\n        pass\n",
+        ),
+        (
+            "pkg/use.py",
+            "from pkg.client import Client\n\n\nclass Holder:\n    def __init__(self):\n        self.client = Client()\n\n    def fetch(self, c: Client, o):\n        c.get()\n        self.client.get()\n        local = Client()\n        local.get()\n        o.get()\n",
+        ),
+        (
+            "src/sub.ts",
+            "export class Subscriber {\n  next(v: number) {\n    return v;\n  }\n}\nexport class Other {\n  next(v: number) {\n    return v;\n  }\n}\n",
+        ),
+        (
+            "src/use.ts",
+            "import { Subscriber } from './sub';\n\nexport class Pipe {\n  private out: Subscriber;\n  constructor(private dest: Subscriber) {\n    this.out = dest;\n  }\n  run(s: Subscriber | undefined) {\n    s.next(1);\n    this.out.next(2);\n    this.dest.next(3);\n    const t = new Subscriber();\n    t.next(4);\n  }\n}\n",
+        ),
+        (
+            "src/store.rs",
+            "pub struct Store {}\n\nimpl Store {\n    pub fn new() -> Store {\n        Store {}\n    }\n    pub fn put(&self) {}\n}\n\npub struct Cache {}\n\nimpl Cache {\n    pub fn put(&self) {}\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            "mod store;\nuse crate::store::Store;\n\npub struct Holder {\n    store: Store,\n}\n\nimpl Holder {\n    pub fn run(&self, s: &Store) {\n        s.put();\n        self.store.put();\n        let local = Store::new();\n        local.put();\n    }\n}\n",
+        ),
+    ]);
+    let get = "sym:pkg/client.py#Client.get:method:2:3".to_string();
+    let client = "sym:pkg/client.py#Client:class:1:3".to_string();
+    let mut py = targets(&store, "pkg/use.py");
+    // `o` has no declared type: both `get`s, as before.
+    let untyped: Vec<_> = py.iter().filter(|t| t.0 == 13).cloned().collect();
+    assert_eq!(untyped.len(), 2, "{py:?}");
+    assert!(untyped.iter().all(|t| t.2 == Ambiguous), "{py:?}");
+    py.retain(|t| t.0 != 13);
+    assert_eq!(
+        py,
+        [
+            (6, client.clone(), Imported),
+            (9, get.clone(), Imported),
+            (10, get.clone(), Imported),
+            (11, client, Imported),
+            (12, get, Imported),
+        ]
+    );
+    let next = "sym:src/sub.ts#Subscriber.next:method:2:4".to_string();
+    let ts: Vec<_> = targets(&store, "src/use.ts")
+        .into_iter()
+        .filter(|t| t.1.contains("next"))
+        .collect();
+    assert_eq!(
+        ts,
+        [9, 10, 11, 13].map(|l| (l, next.clone(), Imported)),
+        "s: Subscriber | undefined, a field, a parameter property, new"
+    );
+    let put = "sym:src/store.rs#Store::put:method:7:7".to_string();
+    let rs: Vec<_> = targets(&store, "src/lib.rs")
+        .into_iter()
+        .filter(|t| t.1.contains("put"))
+        .collect();
+    assert_eq!(
+        rs,
+        [10, 11, 13].map(|l| (l, put.clone(), Imported)),
+        "&Store, a field, Store::new()"
     );
 }

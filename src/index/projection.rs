@@ -37,7 +37,9 @@ impl Projection for CodeProjection {
         // 9: no index on `key_hash`: every row (files and the graph's too) carries the
         // `seq` of its record, found through `records` (one random-order index for all
         // keys rather than one per table: each rewrote most of its pages every batch).
-        9
+        // 10: calls carry their receiver's type (`code_calls.recv`), files the
+        // extraction's version (`code_ref_files.graph`).
+        10
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -151,7 +153,9 @@ impl Projection for CodeProjection {
                         .execute(params![seq, index_text(&s("qualified_name")), index_text(&detail)])?;
                     }
                     Some(graph::REFS_TYPE) => {
-                        graph::table::put(db, seq, &s("path"), &s("lang"), body)?;
+                        let graph = meta.get("graph").and_then(|v| v.as_u64()).unwrap_or(1);
+                        let graph = u32::try_from(graph).unwrap_or(u32::MAX);
+                        graph::table::put(db, seq, (&s("path"), &s("lang"), graph), body)?;
                     }
                     _ => {}
                 }

@@ -1,8 +1,10 @@
-//! Following a class's declared bases for `self.f()` / `this.f()` calls whose
-//! method the class itself does not define: the bases are read from the class's
+//! Following a type to its members: a receiver's declared type (`o: Foo`, then
+//! `o.f()`), and a class's declared bases for `self.f()` / `this.f()` calls whose
+//! method the class itself does not define. The bases are read from the class's
 //! signature (`class A(B, m.C)`, `class A extends B implements C`, `class A : B`,
-//! `class A < B`), resolved like any name, and searched for the method, up to three
-//! levels. Syntax only: a base computed at run time is not followed.
+//! `class A < B`); a type is resolved like any name, from the file that writes it,
+//! and searched for the method, up to three levels of bases. Syntax only: a base
+//! computed at run time is not followed.
 
 use super::resolve::{CallRow, Found, Resolver};
 use super::types::{is_type, separator};
@@ -25,40 +27,76 @@ impl Resolver<'_> {
             return Ok(None);
         }
         for base in bases(&class.signature, &class.lang) {
-            let (qual, last) = match base.rfind(['.', ':', '\\']) {
-                Some(i) => (base[..i].trim_end_matches([':', '.', '\\']), &base[i + 1..]),
-                None => ("", base.as_str()),
-            };
-            if last.is_empty() || last == class.name {
+            let last = base.rsplit(['.', ':', '\\']).next().unwrap_or(&base);
+            if last == class.name {
                 continue;
             }
-            let row = CallRow {
-                path: class.path.clone(),
-                lang: class.lang.clone(),
-                name: last.to_string(),
-                qual: qual.to_string(),
-                line: class.start_line,
-                column: 1,
-                kind: "call".into(),
-                caller: None,
-            };
-            let Some((defs, conf)) = self.resolve(&row)? else {
-                continue;
-            };
-            for d in defs.into_iter().filter(|d| is_type(&d.kind)) {
-                let want = format!("{}{}{name}", d.qualified_name, separator(&d.lang));
-                let members: Vec<SymbolInfo> = self
-                    .defs_in(&d.path)?
+            let found = self.member_of_type(
+                (&class.path, &class.lang, class.start_line),
+                &base,
+                name,
+                level,
+            )?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Resolver<'_> {
+    /// `name` as a member of the type written `written` (`Foo`, `m.Foo`,
+    /// `a::Foo`) in the file at `path` (a `lang` file, the type named at `line`),
+    /// or of its bases; with the confidence of the type's resolution.
+    pub(crate) fn member_of_type(
+        &mut self,
+        (path, lang, line): (&str, &str, u64),
+        written: &str,
+        name: &str,
+        level: u32,
+    ) -> Result<Option<Found>> {
+        let (qual, last) = match written.rfind(['.', ':', '\\']) {
+            Some(i) => (
+                written[..i].trim_end_matches([':', '.', '\\']),
+                &written[i + 1..],
+            ),
+            None => ("", written),
+        };
+        if last.is_empty() {
+            return Ok(None);
+        }
+        let row = CallRow {
+            path: path.to_string(),
+            lang: lang.to_string(),
+            name: last.to_string(),
+            qual: qual.to_string(),
+            line,
+            column: 1,
+            kind: "call".into(),
+            caller: None,
+            recv: None,
+        };
+        let Some((defs, conf)) = self.resolve(&row)? else {
+            return Ok(None);
+        };
+        let types: Vec<SymbolInfo> = defs.into_iter().filter(|d| is_type(&d.kind)).collect();
+        let mut members = Vec::new();
+        for d in &types {
+            let want = format!("{}{}{name}", d.qualified_name, separator(&d.lang));
+            members.extend(
+                self.defs_in(&d.path)?
                     .iter()
                     .filter(|m| m.qualified_name == want)
-                    .cloned()
-                    .collect();
-                if !members.is_empty() {
-                    return Ok(Some((members, conf)));
-                }
-                if let Some((m, c)) = self.through_bases(&d, name, level + 1)? {
-                    return Ok(Some((m, c.min(conf))));
-                }
+                    .cloned(),
+            );
+        }
+        if !members.is_empty() {
+            return Ok(Some((members, conf)));
+        }
+        for d in &types {
+            if let Some((m, c)) = self.through_bases(d, name, level + 1)? {
+                return Ok(Some((m, c.min(conf))));
             }
         }
         Ok(None)

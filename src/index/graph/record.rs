@@ -13,6 +13,10 @@ use crate::index::symbols::{CallSite, FileSymbols, Import};
 /// Record type tag of a file's references.
 pub const REFS_TYPE: &str = "code_refs";
 
+/// What a `refs:` record's extraction knows, in its metadata (`graph`): 2 adds
+/// receivers' types (`recv`). A file whose record is older is indexed again.
+pub const GRAPH_VERSION: u32 = 2;
+
 /// The key of a file's references record.
 pub fn refs_key(path: &str) -> String {
     format!("refs:{path}")
@@ -30,6 +34,9 @@ pub struct StoredCall {
     /// The `sym:` key of the innermost enclosing symbol; absent at file level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
+    /// The type the file declares or constructs the receiver as (`o = Foo()`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv: Option<String>,
 }
 
 /// A `refs:` record's body.
@@ -59,6 +66,7 @@ pub(crate) fn build(
             column: c.column,
             kind: c.kind.clone(),
             symbol: c.symbol.and_then(&symbol_key),
+            recv: c.recv.clone(),
         })
         .collect::<Vec<_>>();
     let body = RefsBody {
@@ -69,6 +77,7 @@ pub(crate) fn build(
     meta.insert("type".into(), json!(REFS_TYPE));
     meta.insert("path".into(), json!(path));
     meta.insert("lang".into(), json!(lang));
+    meta.insert("graph".into(), json!(GRAPH_VERSION));
     meta.insert("calls".into(), json!(body.calls.len()));
     meta.insert("imports".into(), json!(body.imports.len()));
     // Serialising plain structs of strings and numbers cannot fail.

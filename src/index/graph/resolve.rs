@@ -3,9 +3,10 @@
 //! module that defines it, or shares a package with one (`imported`); one definition
 //! of that name in the repository (`same-name`); several (`ambiguous`).
 //!
-//! Syntax only, no type inference: `obj.get()` reaches every method named `get`
-//! (by name), and `self.get()` the enclosing class's own `get` when the file defines
-//! it. Reads the code tables; writes nothing. One [`Resolver`] caches what it reads
+//! Syntax only, no type inference: `obj.get()` reaches the `get` of the type the
+//! file declares or constructs `obj` as (`obj: Client`, `obj = Client()`), else every
+//! method named `get` (by name); `self.get()` the enclosing class's own `get` when
+//! the file defines it. Reads the code tables; writes nothing. One [`Resolver`] caches what it reads
 //! for the length of one query.
 
 use std::collections::{HashMap, HashSet};
@@ -156,6 +157,13 @@ impl<'c> Resolver<'c> {
         }
         if external {
             return Ok(None);
+        }
+        // A receiver the file declares or constructs as a type (`o = Foo()`, `o: Foo`).
+        if let Some(ty) = c.recv.as_deref() {
+            let at = (c.path.as_str(), c.lang.as_str(), c.line);
+            if let Some(found) = self.member_of_type(at, ty, &c.name, 0)? {
+                return Ok(Some(found));
+            }
         }
         // A type this file defines (`Foo.create()`, `Foo::new()`).
         let full = format!("{}{sep}{}", segs.join(sep), c.name);

@@ -13,10 +13,12 @@ use crate::store::Result;
 
 pub(crate) const CREATE: &str = "
     CREATE TABLE IF NOT EXISTS code_ref_files (
-        seq INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL);
+        seq INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, lang TEXT NOT NULL,
+        graph INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS code_calls (
         file INTEGER NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, qual TEXT NOT NULL,
-        line INTEGER NOT NULL, col INTEGER NOT NULL, kind TEXT NOT NULL, caller TEXT);
+        line INTEGER NOT NULL, col INTEGER NOT NULL, kind TEXT NOT NULL, caller TEXT,
+        recv TEXT);
     CREATE INDEX IF NOT EXISTS code_calls_by_file ON code_calls (file);
     CREATE INDEX IF NOT EXISTS code_calls_by_name ON code_calls (name);
     CREATE INDEX IF NOT EXISTS code_calls_by_caller ON code_calls (caller);
@@ -31,14 +33,22 @@ pub(crate) const DROP: &str = "DROP TABLE IF EXISTS code_ref_files;
     DROP TABLE IF EXISTS code_calls; DROP TABLE IF EXISTS code_imports;";
 
 /// Project a `code_refs` record put with sequence number `seq` (the rows of the
-/// key's previous value are gone already: see `CodeProjection::apply`).
-pub(crate) fn put(db: &Connection, seq: i64, path: &str, lang: &str, body: &[u8]) -> Result<()> {
+/// key's previous value are gone already: see `CodeProjection::apply`); `graph` is
+/// its metadata's [`record::GRAPH_VERSION`] (1 when absent).
+pub(crate) fn put(
+    db: &Connection,
+    seq: i64,
+    (path, lang, graph): (&str, &str, u32),
+    body: &[u8],
+) -> Result<()> {
     let body = record::parse(body);
-    db.prepare_cached("INSERT INTO code_ref_files (seq, path, lang) VALUES (?1, ?2, ?3)")?
-        .execute(params![seq, path, lang])?;
+    db.prepare_cached(
+        "INSERT INTO code_ref_files (seq, path, lang, graph) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![seq, path, lang, graph])?;
     let mut call = db.prepare_cached(
-        "INSERT INTO code_calls (file, path, name, qual, line, col, kind, caller)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO code_calls (file, path, name, qual, line, col, kind, caller, recv)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     for c in &body.calls {
         call.execute(params![
@@ -49,7 +59,8 @@ pub(crate) fn put(db: &Connection, seq: i64, path: &str, lang: &str, body: &[u8]
             c.line as i64,
             c.column as i64,
             c.kind,
-            c.symbol
+            c.symbol,
+            c.recv
         ])?;
     }
     let mut import = db.prepare_cached(
@@ -76,10 +87,11 @@ pub(crate) fn delete(db: &Connection, seq: i64) -> Result<()> {
     Ok(())
 }
 
-/// Paths that have a `refs:` record: a file indexed before the graph existed has
-/// none, and is indexed again.
+/// Paths that have a `refs:` record of this build's extraction: a file indexed
+/// before the graph existed, or before its record learned what this one knows
+/// ([`record::GRAPH_VERSION`]), is indexed again.
 pub(crate) fn graphed_paths(db: &Connection) -> Result<std::collections::HashSet<String>> {
-    let mut stmt = db.prepare("SELECT path FROM code_ref_files")?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let mut stmt = db.prepare("SELECT path FROM code_ref_files WHERE graph >= ?1")?;
+    let rows = stmt.query_map([record::GRAPH_VERSION], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -53,10 +53,12 @@ pub struct CallRow {
     pub kind: String,
     /// The enclosing symbol's `sym:` key.
     pub caller: Option<String>,
+    /// The type the file declares or constructs the receiver as, when it says.
+    pub recv: Option<String>,
 }
 
 pub(crate) const CALL_COLUMNS: &str =
-    "c.path, f.lang, c.name, c.qual, c.line, c.col, c.kind, c.caller
+    "c.path, f.lang, c.name, c.qual, c.line, c.col, c.kind, c.caller, c.recv
      FROM code_calls c JOIN code_ref_files f ON f.seq = c.file";
 
 pub(crate) fn call_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
@@ -69,6 +71,7 @@ pub(crate) fn call_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
         column: r.get::<_, i64>(5)? as u64,
         kind: r.get(6)?,
         caller: r.get(7)?,
+        recv: r.get(8)?,
     })
 }
 

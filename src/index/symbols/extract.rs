@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use tree_sitter::{Node, Tree};
 
+use super::bindings::{self, Binds, Placed};
 use super::lang::{Rules, BRANCHES};
 use super::{imports, sites};
 use super::{FileSymbols, Symbol, SymbolKind};
@@ -19,6 +20,8 @@ struct Scope {
     holds_methods: bool,
     /// The innermost symbol at or above this scope (where calls are counted).
     symbol: Option<usize>,
+    /// The scope this one is in.
+    parent: Option<usize>,
 }
 
 /// Longest signature kept.
@@ -31,6 +34,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
     let mut stack: Vec<(Node, Option<usize>)> = vec![(tree.root_node(), None)];
     let mut cursor = tree.walk();
     let mut comments = Comments::default();
+    let mut placed: Vec<Placed> = Vec::new();
     while let Some((node, scope)) = stack.pop() {
         let kind = node.kind();
         if kind.contains("comment") {
@@ -77,6 +81,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                     qualified,
                     holds_methods: sk.holds_methods(),
                     symbol: Some(idx),
+                    parent: scope,
                 });
                 inner = Some(scopes.len() - 1);
             }
@@ -93,6 +98,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                     qualified,
                     holds_methods: true,
                     symbol: innermost,
+                    parent: scope,
                 });
                 inner = Some(scopes.len() - 1);
             }
@@ -106,6 +112,22 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                     calls[sym].push(site.name.clone());
                 }
                 out.refs.push(site);
+            }
+        }
+        if rules.binds != Binds::None {
+            let found = bindings::of(node, src, rules.binds);
+            if !found.is_empty() {
+                // The nearest enclosing type: what `self.o` and fields belong to.
+                let mut s = scope;
+                while let Some(i) = s.filter(|&i| !scopes[i].holds_methods) {
+                    s = scopes[i].parent;
+                }
+                let owner = s.map(|i| scopes[i].qualified.clone());
+                placed.extend(found.into_iter().map(|binding| Placed {
+                    binding,
+                    symbol: innermost,
+                    owner: owner.clone(),
+                }));
             }
         }
         if let Some(sym) = innermost {
@@ -132,6 +154,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
         c.dedup();
         sym.calls = c;
     }
+    bindings::type_receivers(&out.symbols, &mut out.refs, &placed, rules.sep);
     out
 }
 

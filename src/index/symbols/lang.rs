@@ -6,6 +6,7 @@
 
 use tree_sitter::Language;
 
+use super::bindings::Binds;
 use super::imports::Style;
 use super::SymbolKind;
 
@@ -28,6 +29,8 @@ pub(super) struct Rules {
     /// Whether any comment above a definition is its doc (false: only doc-comment
     /// forms, as in Rust where `//` is not documentation).
     pub any_comment_is_doc: bool,
+    /// How a name is declared or constructed as a type (receivers of method calls).
+    pub binds: Binds,
 }
 
 use SymbolKind::*;
@@ -58,6 +61,7 @@ static RUST: Rules = Rules {
     imports: &["use_declaration", "extern_crate_declaration"],
     import_style: Style::Rust,
     any_comment_is_doc: false,
+    binds: Binds::Rust,
 };
 
 static PYTHON: Rules = Rules {
@@ -73,6 +77,7 @@ static PYTHON: Rules = Rules {
     imports: &["import_statement", "import_from_statement"],
     import_style: Style::Python,
     any_comment_is_doc: true,
+    binds: Binds::Python,
 };
 
 static GO: Rules = Rules {
@@ -90,6 +95,7 @@ static GO: Rules = Rules {
     imports: &["import_spec"],
     import_style: Style::Go,
     any_comment_is_doc: true,
+    binds: Binds::Go,
 };
 
 static JAVASCRIPT: Rules = Rules {
@@ -110,6 +116,7 @@ static JAVASCRIPT: Rules = Rules {
     imports: &["import_statement"],
     import_style: Style::Ecma,
     any_comment_is_doc: true,
+    binds: Binds::Ecma,
 };
 
 const TS_DEFS: &[(&str, SymbolKind)] = &[
@@ -141,6 +148,7 @@ static TYPESCRIPT: Rules = Rules {
     imports: &["import_statement"],
     import_style: Style::Ecma,
     any_comment_is_doc: true,
+    binds: Binds::Ecma,
 };
 
 static TSX: Rules = Rules {
@@ -169,6 +177,7 @@ static JAVA: Rules = Rules {
     imports: &["import_declaration"],
     import_style: Style::Java,
     any_comment_is_doc: true,
+    binds: Binds::Java,
 };
 
 const C_DEFS: &[(&str, SymbolKind)] = &[
@@ -189,6 +198,7 @@ static C: Rules = Rules {
     imports: &["preproc_include"],
     import_style: Style::C,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static CPP: Rules = Rules {
@@ -209,6 +219,7 @@ static CPP: Rules = Rules {
     imports: &["preproc_include", "using_declaration"],
     import_style: Style::C,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static CSHARP: Rules = Rules {
@@ -234,6 +245,7 @@ static CSHARP: Rules = Rules {
     imports: &["using_directive"],
     import_style: Style::CSharp,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static RUBY: Rules = Rules {
@@ -251,6 +263,7 @@ static RUBY: Rules = Rules {
     imports: &[],
     import_style: Style::None,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static PHP: Rules = Rules {
@@ -275,6 +288,7 @@ static PHP: Rules = Rules {
     imports: &["namespace_use_declaration"],
     import_style: Style::Php,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 /// The rules of a language as [`crate::index::language`] names it.

@@ -5,6 +5,7 @@
 //! code parses with error nodes and yields what is recognisable — and nothing here
 //! recurses on the tree, so absurdly nested input cannot overflow the stack.
 
+mod bindings;
 mod chunks;
 mod extract;
 mod imports;

@@ -24,6 +24,9 @@ pub struct CallSite {
     /// Index in [`super::FileSymbols::symbols`] of the innermost enclosing symbol;
     /// none at file level.
     pub symbol: Option<usize>,
+    /// The type the receiver (`qual`) is declared or constructed as in this file,
+    /// when it says (`o = Foo()`, `o: Foo`): see `bindings`.
+    pub recv: Option<String>,
 }
 
 /// Longest qualifier kept.
@@ -66,6 +69,7 @@ pub(super) fn call_site(
         column: column as u64 + 1,
         kind: kind.to_string(),
         symbol,
+        recv: None,
     })
 }
 
