@@ -946,3 +946,372 @@ fn context_and_analysis_agree_on_both_backends() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Every memory command of the CLI on both backends: one command body, so the same
+// output (JSON of the same shape, the same text once ids and times are set aside).
+
+#[cfg(feature = "cli")]
+#[path = "support/team_cli.rs"]
+mod team_cli;
+
+#[cfg(feature = "cli")]
+mod commands {
+    use std::path::Path;
+    use std::process::Command;
+
+    use serde_json::{json, Value};
+
+    use super::{pg, team_cli};
+
+    const NET_V1: &str = "class Session:\n    def request(self, method, url):\n        return self.send(method, url)\n\n    def send(self, method, url):\n        return None\n";
+    const NET_V2: &str = "class Session:\n    def request(self, method, url, retries=2):\n        for _ in range(retries):\n            r = self.send(method, url)\n        return r\n\n    def send(self, method, url):\n        return None\n";
+
+    /// A JSON value's shape: objects by their keys, arrays by the distinct shapes of
+    /// their elements, leaves by their type (ids, times and scores differ between
+    /// runs, and so does the order of entries tied on a time).
+    fn shape(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+            }
+            Value::Array(a) => {
+                let mut shapes: Vec<Value> = a.iter().map(shape).collect();
+                shapes.sort_by_key(|s| s.to_string());
+                shapes.dedup();
+                json!(shapes)
+            }
+            Value::String(_) => json!("string"),
+            Value::Number(_) => json!("number"),
+            Value::Bool(_) => json!("bool"),
+            Value::Null => Value::Null,
+        }
+    }
+
+    /// Text with ids, times and scores replaced, its lines sorted, to compare the
+    /// backends' text output (the order of stale entries follows their times, which
+    /// differ, and recall's scores are each backend's own).
+    fn normalised(text: &str) -> String {
+        let id = regex::Regex::new(r"mem:[0-9a-f]{8}").unwrap();
+        let time = regex::Regex::new(r"\d{4}-\d\d-\d\dT[0-9:.]+Z").unwrap();
+        let score = regex::Regex::new(r"^\d+\.\d{4}").unwrap();
+        let text = id.replace_all(text, "mem:ID");
+        let text = time.replace_all(&text, "TIME");
+        let mut lines: Vec<String> = text
+            .lines()
+            .map(|l| score.replace(l, "SCORE").into_owned())
+            .collect();
+        lines.sort();
+        lines.join("\n")
+    }
+
+    /// `engram --store STORE ARGS…` without --json, on the team database when `team`
+    /// is set: (success, stdout).
+    fn text(store: &Path, team: bool, args: &[&str]) -> (bool, String) {
+        let home = store.parent().unwrap().join("home");
+        let mut c = Command::new(env!("CARGO_BIN_EXE_engram"));
+        c.arg("--store").arg(store).args(args);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("ENGRAM_") {
+                c.env_remove(k);
+            }
+        }
+        c.env("HOME", &home).env("XDG_CONFIG_HOME", &home);
+        if team {
+            c.env("ENGRAM_DATABASE_URL", pg::url());
+        }
+        let out = c.output().expect("run engram");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    /// One run of a command: its name, success, JSON output and text output.
+    struct Ran {
+        what: String,
+        done: bool,
+        json: Value,
+        text: String,
+    }
+
+    /// Runs every memory command in turn on `store` (the team database when `team`
+    /// is set), the code of `repo` indexed into the local store, as a user would.
+    fn script(store: &Path, repo: &Path, team: bool) -> Vec<Ran> {
+        let mut ran = Vec::new();
+        let run = |ran: &mut Vec<Ran>, args: &[&str], with_text: bool| -> Value {
+            let (done, json, err) = team_cli::engram(store, team, args);
+            // The text form of a command that writes is not run again (a second write
+            // would change what later commands see); reads are.
+            let text = if with_text {
+                let (t_done, t) = text(store, team, args);
+                assert_eq!(t_done, done, "{args:?}: text and JSON runs disagree: {err}");
+                t
+            } else {
+                String::new()
+            };
+            ran.push(Ran {
+                what: args.join(" "),
+                done,
+                json: json.clone(),
+                text,
+            });
+            json
+        };
+        let id = |v: &Value| v["id"].as_str().unwrap_or_default().to_string();
+        let root = repo.to_str().unwrap();
+        std::fs::write(repo.join("src/net.py"), NET_V1).unwrap();
+        team_cli::ok(store, false, &["index", root]);
+
+        let a = id(&run(
+            &mut ran,
+            &[
+                "remember",
+                "Session.request sends once; callers retry",
+                "--insight",
+                "pitfall",
+                "--tag",
+                "net",
+            ],
+            false,
+        ));
+        let b = id(&run(
+            &mut ran,
+            &[
+                "remember",
+                "uploads retry at most three times",
+                "--tag",
+                "upload",
+            ],
+            false,
+        ));
+        run(
+            &mut ran,
+            &[
+                "update",
+                &b,
+                "uploads retry at most four times",
+                "--tag",
+                "upload",
+            ],
+            false,
+        );
+        run(&mut ran, &["history", &b], true);
+        run(&mut ran, &["get", &a], true);
+        run(&mut ran, &["list"], true);
+        run(
+            &mut ran,
+            &["list", "--tag", "net", "--insight", "pitfall"],
+            true,
+        );
+        run(&mut ran, &["recall", "uploads retry"], true);
+        run(
+            &mut ran,
+            &["recall", "uploads retry", "--tag", "upload", "-k", "1"],
+            true,
+        );
+        run(
+            &mut ran,
+            &["recall", "uploads retry", "--rerank", "llm"],
+            true,
+        );
+        run(&mut ran, &["recall", "uploads retry", "--dry-run"], true);
+        run(&mut ran, &["note", "set", "style", "tabs"], false);
+        run(&mut ran, &["note", "get", "style"], true);
+        run(&mut ran, &["note", "list"], true);
+        run(&mut ran, &["note", "delete", "style"], false);
+        run(&mut ran, &["note", "get", "style"], true);
+        let s = id(&run(
+            &mut ran,
+            &["session", "start", "fix uploads", "--tag", "ci"],
+            false,
+        ));
+        run(
+            &mut ran,
+            &[
+                "change",
+                "src/net.py",
+                "--action",
+                "edit",
+                "--reason",
+                "retry",
+                "--lines",
+                "1-5",
+                "--session",
+                &s,
+            ],
+            false,
+        );
+        run(
+            &mut ran,
+            &[
+                "change",
+                "src/net.py",
+                "--action",
+                "edit",
+                "--reason",
+                "x",
+                "--lines",
+                "five",
+            ],
+            true,
+        );
+        let e = id(&run(
+            &mut ran,
+            &[
+                "error",
+                "record",
+                "--type",
+                "UploadTimeout",
+                "--message",
+                "upload timed out",
+                "--solution",
+                "retry per part",
+                "--session",
+                &s,
+            ],
+            false,
+        ));
+        run(
+            &mut ran,
+            &[
+                "error",
+                "record",
+                "--type",
+                "UploadTimeout",
+                "--message",
+                "upload timed out",
+            ],
+            false,
+        );
+        run(&mut ran, &["error", "search", "upload timed out"], true);
+        run(&mut ran, &["error", "suggest", &e], true);
+        run(
+            &mut ran,
+            &[
+                "decision",
+                "retry per part",
+                "--rationale",
+                "a part is cheap",
+                "--file",
+                "src/net.py",
+                "--session",
+                &s,
+            ],
+            false,
+        );
+        run(&mut ran, &["related", &s], true);
+        run(&mut ran, &["session", "end", &s], false);
+        run(&mut ran, &["analyze"], true);
+        run(&mut ran, &["context"], true);
+        run(&mut ran, &["stale"], true);
+
+        // The code changes: the pitfall about Session.request is stale.
+        std::fs::write(repo.join("src/net.py"), NET_V2).unwrap();
+        team_cli::ok(store, false, &["index", root]);
+        run(&mut ran, &["stale"], true);
+        run(&mut ran, &["get", &a], true);
+        run(&mut ran, &["list", "--tag", "net"], true);
+        run(&mut ran, &["context"], true);
+        run(&mut ran, &["confirm", &a], false);
+        run(&mut ran, &["stale"], true);
+
+        let file = store
+            .parent()
+            .unwrap()
+            .join(format!("{}.jsonl", if team { "team" } else { "local" }));
+        run(&mut ran, &["export", file.to_str().unwrap()], false);
+        run(&mut ran, &["forget", &b], false);
+        run(&mut ran, &["forget", &b], false);
+        run(&mut ran, &["get", &b], false);
+        run(&mut ran, &["import", file.to_str().unwrap()], false);
+        run(&mut ran, &["get", &b], true);
+        ran
+    }
+
+    #[test]
+    fn every_memory_command_answers_alike_on_both_backends() {
+        pg::database(); // migrated
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        // The team backend files a store's memories under the store directory's name.
+        let local_store = tmp.path().join(pg::unique_repo("commands-local"));
+        let team_store = tmp.path().join(pg::unique_repo("commands-team"));
+        let local = script(&local_store, &repo, false);
+        let team = script(&team_store, &repo, true);
+        assert_eq!(local.len(), team.len());
+        for (l, t) in local.iter().zip(&team) {
+            assert_eq!(
+                l.done, t.done,
+                "{}: local {} team {}",
+                l.what, l.json, t.json
+            );
+            assert_eq!(
+                shape(&l.json),
+                shape(&t.json),
+                "{}: local {}\nteam {}",
+                l.what,
+                l.json,
+                t.json
+            );
+            assert_eq!(normalised(&l.text), normalised(&t.text), "{}", l.what);
+        }
+        let by = |ran: &[Ran], what: &str| -> Vec<Value> {
+            ran.iter()
+                .filter(|r| r.what == what)
+                .map(|r| r.json.clone())
+                .collect()
+        };
+        // What the commands did, checked once on each backend.
+        for ran in [&local, &team] {
+            let failed: Vec<&str> = ran
+                .iter()
+                .filter(|r| !r.done)
+                .map(|r| r.what.as_str())
+                .collect();
+            assert_eq!(failed.len(), 5, "{failed:?}");
+            assert!(failed.iter().any(|f| f.contains("--dry-run")));
+            assert!(failed.iter().any(|f| f.contains("--lines five")));
+            let stale = by(ran, "stale");
+            assert_eq!(
+                stale[0]["stale"],
+                json!([]),
+                "fresh while the code is unchanged"
+            );
+            // The pitfall about Session.request, and the change and the decision about
+            // its file.
+            let texts: Vec<&str> = stale[1]["stale"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["memory"]["text"].as_str().unwrap())
+                .collect();
+            assert_eq!(texts.len(), 3, "{}", stale[1]);
+            assert!(texts.contains(&"Session.request sends once; callers retry"));
+            let pitfall = ran[0].json["id"].as_str().unwrap();
+            let got = &by(ran, &format!("get {pitfall}"))[1];
+            assert_eq!(got["stale"][0]["reason"], "changed", "{got}");
+            let left: Vec<&Value> = stale[2]["stale"].as_array().unwrap().iter().collect();
+            assert_eq!(left.len(), 2, "{}", stale[2]);
+            assert!(
+                left.iter().all(|s| s["memory"]["id"] != pitfall),
+                "fresh again once confirmed: {}",
+                stale[2]
+            );
+            let recall = &by(ran, "recall uploads retry")[0]["hits"];
+            assert!(
+                recall[0]["text"].as_str().unwrap().contains("four times"),
+                "{recall}"
+            );
+            let notes = by(ran, "note list");
+            assert_eq!(notes[0]["notes"][0]["text"], "tabs");
+            let analysis = &by(ran, "analyze")[0];
+            assert_eq!(
+                analysis["recurring_errors"],
+                json!([["UploadTimeout", 2]]),
+                "{analysis}"
+            );
+        }
+    }
+}

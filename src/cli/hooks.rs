@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::output::Output;
-use super::{config, Cli, Command, HooksCommand, SessionCommand};
+use super::{Cli, Command, HooksCommand, SessionCommand};
 
 /// The hooks `install` writes: event, matcher.
 const INSTALLED: &[(&str, Option<&str>)] = &[
@@ -288,11 +288,8 @@ fn run_hook(cli: &Cli, out: &Output, event: &str) -> Result<ExitCode> {
 
 /// The memory backend the CLI's commands use: the team database with database_url
 /// set, else the repository's store.
-fn backend(cli: &Cli) -> Result<Box<dyn MemoryBackend>> {
-    Ok(match config().get_opt("database_url") {
-        Some(url) => Box::new(super::team::open(cli, url)?),
-        None => Box::new(super::memories::open(cli)?),
-    })
+fn backend(cli: &Cli) -> Result<std::sync::Arc<dyn MemoryBackend>> {
+    Ok(super::backend::open(cli)?.memories.backend().clone())
 }
 
 fn session_tag(input: &HookInput) -> String {

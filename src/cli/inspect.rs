@@ -264,7 +264,7 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let llm_events = match super::config().get_opt("database_url") {
         Some(url) => {
             use engram::gate::AuditLog;
-            super::team::open(cli, url)?.read_audit(0)?
+            super::backend::open_team(cli, url)?.0.read_audit(0)?
         }
         None => engram::gate::read_audit(store, 0)?,
     };

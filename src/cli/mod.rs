@@ -6,6 +6,7 @@
 
 mod args;
 mod assisted;
+mod backend;
 mod code;
 mod coding;
 mod db;
@@ -24,7 +25,6 @@ mod serve;
 mod settings;
 mod store_location;
 mod team;
-mod team_code;
 mod tokens;
 mod watch;
 
@@ -122,6 +122,14 @@ fn dispatch(cli: &Cli) -> Result<ExitCode> {
         | Command::Deps { .. }
         | Command::Overview { .. }
         | Command::Impact { .. } => graph::run(cli, &out),
-        _ => memories::run(cli, &out),
+        // The memory commands: the backend resolved once, one body for both.
+        Command::Session { .. }
+        | Command::Error { .. }
+        | Command::Change { .. }
+        | Command::Context { .. }
+        | Command::Analyze
+        | Command::Related { .. }
+        | Command::Decision { .. } => coding::run(&backend::open(cli)?, cli, &out),
+        _ => memories::run(&backend::open(cli)?, cli, &out),
     }
 }

@@ -143,11 +143,11 @@ const PER_PROVIDER: usize = 8;
 impl MemoryManager {
     /// The built-in providers of one store.
     pub fn new(providers: StoreProviders, gate: Gate) -> MemoryManager {
-        let p = Arc::new(providers);
+        let memories = Arc::new(BackendProviders::local(providers.memories().clone()));
         MemoryManager {
-            code: p.clone(),
-            sessions: p.clone(),
-            notes: p,
+            code: Arc::new(providers),
+            sessions: memories.clone(),
+            notes: memories,
             external: Vec::new(),
             gate,
             #[cfg(feature = "llm")]
