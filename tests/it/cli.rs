@@ -4,8 +4,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::engram_cli;
 use engram_cli::{engram, ok_json, stderr};
+
+use crate::support::engram_cli;
 
 #[test]
 fn memory_commands_round_trip_with_json() {

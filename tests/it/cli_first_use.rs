@@ -7,8 +7,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::engram_cli;
 use engram_cli::{engram, ok_json, stderr};
+
+use crate::support::engram_cli;
 
 /// A read command on a named store that does not exist says so, with what to run,
 /// and creates nothing; a write creates the store.

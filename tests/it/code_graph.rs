@@ -13,7 +13,6 @@ use engram::index::{self, IndexOptions};
 use engram::store::{Store, StoreOptions};
 use serde_json::{json, Value};
 
-use crate::support::engram_cli;
 use engram_cli::{engram, ok_json, stderr};
 
 fn open(dir: &Path) -> Store {
@@ -89,6 +88,8 @@ fn graph_rows(store: &Store) -> Vec<String> {
 }
 
 use Confidence::*;
+
+use crate::support::engram_cli;
 
 const RUN: &str = "sym:pkg/app.py#Service.run:method:6:8";
 const STEP: &str = "sym:pkg/app.py#Service.step:method:10:11";

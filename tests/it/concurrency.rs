@@ -16,6 +16,8 @@ use std::sync::Arc;
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
+use crate::support::rerun;
+
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
@@ -63,7 +65,8 @@ fn writer_processes_a_reader_and_a_compactor_at_once_lose_and_duplicate_nothing(
         .spawn()
         .unwrap();
     let compactor = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "compactor_process", "--nocapture"])
+        .args(["--ignored", "--exact", "--nocapture"])
+        .arg(rerun::test_name(module_path!(), "compactor_process"))
         .env("ENGRAM_CONC_DIR", dir.path())
         .env("ENGRAM_CONC_COMPACTIONS", "8")
         .stdout(Stdio::piped())

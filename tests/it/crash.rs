@@ -5,7 +5,7 @@
 //! compaction.
 //!
 //! Child processes are this test binary itself, re-run with `--ignored --exact
-//! child_process` and the mode in `ENGRAM_CRASH_CHILD`: that runs any library code in
+//! crash::child_process` and the mode in `ENGRAM_CRASH_CHILD`: that runs any library code in
 //! a process that can be killed, without another binary target.
 
 use std::collections::BTreeMap;
@@ -14,12 +14,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::parallel;
-use crate::support::vectors;
-
 use engram::key::hash64;
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
+
+use crate::support::parallel;
+use crate::support::rerun;
+use crate::support::vectors;
 
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
@@ -516,7 +517,8 @@ fn child_process() {
 /// acknowledged.
 fn run_and_kill(mode: &str, dir: &Path, start: u64, delay: Duration) -> Vec<u64> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_process", "--nocapture"])
+        .args(["--ignored", "--exact", "--nocapture"])
+        .arg(rerun::test_name(module_path!(), "child_process"))
         .args(["--test-threads", "1"])
         .env("ENGRAM_CRASH_CHILD", mode)
         .env("ENGRAM_CRASH_DIR", dir)
@@ -750,7 +752,8 @@ fn a_compaction_that_runs_out_of_space_removes_its_new_log_and_writes_go_on() {
     let out = Command::new("sh")
         .args(["-c", "trap '' XFSZ; ulimit -f 512; exec \"$0\" \"$@\""])
         .arg(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_process", "--nocapture"])
+        .args(["--ignored", "--exact", "--nocapture"])
+        .arg(rerun::test_name(module_path!(), "child_process"))
         .args(["--test-threads", "1"])
         .env("ENGRAM_CRASH_CHILD", "compact_once")
         .env("ENGRAM_CRASH_DIR", dir.path())

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::parallel;
-
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
+
+use crate::support::parallel;
 
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()

@@ -6,9 +6,6 @@
 
 #![cfg(all(feature = "llm", feature = "neural"))]
 
-use crate::support::llm_server;
-use crate::support::model_dir;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +14,9 @@ use std::sync::{Arc, OnceLock};
 use engram::embed::Embedder;
 use llm_server::{Reply, Seen, Server};
 use serde_json::{json, Value};
+
+use crate::support::llm_server;
+use crate::support::model_dir;
 
 const KEY: &str = "sk-test-embedding-key-0123456789";
 

@@ -16,6 +16,8 @@ use std::time::Duration;
 use engram::store::{verify, CommitInfo, Store, StoreError, StoreOptions, WriteBatch};
 use serde_json::Map;
 
+use crate::support::rerun;
+
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()
 }
@@ -208,7 +210,8 @@ fn group_child() {
 /// it with SIGKILL, and return what it acknowledged (its `ack …` lines) before.
 fn run_and_kill(child: &str, dir: &Path, round: usize, millis: u64) -> Vec<String> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", child, "--nocapture"])
+        .args(["--ignored", "--exact", "--nocapture"])
+        .arg(rerun::test_name(module_path!(), child))
         .args(["--test-threads", "1"])
         .env("ENGRAM_GROUP_DIR", dir)
         .env("ENGRAM_GROUP_ROUND", round.to_string())

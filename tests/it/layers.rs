@@ -9,7 +9,7 @@
 //! do not. The binary (`cli`) uses the library as `engram::` and may use all of it.
 //!
 //! The same matrix is drawn in `ARCHITECTURE.md`; the crate docs (`src/lib.rs`) draw
-//! its tiers. The reader of source is `tests/support/crate_paths.rs`.
+//! its tiers. The reader of source is `tests/it/support/crate_paths.rs`.
 //! A new module must be added here with what it may use; a change to this table is a
 //! change to the architecture and belongs in the same commit as the picture.
 
@@ -87,9 +87,7 @@ const ROOT: &str = "crate root";
 /// The binary: `crate::` there is the binary crate, and the library is `engram::`.
 const BINARY: &str = "cli";
 
-use crate::support::crate_paths;
-
-use crate_paths::edges;
+use crate::support::crate_paths::edges;
 
 // ---------------------------------------------------------------------------------
 // The crate's files and the check.

@@ -4,8 +4,6 @@
 
 #![cfg(feature = "llm")]
 
-use crate::support::llm_server;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +12,8 @@ use engram::gate::{read_audit, Caps, Gate};
 use engram::llm::{Api, HttpProvider, LlmSettings};
 use engram::memory::{Decision, ErrorReport, FileChange, Memories, Memory};
 use llm_server::{Reply, Server};
+
+use crate::support::llm_server;
 
 const AWS: &str = "AKIAHNHEOABTCPM7PCMI";
 const GITHUB: &str = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";

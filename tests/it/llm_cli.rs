@@ -4,13 +4,13 @@
 
 #![cfg(feature = "cli")]
 
-use crate::support::llm_server;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
 use llm_server::{Reply, Server};
 use serde_json::Value;
+
+use crate::support::llm_server;
 
 const KEY: &str = "sk-cli-test-key";
 

@@ -5,8 +5,6 @@
 
 #![cfg(feature = "llm")]
 
-use crate::support::llm_server;
-
 use std::time::Duration;
 
 use engram::assist::{Assistant, Features};
@@ -17,6 +15,8 @@ use engram::mcp::{normalise, tools, Engine, Profile};
 use engram::memory::Memories;
 use llm_server::{Reply, Server};
 use serde_json::{json, Map, Value};
+
+use crate::support::llm_server;
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 

@@ -3,12 +3,12 @@
 
 #![cfg(feature = "llm")]
 
-use crate::support::llm_server;
-
 use std::time::Duration;
 
 use engram::llm::{Api, ChatProvider, ChatRequest, HttpProvider, LlmSettings};
 use llm_server::{Reply, Server};
+
+use crate::support::llm_server;
 
 fn settings(api: Api, server: &Server) -> LlmSettings {
     let mut s = LlmSettings::new(api, &server.addr, "test-model");

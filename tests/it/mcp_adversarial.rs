@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::python_mcp;
 use python_mcp::{run_client, write};
+
+use crate::support::python_mcp;
 
 /// Every file under `dir`, read whole.
 fn all_bytes(dir: &Path) -> Vec<u8> {

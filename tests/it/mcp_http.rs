@@ -2,10 +2,10 @@
 //! requests and the official MCP SDK (`tests/mcp/http_client.py`): repositories
 //! reached by any of their names, tokens made and revoked while the server runs.
 
-use crate::support::http_server;
-
 use std::path::Path;
 use std::process::Command;
+
+use crate::support::http_server;
 
 fn engram(store: &Path, cwd: &Path, env: &[(&str, &Path)], args: &[&str]) -> serde_json::Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::providers;
-use crate::support::python_mcp;
-
 use providers::{all_gone, note, repo, server_script, stdio_provider, Killed};
 use python_mcp::write;
+
+use crate::support::providers;
+use crate::support::python_mcp;
 
 #[test]
 fn providers_are_merged_with_attribution_and_hostile_text_is_sanitised_and_flagged() {

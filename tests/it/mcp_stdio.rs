@@ -5,8 +5,9 @@
 
 use std::process::Command;
 
-use crate::support::python_mcp;
 use python_mcp::{audit_events, run_client, write};
+
+use crate::support::python_mcp;
 
 #[test]
 fn a_real_mcp_client_calls_every_tool() {

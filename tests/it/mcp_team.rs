@@ -4,13 +4,12 @@
 //! MCP SDK (`tests/mcp/team_client.py`): memories written through one server are
 //! found through the other, and the other repository sees none of them.
 
-use crate::support::pg;
-
-use crate::support::http_server;
-
 use http_server::Killed;
 use std::path::Path;
 use std::process::Command;
+
+use crate::support::http_server;
+use crate::support::pg;
 
 /// `engram` with `ENGRAM_HOME` (a store per repository), run in `cwd`.
 fn engram_home(home: &Path, cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> serde_json::Value {

@@ -4,8 +4,6 @@
 //! it the PostgreSQL half fails rather than skips). Each test uses a repository of its
 //! own, so the tests run in parallel.
 
-use crate::support::pg;
-
 use std::collections::BTreeSet;
 
 use engram::memory::{
@@ -13,6 +11,8 @@ use engram::memory::{
     MemoryFilter,
 };
 use serde_json::json;
+
+use crate::support::pg;
 
 const SECRET: &str = "ghp_Zq8wLr2TmV9xKc4YpB7nJd3HsF6gQa1Ue5Wi";
 

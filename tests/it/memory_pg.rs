@@ -3,7 +3,6 @@
 //! (`ENGRAM_TEST_DATABASE_URL`; without it these tests fail, saying how to start one).
 //! The fault test starts and stops a server of its own.
 
-use crate::support::pg;
 use pg::Raw;
 
 use std::collections::BTreeSet;
@@ -14,6 +13,8 @@ use std::time::{Duration, Instant};
 use engram::embed::default_embedder;
 use engram::memory::{ErrorReport, Memory, MemoryBackend, MemoryError, MemoryFilter};
 use engram::memory_pg::{PgDatabase, SCHEMA_VERSION};
+
+use crate::support::pg;
 
 /// The test server's URL with another database name.
 fn url_for_database(db: &str) -> String {

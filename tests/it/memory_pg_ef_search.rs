@@ -3,10 +3,10 @@
 //! command line, against the server `tools/postgres.sh start` starts
 //! (`ENGRAM_TEST_DATABASE_URL`; without it these tests fail, saying how to start one).
 
-use crate::support::pg;
-
 use engram::memory::{Memory, MemoryBackend, MemoryError, MemoryFilter};
 use engram::memory_pg::{EF_SEARCH, MAX_EF_SEARCH};
+
+use crate::support::pg;
 
 #[test]
 fn the_server_searches_with_the_larger_of_the_setting_and_twice_the_candidates() {

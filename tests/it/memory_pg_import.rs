@@ -5,12 +5,12 @@
 //! server `tools/postgres.sh start` starts (`ENGRAM_TEST_DATABASE_URL`; without it
 //! these tests fail, saying how to start one).
 
-use crate::support::pg;
-
 use std::collections::BTreeMap;
 
 use engram::memory::{Memories, Memory, MemoryBackend, MemoryFilter};
 use serde_json::json;
+
+use crate::support::pg;
 
 /// Lines of a file of several hundred entries: distinct ids, each fifth repeated
 /// (at once, in the same batch, and 30 lines later, often in the next one), lines

@@ -2,14 +2,14 @@
 //! HTTP server on 127.0.0.1 that publishes all-MiniLM-L6-v2's files the way the
 //! model hub does (`/REPO/resolve/REVISION/PATH`), served from the PyPI package's copy.
 
-use crate::support::model_dir;
-
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use crate::support::model_dir;
 
 const REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
 

@@ -9,13 +9,14 @@
 //! loudly.
 #![cfg(feature = "neural")]
 
-use crate::support::model_dir;
-
 use std::path::{Path, PathBuf};
 
 use engram::embed::neural::{NeuralEmbedder, Pooling};
 use engram::embed::Embedder;
 use serde_json::Value;
+
+use crate::support::model_dir;
+use crate::support::rerun;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/neural")
@@ -140,11 +141,11 @@ fn the_f32_path_matches_too() {
     }
     let Some(_) = model() else { return };
     let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
+        .args(["--exact", "--nocapture"])
+        .arg(rerun::test_name(
+            module_path!(),
             "minilm_matches_sentence_transformers",
-            "--nocapture",
-        ])
+        ))
         .env("ENGRAM_NEURAL_AMX", "0")
         .output()
         .expect("run the test binary");

@@ -4,10 +4,6 @@
 //! (read raw, not through engram), answer every search exactly as the plain one does,
 //! refuse a wrong or missing key by name, and keep every vector through rotation.
 
-use crate::support::engram_cli;
-use crate::support::leaks;
-use crate::support::secrets;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,6 +12,10 @@ use engram::store::{read_log, scan_batches, RecordKind, ScanStart};
 use engram_cli::stderr;
 use leaks::files_under;
 use serde_json::Value;
+
+use crate::support::engram_cli;
+use crate::support::leaks;
+use crate::support::secrets;
 
 /// `engram --store STORE ARGS…` with the key file `key` (or none) as the only key.
 fn engram(store: &Path, key: Option<&Path>, args: &[&str]) -> Output {

@@ -13,10 +13,6 @@
 //! Seed: random per run, printed on failure; set `ENGRAM_SECRETS_SEED` to replay.
 //! Run: `cargo test --release --test secrets_corpus`.
 
-use crate::support::contexts;
-use crate::support::leaks;
-use crate::support::secrets;
-
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -26,6 +22,10 @@ use contexts::CONTEXTS;
 use leaks::{files_under, Leaks};
 use secrets::{generate, mask, Rng, Secret, KINDS};
 use serde_json::{json, Value};
+
+use crate::support::contexts;
+use crate::support::leaks;
+use crate::support::secrets;
 
 const WAYS: &[&str] = &[
     "index",

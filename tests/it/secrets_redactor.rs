@@ -11,14 +11,14 @@
 //! Seeds: `ENGRAM_SECRETS_SEED` (default random) and the next `ENGRAM_SECRETS_ROUNDS`
 //! (default 40).
 
-use crate::support::contexts;
-use crate::support::secrets;
-
 use std::collections::HashSet;
 
 use contexts::CONTEXTS;
 use engram::patterns::Redactor;
 use secrets::{generate, mask, window_len, Rng, Secret, KINDS};
+
+use crate::support::contexts;
+use crate::support::secrets;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|s| s.parse().expect("a u64"))

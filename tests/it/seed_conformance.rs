@@ -7,8 +7,9 @@
 
 use std::process::Command;
 
-use crate::support::python_mcp;
 use python_mcp::{audit_events, run_client, write};
+
+use crate::support::python_mcp;
 
 #[test]
 fn every_seed_call_goes_in_unchanged() {

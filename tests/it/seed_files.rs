@@ -6,8 +6,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::engram_cli;
 use engram_cli::{engram, ok_json, stderr};
+
+use crate::support::engram_cli;
 
 /// Seed 003 §1.1, verbatim.
 const SEED_SET_JSON: &str = r#"{

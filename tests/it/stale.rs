@@ -7,8 +7,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::engram_cli;
 use engram_cli::{engram, ok_json};
+
+use crate::support::engram_cli;
 
 const NET_V1: &str = "\
 class Session:
@@ -18,7 +19,6 @@ class Session:
 
     def send(self, method, url):
         return None
-
 
 def helper(x):
     y = x * 2

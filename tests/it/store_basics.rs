@@ -4,8 +4,9 @@ use engram::memory::Memories;
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
-use crate::support::vectors;
 use vectors::unit;
+
+use crate::support::vectors;
 
 fn open(dir: &std::path::Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()

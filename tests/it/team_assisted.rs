@@ -7,15 +7,15 @@
 
 #![cfg(feature = "cli")]
 
-use crate::support::llm_server;
-use crate::support::pg;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
 use engram::memory::Memories;
 use llm_server::{Reply, Server};
 use serde_json::Value;
+
+use crate::support::llm_server;
+use crate::support::pg;
 
 /// `engram --store STORE ARGS… --json`, on the team database when `team` is set,
 /// with the scripted chat model when `server` is given.

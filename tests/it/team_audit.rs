@@ -5,9 +5,6 @@
 //! setting, append-only, and never in the local store's log; a write's event is
 //! committed in the write's own transaction.
 
-use crate::support::llm_server;
-use crate::support::pg;
-
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +15,9 @@ use engram::index::IndexOptions;
 use engram::mcp::{normalise, tools, Engine, Profile};
 use engram::memory::Memories;
 use serde_json::{json, Map, Value};
+
+use crate::support::llm_server;
+use crate::support::pg;
 
 fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap()

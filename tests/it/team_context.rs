@@ -8,9 +8,6 @@
 
 #![cfg(all(feature = "cli", feature = "mcp"))]
 
-use crate::support::pg;
-use crate::support::team_cli;
-
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,6 +18,9 @@ use engram::mcp::Engine;
 use engram::memory::{ErrorReport, FileChange, Memories, Memory, MemoryBackend};
 use serde_json::{json, Map, Value};
 use team_cli::{engram as run, ok};
+
+use crate::support::pg;
+use crate::support::team_cli;
 
 fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_string()

@@ -4,8 +4,6 @@
 //! replaced and deleted there, invisible to another repository, never in the local
 //! store, and scanned locally over the code index all the same.
 
-use crate::support::pg;
-
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -17,6 +15,8 @@ use engram::mcp::Engine;
 use engram::memory::Memories;
 use engram::patterns::{PatternSetStore, Patterns};
 use serde_json::{json, Map, Value};
+
+use crate::support::pg;
 
 fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap()

@@ -5,13 +5,13 @@
 //! id and rule, never by their text, and redact rewrites those rows so that no table
 //! holds the text any more; another repository's rows are neither read nor touched.
 
-use crate::support::pg;
-
 use std::path::Path;
 use std::process::Command;
 
 use engram::memory::{Memories, MemoryBackend, MemoryFilter};
 use serde_json::Value;
+
+use crate::support::pg;
 
 const AWS: &str = "AKIAHNHEOABTCPM7PCMI";
 const GITHUB: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";

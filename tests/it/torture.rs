@@ -14,6 +14,8 @@ use engram::index::IndexOptions;
 use engram::memory::{ErrorReport, Memories, Memory};
 use engram::store::{read_log, verify, WriteBatch};
 
+use crate::support::rerun;
+
 const WORKERS: usize = 8;
 const MEMORY_IDS: usize = 20;
 const ERRORS: usize = 5;
@@ -45,13 +47,8 @@ impl Rng {
 
 fn spawn(role: &str, id: usize, store: &Path, repo: &Path, seconds: f64) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args([
-            "worker",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .arg(rerun::test_name(module_path!(), "worker"))
+        .args(["--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env("TORTURE_ROLE", role)
         .env("TORTURE_ID", id.to_string())
         .env("TORTURE_STORE", store)

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use engram::store::{verify, Store, StoreOptions, WriteBatch};
 use serde_json::Map;
 
-use crate::support::vectors;
 use vectors::unit;
+
+use crate::support::vectors;
 
 fn open(dir: &Path) -> Store {
     Store::open(dir, StoreOptions::default(), engram::projections()).unwrap()

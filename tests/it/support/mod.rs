@@ -13,6 +13,7 @@ pub mod parallel;
 pub mod pg;
 pub mod providers;
 pub mod python_mcp;
+pub mod rerun;
 pub mod secrets;
 pub mod team_cli;
 pub mod tls_pg;

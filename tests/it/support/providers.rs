@@ -1,4 +1,4 @@
-//! Helpers of `tests/mcp_providers.rs`: repositories with a config file of
+//! Helpers of `tests/it/mcp_providers.rs`: repositories with a config file of
 //! `[[mcp_providers]]`, the Python test server's tables, running `engram` there, and
 //! checking that the servers engram started are gone.
 

@@ -1,6 +1,5 @@
 //! Running the built `engram` binary on a store, locally or on the team database, for
-//! the team-mode end-to-end tests. Needs the test crate to include `support/pg.rs` as
-//! `mod pg`.
+//! the team-mode end-to-end tests; the team database is `support::pg`'s.
 
 // Each test uses the helpers it needs.
 #![allow(dead_code)]
