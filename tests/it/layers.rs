@@ -236,7 +236,7 @@ fn every_edge_points_down() {
     let bad = violations();
     assert!(
         bad.is_empty(),
-        "edges the layering does not allow (tests/layers.rs, ALLOWED):\n{}",
+        "edges the layering does not allow (tests/it/layers.rs, ALLOWED):\n{}",
         bad.join("\n")
     );
 }

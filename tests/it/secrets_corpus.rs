@@ -11,7 +11,7 @@
 //! a kind × way-in table and each leak's context and file, secrets masked.
 //!
 //! Seed: random per run, printed on failure; set `ENGRAM_SECRETS_SEED` to replay.
-//! Run: `cargo test --release --test secrets_corpus`.
+//! Run: `cargo test --profile ci --all-features --test it secrets_corpus::`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};

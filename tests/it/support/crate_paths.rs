@@ -1,7 +1,7 @@
 //! Reading Rust source for the paths it names: every `crate::Y` path, `use crate::{Y,
 //! …}` group, `super::` path that climbs to the crate root, and intra-doc link, with
 //! its line. Plain comments and string and character literals are skipped. Used by
-//! `tests/layers.rs`; a reader of text, not a Rust parser: it needs only to find
+//! `tests/it/layers.rs`; a reader of text, not a Rust parser: it needs only to find
 //! paths, and its unit tests below say which shapes it handles.
 
 /// One `crate::` reference.
