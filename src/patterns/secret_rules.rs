@@ -7,7 +7,7 @@
 //! Every regex is written for Hyperscan compiled with `HS_FLAG_SOM_LEFTMOST`: no
 //! look-around, no back-references, bounded repeats kept small. Every regex also
 //! matches within one line only (no `\s`, no negated class without `\n`), because
-//! scans report matches per line and `tests/patterns.rs` checks them line by line
+//! scans report matches per line and `tests/it/patterns.rs` checks them line by line
 //! against the `regex` crate. Every rule is anchored on a literal of three or more
 //! characters (a provider prefix or a keyword) so that the whole set scans at
 //! gigabytes per second. This module never decides what a match means; that is the

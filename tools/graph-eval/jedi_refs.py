@@ -4,7 +4,7 @@ Python package: precision and recall, micro-averaged, per minimum confidence.
 usage: python3 tools/graph-eval/jedi_refs.py ENGRAM_BIN [--package requests==2.32.3]
            [--count 100] [--work DIR] [--floor PRECISION,RECALL]
 
---floor makes it a check (the CI smoke test in tests/code_graph.rs): exit 1 when precision
+--floor makes it a check (the CI smoke test in tests/it/code_graph.rs): exit 1 when precision
 or recall at confidence `imported` is below the given floor.
 
 The package's wheel is fetched with `pip download --no-deps` (into --work, default a

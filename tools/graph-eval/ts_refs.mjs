@@ -8,7 +8,7 @@
 //            [--misses N] [--floor PRECISION,RECALL]
 //
 // --misses N prints N examples of each form of miss (the counts are always printed).
-// --floor makes it a check (the CI smoke test in tests/code_graph.rs): exit 1 when precision
+// --floor makes it a check (the CI smoke test in tests/it/code_graph.rs): exit 1 when precision
 // or recall at confidence `imported` (every reference findReferences returns) is below it.
 //
 // `typescript` is installed with npm into --work (default a temporary directory), never

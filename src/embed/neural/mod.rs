@@ -5,7 +5,7 @@
 //!
 //! Owns loading a model directory and turning texts into the vectors
 //! sentence-transformers would give for them (same truncation, pooling and
-//! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
+//! normalisation; checked against its output by `tests/it/neural_reference.rs`). Texts
 //! are tokenised in parallel and each runs through the encoder at its own length
 //! (`bert`: no padding, no mask), longest first, one text per core at a time; on CPUs
 //! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`). It never
