@@ -791,7 +791,7 @@ fn method_calls_reach_the_type_the_file_declares_or_constructs_the_receiver_as()
         ),
         (
             "src/use.ts",
-            "import { Subscriber } from './sub';\n\nexport class Pipe {\n  private out: Subscriber;\n  constructor(private dest: Subscriber) {\n    this.out = dest;\n  }\n  run(s: Subscriber | undefined) {\n    s.next(1);\n    this.out.next(2);\n    this.dest.next(3);\n    const t = new Subscriber();\n    t.next(4);\n  }\n}\n",
+            "import { Subscriber } from './sub';\n\nexport class Pipe {\n  private out: Subscriber;\n  constructor(private dest: Subscriber) {\n    this.out = dest;\n  }\n  run(s: Subscriber | undefined) {\n    s.next(1);\n    this.out.next(2);\n    this.dest.next(3);\n    const t = new Subscriber();\n    t.next(4);\n    this.#flush();\n  }\n  #sink = new Subscriber();\n  #flush() {\n    this.#sink.next(5);\n  }\n}\n",
         ),
         (
             "src/store.rs",
@@ -827,8 +827,19 @@ fn method_calls_reach_the_type_the_file_declares_or_constructs_the_receiver_as()
         .collect();
     assert_eq!(
         ts,
-        [9, 10, 11, 13].map(|l| (l, next.clone(), Imported)),
-        "s: Subscriber | undefined, a field, a parameter property, new"
+        [9, 10, 11, 13, 18].map(|l| (l, next.clone(), Imported)),
+        "s: Subscriber | undefined, a field, a parameter property, new, a #private field"
+    );
+    // `this.#flush()`: the class's own private method, by its `#` name (a key
+    // spells `#` as `_`).
+    assert!(
+        targets(&store, "src/use.ts").contains(&(
+            14,
+            "sym:src/use.ts#Pipe._flush:method:17:19".to_string(),
+            Resolved
+        )),
+        "{:?}",
+        targets(&store, "src/use.ts")
     );
     let put = "sym:src/store.rs#Store::put:method:7:7".to_string();
     let rs: Vec<_> = targets(&store, "src/lib.rs")

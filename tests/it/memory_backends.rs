@@ -951,17 +951,14 @@ fn context_and_analysis_agree_on_both_backends() {
 // output (JSON of the same shape, the same text once ids and times are set aside).
 
 #[cfg(feature = "cli")]
-#[path = "support/team_cli.rs"]
-mod team_cli;
-
-#[cfg(feature = "cli")]
 mod commands {
     use std::path::Path;
     use std::process::Command;
 
     use serde_json::{json, Value};
 
-    use super::{pg, team_cli};
+    use super::pg;
+    use crate::support::team_cli;
 
     const NET_V1: &str = "class Session:\n    def request(self, method, url):\n        return self.send(method, url)\n\n    def send(self, method, url):\n        return None\n";
     const NET_V2: &str = "class Session:\n    def request(self, method, url, retries=2):\n        for _ in range(retries):\n            r = self.send(method, url)\n        return r\n\n    def send(self, method, url):\n        return None\n";

@@ -206,7 +206,12 @@ pub(super) fn of(node: Node, src: &[u8], binds: Binds) -> Vec<Binding> {
             out
         }
         (Binds::Ecma, "public_field_definition") => {
-            let Some(name) = field("name").filter(|n| n.kind() == "property_identifier") else {
+            let Some(name) = field("name").filter(|n| {
+                matches!(
+                    n.kind(),
+                    "property_identifier" | "private_property_identifier"
+                )
+            }) else {
                 return Vec::new();
             };
             let ty = field("type")

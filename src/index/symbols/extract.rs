@@ -311,12 +311,16 @@ fn type_name(t: &str) -> String {
 /// The last identifier in `t` (`self.client.get` → `get`, `Foo::new` → `new`).
 pub(super) fn last_identifier(t: &str) -> Option<String> {
     let t = t.trim_end_matches(|c: char| c == '!' || c.is_whitespace());
-    let start = t
+    let mut start = t
         .char_indices()
         .rev()
         .take_while(|(_, c)| c.is_alphanumeric() || *c == '_' || *c == '$')
         .last()
         .map(|(i, _)| i)?;
+    // An ECMAScript private name: `this.#flush()` calls `#flush`, as it is defined.
+    if t[..start].ends_with(".#") {
+        start -= 1;
+    }
     let id = &t[start..];
     (!id.is_empty() && !id.starts_with(|c: char| c.is_ascii_digit())).then(|| id.to_string())
 }
