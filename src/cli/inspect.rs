@@ -49,7 +49,10 @@ pub fn init(cli: &Cli, out: &Output) -> Result<ExitCode> {
 pub fn verify(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
     let pb = out.spinner("verifying");
-    let report = engram::store::verify(&dir);
+    let projections = engram::projections();
+    let refs: Vec<&dyn engram::store::Projection> =
+        projections.iter().map(|p| p.as_ref()).collect();
+    let report = engram::store::verify_with(&dir, &refs);
     pb.finish_and_clear();
     let report = report.with_context(|| format!("verifying {}", dir.display()))?;
     let mut v = serde_json::to_value(&report)?;
