@@ -154,7 +154,8 @@ pub(super) fn check(
                 RowsOf::KeyHash(c) => (c, "key_hash"),
             };
             let sql = format!(
-                "SELECT count(*), min({col}) FROM {} WHERE {col} NOT IN (SELECT {of} FROM records)",
+                "SELECT count(*), min(t.{col}) FROM {} t
+                 WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.{of} = t.{col})",
                 t.name
             );
             let (n, first): (i64, Option<i64>) =
