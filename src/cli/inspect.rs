@@ -49,7 +49,10 @@ pub fn init(cli: &Cli, out: &Output) -> Result<ExitCode> {
 pub fn verify(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
     let pb = out.spinner("verifying");
-    let report = engram::store::verify(&dir);
+    let projections = engram::projections();
+    let refs: Vec<&dyn engram::store::Projection> =
+        projections.iter().map(|p| p.as_ref()).collect();
+    let report = engram::store::verify_with(&dir, &refs);
     pb.finish_and_clear();
     let report = report.with_context(|| format!("verifying {}", dir.display()))?;
     let mut v = serde_json::to_value(&report)?;
@@ -360,9 +363,11 @@ pub fn salvage(cli: &Cli, out: &Output, into: &Path) -> Result<ExitCode> {
         );
     }
     // Each kept batch is committed without its own sync; `salvage` syncs once at the
-    // end. The new store is plain: sealed vectors are not carried (re-embed them).
+    // end. With the store's key configured, the new store is sealed under it and
+    // sealed vectors are carried; without, they are counted and left (re-embed).
     let options = StoreOptions {
         durability: Durability::Batch,
+        vector_key: super::settings::vector_key(&dir)?,
         ..StoreOptions::default()
     };
     let memories = Memories::open_with(into, options)
@@ -400,9 +405,24 @@ pub fn salvage(cli: &Cli, out: &Output, into: &Path) -> Result<ExitCode> {
                 ));
             }
         }
+        if let Some(h) = &report.header {
+            s.push_str(&format!("\n{h}"));
+        }
+        if report.sealed_vectors_kept > 0 {
+            s.push_str(&format!(
+                "\n{} sealed vectors carried, sealed again under the same key",
+                report.sealed_vectors_kept
+            ));
+        }
+        if report.sealed_vectors_not_carried > 0 {
+            s.push_str(&format!(
+                "\n{} sealed vectors not carried: no key or another key was given; set the store's key (ENGRAM_KEY or key_file) and salvage again, or re-embed",
+                report.sealed_vectors_not_carried
+            ));
+        }
         if report.records_not_carried > 0 {
             s.push_str(&format!(
-                "\n{} records of kept batches not carried (sealed vectors, unknown kinds)",
+                "\n{} records of kept batches not carried (sealed vectors without their key, unknown kinds)",
                 report.records_not_carried
             ));
         }

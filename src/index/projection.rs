@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::graph;
 use crate::fts::index_text;
-use crate::store::{Change, Projection, Result};
+use crate::store::{Change, CheckedTable, Projection, Result, RowsOf};
 
 /// Record type tags of indexed files and chunks.
 pub const FILE_TYPE: &str = "code_file";
@@ -71,6 +71,21 @@ impl Projection for CodeProjection {
                 tokenize = 'porter unicode61 remove_diacritics 2');",
         )?;
         db.execute_batch(graph::table::CREATE)
+    }
+
+    fn checked_tables(&self) -> Vec<CheckedTable> {
+        let by_seq = |name| CheckedTable::new(name, RowsOf::Seq("seq"));
+        let by_rowid = |name| CheckedTable::new(name, RowsOf::Seq("rowid"));
+        vec![
+            by_seq("code_files").one_per(FILE_TYPE),
+            by_seq("code_chunks").one_per(CHUNK_TYPE),
+            by_rowid("code_fts").one_per(CHUNK_TYPE),
+            by_seq("code_symbols").one_per(SYMBOL_TYPE),
+            by_rowid("code_symbols_fts").one_per(SYMBOL_TYPE),
+            by_seq("code_ref_files").one_per(graph::REFS_TYPE),
+            CheckedTable::new("code_calls", RowsOf::Seq("file")),
+            CheckedTable::new("code_imports", RowsOf::Seq("file")),
+        ]
     }
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {

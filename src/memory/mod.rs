@@ -24,6 +24,7 @@ mod pattern_sets;
 mod projection;
 mod recall;
 mod recall_scan;
+mod redact_paths;
 mod sessions;
 mod stored_secrets;
 pub mod taxonomy;
@@ -501,10 +502,12 @@ pub(crate) fn random_id() -> Result<String> {
     Ok(format!("mem:{:08x}", u32::from_le_bytes(b)))
 }
 
-/// Replace every secret in what a memory stores as free text (its text, tags and
-/// metadata strings) before anything reaches the log; the number replaced.
+/// Replace every secret in what a memory stores (its paths first, in the index's
+/// stored form: see `redact_paths`; then its text, tags and metadata strings) before
+/// anything reaches the log; the number replaced.
 pub(crate) fn redact_memory(m: &mut Memory) -> Result<u64> {
-    let mut n = crate::patterns::redact_string(&mut m.text)?;
+    let mut n = redact_paths::redact_memory_paths(m)?;
+    n += crate::patterns::redact_string(&mut m.text)?;
     for tag in &mut m.tags {
         n += crate::patterns::redact_string(tag)?;
     }

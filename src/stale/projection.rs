@@ -11,7 +11,7 @@ use super::target_of;
 use crate::index::{FILE_TYPE, SYMBOL_TYPE};
 use crate::key::hash64;
 use crate::memory::Anchor;
-use crate::store::{Change, Projection, Result};
+use crate::store::{Change, CheckedTable, Projection, Result, RowsOf};
 
 /// Projection of code and memory records into `stale_code`, `stale_anchors` and
 /// `stale_marks`.
@@ -50,6 +50,17 @@ impl Projection for StaleProjection {
              CREATE INDEX IF NOT EXISTS stale_marks_by_since ON stale_marks (since_ms);
              CREATE INDEX IF NOT EXISTS stale_marks_by_now ON stale_marks (now_target);",
         )
+    }
+
+    fn checked_tables(&self) -> Vec<CheckedTable> {
+        vec![
+            // A target's row is its latest code record's, which another key with the
+            // same target may have taken over: tied to live records, not sampled.
+            CheckedTable::new("stale_code", RowsOf::Seq("seq")).not_sampled(),
+            CheckedTable::new("stale_anchors", RowsOf::KeyHash("mem_hash")),
+            // Marks follow from the order of records: tied to live memories only.
+            CheckedTable::new("stale_marks", RowsOf::KeyHash("mem_hash")).not_sampled(),
+        ]
     }
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {

@@ -149,6 +149,19 @@ impl LogSnapshot {
     }
 }
 
+/// Whether `head` is a whole, checksummed header of a format newer than this build's
+/// (as opposed to a damaged one).
+fn newer_version(head: &[u8]) -> bool {
+    head.len() >= FILE_HEADER_LEN
+        && head[..8] == crate::format::BLOB_MAGIC
+        && crc32fast::hash(&head[..60])
+            == u32::from_le_bytes([head[60], head[61], head[62], head[63]])
+        && matches!(
+            FileHeader::decode(head),
+            Err(FormatError::VersionTooNew { .. })
+        )
+}
+
 fn reserve_for(len: u64) -> u64 {
     (len.saturating_mul(2)).next_power_of_two().max(MIN_RESERVE)
 }
@@ -178,7 +191,23 @@ impl BlobLog {
         Self::open_with(path, true)
     }
 
+    /// Open a log for reading only even when its header is damaged (for salvage):
+    /// the handle and, when the header does not decode, why; such a handle carries a
+    /// stand-in header of generation 0. A header of a newer format version with a
+    /// sound checksum is still refused: its records may not be understood.
+    pub fn open_for_salvage(path: &Path) -> Result<(BlobLog, Option<FormatError>)> {
+        Self::open_tolerating(path, true, true)
+    }
+
     fn open_with(path: &Path, read_only: bool) -> Result<BlobLog> {
+        Ok(Self::open_tolerating(path, read_only, false)?.0)
+    }
+
+    fn open_tolerating(
+        path: &Path,
+        read_only: bool,
+        tolerate_header: bool,
+    ) -> Result<(BlobLog, Option<FormatError>)> {
         let attempt = if read_only {
             Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
         } else {
@@ -205,12 +234,20 @@ impl BlobLog {
         let n = file
             .read_at(&mut head, 0)
             .map_err(StoreError::io("read", path))?;
-        let header = FileHeader::decode(&head[..n]).map_err(|source| StoreError::Format {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let (header, damaged) = match FileHeader::decode(&head[..n]) {
+            Ok(h) => (h, None),
+            Err(source) if tolerate_header && !newer_version(&head[..n]) => {
+                (FileHeader::new(0, [0; 16], 0), Some(source))
+            }
+            Err(source) => {
+                return Err(StoreError::Format {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
         let map = map_file(&file, path, reserve_for(len))?;
-        Ok(BlobLog {
+        let log = BlobLog {
             path: path.to_path_buf(),
             file,
             writable,
@@ -218,7 +255,8 @@ impl BlobLog {
             map: RwLock::new(Arc::new(map)),
             known_len: AtomicU64::new(len),
             identity,
-        })
+        };
+        Ok((log, damaged))
     }
 
     pub fn path(&self) -> &Path {

@@ -38,6 +38,7 @@ mod vector_delta;
 pub mod vector_scan;
 mod vectors;
 mod verify;
+mod verify_projections;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -61,9 +62,9 @@ pub use salvage::{salvage, DamagedRange, LostRecord, SalvageReport};
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use seal::{SealError, VectorKey};
 pub use small_file::update_small_file;
-pub use tracker::{Change, Projection, RecordLocation, TrackerMeta};
+pub use tracker::{Change, CheckedTable, Projection, RecordLocation, RowsOf, TrackerMeta};
 pub use vectors::{VectorMatch, VectorSpace};
-pub use verify::{verify, Problem, VerifyReport};
+pub use verify::{verify, verify_with, Problem, VerifyReport};
 pub use writer::BatchWriter;
 
 use blob_log::BlobLog;

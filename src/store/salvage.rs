@@ -6,8 +6,12 @@
 //! batches are written to the destination through the ordinary commit path, one batch
 //! for one batch, so its tracker and caches are built as for any write. What could not
 //! be kept is reported by byte range and, where a record is still readable, by key and
-//! seq. This module reads the damaged store's `blob.dat` only: it never opens the
-//! damaged store itself, never takes its lock, never writes a byte of it.
+//! seq. A damaged file header does not stop it (records carry their own checksums and
+//! numbers; the new store has a header of its own), and sealed vectors are carried
+//! when the new store is given the key they are sealed under: opened there, sealed
+//! again in the new store, which is sealed under the same key. This module reads the
+//! damaged store's `blob.dat` only: it never opens the damaged store itself, never
+//! takes its lock, never writes a byte of it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,13 +21,14 @@ use serde_json::{Map, Value};
 use zerocopy::FromBytes;
 
 use super::blob_log::BlobLog;
-use super::error::Result;
+use super::error::{Result, StoreError};
 use super::scan::{batch_verifies_in_place, commit_at, scan_batches, Batch, ScanStart};
+use super::seal::{parse_sealed_meta, VectorKey};
 use super::{Store, WriteBatch, BLOB_FILE};
 use crate::format::record::{RecordHeader, RECORD_MAGIC};
 use crate::format::{
-    decode_record, RecordKind, FILE_HEADER_LEN, FLAG_KEEP_HISTORY, FLAG_SEALED, RECORD_ALIGN,
-    RECORD_HEADER_LEN,
+    decode_record, RecordKind, RecordView, FILE_HEADER_LEN, FLAG_KEEP_HISTORY, FLAG_SEALED,
+    RECORD_ALIGN, RECORD_HEADER_LEN,
 };
 
 /// What [`salvage`] kept and lost.
@@ -38,10 +43,19 @@ pub struct SalvageReport {
     pub batches_lost: u64,
     /// Records of kept batches written to the new store.
     pub records_kept: u64,
-    /// Records of kept batches not carried over: sealed vectors (the new store is
-    /// plain; re-embed), kinds this version does not know, a put without a key, and
+    /// Records of kept batches not carried over: sealed vectors the new store has no
+    /// key for (see `sealed_vectors_not_carried`), `sealed` events (the new store's
+    /// sealing is its own), kinds this version does not know, a put without a key, and
     /// tombstones of keys the new store never had.
     pub records_not_carried: u64,
+    /// Sealed vectors of kept batches opened and sealed again in the new store.
+    pub sealed_vectors_kept: u64,
+    /// Sealed vectors of kept batches not carried: the new store was given no key,
+    /// or another key than theirs. Re-embed, or salvage again with their key.
+    pub sealed_vectors_not_carried: u64,
+    /// When the file header is damaged: why, and that salvage went on without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
     /// The damaged byte ranges, in log order.
     pub damaged: Vec<DamagedRange>,
 }
@@ -96,7 +110,7 @@ pub fn salvage(source_dir: &Path, into: &Store) -> Result<SalvageReport> {
     if !path.exists() {
         return Err(super::presence::missing_log(source_dir));
     }
-    let blob = BlobLog::open_read_only(&path)?;
+    let (blob, damaged_header) = BlobLog::open_for_salvage(&path)?;
     let len = blob.len()?;
     let snap = blob.snapshot(len)?;
     let log = snap.bytes();
@@ -104,6 +118,36 @@ pub fn salvage(source_dir: &Path, into: &Store) -> Result<SalvageReport> {
         source_bytes: len,
         ..SalvageReport::default()
     };
+    // Of the header's fields, salvage needs none: records start right after it
+    // (its length is fixed), each carries its own checksum, flags, sequence number
+    // and key, and the new store gets a header of its own. What must be known is
+    // that the file is a log at all: some batch after the header verifies.
+    if let Some(why) = damaged_header {
+        let Some(first) = next_verifying_batch(log, FILE_HEADER_LEN as u64) else {
+            return Err(StoreError::NotAStore {
+                path,
+                reason: format!(
+                    "its file header is damaged ({why}) and no batch after it verifies, so nothing in it can be salvaged (is it an engram log?); nothing was written"
+                ),
+            });
+        };
+        report.header = Some(format!(
+            "the file header is damaged ({why}); salvage read the records without it, from offset {FILE_HEADER_LEN} (the first batch that verifies starts at {})",
+            first.offset
+        ));
+    }
+    // With a key, the new store is sealed under it before anything is carried, so
+    // every vector it takes (sealed or not in the old one) is sealed there.
+    let key = into
+        .vector_key
+        .read()
+        .map_err(|_| StoreError::Invalid("vector key poisoned by a panic".into()))?
+        .clone();
+    if let Some(k) = &key {
+        if into.sealed_key_id()?.as_deref() != Some(k.id_hex().as_str()) {
+            into.seal_vectors(k)?;
+        }
+    }
     let mut keys: HashMap<u64, String> = HashMap::new();
     let mut start = ScanStart {
         offset: FILE_HEADER_LEN as u64,
@@ -112,7 +156,7 @@ pub fn salvage(source_dir: &Path, into: &Store) -> Result<SalvageReport> {
     };
     loop {
         let end = scan_batches(log, start, |batch| {
-            carry(&batch, into, &mut keys, &mut report)
+            carry(&batch, into, key.as_ref(), &mut keys, &mut report)
         })?;
         let from = end.committed_end;
         let why = match end.stopped {
@@ -160,12 +204,13 @@ pub fn salvage(source_dir: &Path, into: &Store) -> Result<SalvageReport> {
 fn carry(
     batch: &Batch<'_>,
     into: &Store,
+    key: Option<&VectorKey>,
     keys: &mut HashMap<u64, String>,
     report: &mut SalvageReport,
 ) -> Result<()> {
     let mut out = WriteBatch::new();
     let mut carried = 0u64;
-    for (_, rec) in batch.records() {
+    for (offset, rec) in batch.records() {
         let ok = match rec.kind {
             RecordKind::Put => match meta_with_key(rec.meta) {
                 Some((key, meta)) => {
@@ -196,7 +241,20 @@ fn carry(
                     None => false,
                 }
             }
+            RecordKind::Vector => match key.and_then(|k| open_sealed(k, &rec, offset)) {
+                Some((key, embedder, v)) => {
+                    keys.insert(rec.key_hash(), key.clone());
+                    out.put_vector(&key, &embedder, &v)?;
+                    report.sealed_vectors_kept += 1;
+                    true
+                }
+                None => {
+                    report.sealed_vectors_not_carried += 1;
+                    false
+                }
+            },
             RecordKind::Event => match parse_meta(rec.meta) {
+                Some(meta) if meta.get("event").and_then(Value::as_str) == Some("sealed") => false,
                 Some(meta) => {
                     out.event(meta, rec.body)?;
                     true
@@ -321,6 +379,19 @@ fn meta_with_key(meta: &[u8]) -> Option<(String, Map<String, Value>)> {
     }
 }
 
+/// The key, embedder and values of the sealed vector `rec` at `offset`, when `k` is
+/// the key it is sealed under and its values authenticate.
+fn open_sealed(
+    k: &VectorKey,
+    rec: &RecordView<'_>,
+    offset: u64,
+) -> Option<(String, String, Vec<f32>)> {
+    let sealed = parse_sealed_meta(rec).ok()?;
+    let key = meta_key(rec.meta)?;
+    let values = k.open(rec, offset).ok()?;
+    Some((key, sealed.embedder, values))
+}
+
 fn vector_of(meta: &[u8], body: &[u8]) -> Option<(String, String, Vec<f32>)> {
     let m = parse_meta(meta)?;
     let key = m.get("key")?.as_str()?.to_string();
@@ -336,133 +407,4 @@ fn vector_of(meta: &[u8], body: &[u8]) -> Option<(String, String, Vec<f32>)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::StoreOptions;
-    use super::*;
-
-    fn open(dir: &Path) -> Store {
-        Store::open(dir, StoreOptions::default(), Vec::new()).expect("open store")
-    }
-
-    fn file_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
-        let mut v: Vec<_> = std::fs::read_dir(dir)
-            .expect("read dir")
-            .map(|e| {
-                let e = e.expect("entry");
-                let name = e.file_name().to_string_lossy().into_owned();
-                (name, std::fs::read(e.path()).expect("read"))
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn a_flipped_byte_loses_one_batch_and_keeps_every_other() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let src = tmp.path().join("src");
-        {
-            let store = open(&src);
-            for i in 0..10 {
-                let mut b = WriteBatch::new();
-                b.put(&format!("k{i}"), Map::new(), format!("value number {i}"))
-                    .expect("put");
-                b.put(&format!("j{i}"), Map::new(), format!("second {i}"))
-                    .expect("put");
-                store.commit(&b).expect("commit");
-            }
-            let mut b = WriteBatch::new();
-            b.delete("k9").expect("delete");
-            store.commit(&b).expect("commit");
-        }
-        let blob = src.join(BLOB_FILE);
-        let mut bytes = std::fs::read(&blob).expect("read log");
-        let at = bytes
-            .windows(14)
-            .position(|w| w == b"value number 5")
-            .expect("body in log");
-        bytes[at + 3] ^= 0x20;
-        std::fs::write(&blob, &bytes).expect("write log");
-        let before = file_bytes(&src);
-
-        let dst = tmp.path().join("dst");
-        let into = open(&dst);
-        let report = salvage(&src, &into).expect("salvage");
-
-        assert_eq!(report.batches_kept, 10, "{report:?}");
-        assert_eq!(report.batches_lost, 1);
-        assert_eq!(report.damaged.len(), 1);
-        let d = &report.damaged[0];
-        assert!(d.start < at as u64 && (at as u64) < d.end, "{d:?}");
-        assert_eq!(report.lost_keys(), vec!["k5", "j5"]);
-        let k5 = &d.lost[0];
-        assert!(!k5.checksum_ok);
-        assert_eq!(k5.seq, 5 * 3 + 1);
-        for i in (0..9).filter(|&i| i != 5) {
-            let r = into.get(&format!("k{i}")).expect("get").expect("kept");
-            assert_eq!(r.body, format!("value number {i}").as_bytes());
-            assert!(into.get(&format!("j{i}")).expect("get").is_some());
-        }
-        assert!(into.get("k5").expect("get").is_none());
-        assert!(
-            into.get("k9").expect("get").is_none(),
-            "later delete applied"
-        );
-        drop(into);
-        assert!(super::super::verify(&dst).expect("verify").is_sound());
-        assert_eq!(file_bytes(&src), before, "source untouched");
-    }
-
-    #[test]
-    fn a_damaged_commit_and_a_damaged_last_batch_lose_only_their_own_batches() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let src = tmp.path().join("src");
-        let mut commits = Vec::new();
-        {
-            let store = open(&src);
-            for i in 0..4 {
-                let mut b = WriteBatch::new();
-                b.put(&format!("k{i}"), Map::new(), format!("v{i}"))
-                    .expect("put");
-                commits.push(store.commit(&b).expect("commit").commit_offset);
-            }
-        }
-        let blob = src.join(BLOB_FILE);
-        let mut bytes = std::fs::read(&blob).expect("read log");
-        // Inside batch 1's commit body, and inside batch 3's commit header.
-        bytes[commits[1] as usize + RECORD_HEADER_LEN + 2] ^= 1;
-        bytes[commits[3] as usize + 17] ^= 1;
-        std::fs::write(&blob, &bytes).expect("write log");
-
-        let into = open(&tmp.path().join("dst"));
-        let report = salvage(&src, &into).expect("salvage");
-        assert_eq!(report.batches_kept, 2, "{report:?}");
-        assert_eq!(report.damaged.len(), 2, "{report:?}");
-        assert_eq!(report.lost_keys(), vec!["k1", "k3"]);
-        assert!(report.damaged.iter().all(|d| d.lost[0].checksum_ok));
-        assert_eq!(report.damaged[1].end, commits[3] + 48 + 32);
-        for k in ["k0", "k2"] {
-            assert!(into.get(k).expect("get").is_some(), "{k} kept");
-        }
-        for k in ["k1", "k3"] {
-            assert!(into.get(k).expect("get").is_none(), "{k} lost");
-        }
-    }
-
-    #[test]
-    fn a_sound_log_is_copied_whole() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let src = tmp.path().join("src");
-        {
-            let store = open(&src);
-            let mut b = WriteBatch::new();
-            b.put("a", Map::new(), "x").expect("put");
-            store.commit(&b).expect("commit");
-        }
-        let into = open(&tmp.path().join("dst"));
-        let report = salvage(&src, &into).expect("salvage");
-        assert_eq!(report.batches_kept, 1);
-        assert!(report.damaged.is_empty());
-        assert_eq!(into.get("a").expect("get").expect("kept").body, b"x");
-    }
-}
+mod tests;

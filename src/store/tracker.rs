@@ -16,6 +16,7 @@ use crate::format::RecordView;
 use crate::key::hash64;
 
 pub use super::tracker_apply::{apply_batch, note_applied};
+pub use super::verify_projections::{CheckedTable, RowsOf};
 
 /// A change a committed batch makes, as projections see it.
 #[derive(Debug)]
@@ -75,6 +76,11 @@ pub trait Projection: Send + Sync {
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()>;
     /// Reflect one change.
     fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()>;
+    /// The tables `verify` checks against the log, and how. A table not listed is
+    /// not checked.
+    fn checked_tables(&self) -> Vec<CheckedTable> {
+        Vec::new()
+    }
 }
 
 /// Where a key's live record is.
@@ -242,7 +248,7 @@ pub(super) fn open_reporting(
 /// Create what is missing, in one transaction; `true` when the database held no
 /// schema at all before (read in the same transaction, so no other process's tables
 /// can be among what it then holds).
-fn create_schema(
+pub(super) fn create_schema(
     db: &mut Connection,
     projections: &[&dyn Projection],
     behavior: rusqlite::TransactionBehavior,

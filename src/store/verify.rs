@@ -3,8 +3,10 @@
 //! Checks, in order: the file header; every record's checksum and layout, resyncing
 //! past damage so each bad offset is named; the commit chain; that `tracker.db` is
 //! structurally sound (SQLite's `quick_check`) and agrees with the log (live record
-//! per key, vectors, bookkeeping); that each vector cache agrees with the tracker. Damage is a problem; an uncommitted tail (left by a crash,
-//! dropped by the next open) or a tracker that is merely behind is a warning.
+//! per key, vectors, bookkeeping, and the projections' tables given to
+//! [`verify_with`]: see `verify_projections`); that each vector cache agrees with the
+//! tracker. Damage is a problem; an uncommitted tail (left by a crash, dropped by the
+//! next open) or a tracker that is merely behind is a warning.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,7 +18,7 @@ use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{classify_tail, scan_batches, ScanStart, Tail};
-use super::tracker::{self, record_meta};
+use super::tracker::{self, record_meta, Projection};
 use super::vector_cache::embedder_id;
 use super::vectors::{cache_path, embedders};
 use super::{BLOB_FILE, LOCK_FILE, TRACKER_FILE};
@@ -50,8 +52,14 @@ impl VerifyReport {
     }
 }
 
-/// Verify the store in `dir`. Never writes to it.
+/// Verify the store in `dir` (its log and core tables). Never writes to it.
 pub fn verify(dir: &Path) -> Result<VerifyReport> {
+    verify_with(dir, &[])
+}
+
+/// Verify the store in `dir`, and the tables `projections` list (pass the set the
+/// store is opened with). Never writes to it.
+pub fn verify_with(dir: &Path, projections: &[&dyn Projection]) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let blob_path = dir.join(BLOB_FILE);
     if !blob_path.exists() {
@@ -285,6 +293,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         ));
     }
     compare_tracker(&db, &live, &vecs, &mut report)?;
+    super::verify_projections::check(&db, &meta, bytes, &live, projections, &mut report)?;
     // A cache a live writer is updating can disagree with our snapshot for a moment;
     // only a disagreement while the tracker stands still is a problem.
     let moved_on = || tracker_moved_on(&tracker_path, Some(&meta));

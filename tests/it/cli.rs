@@ -443,6 +443,108 @@ fn a_tracker_with_zeroed_pages_is_unsound_and_rebuild_replaces_it_without_readin
     assert_eq!(ok_json(&store, &["verify"])["sound"], true);
 }
 
+/// One SQL statement on a store's tracker, as a damaged or meddled-with file would be.
+fn tracker_sql(store: &std::path::Path, sql: &str) -> usize {
+    let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
+    db.execute(sql, []).unwrap()
+}
+
+/// `verify --json` of a store whose tracker was changed: unsound, naming the table
+/// (and `what`) and saying to rebuild; then `rebuild` makes it sound again.
+fn unsound_naming(store: &std::path::Path, table: &str, what: &str) {
+    let out = engram(store, &["verify", "--json"]);
+    assert!(!out.status.success(), "verify passed a changed {table}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let named = v["problems"].as_array().unwrap().iter().any(|p| {
+        let w = p["what"].as_str().unwrap_or_default();
+        p["file"] == "tracker.db"
+            && w.contains(&format!("table {table}:"))
+            && w.contains(what)
+            && w.contains("engram rebuild")
+    });
+    assert!(named, "no problem names {table} and {what}: {v}");
+    ok_json(store, &["rebuild"]);
+    assert_eq!(ok_json(store, &["verify"])["sound"], true, "after rebuild");
+}
+
+#[test]
+fn verify_compares_the_projections_tables_with_the_log_and_rebuild_mends_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let store = tmp.path().join("s");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(
+        repo.join("src/util.py"),
+        "import os\n\ndef clamp(v):\n    return max(0, v)\n\nclass Box:\n    def size(self):\n        return clamp(os.sep)\n",
+    )
+    .unwrap();
+    ok_json(&store, &["index", repo.to_str().unwrap()]);
+    let anchored = ok_json(
+        &store,
+        &[
+            "remember",
+            "util is vendored",
+            "--symbol",
+            "file:src/util.py",
+        ],
+    );
+    let tagged = ok_json(
+        &store,
+        &[
+            "remember",
+            "clamp never returns below zero",
+            "--tag",
+            "math",
+        ],
+    );
+    for i in 0..20 {
+        ok_json(&store, &["remember", &format!("filler memory {i}")]);
+    }
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+
+    // A row changed in place: the count is right, the sampled row is not.
+    let id = tagged["id"].as_str().unwrap();
+    let n = tracker_sql(
+        &store,
+        &format!("UPDATE memories SET tags = '[\"forged\"]' WHERE id = '{id}'"),
+    );
+    assert_eq!(n, 1);
+    unsound_naming(&store, "memories", id);
+
+    // A row deleted: its table's count and the sampled key both say so.
+    let n = tracker_sql(&store, "DELETE FROM code_symbols WHERE name = 'clamp'");
+    assert_eq!(n, 1);
+    unsound_naming(&store, "code_symbols", "sym:src/util.py#clamp:function");
+
+    // A full-text row gone, an anchor's row changed, a label added.
+    let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
+    let seq: i64 = db
+        .query_row(
+            "SELECT seq FROM memories WHERE id = ?1",
+            [tagged["id"].as_str().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(db);
+    tracker_sql(
+        &store,
+        &format!("DELETE FROM memories_fts WHERE rowid = {seq}"),
+    );
+    unsound_naming(&store, "memories_fts", id);
+    let anchored_id = anchored["id"].as_str().unwrap();
+    let n = tracker_sql(
+        &store,
+        &format!("UPDATE stale_anchors SET hash = 'feed' WHERE mem_id = '{anchored_id}'"),
+    );
+    assert_eq!(n, 1);
+    unsound_naming(&store, "stale_anchors", anchored_id);
+    tracker_sql(
+        &store,
+        "INSERT INTO memory_labels (label, seq) VALUES ('tag:forged', 999999)",
+    );
+    unsound_naming(&store, "memory_labels", "999999");
+}
+
 #[test]
 fn config_show_names_each_value_and_its_source_and_bad_config_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();

@@ -570,3 +570,90 @@ fn confirm_follows_a_symbol_anchor_whose_lines_moved_or_whose_name_changed() {
     );
     assert!(stale(&store).is_empty());
 }
+
+/// Issue 40: a path with a token in it is stored in the code index's redacted form on
+/// the memory side too (a file change's path, a `file:` or `sym:` reference, the
+/// anchors made from them): no piece of the token reaches the store, and the
+/// anchors still name the file's records, so staleness follows the file.
+#[test]
+fn a_token_in_a_memory_s_path_is_redacted_as_the_index_stores_it_and_stale_still_works() {
+    const TOKEN: &str = "ghp_Zq8wLr2TmV9xKc4YpB7nJd3HsF6gQa1Ue5Wi";
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let store = tmp.path().join("store");
+    let real = format!("tools/{TOKEN}.py");
+    write(&repo, &real, "def clamp(v):\n    return max(0, v)\n");
+    index(&store, &repo);
+    let change = ok_json(
+        &store,
+        &[
+            "change",
+            &real,
+            "--action",
+            "edit",
+            "--reason",
+            "clamp at zero",
+        ],
+    );
+    let by_symbol = ok_json(
+        &store,
+        &[
+            "remember",
+            "clamp is vendored",
+            "--symbol",
+            &format!("sym:{real}#clamp:function:1:2"),
+        ],
+    );
+    let stored_key = |m: &Value, prefix: &str| -> String {
+        let anchors = m["anchors"].as_array().cloned().unwrap_or_default();
+        let key = anchors
+            .iter()
+            .filter_map(|a| a["key"].as_str())
+            .find(|k| k.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} anchor: {m}"))
+            .to_string();
+        assert!(
+            key.starts_with(&format!("{prefix}tools/[REDACTED:github_token~")),
+            "{key}"
+        );
+        key
+    };
+    stored_key(&change, "file:");
+    assert!(change["metadata"]["path"]
+        .as_str()
+        .unwrap()
+        .starts_with("tools/[REDACTED:github_token~"));
+    stored_key(&by_symbol, "sym:");
+    assert!(stale(&store).is_empty(), "{:?}", stale(&store));
+
+    // The file changes: both memories are stale, about the redacted path.
+    write(&repo, &real, "def clamp(v, lo=0):\n    return max(lo, v)\n");
+    index(&store, &repo);
+    let s = stale(&store);
+    assert_eq!(s.len(), 2, "{s:?}");
+    for entry in &s {
+        assert_eq!(entry["stale"][0]["reason"], "changed", "{entry}");
+    }
+
+    // Every file under the store, its subdirectories too.
+    let (mut raw, mut dirs) = (Vec::new(), vec![store.clone()]);
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                raw.push((p.display().to_string(), bytes));
+            }
+        }
+    }
+    for piece in TOKEN.as_bytes().windows(10) {
+        for (name, bytes) in &raw {
+            assert!(
+                !bytes.windows(10).any(|w| w == piece),
+                "{:?} of the token is in {name}",
+                String::from_utf8_lossy(piece)
+            );
+        }
+    }
+}
