@@ -1,13 +1,16 @@
 //! engram's secret detector: which spans of a text are credentials, tokens or private
 //! keys, and the text with each one replaced by `[REDACTED:<rule>]`.
 //!
-//! The rule table (`secret_rules`: one row per kind of secret, each a Hyperscan regex
-//! with the check to run after a match and a positive and a negative example), the
+//! The rule table (`rules.toml`, read by `secret_rules`: one row per kind of secret,
+//! each a Hyperscan regex with the check to run after a match and a positive and a
+//! negative example), the allowlists (`allowlist.toml`, read by `allowlist`: stop
+//! words, value and token patterns, markers, each row with its reason and source), the
 //! checks that decide whether a match is a secret or code, a sample, a placeholder
 //! (`secret_*`), and the [`Redactor`] that runs them. It depends on no part of
 //! engram's storage: it reads text and returns spans or text, and writes nothing but
 //! the compiled rules' cache file, where its caller asks for one.
 
+pub mod allowlist;
 pub mod bytes;
 pub mod hs;
 pub mod redact;
@@ -47,8 +50,6 @@ mod secret_placeholder;
 mod secret_protocol;
 mod secret_reference;
 pub mod secret_rules;
-mod secret_rules_core;
-mod secret_rules_extra;
 mod secret_sample;
 #[cfg(test)]
 mod secret_sample_tests;

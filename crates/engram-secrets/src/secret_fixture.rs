@@ -11,8 +11,9 @@
 //!   on the next line): an access key id and a date, region and service, all public.
 //! - [`is_shape_id`]: a Smithy shape id (`"smithy.api#httpBearerAuth"`): a namespace and
 //!   the name of an auth scheme.
-//! - [`in_resource_name`]: an AWS resource name (`arn:aws:secretsmanager:…:secret:
-//!   snowflake-XHb67j`): it names a stored secret, whose value is elsewhere.
+//! - An AWS resource name (`arn:aws:secretsmanager:…:secret:snowflake-XHb67j`) names a
+//!   stored secret, whose value is elsewhere: rows of `allowlist.toml` (`[[value]]`,
+//!   `[[token]]`), asked by `secret_keyword`.
 //! - [`is_query_path`]: a JMESPath query with an index (`"output_token":
 //!   "Jobs[-1].JobId"`, a paginator's): where the next page's token is read from.
 //!
@@ -28,9 +29,6 @@
 use super::secret_marker::words;
 use super::secret_shape::is_hex_digest;
 use super::secret_words::is_identifier_word;
-
-/// AWS partitions, the second field of a resource name.
-const PARTITIONS: &[&str] = &["aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b"];
 
 /// Whether `value` is a hex digest (SHA-1's 40 hex digits, MD5's 32, SHA-256's 64, in
 /// one case) under a name whose last word is `key` and one of whose words is `cache`
@@ -107,47 +105,6 @@ fn reads_as_words(humps: &[String]) -> bool {
     let long: Vec<&String> = humps.iter().filter(|h| h.len() >= 3).collect();
     let known = long.iter().filter(|h| is_identifier_word(h)).count();
     known * 2 >= long.len() && long.iter().any(|h| h.len() >= 4 && is_identifier_word(h))
-}
-
-/// Whether the keyword at `start` sits inside an AWS resource name, or `value` is one:
-/// `arn:`, a partition, then a service and a region in lower case and an account of 12
-/// digits or none, each closed by `:` (`arn:aws:secretsmanager:ap-south-1:111122223333:
-/// secret:snowflake-XHb67j`, where the keyword `secret` opens a match in the service's
-/// name and again at the resource's type). The name says where a secret is stored; a
-/// random value would have to follow that prefix.
-pub(super) fn in_resource_name(text: &str, start: usize, value: &str) -> bool {
-    if opens_with_arn(value) {
-        return true;
-    }
-    let before = &text.as_bytes()[..start.min(text.len())];
-    // The token the keyword is in: back to white space, a quote or an escape.
-    let from = before
-        .iter()
-        .rposition(|&b| b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'`' | b'\\'))
-        .map_or(0, |i| i + 1);
-    text.get(from..).is_some_and(opens_with_arn)
-}
-
-/// Whether `s` opens with an ARN's `arn:partition:service:region:account:` prefix (the
-/// region and the account may be empty; an account is 12 digits).
-fn opens_with_arn(s: &str) -> bool {
-    let Some(rest) = s.strip_prefix("arn:") else {
-        return false;
-    };
-    let fields: Vec<&str> = rest.splitn(5, ':').collect();
-    let [partition, service, region, account, _resource] = fields[..] else {
-        return false;
-    };
-    let lower = |f: &str| {
-        f.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    };
-    PARTITIONS.contains(&partition)
-        && !service.is_empty()
-        && lower(service)
-        && lower(region)
-        && (account.is_empty()
-            || (account.len() == 12 && account.bytes().all(|b| b.is_ascii_digit())))
 }
 
 /// Whether `value` is a JMESPath query with an index: names joined by `.`, at least one

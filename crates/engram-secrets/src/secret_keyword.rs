@@ -6,6 +6,7 @@
 //! and the sample phrases of `secret_placeholder`. It never widens a span and never
 //! fails: any match gives a yes or a no.
 
+use super::allowlist;
 use super::bytes::{ceil_boundary, find, floor_boundary};
 use super::secret_binary::is_structured_binary;
 use super::secret_code::{
@@ -16,7 +17,7 @@ use super::secret_context::{
     in_acme_challenge, is_keyword_argument, is_push_subscription_auth, is_type_expression,
 };
 use super::secret_fixture::{
-    in_resource_name, is_cache_key_digest, is_cut_signing_scope, is_query_path, is_shape_id,
+    is_cache_key_digest, is_cut_signing_scope, is_query_path, is_shape_id,
 };
 use super::secret_inert::{
     is_malformed_jwt, is_sigv4_scope, is_text_base32, is_unsigned_jwt, is_worded_base32,
@@ -30,8 +31,7 @@ use super::secret_made_up::{
 };
 use super::secret_marker::{
     holds_respelled_credential, is_camel_sentence, is_dotted_path, is_file_name,
-    is_module_constant, is_prefix_list, is_sequence_sample, is_short_byte_list, names_token_kind,
-    says_wrong,
+    is_module_constant, is_prefix_list, is_sequence_sample, is_short_byte_list, says_wrong, words,
 };
 use super::secret_named::{
     in_urn, is_counting_sample, is_derived_name, is_error_code, is_urn, names_public_value,
@@ -162,6 +162,7 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // `Curve25519SeedBin`, `passphrase: _PassphraseArg`: a name in camel humps of
     // words, or of the assigned name.
     let assigned = assigned_name(text, start, ident);
+    let allow = allowlist::get();
     // `("password", '5f4dcc3b…')`: a test vector pairing a plaintext, one
     // lower-case word, with its hex digest. A setting's name in a pair (`"DB_PASSWORD"`,
     // `"db_password"`) is no plaintext, and its hex value is still judged.
@@ -281,15 +282,15 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     {
         return false;
     }
-    // (`secret_marker`) a kind's short marker (`JWT_CATEGORY_SESSION_TOKEN =
-    // "cl_B7d4PD111AAA"`), a list of token prefixes (`"org_a_oauth_access_",
+    // (`secret_marker`; markers: `allowlist.toml`) a kind's short marker
+    // (`JWT_CATEGORY_SESSION_TOKEN = "cl_B7d4PD111AAA"`), a list of token prefixes (`"org_a_oauth_access_",
     // "org_a_api_key_"`), a respelled credential word (`MySekretPa$$word`), a sentence
     // in camel humps
     // (`iWishIWereCoolEnoughForRoot!`), keyboard runs (`AbcDef123!@#`), a file's name
     // (`'Ansible.Become.cs'`), a class constant behind its module
     // (`hmacmd5.HmacMd5.SERVICE_ID`), a list of fewer than eight bytes, camel words
     // saying the value is wrong (`ObviouslyWrong`) and a quoted dotted path of names.
-    if names_token_kind(&assigned, value)
+    if allow.is_marker(&words(&assigned), value)
         || (comma && is_prefix_list(&assigned, value))
         || holds_respelled_credential(value)
         || is_camel_sentence(value)
@@ -321,12 +322,14 @@ pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
     // (`secret_fixture`) an SDK's tests and service models. A hex digest keying
     // a cache (`token_cache_key = 'f395…'`), a SigV4 scope cut where its literal ends
     // (`X-Amz-Credential=akid%2F20161107%2F`), a Smithy shape id (`"smithy.api#noAuth"`), an AWS
-    // resource name (`arn:aws:secretsmanager:…:secret:snowflake-XHb67j`) and a
+    // resource name (`arn:aws:secretsmanager:…:secret:snowflake-XHb67j`, rows of
+    // `allowlist.toml`) and a
     // paginator's JMESPath query (`"output_token": "Jobs[-1].JobId"`).
     if is_cache_key_digest(&assigned, value)
         || is_cut_signing_scope(value)
         || is_shape_id(value)
-        || in_resource_name(text, start, value)
+        || allow.allows_value(value)
+        || allow.allows_token(text, start)
         || is_query_path(value)
     {
         return false;

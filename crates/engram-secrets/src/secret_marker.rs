@@ -3,9 +3,9 @@
 //! classes: an auth SaaS's JWT category markers and token-prefix lists, samples in
 //! docs, fixtures and tests, names and code).
 //!
-//! - [`names_token_kind`]: a short value under a name that says it stands for a kind
-//!   of token (`JWT_CATEGORY_SESSION_TOKEN = "cl_B7d4PD111AAA"`): a public marker a
-//!   token carries to say what it is, not a token.
+//! - A short value under a name that says it stands for a kind of token
+//!   (`JWT_CATEGORY_SESSION_TOKEN = "cl_B7d4PD111AAA"`) is a public marker a token
+//!   carries to say what it is, not a token: `[[marker]]` rows of `allowlist.toml`.
 //! - [`is_prefix_list`]: a list of token prefixes (`"org_a_oauth_access_",
 //!   "org_a_api_key_"`): lower-case words each ending in the separator a token's body
 //!   follows.
@@ -45,12 +45,6 @@ use super::secret_code::is_camel_words;
 use super::secret_composed::lettered_humps;
 use super::secret_named::is_worded_token_body;
 use super::secret_words::{is_identifier_word, loosely_words};
-
-/// Words of a name saying it stands for a kind of token, not one.
-const KIND_WORDS: &[&str] = &["category", "kind"];
-
-/// Longest value [`names_token_kind`] reads as a marker: shorter than issued tokens.
-const MAX_MARKER: usize = 16;
 
 /// Credentials' names, as a sample respells them.
 const CREDENTIAL_WORDS: &[&str] = &["password", "passwd", "passphrase", "secret"];
@@ -93,17 +87,6 @@ pub(super) fn words(name: &str) -> Vec<String> {
         out.push(word);
     }
     out
-}
-
-/// Whether `value` is a kind's marker: at most [`MAX_MARKER`] characters under a name
-/// with a word of [`KIND_WORDS`] (`JWT_CATEGORY_SESSION_TOKEN = "cl_B7d4PD111AAA"`,
-/// the constant a session token's category claim is compared with). An issued token is
-/// longer; one assigned to such a name is still judged as any other.
-pub(super) fn names_token_kind(assigned: &str, value: &str) -> bool {
-    value.len() <= MAX_MARKER
-        && words(assigned)
-            .iter()
-            .any(|w| KIND_WORDS.contains(&w.as_str()))
 }
 
 /// A token prefix: lower-case letters and digits in two parts or more joined by `_`,

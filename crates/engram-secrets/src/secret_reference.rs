@@ -2,8 +2,9 @@
 //! `%s`, `<password>`, `your-api-key`, masks such as `sk-xxxx…xxxx`) and references to
 //! where the value comes from (`process.env.TOKEN`, `os.environ[…]`, `vault:…`).
 //!
-//! It owns the placeholder and reference word lists and how a word must be written to
-//! count (as a person writes it: lower case, capitals or capitalised), and nothing
+//! It owns how a placeholder or reference word (the stop words of `allowlist.toml`,
+//! each with its reason and source) must be written to count (as a person writes it:
+//! lower case, capitals or capitalised), and nothing
 //! about entropy or where the value sits (`secret_value` asks it, as do the framing
 //! checks). A random value holds one of these words in those forms about 3 × 62^-5 per
 //! position for a five-letter word.
@@ -25,52 +26,9 @@
 //!   (`{0}`, `{name}`, `%s`, `%(name)s`) and text that reads as code around it
 //!   (`"dpapi_machinekey:0x{0}\n…"`, cut at its escape).
 
+use super::allowlist::{self, StopwordKind};
 use super::secret_placeholder::holds_keyword_word;
 use super::secret_words::{is_code_like, is_identifier_word, loosely_words};
-
-/// Substrings of placeholders and references rather than values: symbols no random
-/// value of the common alphabets holds, and words of 5 letters or more, which one
-/// holds about once in 10^7 (so `fake`, 4 letters, is not among them).
-const PLACEHOLDERS: &[&str] = &[
-    "${",
-    "{{",
-    "}}",
-    "%s",
-    "%d",
-    "%(",
-    "{0}",
-    "{}",
-    "<",
-    ">",
-    "example",
-    "placeholder",
-    "changeme",
-    "change_me",
-    "change-me",
-    "redacted",
-    "dummy",
-    "sample",
-    "your_",
-    "your-",
-    "yourp",
-    "yours",
-    "insert",
-    "replace",
-];
-
-/// References to where a value comes from (`process.env.TOKEN`, `os.environ[…]`,
-/// `ENV["TOKEN"]`, `vault:…`): counted only at the start of a word and written all in
-/// lower or all in upper case: a random value holds `env.` in some mix of cases about
-/// once in 100,000, in one of those two forms four times less often.
-const REFERENCES: &[&str] = &[
-    "process.env",
-    "environ",
-    "getenv",
-    "env[",
-    "env.",
-    "secrets.",
-    "vault:",
-];
 
 /// Whether `v` holds the placeholder word `p` (lower case) as a person writes it: all
 /// lower case, all capitals, or capitalised (`your_key`, `YOUR_KEY`, `Yours`), and, for
@@ -138,6 +96,7 @@ pub fn is_placeholder(value: &str) -> bool {
         return true;
     }
     let lower = v.to_ascii_lowercase();
+    let stopwords = allowlist::get();
     let at_word_start = |r: &str| {
         lower.match_indices(r).any(|(i, _)| {
             let written = &v.as_bytes()[i..i + r.len()];
@@ -159,11 +118,13 @@ pub fn is_placeholder(value: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'_' | b'-'));
     bracketed_word
-        || PLACEHOLDERS
-            .iter()
+        || stopwords
+            .words(StopwordKind::Placeholder)
             .any(|p| holds_written_word(v, &lower, p))
         || holds_keyword_word(v)
-        || REFERENCES.iter().any(|r| at_word_start(r))
+        || stopwords
+            .words(StopwordKind::Reference)
+            .any(|r| at_word_start(r))
 }
 
 /// Whether `value` is cut short with `...` or `…` (`ewogICJ0eXBl…IsCiAgIn...`); see the

@@ -1,23 +1,30 @@
-//! The secret rules: one table row per kind of credential, each with its Hyperscan
-//! regex, a positive and a negative example. This module holds the row type and
-//! [`all`]; the rows are in `secret_rules_core` (the widespread kinds) and
-//! `secret_rules_extra` (the rest). `builtin::secrets()` is built from them, and the
-//! `Redactor` reads each row's [`Check`] to decide what to do after a match.
+//! The secret rules as data: `rules.toml` (embedded with `include_str!`), one row per
+//! kind of credential, each with its Hyperscan regex (or an assignment's keywords and
+//! value), the [`Check`] the redactor runs after a match, and a positive and a negative
+//! example. This module reads the table once per process and checks it in its tests;
+//! `Redactor` compiles it and reads each row's [`Check`].
 //!
 //! Every regex is written for Hyperscan compiled with `HS_FLAG_SOM_LEFTMOST`: no
 //! look-around, no back-references, bounded repeats kept small. Every regex also
 //! matches within one line only (no `\s`, no negated class without `\n`), because
-//! scans report matches per line and `tests/patterns.rs` checks them line by line
-//! against the `regex` crate. Every rule is anchored on a literal of three or more
+//! scans report matches per line and engram's `tests/patterns.rs` checks them line by
+//! line against the `regex` crate. Every rule is anchored on a literal of three or more
 //! characters (a provider prefix or a keyword) so that the whole set scans at
 //! gigabytes per second. This module never decides what a match means; that is the
 //! redactor's job.
 
-/// What the redactor does after Hyperscan reports a match of a rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+/// What the redactor does after Hyperscan reports a match of a rule: a small fixed
+/// set, named in `rules.toml` in snake case (`check = "doc_example"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Check {
     /// The match is the secret: redact it as it is, unless it is mostly one character
     /// (`secret_placeholder::is_filler`, as for the token checks below).
+    #[default]
     None,
     /// A keyword assignment (`password = …`): redact only when the value is not a
     /// placeholder, not a known hash/UUID shape and random enough (see
@@ -83,60 +90,82 @@ pub struct SecretRule {
     pub negative: &'static str,
 }
 
-/// A rule whose match is the secret.
-pub(super) const fn rule(
-    id: &'static str,
-    description: &'static str,
-    regex: &'static str,
-    positive: &'static str,
-    negative: &'static str,
-) -> SecretRule {
-    SecretRule {
-        id,
-        description,
-        regex,
-        caseless: false,
-        check: Check::None,
-        positive,
-        negative,
-    }
+/// A row of `rules.toml` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Row {
+    id: String,
+    description: String,
+    regex: Option<String>,
+    keywords: Option<String>,
+    value: Option<String>,
+    #[serde(default)]
+    caseless: bool,
+    #[serde(default)]
+    check: Check,
+    positive: String,
+    negative: String,
 }
 
-impl SecretRule {
-    /// Matched regardless of case (keywords).
-    pub(super) const fn caseless(mut self) -> SecretRule {
-        self.caseless = true;
-        self
-    }
-
-    pub(super) const fn check(mut self, check: Check) -> SecretRule {
-        self.check = check;
-        self
-    }
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    rule: Vec<Row>,
 }
 
-/// `KEYWORD…` assigned `VALUE`: the keyword, up to 20 identifier characters (so
-/// `DATADOG_API_KEY` and `twilio.authToken` count), closing quotes, one assignment
-/// operator of the common languages and formats (`=`, `:`, `:=`, `=>`, `?=`, and `,`
-/// for `("key", "value")` pairs), opening quotes or backticks, then the value.
-macro_rules! assign {
-    ($kw:literal, $val:literal) => {
-        concat!(
-            "(?:",
-            $kw,
-            r#")[\w.\-]{0,20}[ \t'"]{0,3}(?:=|:=|:|=>|\?=|,)[ \t'"`]{0,5}(?:"#,
-            $val,
-            ")"
-        )
-    };
+/// `KEYWORD…` assigned `VALUE`: one of the keywords, up to 20 identifier characters
+/// (so `DATADOG_API_KEY` and `twilio.authToken` count), closing quotes, one assignment
+/// operator of the common languages and formats (`=`, `:`, `:=`, `=>`, `?=`, and `,` for
+/// `("key", "value")` pairs), opening quotes or backticks, then the value.
+fn assignment(keywords: &str, value: &str) -> String {
+    format!(
+        r#"(?:{keywords})[\w.\-]{{0,20}}[ \t'"]{{0,3}}(?:=|:=|:|=>|\?=|,)[ \t'"`]{{0,5}}(?:{value})"#
+    )
 }
-pub(super) use assign;
 
-pub use super::secret_rules_core::CORE;
+/// The table read from `text`: a row with both or neither of `regex` and `keywords`
+/// (with `value`) is refused, naming the row.
+fn parse(text: &str) -> Result<Vec<SecretRule>, String> {
+    let table: Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    // Leaked once per process: the table lives as long as the process, and the rule
+    // type hands out `&'static str` as the literal table it replaced did.
+    let keep = |s: String| -> &'static str { s.leak() };
+    table
+        .rule
+        .into_iter()
+        .map(|r| {
+            let regex = match (r.regex, r.keywords, r.value) {
+                (Some(regex), None, None) => regex,
+                (None, Some(k), Some(v)) => assignment(&k, &v),
+                _ => {
+                    return Err(format!(
+                        "rule {}: give either `regex`, or `keywords` and `value`",
+                        r.id
+                    ))
+                }
+            };
+            Ok(SecretRule {
+                id: keep(r.id),
+                description: keep(r.description),
+                regex: keep(regex),
+                caseless: r.caseless,
+                check: r.check,
+                positive: keep(r.positive),
+                negative: keep(r.negative),
+            })
+        })
+        .collect()
+}
+
+static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
+    // The table is part of the build, not input: `tests::the_table_reads` fails on
+    // any mistake in it before a release could.
+    parse(include_str!("rules.toml")).unwrap_or_else(|e| panic!("rules.toml: {e}"))
+});
 
 /// Every secret rule, in set order: the widespread kinds first, then the rest.
 pub fn all() -> impl Iterator<Item = &'static SecretRule> {
-    CORE.iter().chain(super::secret_rules_extra::EXTRA.iter())
+    RULES.iter()
 }
 
 #[cfg(test)]
@@ -186,6 +215,27 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_row_gives_a_regex_or_keywords_and_a_value() {
+        let row = |fields: &str| {
+            format!(
+                "[[rule]]\nid = 'x'\ndescription = 'd'\n{fields}\npositive = 'p'\nnegative = 'n'\n"
+            )
+        };
+        let both = parse(&row("regex = 'a'\nkeywords = 'k'\nvalue = 'v'"));
+        assert!(both.unwrap_err().contains("rule x"));
+        assert!(parse(&row("keywords = 'k'")).is_err());
+        assert!(parse(&row("regex = 'a'\ncheck = 'no_such_check'")).is_err());
+        let r = parse(&row(
+            "keywords = 'token|secret'\nvalue = '[0-9a-f]{32}'\ncaseless = true",
+        ))
+        .expect("an assignment row");
+        assert!(
+            r[0].regex.starts_with("(?:token|secret)") && r[0].regex.ends_with("(?:[0-9a-f]{32})")
+        );
+        assert!(r[0].caseless && r[0].check == Check::None);
     }
 
     struct Scanned {
