@@ -160,7 +160,7 @@ impl Allowlist {
     pub fn is_marker(&self, name_words: &[String], value: &str) -> bool {
         self.markers
             .iter()
-            .any(|m| value.len() <= m.max_len && name_words.iter().any(|w| *w == m.name_word))
+            .any(|m| value.len() <= m.max_len && name_words.contains(&m.name_word))
     }
 }
 

@@ -5,13 +5,18 @@
 //! each a Hyperscan regex with the check to run after a match and a positive and a
 //! negative example), the allowlists (`allowlist.toml`, read by `allowlist`: stop
 //! words, value and token patterns, markers, each row with its reason and source), the
-//! checks that decide whether a match is a secret or code, a sample, a placeholder
-//! (`secret_*`), and the [`Redactor`] that runs them. It depends on no part of
+//! checks that decide whether a match is a secret (`secret_*`; a keyword assignment's
+//! value by one classifier over named classes, `value_class` and `class_*`), and the
+//! [`Redactor`] that runs them. It depends on no part of
 //! engram's storage: it reads text and returns spans or text, and writes nothing but
 //! the compiled rules' cache file, where its caller asks for one.
 
 pub mod allowlist;
 pub mod bytes;
+mod class_code;
+mod class_encoded;
+mod class_reference;
+mod class_sample;
 pub mod hs;
 pub mod redact;
 mod redact_span;
@@ -62,6 +67,7 @@ mod secret_views;
 pub mod secret_words;
 #[cfg(test)]
 mod test_random;
+mod value_class;
 
 pub use redact::{Finding, Redacted, Redactor};
 pub use secret_rules::{Check, SecretRule};

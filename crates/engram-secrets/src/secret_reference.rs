@@ -122,9 +122,7 @@ pub fn is_placeholder(value: &str) -> bool {
             .words(StopwordKind::Placeholder)
             .any(|p| holds_written_word(v, &lower, p))
         || holds_keyword_word(v)
-        || stopwords
-            .words(StopwordKind::Reference)
-            .any(|r| at_word_start(r))
+        || stopwords.words(StopwordKind::Reference).any(at_word_start)
 }
 
 /// Whether `value` is cut short with `...` or `…` (`ewogICJ0eXBl…IsCiAgIn...`); see the
