@@ -24,9 +24,11 @@ profile=(--profile ci)
 
 # Formatting, lints and doc links are part of the suite: a warning fails it.
 step "fmt --check" cargo fmt --check
-step "clippy" cargo clippy --quiet "${profile[@]}" --all-features --all-targets -- -D warnings
+# `--workspace`: the members under crates/ (the secret detector) are linted, documented
+# and tested too; a bare `cargo test` at the root covers the root package only.
+step "clippy" cargo clippy --quiet "${profile[@]}" --workspace --all-features --all-targets -- -D warnings
 step "doc" env RUSTDOCFLAGS="-D warnings" \
-  cargo doc --quiet "${profile[@]}" --no-deps --all-features
+  cargo doc --quiet "${profile[@]}" --workspace --no-deps --all-features
 
 # The format layer must build alone, without the store's or the CLI's dependencies.
 step "format layer alone" cargo build --quiet "${profile[@]}" --no-default-features --lib
@@ -51,7 +53,7 @@ step "postgres" start_postgres
 
 # Everything: unit, integration, end-to-end (real MCP clients, killed children) and
 # doc tests, with every feature.
-step "all tests" cargo test "${profile[@]}" --all-features
+step "all tests" cargo test "${profile[@]}" --workspace --all-features
 
 # The fuzz targets must keep building (running them is tools/fuzz-smoke.sh's job).
 if cargo +nightly --version >/dev/null 2>&1; then

@@ -16,9 +16,9 @@
 
 use std::borrow::Cow;
 
-use super::redact::{ceil_boundary, floor_boundary};
 use super::{PatternError, Redactor};
 use crate::key::hash64;
+use engram_secrets::bytes::{ceil_boundary, floor_boundary};
 
 /// The path as stored: `path` itself when it holds no secret (nearly always), else
 /// with each secret replaced as the module doc says.

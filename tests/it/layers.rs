@@ -390,3 +390,61 @@ fn architecture_md_draws_the_table() {
         );
     }
 }
+
+/// The workspace's other crates, beneath the whole library: engram uses them, they use
+/// nothing of engram. `crates/engram-secrets` (the secret detector) must never need
+/// engram's storage: no `engram` dependency, no storage crate, no `engram::` path.
+const WORKSPACE_CRATES: &[&str] = &["engram-secrets"];
+
+/// Dependencies a workspace crate may not have: engram itself and what its storage uses.
+const STORAGE_DEPS: &[&str] = &["engram", "rusqlite", "memmap2", "simsimd", "zerocopy"];
+
+#[test]
+fn workspace_crates_stand_below_engram() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut bad = Vec::new();
+    for name in WORKSPACE_CRATES {
+        let dir = root.join("crates").join(name);
+        assert!(
+            doc.contains(&format!("crates/{name}")),
+            "ARCHITECTURE.md does not name crates/{name}"
+        );
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("crates/{name}/Cargo.toml: {e}"));
+        let mut section = "";
+        for line in manifest.lines().map(str::trim) {
+            if line.starts_with('[') {
+                section = line;
+                continue;
+            }
+            let dep = line.split(['=', '.', ' ']).next().unwrap_or("");
+            if section == "[dependencies]" && STORAGE_DEPS.contains(&dep) {
+                bad.push(format!("crates/{name}/Cargo.toml depends on {dep}"));
+            }
+        }
+        let mut paths = Vec::new();
+        rust_files(&dir.join("src"), &mut paths);
+        assert!(!paths.is_empty(), "crates/{name}/src has no Rust files");
+        for p in &paths {
+            let text = std::fs::read_to_string(p).unwrap();
+            if !text.starts_with("//!") {
+                bad.push(format!("{} has no `//!` module doc", p.display()));
+            }
+            for (n, l) in text.lines().enumerate() {
+                if l.contains("engram::") && !l.trim_start().starts_with("//") {
+                    bad.push(format!("{}:{}: names engram", p.display(), n + 1));
+                }
+            }
+        }
+    }
+    // A member of the workspace, so `cargo test --workspace` (tools/test.sh) runs its tests.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    for name in WORKSPACE_CRATES {
+        assert!(
+            manifest.contains(&format!("\"crates/{name}\"")),
+            "Cargo.toml's workspace does not list crates/{name}"
+        );
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
