@@ -34,7 +34,7 @@ enum Judge {
 }
 
 /// Session memories and notes read from and written to a [`MemoryBackend`], with
-/// staleness and recall as [`Judge`] decides.
+/// staleness and recall as `Judge` decides.
 #[derive(Clone)]
 pub struct BackendProviders {
     backend: Arc<dyn MemoryBackend>,
