@@ -17,7 +17,9 @@ mod database_url;
 mod providers;
 mod table;
 pub use database_url::{check_database_url, DatabaseUrlError};
-pub use providers::{McpProviderConfig, ProviderTransport, DEFAULT_TIMEOUT_MS};
+pub use providers::{
+    McpProviderConfig, ProviderError, ProviderTransport, ProvidersError, DEFAULT_TIMEOUT_MS,
+};
 pub use table::{Setting, SettingError, SETTINGS};
 
 /// Where a value came from.
@@ -57,7 +59,10 @@ pub enum ConfigError {
         known: String,
     },
     #[error("{path}: {reason}")]
-    Provider { path: String, reason: String },
+    Provider {
+        path: String,
+        reason: ProvidersError,
+    },
     /// A value its setting's check refused (`value` as it may be shown).
     #[error("setting {name} = {value:?} (from {source_}): {reason}")]
     Invalid {
