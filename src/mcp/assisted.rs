@@ -153,7 +153,7 @@ impl Engine {
         warnings: &mut Vec<String>,
     ) -> Result<Option<String>, String> {
         let level = match arg_str(a, "compress") {
-            Some(l) => l.parse::<Level>()?,
+            Some(l) => l.parse::<Level>().map_err(err)?,
             None if self.assistant_with(|f| f.compress).is_some() => Level::Detailed,
             None => return Ok(None),
         };
