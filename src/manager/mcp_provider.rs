@@ -212,7 +212,7 @@ impl McpProvider {
                     ().serve((stdout, stdin)).await.map_err(|reason| {
                         AskError::CommandHandshake {
                             program: program.clone(),
-                            reason,
+                            reason: Box::new(reason),
                         }
                     })?;
                 Ok(Connection {
@@ -233,7 +233,7 @@ impl McpProvider {
                         .await
                         .map_err(|reason| AskError::UrlHandshake {
                             url: url.clone(),
-                            reason,
+                            reason: Box::new(reason),
                         })?;
                 Ok(Connection {
                     client,
@@ -280,17 +280,18 @@ enum AskError {
     },
     #[error("the program's stdin and stdout could not be opened")]
     NoPipes,
+    // Boxed (both handshakes): rmcp's error is large, and a handshake failure rare.
     #[error("MCP handshake with {program:?} failed: {reason}")]
     CommandHandshake {
         program: String,
-        reason: ClientInitializeError,
+        reason: Box<ClientInitializeError>,
     },
     #[error("the environment variable {var} (token_env) is not set")]
     NoToken { var: String },
     #[error("MCP handshake with {url} failed: {reason}")]
     UrlHandshake {
         url: String,
-        reason: ClientInitializeError,
+        reason: Box<ClientInitializeError>,
     },
     #[error("calling {tool}: {reason}")]
     Call { tool: String, reason: ServiceError },

@@ -118,3 +118,26 @@ fn min_confidence(a: &Map<String, Value>) -> Result<Confidence, ToolError> {
         Some(s) => Confidence::parse(s).ok_or_else(|| ToolError::Confidence { value: s.into() }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_confidence_is_named_with_the_four_there_are() {
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert!(matches!(
+            min_confidence(&args(json!({}))),
+            Ok(Confidence::SameName)
+        ));
+        let e = min_confidence(&args(json!({"min_confidence": "sure"}))).unwrap_err();
+        assert!(
+            matches!(&e, ToolError::Confidence { value } if value == "sure"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "min_confidence \"sure\": expected resolved, imported, same-name or ambiguous"
+        );
+    }
+}

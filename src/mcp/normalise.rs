@@ -58,8 +58,8 @@ pub enum CallError {
     #[error("{tool}: {alias:?} and {name:?} are the same argument and were given different values ({value} and {given}); pass only one")]
     Conflict {
         tool: &'static str,
-        alias: String,
-        name: String,
+        alias: &'static str,
+        name: &'static str,
         value: Value,
         given: Value,
     },
@@ -231,8 +231,8 @@ fn line_range(v: &Value) -> Option<(u64, u64)> {
 fn put_checked(
     spec: &ToolSpec,
     args: &mut Map<String, Value>,
-    from: &str,
-    key: &str,
+    from: &'static str,
+    key: &'static str,
     value: Value,
 ) -> Result<(), CallError> {
     match args.get(key) {
@@ -244,11 +244,17 @@ fn put_checked(
     }
 }
 
-fn conflict(spec: &ToolSpec, alias: &str, name: &str, value: &Value, given: &Value) -> CallError {
+fn conflict(
+    spec: &ToolSpec,
+    alias: &'static str,
+    name: &'static str,
+    value: &Value,
+    given: &Value,
+) -> CallError {
     CallError::Conflict {
         tool: spec.name,
-        alias: alias.into(),
-        name: name.into(),
+        alias,
+        name,
         value: value.clone(),
         given: given.clone(),
     }
@@ -437,7 +443,7 @@ mod tests {
         args.insert("start_line".into(), json!(4));
         let e = seed_shapes(spec, &mut args).unwrap_err();
         assert!(
-            matches!(&e, CallError::Conflict { alias, name, .. } if alias == "line_range" && name == "start_line"),
+            matches!(&e, CallError::Conflict { alias, name, .. } if *alias == "line_range" && *name == "start_line"),
             "{e:?}"
         );
     }
