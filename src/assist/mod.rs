@@ -28,7 +28,7 @@ pub use rerank::{RerankOptions, Scored};
 pub use suggest::{parse_suggestion, past_solution, suggest, Parsed, Suggestion};
 pub use vision::{
     is_base64, parse_fields, screenshot_from, sha256_hex, unread_image, Screenshot,
-    ScreenshotFields,
+    ScreenshotError, ScreenshotFields,
 };
 
 use crate::gate::{AuditEvent, AuditLog, Gate, GateError, LlmCall};
