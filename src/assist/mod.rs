@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-pub use compress::Level;
+pub use compress::{Level, UnknownLevel};
 pub use extract::{parse_items, same_words, Extracted};
 pub use rerank::{RerankOptions, Scored};
 pub use suggest::{parse_suggestion, past_solution, suggest, Parsed, Suggestion};

@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::assist::UnknownLevel;
 use crate::gate::GateError;
 use crate::index::IndexError;
 use crate::manager::ManagerError;
@@ -23,6 +24,8 @@ pub enum ToolError {
     NotPathLine { at: String },
     #[error("min_confidence {value:?}: expected resolved, imported, same-name or ambiguous")]
     Confidence { value: String },
+    #[error(transparent)]
+    Level(#[from] UnknownLevel),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
