@@ -2,7 +2,39 @@
 //! the check its value must pass. Data and validators only; loading and precedence
 //! are in `config.rs`.
 
-use super::parse_bool;
+use super::{parse_bool, DatabaseUrlError};
+use crate::embed::EmbedderNameError;
+
+/// Why a setting's value was refused: each says what a valid value looks like.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    #[error("expected true or false")]
+    NotBool,
+    #[error("expected a number of bytes")]
+    NotBytes,
+    #[error("expected a number of milliseconds")]
+    NotMillis,
+    #[error("expected a whole number above 0")]
+    NotPositive,
+    #[error("expected a whole number from 1 to 1000 (pgvector's range for hnsw.ef_search)")]
+    EfSearchRange,
+    #[error("expected one of {}", options.join(", "))]
+    NotOneOf { options: &'static [&'static str] },
+    #[error("expected a price in US dollars per million tokens, e.g. 0.15")]
+    NotPrice,
+    #[error("expected a number from 0 to 1")]
+    NotUnit,
+    #[error("alias {alias:?}: an alias is a plain name (not empty, `.`, `*` or a path)")]
+    BadAlias { alias: String },
+    #[error("expected HOST:PORT, e.g. 127.0.0.1:7878")]
+    NotAddress,
+    #[error(transparent)]
+    Embedder(#[from] EmbedderNameError),
+    #[error(transparent)]
+    DatabaseUrl(#[from] DatabaseUrlError),
+}
+
+type Check = Result<(), SettingError>;
 
 /// One setting: its name (as in the file), environment variable, default and meaning.
 pub struct Setting {
@@ -10,81 +42,78 @@ pub struct Setting {
     pub env: &'static str,
     pub default: &'static str,
     pub help: &'static str,
-    pub(super) check: fn(&str) -> Result<(), String>,
+    pub(super) check: fn(&str) -> Check,
 }
 
-fn any(_: &str) -> Result<(), String> {
+fn any(_: &str) -> Check {
     Ok(())
 }
 
-fn boolean(v: &str) -> Result<(), String> {
+fn boolean(v: &str) -> Check {
     parse_bool(v).map(|_| ())
 }
 
-fn bytes(v: &str) -> Result<(), String> {
+fn bytes(v: &str) -> Check {
     v.parse::<u64>()
         .map(|_| ())
-        .map_err(|_| "expected a number of bytes".to_string())
+        .map_err(|_| SettingError::NotBytes)
 }
 
-fn millis(v: &str) -> Result<(), String> {
+fn millis(v: &str) -> Check {
     v.parse::<u64>()
         .map(|_| ())
-        .map_err(|_| "expected a number of milliseconds".to_string())
+        .map_err(|_| SettingError::NotMillis)
 }
 
-fn positive(v: &str) -> Result<(), String> {
+fn positive(v: &str) -> Check {
     match v.parse::<u64>() {
         Ok(n) if n > 0 => Ok(()),
-        _ => Err("expected a whole number above 0".to_string()),
+        _ => Err(SettingError::NotPositive),
     }
 }
 
-fn ef_search(v: &str) -> Result<(), String> {
+fn ef_search(v: &str) -> Check {
     match v.parse::<u32>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(()),
-        _ => Err(
-            "expected a whole number from 1 to 1000 (pgvector's range for hnsw.ef_search)"
-                .to_string(),
-        ),
+        _ => Err(SettingError::EfSearchRange),
     }
 }
 
-fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Result<(), String> {
+fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Check {
     move |v| {
         if options.contains(&v) {
             Ok(())
         } else {
-            Err(format!("expected one of {}", options.join(", ")))
+            Err(SettingError::NotOneOf { options })
         }
     }
 }
 
-fn durability(v: &str) -> Result<(), String> {
+fn durability(v: &str) -> Check {
     one_of(&["always", "batch", "never"])(v)
 }
 
-fn secret_action(v: &str) -> Result<(), String> {
+fn secret_action(v: &str) -> Check {
     one_of(&["redact", "exclude"])(v)
 }
 
-fn tools(v: &str) -> Result<(), String> {
+fn tools(v: &str) -> Check {
     one_of(&["default", "core", "code", "memory", "coding", "all"])(v)
 }
 
-fn embedder(v: &str) -> Result<(), String> {
-    crate::embed::check_embedder_name(v)
+fn embedder(v: &str) -> Check {
+    Ok(crate::embed::check_embedder_name(v)?)
 }
 
-fn database_url(v: &str) -> Result<(), String> {
-    super::check_database_url(v)
+fn database_url(v: &str) -> Check {
+    Ok(super::check_database_url(v)?)
 }
 
-fn llm_api(v: &str) -> Result<(), String> {
+fn llm_api(v: &str) -> Check {
     one_of(&["openai", "anthropic"])(v)
 }
 
-fn llm_features(v: &str) -> Result<(), String> {
+fn llm_features(v: &str) -> Check {
     const KNOWN: &[&str] = &["summary", "rerank", "extract", "compress", "vision", "all"];
     for f in v.split(',').map(str::trim).filter(|f| !f.is_empty()) {
         one_of(KNOWN)(f)?;
@@ -92,36 +121,36 @@ fn llm_features(v: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn price(v: &str) -> Result<(), String> {
+fn price(v: &str) -> Check {
     match v.parse::<f64>() {
         Ok(p) if p.is_finite() && p >= 0.0 => Ok(()),
-        _ => Err("expected a price in US dollars per million tokens, e.g. 0.15".into()),
+        _ => Err(SettingError::NotPrice),
     }
 }
 
-fn unit(v: &str) -> Result<(), String> {
+fn unit(v: &str) -> Check {
     match v.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(()),
-        _ => Err("expected a number from 0 to 1".into()),
+        _ => Err(SettingError::NotUnit),
     }
 }
 
-fn aliases(v: &str) -> Result<(), String> {
+fn aliases(v: &str) -> Check {
     for a in v.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         let name = a.split_once('=').map_or(a, |(n, _)| n.trim());
         if name.is_empty() || name == "." || name == "*" || name.starts_with('/') {
-            return Err(format!(
-                "alias {a:?}: an alias is a plain name (not empty, `.`, `*` or a path)"
-            ));
+            return Err(SettingError::BadAlias {
+                alias: a.to_string(),
+            });
         }
     }
     Ok(())
 }
 
-fn address(v: &str) -> Result<(), String> {
+fn address(v: &str) -> Check {
     v.parse::<std::net::SocketAddr>()
         .map(|_| ())
-        .map_err(|_| "expected HOST:PORT, e.g. 127.0.0.1:7878".to_string())
+        .map_err(|_| SettingError::NotAddress)
 }
 
 /// Every setting engram reads.

@@ -35,6 +35,17 @@ pub enum EmbedError {
     Failed { embedder: String, reason: String },
 }
 
+/// A name that is no embedder this build can make.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbedderNameError {
+    /// No embedder of any kind has this name; the text lists those that do.
+    #[error("{}", unknown(name))]
+    Unknown { name: String },
+    /// A provider over HTTP, in a build without the HTTP client.
+    #[error("embedder {name:?} is reached over HTTP; this build has no HTTP client (build with --features llm)")]
+    NeedsHttpClient { name: String },
+}
+
 /// Turns texts into vectors of one fixed dimension.
 ///
 /// Implementations must be deterministic for a given [`name`](Embedder::name): the
@@ -192,7 +203,7 @@ pub fn builtin_embedder(name: &str) -> Option<std::sync::Arc<dyn Embedder>> {
 
 /// Checks that `name` is an embedder this build has, without loading a model (for
 /// validating configuration).
-pub fn check_embedder_name(name: &str) -> Result<(), String> {
+pub fn check_embedder_name(name: &str) -> Result<(), EmbedderNameError> {
     if hashed_dims(name).is_some() || name.starts_with("static-") {
         return Ok(());
     }
@@ -204,11 +215,9 @@ pub fn check_embedder_name(name: &str) -> Result<(), String> {
         #[cfg(feature = "llm")]
         return Ok(());
         #[cfg(not(feature = "llm"))]
-        return Err(format!(
-            "embedder {name:?} is reached over HTTP; this build has no HTTP client (build with --features llm)"
-        ));
+        return Err(EmbedderNameError::NeedsHttpClient { name: name.into() });
     }
-    Err(unknown(name))
+    Err(EmbedderNameError::Unknown { name: name.into() })
 }
 
 /// The static token table `name`, from `$ENGRAM_STATIC_DIR/NAME.bin`.

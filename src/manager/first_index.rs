@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{ManagerError, VectorFill};
-use crate::index::{self, IndexOptions};
+use crate::index::{self, IndexError, IndexOptions};
 use crate::memory::Memories;
 
 /// How long a call waits for the first index unless told otherwise: well inside the
@@ -28,12 +28,16 @@ pub struct FirstIndex {
     job: Mutex<Option<Arc<Job>>>,
 }
 
+/// How a pass ended.
+type Outcome = Result<u64, Arc<IndexError>>;
+
 /// One indexing pass on its own thread.
 struct Job {
     done: AtomicU64,
     total: AtomicU64,
-    /// `Some` once the pass ended: the files it indexed, or why it failed.
-    outcome: Mutex<Option<Result<u64, String>>>,
+    /// `Some` once the pass ended: the files it indexed, or why it failed (shared by
+    /// every call that waited for it).
+    outcome: Mutex<Option<Outcome>>,
     ended: Condvar,
 }
 
@@ -72,7 +76,7 @@ impl Job {
                 } else {
                     index::index(memories.store(), &root, &opts)
                 };
-                let outcome = first.map(|r| r.files_indexed).map_err(|e| e.to_string());
+                let outcome = first.map(|r| r.files_indexed).map_err(Arc::new);
                 if let Err(e) = &outcome {
                     tracing::warn!("the first index of {} failed: {e}", root.display());
                 }
@@ -88,7 +92,7 @@ impl Job {
     }
 
     /// The pass's outcome, once it ended within `wait`.
-    fn wait(&self, wait: Duration) -> Option<Result<u64, String>> {
+    fn wait(&self, wait: Duration) -> Option<Outcome> {
         let deadline = Instant::now() + wait;
         let mut outcome = self.outcome.lock().unwrap_or_else(PoisonError::into_inner);
         loop {

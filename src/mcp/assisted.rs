@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, err, required_str, str_list};
+use super::args::{arg_str, err, required_str, str_list, ToolError};
 use super::handlers::{Engine, ToolResult};
 use crate::assist::{is_base64, screenshot_from, unread_image, warn, Assistant, Features, Level};
 use crate::memory::ErrorReport;
@@ -151,7 +151,7 @@ impl Engine {
         context: &str,
         budget: usize,
         warnings: &mut Vec<String>,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, ToolError> {
         let level = match arg_str(a, "compress") {
             Some(l) => l.parse::<Level>()?,
             None if self.assistant_with(|f| f.compress).is_some() => Level::Detailed,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, err, required_str, str_list};
+use super::args::{arg_str, err, required_str, str_list, ToolError};
 use super::handlers::{Engine, ToolResult};
 use super::tools::{opt, req as required, Profile, ToolSpec, Ty};
 use crate::memory::Memory;
@@ -78,7 +78,7 @@ impl Engine {
             "memory_delete" => {
                 let id = match required_str(a, "id") {
                     Ok(id) => id,
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some(Err(e.into())),
                 };
                 self.backend
                     .forget(id)
@@ -88,7 +88,7 @@ impl Engine {
             "delete_note" => {
                 let name = match required_str(a, "name") {
                     Ok(n) => n,
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some(Err(e.into())),
                 };
                 self.backend
                     .note_delete(name)
@@ -176,12 +176,12 @@ impl Engine {
     pub(super) fn stale_marks(
         &self,
         found: &[Memory],
-    ) -> Result<HashMap<String, Vec<Staleness>>, String> {
+    ) -> Result<HashMap<String, Vec<Staleness>>, ToolError> {
         if self.team {
-            return crate::stale::marks_against(self.memories.store(), found).map_err(err);
+            return Ok(crate::stale::marks_against(self.memories.store(), found)?);
         }
         let ids: Vec<String> = found.iter().map(|m| m.id.clone()).collect();
-        crate::stale::of_memories(self.memories.store(), &ids).map_err(err)
+        Ok(crate::stale::of_memories(self.memories.store(), &ids)?)
     }
 
     /// Add `stale` (the marks, empty when fresh) to each shaped memory of `found`.
@@ -189,7 +189,7 @@ impl Engine {
         &self,
         found: &[Memory],
         items: impl Iterator<Item = &'a mut Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ToolError> {
         let mut marks = self.stale_marks(found)?;
         for v in items {
             let Some(id) = v.get("id").and_then(Value::as_str).map(String::from) else {
@@ -204,13 +204,12 @@ impl Engine {
 
     /// The project context of wherever the memories are, at most `budget` bytes, stale
     /// entries tagged against the local code index.
-    pub(super) fn full_context(&self, budget: usize) -> Result<String, String> {
-        if self.team {
+    pub(super) fn full_context(&self, budget: usize) -> Result<String, ToolError> {
+        Ok(if self.team {
             crate::stale::project_context_in(self.memories.store(), &*self.backend, budget)
         } else {
             crate::stale::project_context(&self.memories, budget)
-        }
-        .map_err(err)
+        }?)
     }
 
     fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {
@@ -241,10 +240,8 @@ impl Engine {
     /// What the store holds (also served as `GET /api/memory/{repo}/stats`).
     pub fn stats(&self) -> ToolResult {
         let store = self.memories.store();
-        let count = |sql: &str| -> Result<i64, String> {
-            store
-                .with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))
-                .map_err(err)
+        let count = |sql: &str| -> Result<i64, ToolError> {
+            Ok(store.with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))?)
         };
         let memories = self.backend.count().map_err(err)?;
         Ok(json!({

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, bounded_count, err};
+use super::args::{arg_str, bounded_count, err, ToolError};
 use super::handlers::{noted, Engine, ToolResult};
 use crate::index::graph::{self, Ask, Confidence, Target};
 
@@ -92,17 +92,17 @@ impl Engine {
 
     /// The target (`name`, or `at` as PATH:LINE with the path confined to the
     /// repository) and limits of a reference or caller question.
-    fn graph_ask(&self, a: &Map<String, Value>, depth: u32) -> Result<(Target, Ask), String> {
+    fn graph_ask(&self, a: &Map<String, Value>, depth: u32) -> Result<(Target, Ask), ToolError> {
         let at = match arg_str(a, "at") {
             Some(at) => {
                 let (path, line) = at
                     .rsplit_once(':')
-                    .ok_or_else(|| format!("at {at:?}: expected PATH:LINE, e.g. src/app.py:42"))?;
-                Some(format!("{}:{line}", self.gate.relative(path).map_err(err)?))
+                    .ok_or_else(|| ToolError::NotPathLine { at: at.into() })?;
+                Some(format!("{}:{line}", self.gate.relative(path)?))
             }
             None => None,
         };
-        let target = Target::new(arg_str(a, "name"), at.as_deref()).map_err(err)?;
+        let target = Target::new(arg_str(a, "name"), at.as_deref())?;
         let ask = Ask {
             min_confidence: min_confidence(a)?,
             depth,
@@ -112,11 +112,32 @@ impl Engine {
     }
 }
 
-fn min_confidence(a: &Map<String, Value>) -> Result<Confidence, String> {
+fn min_confidence(a: &Map<String, Value>) -> Result<Confidence, ToolError> {
     match arg_str(a, "min_confidence") {
         None => Ok(Confidence::SameName),
-        Some(s) => Confidence::parse(s).ok_or_else(|| {
-            format!("min_confidence {s:?}: expected resolved, imported, same-name or ambiguous")
-        }),
+        Some(s) => Confidence::parse(s).ok_or_else(|| ToolError::Confidence { value: s.into() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_confidence_is_named_with_the_four_there_are() {
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert!(matches!(
+            min_confidence(&args(json!({}))),
+            Ok(Confidence::SameName)
+        ));
+        let e = min_confidence(&args(json!({"min_confidence": "sure"}))).unwrap_err();
+        assert!(
+            matches!(&e, ToolError::Confidence { value } if value == "sure"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "min_confidence \"sure\": expected resolved, imported, same-name or ambiguous"
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, bounded_count, err, required_str, str_list};
+use super::args::{arg_str, bounded_count, err, required_str, str_list, ToolError};
 use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
@@ -189,16 +189,14 @@ impl Engine {
 
     /// Index the repository first when it never was, within
     /// [`Engine::first_index_wait`]; the note to add to the answer, if any.
-    pub(super) fn index_first(&self) -> Result<Option<String>, String> {
-        self.first_index
-            .ensure(
-                &self.memories,
-                self.gate.root(),
-                &self.index_options,
-                &self.vector_fill,
-                self.first_index_wait,
-            )
-            .map_err(err)
+    pub(super) fn index_first(&self) -> Result<Option<String>, ToolError> {
+        Ok(self.first_index.ensure(
+            &self.memories,
+            self.gate.root(),
+            &self.index_options,
+            &self.vector_fill,
+            self.first_index_wait,
+        )?)
     }
 
     /// Memories shaped for output under one budget, listed under `field`, each with
@@ -212,11 +210,11 @@ impl Engine {
 
     /// The file-path arguments of a coding record made repository-relative (and
     /// refused when they lead outside the repository).
-    fn relative_paths(&self, a: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+    fn relative_paths(&self, a: &Map<String, Value>) -> Result<Map<String, Value>, ToolError> {
         let mut a = a.clone();
         for k in ["path", "file"] {
             if let Some(p) = arg_str(&a, k) {
-                let rel = self.gate.relative(p).map_err(err)?;
+                let rel = self.gate.relative(p)?;
                 a.insert(k.into(), json!(rel));
             }
         }
@@ -224,29 +222,26 @@ impl Engine {
             let rel = files
                 .iter()
                 .filter_map(Value::as_str)
-                .map(|p| self.gate.relative(p).map_err(err))
+                .map(|p| self.gate.relative(p))
                 .collect::<Result<Vec<_>, _>>()?;
             a.insert("related_files".into(), json!(rel));
         }
         Ok(a)
     }
 
-    fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, String> {
+    fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, ToolError> {
         Ok(SearchOptions {
             top_k: bounded_count(a, "top_k", 10, 100) as usize,
             lang: arg_str(a, "lang").map(String::from),
             path_glob: arg_str(a, "path").map(String::from),
-            kind: arg_str(a, "kind")
-                .map(str::parse::<HitKind>)
-                .transpose()
-                .map_err(err)?,
+            kind: arg_str(a, "kind").map(str::parse::<HitKind>).transpose()?,
             embedder: self.embedder.clone(),
             ..SearchOptions::default()
         })
     }
 
-    pub(super) fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, String> {
-        MemoryFilter {
+    pub(super) fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, ToolError> {
+        Ok(MemoryFilter {
             kind: arg_str(a, "kind").map(String::from),
             task: arg_str(a, "task").map(String::from),
             insights: str_list(a, "insights"),
@@ -255,11 +250,9 @@ impl Engine {
             session: arg_str(a, "session").map(String::from),
             since_ms: arg_str(a, "since")
                 .map(|t| parse_since(t, crate::store::now_ms()))
-                .transpose()
-                .map_err(err)?,
+                .transpose()?,
         }
-        .normalised()
-        .map_err(err)
+        .normalised()?)
     }
 
     fn reindex(&self) -> ToolResult {

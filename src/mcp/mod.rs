@@ -141,7 +141,7 @@ impl ServerHandler for Server {
                 match normalise::prepare(&engine, &name, &names, args) {
                     Ok(p) => Ok(engine.call_on(&conn, p.spec.name, &p.args, p.user_id.as_deref())),
                     Err(e) => {
-                        let message = shape::error_text(&e);
+                        let message = shape::error_text(&e.to_string());
                         engine.audit_refused(&name, &message);
                         Err(message)
                     }

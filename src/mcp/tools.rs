@@ -89,9 +89,16 @@ impl Profile {
     }
 }
 
+/// A tool profile name that is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool profile {part:?} is not one of default, core, code, memory, coding, all, compat (join several with commas)")]
+pub struct UnknownProfile {
+    pub part: String,
+}
+
 impl std::str::FromStr for Profile {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownProfile;
+    fn from_str(s: &str) -> Result<Self, UnknownProfile> {
         let mut bits = 0;
         for part in s.split(',').map(str::trim) {
             bits |= match part {
@@ -102,11 +109,7 @@ impl std::str::FromStr for Profile {
                 "all" => Profile::All,
                 "compat" => Profile::Compat,
                 "default" => Profile::Default,
-                _ => {
-                    return Err(format!(
-                        "tool profile {part:?} is not one of default, core, code, memory, coding, all, compat (join several with commas)"
-                    ))
-                }
+                _ => return Err(UnknownProfile { part: part.into() }),
             }
             .0;
         }
@@ -182,30 +185,58 @@ pub fn schema(spec: &ToolSpec) -> Map<String, Value> {
     m
 }
 
+/// Arguments that do not fit a tool's schema; the text says which and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    #[error("{tool}: unknown argument {name:?}; it takes {}", takes(known))]
+    Unknown {
+        tool: &'static str,
+        name: String,
+        known: Vec<&'static str>,
+    },
+    #[error("{tool}: missing required argument {name:?} ({help})")]
+    Missing {
+        tool: &'static str,
+        name: &'static str,
+        help: &'static str,
+    },
+    #[error("{tool}: argument {name:?} must be {want}, got {got}")]
+    WrongType {
+        tool: &'static str,
+        name: &'static str,
+        want: &'static str,
+        got: Value,
+    },
+}
+
+fn takes(known: &[&str]) -> String {
+    if known.is_empty() {
+        "no arguments".to_string()
+    } else {
+        known.join(", ")
+    }
+}
+
 /// Check a call's arguments against the tool's parameters: every required one
-/// present, no unknown one, each of its type. The error says which and what to do.
-pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String> {
+/// present, no unknown one, each of its type.
+pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), ArgsError> {
     for name in args.keys() {
         if !spec.params.iter().any(|p| p.name == name) {
-            let known: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
-            return Err(format!(
-                "{}: unknown argument {name:?}; it takes {}",
-                spec.name,
-                if known.is_empty() {
-                    "no arguments".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ));
+            return Err(ArgsError::Unknown {
+                tool: spec.name,
+                name: name.clone(),
+                known: spec.params.iter().map(|p| p.name).collect(),
+            });
         }
     }
     for p in spec.params {
         match args.get(p.name) {
             None | Some(Value::Null) if p.required => {
-                return Err(format!(
-                    "{}: missing required argument {:?} ({})",
-                    spec.name, p.name, p.help
-                ));
+                return Err(ArgsError::Missing {
+                    tool: spec.name,
+                    name: p.name,
+                    help: p.help,
+                });
             }
             None | Some(Value::Null) => {}
             Some(v) => {
@@ -226,10 +257,12 @@ pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String
                         Ty::StrList => "an array of strings",
                         Ty::Object => "an object",
                     };
-                    return Err(format!(
-                        "{}: argument {:?} must be {want}, got {v}",
-                        spec.name, p.name
-                    ));
+                    return Err(ArgsError::WrongType {
+                        tool: spec.name,
+                        name: p.name,
+                        want,
+                        got: v.clone(),
+                    });
                 }
             }
         }
@@ -270,10 +303,24 @@ mod tests {
         let args = |v: Value| v.as_object().unwrap().clone();
         assert!(validate(spec, &args(json!({"query": "x", "top_k": 3}))).is_ok());
         let e = validate(spec, &args(json!({"query": 1}))).unwrap_err();
+        assert_eq!(
+            e,
+            ArgsError::WrongType {
+                tool: spec.name,
+                name: "query",
+                want: "a string",
+                got: json!(1)
+            }
+        );
+        let e = e.to_string();
         assert!(e.contains("must be a string"), "{e}");
-        let e = validate(spec, &args(json!({"top_k": 3}))).unwrap_err();
+        let e = validate(spec, &args(json!({"top_k": 3})))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing required argument \"query\""), "{e}");
-        let e = validate(spec, &args(json!({"query": "x", "evil": true}))).unwrap_err();
+        let e = validate(spec, &args(json!({"query": "x", "evil": true})))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown argument \"evil\""), "{e}");
     }
 }

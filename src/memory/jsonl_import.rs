@@ -104,7 +104,7 @@ impl Memories {
     /// is an error naming it, found before more than that is read into memory.
     pub fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
         let store = self.store();
-        let resolve = |h: u64| store.key_for_hash(h).map_err(|e| e.to_string());
+        let resolve = |h: u64| store.key_for_hash(h);
         let embedder = self.embedder.as_ref();
         let file_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         std::thread::scope(|s| {

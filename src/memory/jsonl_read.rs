@@ -285,7 +285,7 @@ fn prepare_line(line: &str, resolve: &Resolve<'_>, now: u64) -> Line {
     }
     let Parsed { mut memory, legacy } = match jsonl_compat::parse_line(line, resolve) {
         Ok(p) => p,
-        Err(reason) => return Line::Bad(reason),
+        Err(reason) => return Line::Bad(reason.to_string()),
     };
     let redacted = match super::redact_memory(&mut memory) {
         Ok(n) => n,

@@ -88,16 +88,21 @@ pub enum Durability {
     Never,
 }
 
+/// A durability name that is none of the three.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("durability {name:?} is not one of always, batch, never")]
+pub struct UnknownDurability {
+    pub name: String,
+}
+
 impl std::str::FromStr for Durability {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownDurability;
+    fn from_str(s: &str) -> std::result::Result<Self, UnknownDurability> {
         match s {
             "always" => Ok(Durability::Always),
             "batch" => Ok(Durability::Batch),
             "never" => Ok(Durability::Never),
-            _ => Err(format!(
-                "durability {s:?} is not one of always, batch, never"
-            )),
+            _ => Err(UnknownDurability { name: s.into() }),
         }
     }
 }

@@ -194,7 +194,9 @@ fn a_missing_or_broken_directory_is_a_clear_error() {
 fn the_configured_name_and_directory_select_the_model() {
     assert!(engram::embed::check_embedder_name("minilm").is_ok());
     assert!(engram::embed::check_embedder_name("bge-small-en-v1.5").is_ok());
-    let err = engram::embed::check_embedder_name("gpt-5").unwrap_err();
+    let err = engram::embed::check_embedder_name("gpt-5")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("all-minilm-l6-v2 (or minilm)"), "{err}");
     let empty = tempfile::tempdir().expect("tempdir");
     let err = engram::embed::embedder_for("minilm", Some(empty.path()))

@@ -65,6 +65,13 @@ pub enum NeuralError {
     },
     #[error("tokenising failed: {0}")]
     Tokenize(String),
+    /// A known model's files give vectors of another length than its table entry.
+    #[error("{}: {found} dimensions, {expected} expected", dir.display())]
+    Dimensions {
+        dir: PathBuf,
+        found: usize,
+        expected: usize,
+    },
     /// A file of a known model is missing or is not the file its pins name.
     #[error("{dir}: {file} is not {model}'s: {reason}; put {model}'s own files there (`engram model fetch {model}`; tools/setup.sh installs all-minilm-l6-v2's) or point model_dir at them")]
     Integrity {
@@ -326,7 +333,7 @@ impl Embedder for NeuralEmbedder {
 pub struct LazyNeural {
     model: &'static models::KnownModel,
     dir: PathBuf,
-    loaded: std::sync::OnceLock<Result<NeuralEmbedder, String>>,
+    loaded: std::sync::OnceLock<Result<NeuralEmbedder, NeuralError>>,
 }
 
 impl std::fmt::Debug for LazyNeural {
@@ -362,17 +369,16 @@ impl LazyNeural {
     }
 
     /// The model, loaded on first use.
-    pub fn get(&self) -> Result<&NeuralEmbedder, String> {
+    pub fn get(&self) -> Result<&NeuralEmbedder, &NeuralError> {
         self.loaded
             .get_or_init(|| {
-                let e = NeuralEmbedder::load(self.model.name, &self.dir).map_err(|e| e.to_string())?;
+                let e = NeuralEmbedder::load(self.model.name, &self.dir)?;
                 if e.dimensions() != self.model.dimensions {
-                    return Err(format!(
-                        "{}: {} dimensions, {} expected",
-                        self.dir.display(),
-                        e.dimensions(),
-                        self.model.dimensions
-                    ));
+                    return Err(NeuralError::Dimensions {
+                        dir: self.dir.clone(),
+                        found: e.dimensions(),
+                        expected: self.model.dimensions,
+                    });
                 }
                 let t = e.load_timings();
                 tracing::debug!(
@@ -388,7 +394,6 @@ impl LazyNeural {
                 Ok(e)
             })
             .as_ref()
-            .map_err(String::clone)
     }
 }
 
@@ -410,9 +415,11 @@ impl Embedder for LazyNeural {
             // Nothing to embed: all-zero vectors, without loading the model.
             return Ok(vec![vec![0.0; self.model.dimensions]; texts.len()]);
         }
+        // EmbedError is the embedder interface's, shared by every kind: it holds
+        // the reason as text.
         let e = self.get().map_err(|reason| EmbedError::Failed {
             embedder: self.model.name.to_string(),
-            reason,
+            reason: reason.to_string(),
         })?;
         e.embed(texts)
     }
