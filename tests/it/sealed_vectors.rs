@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use crate::support::engram_cli;
 use crate::support::leaks;
-use crate::support::secrets;
 
 /// `engram --store STORE ARGS…` with the key file `key` (or none) as the only key.
 fn engram(store: &Path, key: Option<&Path>, args: &[&str]) -> Output {
