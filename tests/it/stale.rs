@@ -20,6 +20,7 @@ class Session:
     def send(self, method, url):
         return None
 
+
 def helper(x):
     y = x * 2
     return y + 1
