@@ -305,7 +305,7 @@ fn a_tracker_of_the_hash_keyed_layout_is_rebuilt_and_answers_the_same() {
          CREATE INDEX stale_code_by_key ON stale_code (key_hash);
          ALTER TABLE code_ref_files RENAME COLUMN seq TO key_hash;
          CREATE UNIQUE INDEX old_chunks_by_key ON code_chunks (key_hash);
-         UPDATE meta SET value = replace(replace(value, ';code:9', ';code:8'), ';stale:3', ';stale:2')
+         UPDATE meta SET value = replace(replace(value, ';code:10', ';code:8'), ';stale:3', ';stale:2')
           WHERE name = 'identity';",
     )
     .unwrap();
@@ -319,7 +319,7 @@ fn a_tracker_of_the_hash_keyed_layout_is_rebuilt_and_answers_the_same() {
     drop(db);
     assert_eq!(answers(&store), before);
     let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
-    assert!(identity(&db).contains(";code:9"), "{}", identity(&db));
+    assert!(identity(&db).contains(";code:10"), "{}", identity(&db));
     let columns: Vec<String> = db
         .prepare("SELECT name FROM pragma_table_info('stale_code')")
         .unwrap()

@@ -6,7 +6,7 @@
 //! construction, looked up from the call outwards (the function, its enclosing
 //! functions, the enclosing type's members, the file). What a function returns is
 //! not followed, nor any flow: the last binding above the call wins. The type is
-//! kept as written (`Foo`, `mod.Foo`, `crate::a::Foo`), wrappers a method call sees
+//! kept as written (`Foo`, `mod.Foo`, `a::b::Foo`), wrappers a method call sees
 //! through (`Box<Foo>`, `Optional[Foo]`, `Foo | None`) removed; resolving it to a
 //! definition is the graph's business, at query time. Must never guess a type from
 //! a name.
