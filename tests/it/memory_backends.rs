@@ -109,7 +109,7 @@ fn crud_and_versions(b: &dyn MemoryBackend) {
     assert!(b.write(Memory::new("   ")).is_err());
     let mut bad = Memory::new("bad taxonomy");
     bad.task = Some("juggling".into());
-    assert!(matches!(b.write(bad), Err(MemoryError::Invalid(_))));
+    assert!(matches!(b.write(bad), Err(MemoryError::Rejected(_))));
 
     let kept = b.remember("another one", &["x".into()], None).unwrap();
     assert_eq!(b.count().unwrap(), 2);
