@@ -350,5 +350,5 @@ fn mcp_staleness_tools_work_on_the_team_backend() {
     assert_eq!(v["memory"]["stale"], json!([]), "{v}");
     let v = a.call("memory_stale", &Map::new()).unwrap();
     assert_eq!(v["stale"], json!([]), "{v}");
-    assert_eq!(a.backend.get(&id).unwrap().unwrap().version, 2);
+    assert_eq!(a.backend().get(&id).unwrap().unwrap().version, 2);
 }
