@@ -5,14 +5,17 @@
 //! their one body over it.
 //!
 //! What the two backends do differently is decided here and nowhere else
-//! ([`Judge`]): where a stale mark comes from, and which search ranks recall. It never
-//! writes a record of its own; the backend does every write.
+//! ([`Judge`]): where a stale mark comes from, which search ranks recall, and (an
+//! access path only, the matches are the same) how a pattern scan reads the
+//! memories. The CLI and the MCP engine hold one of these and never ask which
+//! backend it is. It never writes a record of its own; the backend does every write.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{ContextItem, ManagerError, NoteProvider, SessionMemoryProvider};
 use crate::memory::{Memories, Memory, MemoryBackend, MemoryFilter};
+use crate::patterns::{Match, Patterns, ScanTarget};
 use crate::search::{self, HitKind, SearchHit, SearchOptions, SearchResults};
 use crate::stale::{StaleMemory, Staleness};
 
@@ -158,10 +161,42 @@ impl BackendProviders {
             vector_space: None,
         })
     }
+
+    /// Scan the memories matching `filter` (task, and every one of its contexts)
+    /// with the set named `set`, which `patterns` compiles. The local store is read
+    /// in one pass in write order; another backend is paged by id.
+    pub fn scan_memories(
+        &self,
+        patterns: &Patterns<'_>,
+        set: &str,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<Match>, ManagerError> {
+        let Judge::Own(m) = &self.judge else {
+            return super::scan_memories(patterns, &*self.backend, set, filter);
+        };
+        let target = ScanTarget::Memories {
+            task: filter.task.clone(),
+            context: filter.contexts.first().cloned(),
+        };
+        let mut found = patterns.scan(set, &target)?;
+        if filter.contexts.len() > 1 {
+            let mut keep = HashMap::new();
+            found.retain(|f| {
+                *keep.entry(f.key.clone()).or_insert_with(|| {
+                    m.get(&f.key)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|mem| filter.contexts.iter().all(|c| mem.contexts.contains(c)))
+                })
+            });
+        }
+        Ok(found)
+    }
 }
 
-/// A memory as a search hit: its first line the snippet (at most 200 characters).
-fn memory_hit(m: Memory, score: f64, stale: Vec<Staleness>) -> SearchHit {
+/// A memory as a search hit: its first line the snippet (at most 200 characters),
+/// with its stale marks (empty when fresh).
+pub fn memory_hit(m: Memory, score: f64, stale: Vec<Staleness>) -> SearchHit {
     SearchHit {
         snippet: m
             .text

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use backend::BackendProviders;
+pub use backend::{memory_hit, BackendProviders};
 pub use external::{
     ask_all, ExternalAnswer, ExternalHit, ExternalProvider, ProviderHealth, ProviderNote,
     ProviderStatus,

@@ -23,7 +23,7 @@ impl Engine {
     pub(super) fn after_session_end(&self, id: &str, v: &mut Value) {
         let mut warnings = Vec::new();
         if let Some(a) = self.assistant_with(|f| f.summary) {
-            match a.summarize_session_in(&*self.backend, &*self.memories, id) {
+            match a.summarize_session_in(&**self.backend(), &*self.memories, id) {
                 Ok(m) => {
                     let summary = m.metadata.get("llm_summary").and_then(Value::as_str);
                     let clean = self
@@ -37,7 +37,7 @@ impl Engine {
             }
         }
         if let Some(a) = self.assistant_with(|f| f.extract) {
-            match a.extract_knowledge_in(&*self.backend, &*self.memories, id) {
+            match a.extract_knowledge_in(&**self.backend(), &*self.memories, id) {
                 Ok(x) => {
                     v["extracted"] = json!(x.stored.iter().map(|m| &m.id).collect::<Vec<_>>());
                 }
@@ -97,7 +97,7 @@ impl Engine {
             }
         }
         let mem = self
-            .backend
+            .backend()
             .record_error(&e, &str_list(&a, "tags"), started)
             .map_err(err)?;
         let mut v = json!({"id": mem.id, "frequency": mem.metadata.get("frequency"),
@@ -121,14 +121,15 @@ impl Engine {
                 return Err("dry_run shows what would be sent to the chat model, and none is configured (set llm_model)".into());
             };
             let dry = asst.dry_run_copy();
-            crate::assist::suggest(Some(&dry), &*self.backend, &*self.memories, id).map_err(err)?;
+            crate::assist::suggest(Some(&dry), &**self.backend(), &*self.memories, id)
+                .map_err(err)?;
             return Ok(json!({"dry_run": true, "requests": dry.prepared()}));
         }
         // The error and past ones come from where the memory tools read (the team
         // backend too); a model call is audited in the team log when one is set.
         let (s, warning) = crate::assist::suggest(
             self.assistant.as_deref(),
-            &*self.backend,
+            &**self.backend(),
             &*self.memories,
             id,
         )

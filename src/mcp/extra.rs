@@ -2,11 +2,9 @@
 //! call: `memory_update` (`Memories::update`), `memory_delete` (`Memories::forget`),
 //! `delete_note` and `search_notes` (notes), `memory_stats` (what
 //! `GET /api/memory/{repo}/stats` reports); and staleness: `memory_stale`
-//! (`stale::list`) and `memory_confirm` (`stale::confirm`), on the team backend
-//! `stale::list_in` and `stale::confirm_in` (its memories against the local code
-//! index). Listed in the `memory` profile, not `core`.
-
-use std::collections::HashMap;
+//! (`stale::list`) and `memory_confirm` (`stale::confirm`), through the engine's
+//! [`crate::manager::BackendProviders`] on either backend (the team backend's memories
+//! judged against the local code index). Listed in the `memory` profile, not `core`.
 
 use serde_json::{json, Map, Value};
 
@@ -14,7 +12,6 @@ use super::args::{arg_str, err, required_str, str_list, ToolError};
 use super::handlers::{Engine, ToolResult};
 use super::tools::{opt, req as required, Profile, ToolSpec, Ty};
 use crate::memory::Memory;
-use crate::stale::Staleness;
 
 const MEMORY: &[Profile] = &[Profile::Memory];
 
@@ -80,7 +77,7 @@ impl Engine {
                     Ok(id) => id,
                     Err(e) => return Some(Err(e.into())),
                 };
-                self.backend
+                self.backend()
                     .forget(id)
                     .map(|deleted| json!({"id": id, "deleted": deleted}))
                     .map_err(err)
@@ -90,7 +87,7 @@ impl Engine {
                     Ok(n) => n,
                     Err(e) => return Some(Err(e.into())),
                 };
-                self.backend
+                self.backend()
                     .note_delete(name)
                     .map(|deleted| json!({"name": name, "deleted": deleted}))
                     .map_err(err)
@@ -105,7 +102,7 @@ impl Engine {
 
     fn memory_update(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "id")?;
-        let m = &self.backend;
+        let m = self.backend();
         let mut change = m
             .get(id)
             .map_err(err)?
@@ -139,12 +136,7 @@ impl Engine {
             .and_then(Value::as_u64)
             .unwrap_or(20)
             .clamp(1, 500) as usize;
-        let found = if self.team {
-            crate::stale::list_in(self.memories.store(), &*self.backend, limit)
-        } else {
-            crate::stale::list(&self.memories, limit)
-        }
-        .map_err(err)?;
+        let found = self.providers.stale(limit).map_err(err)?;
         let mut budget = self.gate.budget();
         let mut items = Vec::new();
         for s in &found {
@@ -159,29 +151,10 @@ impl Engine {
 
     fn memory_confirm(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "id")?;
-        let m = if self.team {
-            crate::stale::confirm_in(self.memories.store(), &*self.backend, id)
-        } else {
-            crate::stale::confirm(&self.memories, id)
-        }
-        .map_err(err)?;
+        let m = self.providers.confirm(id).map_err(err)?;
         let mut shown = super::shape::memory(&m, &mut self.gate.budget());
         self.annotate_stale(std::slice::from_ref(&m), shown.iter_mut())?;
         Ok(json!({"id": m.id, "confirmed": true, "version": m.version, "memory": shown}))
-    }
-
-    /// The stale marks of `found` (those with none left out): the local store's
-    /// derived marks, or on the team backend its memories' anchors judged against
-    /// the local code index.
-    pub(super) fn stale_marks(
-        &self,
-        found: &[Memory],
-    ) -> Result<HashMap<String, Vec<Staleness>>, ToolError> {
-        if self.team {
-            return Ok(crate::stale::marks_against(self.memories.store(), found)?);
-        }
-        let ids: Vec<String> = found.iter().map(|m| m.id.clone()).collect();
-        Ok(crate::stale::of_memories(self.memories.store(), &ids)?)
     }
 
     /// Add `stale` (the marks, empty when fresh) to each shaped memory of `found`.
@@ -190,7 +163,7 @@ impl Engine {
         found: &[Memory],
         items: impl Iterator<Item = &'a mut Value>,
     ) -> Result<(), ToolError> {
-        let mut marks = self.stale_marks(found)?;
+        let mut marks = self.providers.marks(found)?;
         for v in items {
             let Some(id) = v.get("id").and_then(Value::as_str).map(String::from) else {
                 continue;
@@ -205,11 +178,7 @@ impl Engine {
     /// The project context of wherever the memories are, at most `budget` bytes, stale
     /// entries tagged against the local code index.
     pub(super) fn full_context(&self, budget: usize) -> Result<String, ToolError> {
-        Ok(if self.team {
-            crate::stale::project_context_in(self.memories.store(), &*self.backend, budget)
-        } else {
-            crate::stale::project_context(&self.memories, budget)
-        }?)
+        Ok(self.providers.context(budget)?)
     }
 
     fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {
@@ -222,7 +191,7 @@ impl Engine {
             .and_then(Value::as_u64)
             .unwrap_or(20)
             .clamp(1, 500) as usize;
-        let notes = self.backend.note_list().map_err(err)?;
+        let notes = self.backend().note_list().map_err(err)?;
         let found: Vec<_> = notes
             .into_iter()
             .filter(|n| {
@@ -243,7 +212,7 @@ impl Engine {
         let count = |sql: &str| -> Result<i64, ToolError> {
             Ok(store.with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))?)
         };
-        let memories = self.backend.count().map_err(err)?;
+        let memories = self.backend().count().map_err(err)?;
         Ok(json!({
             "repo": self.gate.repo,
             "memories": memories,

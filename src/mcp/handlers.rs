@@ -20,7 +20,7 @@ use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
 use crate::patterns::{PatternSetStore, Patterns, ScanTarget};
-use crate::search::{self, HitKind, SearchOptions};
+use crate::search::{self, HitKind, SearchOptions, SearchResults};
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
@@ -30,11 +30,10 @@ pub struct Engine {
     pub audit: AuditQueue,
     pub memories: Arc<Memories>,
     /// Where the memory tools (write, update, get, search, forget, list, notes,
-    /// coding records) read and write: the local store by default, the team backend
-    /// (PostgreSQL) when `database_url` is set. Code tools stay on [`Engine::memories`].
-    pub backend: Arc<dyn MemoryBackend>,
-    /// Whether [`Engine::backend`] is not the local store.
-    pub team: bool,
+    /// coding records) read and write, resolved once: the local store, or the team
+    /// backend (PostgreSQL, [`Engine::with_backend`]) judged against the local code
+    /// index. One body per tool; code tools stay on [`Engine::memories`].
+    pub providers: BackendProviders,
     pub gate: Gate,
     pub embedder: Arc<dyn Embedder>,
     pub index_options: IndexOptions,
@@ -67,8 +66,7 @@ impl Engine {
         let audit = AuditQueue::new(Arc::downgrade(&memories) as std::sync::Weak<dyn AuditLog>);
         let memories_defs: Arc<dyn PatternSetStore> = memories.clone();
         Engine {
-            backend: memories.clone(),
-            team: false,
+            providers: BackendProviders::local(memories.clone()),
             memories,
             gate,
             embedder,
@@ -101,21 +99,22 @@ impl Engine {
         }
         self.team_log = Some(log);
         self.pattern_sets = backend.clone();
-        self.backend = backend;
-        self.team = true;
+        self.providers = BackendProviders::new(backend, Some(self.memories.clone()));
         // enrich_prompt's memories and notes come from the backend too (stale tags
         // from the local code index); the code provider stays on the local store.
-        let providers = Arc::new(BackendProviders::new(
-            self.backend.clone(),
-            Some(self.memories.clone()),
-        ));
+        let providers = Arc::new(self.providers.clone());
         self.manager.sessions = providers.clone();
         self.manager.notes = providers;
         #[cfg(feature = "llm")]
         if let Some((_, memories, _)) = &mut self.manager.rerank {
-            *memories = self.backend.clone();
+            *memories = self.providers.backend().clone();
         }
         self
+    }
+
+    /// Where the memory tools read and write (see [`Engine::providers`]).
+    pub fn backend(&self) -> &Arc<dyn MemoryBackend> {
+        self.providers.backend()
     }
 
     /// The same engine with a chat model (the manager reranks with it when the
@@ -128,7 +127,7 @@ impl Engine {
         let log: Arc<dyn AuditLog> = self.memories.clone();
         self.manager.rerank = assistant
             .clone()
-            .map(|a| (a, self.backend.clone(), log.clone()));
+            .map(|a| (a, self.backend().clone(), log.clone()));
         self.assistant = assistant;
         self
     }
@@ -177,6 +176,11 @@ pub type ToolResult = Result<Value, String>;
 impl Engine {
     pub(super) fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
         let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
+        Ok(self.hits(&r))
+    }
+
+    /// Search results shaped for output under one budget.
+    pub(super) fn hits(&self, r: &SearchResults) -> Value {
         let mut budget = self.gate.budget();
         let hits = shape::hits(&r.hits, &mut budget);
         let mut v = shape::listed("hits", hits, &budget);
@@ -184,7 +188,7 @@ impl Engine {
         if let Some(space) = &r.vector_space {
             v["vector_space"] = json!(space);
         }
-        Ok(v)
+        v
     }
 
     /// Index the repository first when it never was, within
@@ -310,7 +314,7 @@ impl Engine {
             return done;
         }
         let m = &self.memories;
-        let b = &self.backend;
+        let b = self.backend();
         match name {
             "code_search" => {
                 let mut opts = self.search_options(a)?;
@@ -408,17 +412,15 @@ impl Engine {
             "pattern_list" => self.pattern_list(),
             "pattern_scan" => {
                 let set = required_str(a, "set")?;
-                if let Some(k) = arg_str(a, "key").filter(|k| self.team && k.starts_with("mem:")) {
-                    // A memory of the team backend is not in the local store.
-                    let found =
-                        crate::manager::scan_memory(&self.patterns(), &**b, set, k).map_err(err)?;
-                    return Ok(json!({"matches": found}));
-                }
-                let target = match arg_str(a, "key") {
-                    Some(k) => ScanTarget::Key(k.to_string()),
-                    None => ScanTarget::Code,
-                };
-                let found = self.patterns().scan(set, &target).map_err(err)?;
+                let patterns = self.patterns();
+                let found = match arg_str(a, "key") {
+                    // A memory is read from wherever the memories are.
+                    Some(k) if k.starts_with("mem:") => {
+                        crate::manager::scan_memory(&patterns, &**b, set, k).map_err(err)
+                    }
+                    Some(k) => patterns.scan(set, &ScanTarget::Key(k.into())).map_err(err),
+                    None => patterns.scan(set, &ScanTarget::Code).map_err(err),
+                }?;
                 Ok(json!({"matches": found}))
             }
             "pattern_scan_memories" => self.pattern_scan_memories(a),

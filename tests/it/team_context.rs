@@ -226,7 +226,7 @@ fn mcp_context_analysis_and_enrich_prompt_read_the_team_database() {
         )
         .unwrap();
     let pitfall = id(&v);
-    a.backend
+    a.backend()
         .note_set("upload-policy", "uploads retry with backoff", None)
         .unwrap();
 

@@ -321,6 +321,17 @@ fn mcp_staleness_tools_work_on_the_team_backend() {
         (Some(id.as_str()), Some("changed")),
         "{found}"
     );
+    // Filters only (no query): the same marks as a local search's hits carry.
+    let listed = a
+        .call("memory_search_structured", &args(json!({"top_k": 5})))
+        .unwrap();
+    let hit = listed["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["key"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} in {listed}"));
+    assert_eq!(hit["stale"][0]["reason"], "changed", "{listed}");
     let ctx = a
         .call(
             "coding_get_project_context",
@@ -350,5 +361,5 @@ fn mcp_staleness_tools_work_on_the_team_backend() {
     assert_eq!(v["memory"]["stale"], json!([]), "{v}");
     let v = a.call("memory_stale", &Map::new()).unwrap();
     assert_eq!(v["stale"], json!([]), "{v}");
-    assert_eq!(a.backend.get(&id).unwrap().unwrap().version, 2);
+    assert_eq!(a.backend().get(&id).unwrap().unwrap().version, 2);
 }
