@@ -11,6 +11,8 @@
 //! definition is the graph's business, at query time. Must never guess a type from
 //! a name.
 
+use std::collections::HashMap;
+
 use tree_sitter::Node;
 
 use super::sites::CallSite;
@@ -388,24 +390,31 @@ pub(super) fn type_receivers(
     found: &[Placed],
     sep: &str,
 ) {
-    if found.is_empty() {
+    // Bindings by the name they bind: most calls' receivers bind nothing, and are
+    // passed over with one lookup rather than a walk over every binding of the file.
+    let mut by_name: HashMap<&str, Vec<&Placed>> = HashMap::new();
+    for p in found {
+        by_name.entry(p.binding.name.as_str()).or_default().push(p);
+    }
+    if by_name.is_empty() {
         return;
     }
-    let by_qualified: std::collections::HashMap<&str, usize> = symbols
+    let by_qualified: HashMap<&str, usize> = symbols
         .iter()
         .enumerate()
         .map(|(i, s)| (s.qualified_name.as_str(), i))
         .collect();
-    for call in calls.iter_mut().filter(|c| !c.qual.is_empty()) {
-        let named = |p: &&Placed| p.binding.name == call.qual;
-        let above = |p: &&Placed| p.binding.line <= call.line;
+    for call in calls.iter_mut() {
+        let Some(named) = by_name.get(call.qual.as_str()) else {
+            continue;
+        };
+        let above = |p: &&&Placed| p.binding.line <= call.line;
         // Locals, from the innermost function outwards.
         let mut scope = call.symbol;
         let mut ty = None;
         while let Some(s) = scope {
-            ty = found
+            ty = named
                 .iter()
-                .filter(named)
                 .filter(above)
                 .filter(|p| !p.binding.member && p.symbol == Some(s))
                 .max_by_key(|p| p.binding.line)
@@ -423,9 +432,8 @@ pub(super) fn type_receivers(
             if let Some(s) = call.symbol {
                 let mut owner = symbols[s].qualified_name.as_str();
                 while ty.is_none() {
-                    ty = found
+                    ty = named
                         .iter()
-                        .filter(named)
                         .find(|p| p.binding.member && p.owner.as_deref() == Some(owner))
                         .map(|p| p.binding.ty.clone());
                     match owner.rfind(sep) {
@@ -437,9 +445,8 @@ pub(super) fn type_receivers(
         }
         // The file's top level.
         if ty.is_none() {
-            ty = found
+            ty = named
                 .iter()
-                .filter(named)
                 .filter(above)
                 .filter(|p| !p.binding.member && p.symbol.is_none())
                 .max_by_key(|p| p.binding.line)
