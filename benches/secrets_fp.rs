@@ -47,12 +47,9 @@ struct Finding {
     end: usize,
 }
 
-/// The secret finder under test: the raw Hyperscan matches of the built-in set.
-///
-/// Kept to this one type so the bench can move to `engram::patterns::Redactor` when it
-/// lands (the rewritten rule set decides after a match whether it is a secret: entropy,
-/// placeholders), by changing only this and `find`. Raw matches of those rules would
-/// overstate their false positives, so the switch matters for a fair number.
+/// The secret finder under test: the redactor's decisions, as every way into the store
+/// takes them (whole spans, the rules' checks and the allowlists applied, path rows
+/// included).
 struct Finder {
     redactor: &'static Redactor,
 }
@@ -73,12 +70,12 @@ impl Finder {
             .collect()
     }
 
-    /// The secrets in one file, as the redactor decides them (whole spans, entropy and
-    /// placeholder checks applied): what every way into the store would replace.
-    fn find(&self, data: &[u8]) -> Vec<Finding> {
+    /// The secrets in the file at `path` (relative to the corpus's `src/`), as the
+    /// redactor decides them: what the index would replace.
+    fn find(&self, path: &str, data: &[u8]) -> Vec<Finding> {
         let text = String::from_utf8_lossy(data);
         self.redactor
-            .find(&text)
+            .find_at(path, &text)
             .expect("finding never fails on text")
             .into_iter()
             .map(|f| Finding {
@@ -236,7 +233,7 @@ fn main() {
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
-        for f in finder.find(&data) {
+        for f in finder.find(&rel, &data) {
             let line = 1 + data[..f.start].iter().filter(|&&b| b == b'\n').count();
             // An entry names the whole file, or one line of it (`path:LINE`) where the
             // file's other hits of the rule are false.

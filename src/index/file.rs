@@ -124,7 +124,7 @@ pub(super) fn prepare(
     text: &str,
     cx: &mut Context<'_>,
 ) -> Result<Prepared, IndexError> {
-    let red = redact::redact(text, cx.redactions)?;
+    let red = redact::redact(path, text, cx.redactions)?;
     let (parsed, chunks) = symbols::symbols_and_chunks(lang, &red.text);
     let mut out = Prepared {
         path: path.to_string(),

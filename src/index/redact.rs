@@ -16,10 +16,15 @@ pub enum SecretAction {
     Exclude,
 }
 
-/// Redact a file's text, adding each secret found to `counts` by rule: the shared
-/// [`Redactor`] replaces whole spans and keeps the line count.
-pub fn redact(text: &str, counts: &mut BTreeMap<String, u64>) -> Result<Redacted, PatternError> {
-    let red = Redactor::builtin()?.redact(text)?;
+/// Redact the text of the file at `path` (relative to the indexed root), adding each
+/// secret found to `counts` by rule: the shared [`Redactor`] replaces whole spans and
+/// keeps the line count, leaving what the allowlists' path rows allow there.
+pub fn redact(
+    path: &str,
+    text: &str,
+    counts: &mut BTreeMap<String, u64>,
+) -> Result<Redacted, PatternError> {
+    let red = Redactor::builtin()?.redact_at(path, text)?;
     for (id, n) in &red.counts {
         *counts.entry(id.clone()).or_default() += n;
     }

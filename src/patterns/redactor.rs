@@ -44,8 +44,20 @@ impl Redactor {
         Ok(self.inner.find(text)?)
     }
 
+    /// Every secret span of the file `text` at `path` but what a path row of the
+    /// allowlists allows there ([`engram_secrets::Redactor::find_at`]).
+    pub fn find_at(&self, path: &str, text: &str) -> Result<Vec<Finding>, PatternError> {
+        Ok(self.inner.find_at(path, text)?)
+    }
+
     /// `text` with every secret replaced ([`engram_secrets::Redactor::redact`]).
     pub fn redact(&self, text: &str) -> Result<Redacted, PatternError> {
         Ok(self.inner.redact(text)?)
+    }
+
+    /// A file's `text` with every secret replaced but what a path row of the
+    /// allowlists allows at `path` ([`engram_secrets::Redactor::redact_at`]).
+    pub fn redact_at(&self, path: &str, text: &str) -> Result<Redacted, PatternError> {
+        Ok(self.inner.redact_at(path, text)?)
     }
 }

@@ -413,3 +413,37 @@ fn secrets_in_file_and_directory_names_never_reach_the_store_and_reindexing_find
     }
     assert!(engram::store::verify(store_dir.path()).unwrap().is_sound());
 }
+
+/// A path row of the secret allowlists (`[[path]]`) applies where the index found the
+/// file, and only to its rules: the WHATWG URL test data keeps its userinfo test
+/// vector, the same line in any other file is redacted, and a token beside it in the
+/// test data is redacted all the same.
+#[test]
+fn a_path_row_of_the_allowlists_applies_only_to_its_files_and_rules() {
+    let repo = tempfile::tempdir().unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let vector = r#"    "href": "https://user:pass%5B%7F@foo/bar","#;
+    let token = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+    let text = format!("[\n  {{\n{vector}\n    \"note\": \"{token}\"\n  }}\n]\n");
+    write(repo.path(), "tests/urltestdata.json", &text);
+    write(repo.path(), "app/links.json", &text);
+    let store = open(store_dir.path());
+    let report = index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    assert_eq!(report.files_indexed, 2);
+    let body = |rel: &str| -> String {
+        (0..10)
+            .filter_map(|i| store.get(&format!("chunk:{rel}:{i}")).unwrap())
+            .map(|r| String::from_utf8(r.body).unwrap())
+            .collect()
+    };
+    let test_data = body("tests/urltestdata.json");
+    assert!(test_data.contains("user:pass%5B%7F@foo"), "{test_data}");
+    assert!(!test_data.contains(token) && test_data.contains("[REDACTED:github_token]"));
+    let other = body("app/links.json");
+    assert!(!other.contains("pass%5B%7F"), "{other}");
+    assert!(
+        other.contains("[REDACTED:database_url_password]"),
+        "{other}"
+    );
+    assert_eq!(report.redactions.get("database_url_password"), Some(&1));
+}

@@ -1,7 +1,8 @@
 //! Allowlists as data: `allowlist.toml` (embedded with `include_str!`), read once per
 //! process. Stop words (a placeholder's or a reference's substring), value patterns,
-//! token patterns and short markers under a kind's name, each row with the reason it
-//! exists and the corpus or package it came from. The checks ask this module; it
+//! token patterns, short markers under a kind's name, and path rows (files whose
+//! generated data a named rule misreads), each row with the reason it exists and the
+//! corpus or package it came from. The checks ask this module; it
 //! only turns values down, never makes a secret of anything.
 //!
 //! A false positive of one package or one corpus belongs here as a row, not as code:
@@ -50,6 +51,27 @@ pub struct Marker {
     pub source: String,
 }
 
+/// Files, by path glob, in which the named rules' matches are no secrets (a matched
+/// value must also match `value` when the row gives one).
+#[derive(Debug)]
+pub struct PathRow {
+    pub globs: globset::GlobSet,
+    pub rules: Vec<String>,
+    pub value: Option<Regex>,
+    pub reason: String,
+    pub source: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    globs: Vec<String>,
+    rules: Vec<String>,
+    value: Option<String>,
+    reason: String,
+    source: String,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPattern {
@@ -69,6 +91,8 @@ struct RawTable {
     token: Vec<RawPattern>,
     #[serde(default)]
     marker: Vec<Marker>,
+    #[serde(default)]
+    path: Vec<RawPath>,
 }
 
 /// The allowlists, read.
@@ -78,10 +102,12 @@ pub struct Allowlist {
     pub values: Vec<Pattern>,
     pub tokens: Vec<Pattern>,
     pub markers: Vec<Marker>,
+    pub paths: Vec<PathRow>,
 }
 
 /// `text` read as allowlists: a row without a reason or a source, or whose regex does
-/// not compile, is refused, named.
+/// not compile, is refused, named; so is a path row with no glob, a glob that does not
+/// compile, or no rule named (a row never turns every rule off).
 fn parse(text: &str) -> Result<Allowlist, String> {
     let raw: RawTable = toml::from_str(text).map_err(|e| e.to_string())?;
     let explained = |what: &str, reason: &str, source: &str| {
@@ -111,7 +137,34 @@ fn parse(text: &str) -> Result<Allowlist, String> {
             })
             .collect()
     };
+    let paths = raw
+        .path
+        .into_iter()
+        .map(|r| {
+            let what = format!("path {:?}", r.globs);
+            explained(&what, &r.reason, &r.source)?;
+            if r.globs.is_empty() || r.rules.is_empty() {
+                return Err(format!("{what}: name at least one glob and one rule"));
+            }
+            let mut set = globset::GlobSetBuilder::new();
+            for g in &r.globs {
+                set.add(globset::Glob::new(g).map_err(|e| format!("{what}: {e}"))?);
+            }
+            let value = r
+                .value
+                .map(|v| Regex::new(&v).map_err(|e| format!("{what}: {e}")))
+                .transpose()?;
+            Ok(PathRow {
+                globs: set.build().map_err(|e| format!("{what}: {e}"))?,
+                rules: r.rules,
+                value,
+                reason: r.reason,
+                source: r.source,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(Allowlist {
+        paths,
         values: patterns(raw.value, "value")?,
         tokens: patterns(raw.token, "token")?,
         stopwords: raw.stopword,
@@ -153,6 +206,16 @@ impl Allowlist {
             .map_or(0, |i| i + 1);
         text.get(from..)
             .is_some_and(|token| self.tokens.iter().any(|p| p.regex.is_match(token)))
+    }
+
+    /// Whether a match of rule `rule` whose text is `matched`, in a file at `path`
+    /// (relative, `/` between parts), is allowed by a path row.
+    pub fn allows_at(&self, path: &str, rule: &str, matched: &str) -> bool {
+        self.paths.iter().any(|p| {
+            p.rules.iter().any(|r| r == rule)
+                && p.globs.is_match(path)
+                && p.value.as_ref().is_none_or(|v| v.is_match(matched))
+        })
     }
 
     /// Whether `value` is a marker: at most a row's `max_len` bytes under a name one of
@@ -200,6 +263,18 @@ mod tests {
         assert!(parse(missing).is_err());
         let bad_regex = "[[token]]\nregex = '('\nreason = 'r'\nsource = 's'\n";
         assert!(parse(bad_regex).is_err());
+        let path = |fields: &str| format!("[[path]]\n{fields}\nreason = 'r'\nsource = 's'\n");
+        let all_rules = path("globs = ['**/*.map']\nrules = []");
+        assert!(parse(&all_rules).unwrap_err().contains("one rule"));
+        assert!(parse(&path("globs = ['a/[']\nrules = ['jwt']")).is_err());
+        let row = parse(&path(
+            "globs = ['**/*.map']\nrules = ['jwt']\nvalue = '^eyJ'",
+        ))
+        .expect("a path row");
+        assert!(row.allows_at("dist/app.js.map", "jwt", "eyJhbGci"));
+        assert!(!row.allows_at("dist/app.js.map", "generic_secret", "eyJhbGci"));
+        assert!(!row.allows_at("dist/app.js.map", "jwt", "Zk5Hc9Jd"));
+        assert!(!row.allows_at("src/app.js", "jwt", "eyJhbGci"));
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! keys, and the text with each one replaced by `[REDACTED:<rule>]`.
 //!
 //! The rule table (`rules.toml`, read by `secret_rules`: one row per kind of secret,
-//! each a Hyperscan regex with the check to run after a match and a positive and a
-//! negative example), the allowlists (`allowlist.toml`, read by `allowlist`: stop
-//! words, value and token patterns, markers, each row with its reason and source), the
+//! each a Hyperscan regex with the capture group that is the secret, an entropy floor,
+//! the check to run after a match and a positive and a negative example), the
+//! allowlists (`allowlist.toml`, read by `allowlist`: stop words, value and token
+//! patterns, markers, path rows, each row with its reason and source), the
 //! checks that decide whether a match is a secret (`secret_*`; a keyword assignment's
 //! value by one classifier over named classes, `value_class` and `class_*`), and the
 //! [`Redactor`] that runs them. It depends on no part of

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
+use super::allowlist;
 use super::bytes::{ceil_boundary, floor_boundary};
 use super::hs::{cache_file, Database, Regex, Scratch};
 use super::redact_span::{extend_token, private_key_end};
@@ -39,6 +40,7 @@ use super::secret_marker::is_worded_token;
 use super::secret_placeholder::is_filler;
 use super::secret_rules::{self, Check, SecretRule};
 use super::secret_script::is_mostly_one_byte;
+use super::secret_value::{entropy_bytes, entropy_floor, MIN_ENTROPY};
 use super::secret_views::views;
 use super::SecretsError;
 
@@ -78,6 +80,9 @@ pub struct Finding {
 pub struct Redactor {
     db: Database,
     rules: Vec<&'static SecretRule>,
+    /// Each rule's secret-group regex, compiled on the rule's first match (matches
+    /// are rare, and most processes never need one).
+    groups: Vec<OnceLock<Option<regex::bytes::Regex>>>,
     scratch: Mutex<Vec<Scratch>>,
 }
 
@@ -124,6 +129,7 @@ impl Redactor {
         let path = cache_dir.map(|dir| cache_file(dir, "secrets", &regexes));
         Ok(Redactor {
             db: Database::compile_cached(&regexes, path.as_deref())?,
+            groups: rules.iter().map(|_| OnceLock::new()).collect(),
             rules,
             scratch: Mutex::new(Vec::new()),
         })
@@ -269,7 +275,8 @@ impl Redactor {
                         .then_some((start, end))
                 }
                 Check::Entropy => {
-                    let secret = keyword_secret(text, start, end);
+                    let floor = r.entropy.unwrap_or(MIN_ENTROPY);
+                    let secret = keyword_secret(text, start, end, floor);
                     // Only a value holding a second operator can hold an assignment.
                     let operators = bytes[start..end]
                         .iter()
@@ -323,6 +330,7 @@ impl Redactor {
                         || has_masked_tail(&bytes[s..e])
                         || is_glued_in_base64url(bytes, s, end, e)))
             });
+            let span = span.and_then(|(s, e)| self.secret_part(rule, r, bytes, start, end, s, e));
             if let Some((start, end)) = span {
                 out.push(Finding { rule, start, end });
             }
@@ -330,11 +338,84 @@ impl Redactor {
         Ok(())
     }
 
+    /// The part of a judged span `s..e` that is the secret: from the rule's secret
+    /// group (found in the Hyperscan match `start..end`) to `e`, or the whole span when
+    /// the rule has none or the group is not where the match starts. `None` when the
+    /// rule has an entropy floor (other than the entropy check's own) that the secret
+    /// does not reach. Only the start moves, and only forward; the end stays where the
+    /// check put it, but for the quote closing a value whose opening quote is kept, so
+    /// no byte judged secret is let through.
+    #[allow(clippy::too_many_arguments)]
+    fn secret_part(
+        &self,
+        index: usize,
+        rule: &SecretRule,
+        bytes: &[u8],
+        start: usize,
+        end: usize,
+        s: usize,
+        e: usize,
+    ) -> Option<(usize, usize)> {
+        let (mut s, mut e) = (s, e);
+        if rule.secret_group > 0 && s == start {
+            let regex = self.groups.get(index).and_then(|cell| {
+                cell.get_or_init(|| secret_rules::group_regex(rule).ok())
+                    .as_ref()
+            });
+            let group = regex
+                .and_then(|re| re.captures(&bytes[start..end]))
+                .and_then(|c| c.get(rule.secret_group));
+            if let Some(g) = group.filter(|g| !g.is_empty() && start + g.start() < e) {
+                s = start + g.start();
+                // The quote that closes a quoted value is no part of it: a value's
+                // class never holds its own quote (`['"][^'"]…['"]`).
+                let opener = bytes.get(s.wrapping_sub(1)).copied();
+                if e > s + 1
+                    && matches!(opener, Some(b'"' | b'\'' | b'`'))
+                    && bytes.get(e - 1).copied() == opener
+                {
+                    e -= 1;
+                }
+            }
+        }
+        match rule.entropy {
+            Some(floor) if rule.check != Check::Entropy => {
+                let secret = &bytes[s..e];
+                (entropy_bytes(secret) >= entropy_floor(floor, secret.len())).then_some((s, e))
+            }
+            _ => Some((s, e)),
+        }
+    }
+
     /// `text` with every secret replaced by `[REDACTED:<id>]` and as many `\n` as
     /// it spanned. Overlapping secrets become one, named by the most specific rule
     /// (a provider's over a keyword assignment's) and counted once.
     pub fn redact(&self, text: &str) -> Result<Redacted, SecretsError> {
-        let found = self.find(text)?;
+        self.redact_found(text, self.find(text)?)
+    }
+
+    /// [`Redactor::find`] for a file's text, `path` relative to the root it was found
+    /// under (`/` between parts): a finding a path row of the allowlists allows there
+    /// is left out (`allowlist.toml`'s `[[path]]`).
+    pub fn find_at(&self, path: &str, text: &str) -> Result<Vec<Finding>, SecretsError> {
+        let mut found = self.find(text)?;
+        let allow = allowlist::get();
+        if !allow.paths.is_empty() {
+            found.retain(|f| {
+                let id = self.rules.get(f.rule).map_or("", |r| r.id);
+                let matched = text.get(f.start..f.end).unwrap_or_default();
+                !allow.allows_at(path, id, matched)
+            });
+        }
+        Ok(found)
+    }
+
+    /// [`Redactor::redact`] for a file's text at `path` (see [`Redactor::find_at`]).
+    pub fn redact_at(&self, path: &str, text: &str) -> Result<Redacted, SecretsError> {
+        self.redact_found(text, self.find_at(path, text)?)
+    }
+
+    fn redact_found(&self, text: &str, found: Vec<Finding>) -> Result<Redacted, SecretsError> {
         let mut out = String::with_capacity(text.len());
         let mut secret_lines = Vec::new();
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();

@@ -241,8 +241,8 @@ fn overlapping_secrets_merge_into_one_named_by_the_specific_rule() {
     let text = "GITHUB_TOKEN = \"ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\"\nok\n";
     let out = red(text);
     // The keyword assignment (`TOKEN = "…"`) and the token overlap: one span, the
-    // token's name.
-    assert_eq!(out.text, "GITHUB_[REDACTED:github_token]\nok\n");
+    // token's name; the assignment's name stays readable (its secret group is the value).
+    assert_eq!(out.text, "GITHUB_TOKEN = \"[REDACTED:github_token]\"\nok\n");
     assert_eq!(out.counts.len(), 1);
     assert!(out.touches(1, 1) && !out.touches(2, 3));
 }
@@ -417,4 +417,87 @@ fn a_bearer_token_before_a_pipe_goes() {
         let out = red(&text);
         assert!(!out.text.contains(token), "{text:?} -> {:?}", out.text);
     }
+}
+
+/// A rule's secret group is what is redacted: the name and operator before it stay
+/// readable, for explicit regexes and for assignment rows alike.
+#[test]
+fn the_secret_group_is_redacted_and_the_name_before_it_stays() {
+    for (text, kept, rule) in [
+        (
+            "aws_secret_access_key = 'Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm/wJalrXUt'\n",
+            "aws_secret_access_key = '",
+            "aws_secret_key",
+        ),
+        (
+            "Authorization: Bearer Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc\n",
+            "Authorization: Bearer ",
+            "bearer_token",
+        ),
+        (
+            "client_secret: \"Zk5Hc9Jd0Pa6Sg2Ue4Ti8Ox1Qb3Vc7Nm\"\n",
+            "client_secret: \"",
+            "generic_secret",
+        ),
+        (
+            "TWILIO_AUTH_TOKEN=\"9c1e7d3a4b5f60829a7bc4d3e2f1a0b8\"\n",
+            "TWILIO_AUTH_TOKEN=\"",
+            "twilio_auth_token",
+        ),
+    ] {
+        let out = red(text);
+        assert!(
+            out.text.starts_with(&format!("{kept}[REDACTED:{rule}]")),
+            "{text} -> {}",
+            out.text
+        );
+        assert!(!out.text.contains("Zk5Hc9") && !out.text.contains("9c1e7d"));
+    }
+}
+
+/// A rule's entropy floor turns down a match whose secret is a repetition, and only
+/// that: the same rule takes a random value of the same shape.
+#[test]
+fn an_entropy_floor_turns_down_a_repetition_and_keeps_a_random_value() {
+    let r = Redactor::builtin().expect("builtin");
+    let index = secret_rules::all()
+        .position(|rule| rule.id == "twilio_auth_token")
+        .expect("rule");
+    let rule = r.rule(index).expect("rule");
+    assert_eq!(rule.entropy, Some(2.5));
+    let low = "TWILIO_AUTH_TOKEN=\"3a7c3a7c3a7c3a7c3a7c3a7c3a7c3a7c\"";
+    let high = "TWILIO_AUTH_TOKEN=\"9c1e7d3a4b5f60829a7bc4d3e2f1a0b8\"";
+    let span = |text: &str| {
+        let end = text.len() - 1;
+        r.secret_part(index, rule, text.as_bytes(), 0, end, 0, end)
+    };
+    assert_eq!(span(low), None, "entropy 2.0 is under the floor");
+    assert_eq!(span(high), Some((19, high.len() - 1)));
+}
+
+/// `find_at` leaves out what a path row allows at that path, and nothing else.
+#[test]
+fn find_at_applies_the_path_rows_of_the_allowlists() {
+    let r = Redactor::builtin().expect("builtin");
+    let line = "    \"href\": \"https://user:pass%5B%7F@foo/bar\",\n";
+    let ids = |found: Vec<Finding>| -> Vec<&str> {
+        found
+            .iter()
+            .filter_map(|f| r.rule(f.rule).map(|rule| rule.id))
+            .collect()
+    };
+    assert_eq!(ids(r.find(line).unwrap()), ["database_url_password"]);
+    assert!(r
+        .find_at("url-2.5.4/tests/urltestdata.json", line)
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        ids(r.find_at("src/urls.json", line).unwrap()),
+        ["database_url_password"]
+    );
+    let token = "token: ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\n";
+    assert!(!r
+        .find_at("tests/urltestdata.json", token)
+        .unwrap()
+        .is_empty());
 }

@@ -12,14 +12,15 @@ use super::secret_words::is_code_like;
 use super::value_class::{is_secret, Assignment};
 
 /// Split a keyword match (`DB_PASSWORD = "…"`, `token: …`, `Bearer …`) into its
-/// identifier and value, and judge the value.
-pub(super) fn keyword_secret(text: &str, start: usize, end: usize) -> bool {
+/// identifier and value, and judge the value against the rule's entropy floor
+/// (`floor` bits per character).
+pub(super) fn keyword_secret(text: &str, start: usize, end: usize, floor: f64) -> bool {
     if text.get(start..end).is_none() {
         // A match ending inside a UTF-8 character: the value holds non-ASCII text;
         // judge what is there rather than guess.
-        return keyword_secret_lossy(text, start, end);
+        return keyword_secret_lossy(text, start, end, floor);
     }
-    split(text, start, end).is_some_and(|a| is_secret(&a))
+    split(text, start, end).is_some_and(|a| is_secret(&a, floor))
 }
 
 /// The assignment a keyword match holds, or `None` when the text around it says it
@@ -177,9 +178,9 @@ fn is_method_call(rest: &str) -> bool {
         && after_dot.as_bytes().get(name) == Some(&b'(')
 }
 
-fn keyword_secret_lossy(text: &str, start: usize, end: usize) -> bool {
+fn keyword_secret_lossy(text: &str, start: usize, end: usize, floor: f64) -> bool {
     let s = floor_boundary(text, start);
     let e = ceil_boundary(text, end);
     text.get(s..e)
-        .is_some_and(|m| keyword_secret(m, 0, m.len()))
+        .is_some_and(|m| keyword_secret(m, 0, m.len(), floor))
 }

@@ -84,6 +84,18 @@ pub struct SecretRule {
     pub regex: &'static str,
     pub caseless: bool,
     pub check: Check,
+    /// The capture group of `regex` that is the secret (0: the whole match). The
+    /// redactor redacts from the group's start to the end its check gives, so the
+    /// name and operator before it (`aws_secret_access_key = '`) stay readable.
+    /// Hyperscan treats the group's parentheses as plain grouping; the group is found
+    /// after a match, by the `regex` crate over the matched bytes.
+    pub secret_group: usize,
+    /// The Shannon entropy, in bits per character, the secret must reach (at most
+    /// 0.7 × log2 of its length, which is all a short value can hold:
+    /// `secret_value::entropy_floor`). For `check = "entropy"` rows it is the floor the
+    /// value classifier's random class applies; for the others a match under it is a
+    /// repetition or a made-up value, not an issued token.
+    pub entropy: Option<f64>,
     /// One line that this rule matches (after its check).
     pub positive: &'static str,
     /// One line that no rule of the set matches.
@@ -103,6 +115,8 @@ struct Row {
     caseless: bool,
     #[serde(default)]
     check: Check,
+    secret_group: Option<usize>,
+    entropy: Option<f64>,
     positive: String,
     negative: String,
 }
@@ -116,12 +130,19 @@ struct Table {
 /// `KEYWORD…` assigned `VALUE`: one of the keywords, up to 20 identifier characters
 /// (so `DATADOG_API_KEY` and `twilio.authToken` count), closing quotes, one assignment
 /// operator of the common languages and formats (`=`, `:`, `:=`, `=>`, `?=`, and `,` for
-/// `("key", "value")` pairs), opening quotes or backticks, then the value.
+/// `("key", "value")` pairs), opening quotes or backticks, then the value, which is
+/// capture group [`ASSIGNED_VALUE`].
 fn assignment(keywords: &str, value: &str) -> String {
     format!(
-        r#"(?:{keywords})[\w.\-]{{0,20}}[ \t'"]{{0,3}}(?:=|:=|:|=>|\?=|,)[ \t'"`]{{0,5}}(?:{value})"#
+        r#"(?:{keywords})[\w.\-]{{0,20}}[ \t'"]{{0,3}}(?:=|:=|:|=>|\?=|,)[ \t'"`]{{0,5}}((?:{value}))"#
     )
 }
+
+/// The capture group an assignment row's value is (see [`assignment`]).
+const ASSIGNED_VALUE: usize = 1;
+
+/// Highest entropy a byte string can have, in bits per character.
+const MAX_ENTROPY: f64 = 8.0;
 
 /// The table read from `text`: a row with both or neither of `regex` and `keywords`
 /// (with `value`) is refused, naming the row.
@@ -134,9 +155,9 @@ fn parse(text: &str) -> Result<Vec<SecretRule>, String> {
         .rule
         .into_iter()
         .map(|r| {
-            let regex = match (r.regex, r.keywords, r.value) {
-                (Some(regex), None, None) => regex,
-                (None, Some(k), Some(v)) => assignment(&k, &v),
+            let (regex, default_group) = match (r.regex, r.keywords, r.value) {
+                (Some(regex), None, None) => (regex, 0),
+                (None, Some(k), Some(v)) => (assignment(&k, &v), ASSIGNED_VALUE),
                 _ => {
                     return Err(format!(
                         "rule {}: give either `regex`, or `keywords` and `value`",
@@ -144,12 +165,27 @@ fn parse(text: &str) -> Result<Vec<SecretRule>, String> {
                     ))
                 }
             };
+            let secret_group = r.secret_group.unwrap_or(default_group);
+            if r.entropy.is_some_and(|e| !(e > 0.0 && e <= MAX_ENTROPY)) {
+                return Err(format!(
+                    "rule {}: entropy is bits per character, above 0 and at most {MAX_ENTROPY}",
+                    r.id
+                ));
+            }
+            if r.check == Check::Entropy && r.entropy.is_none() {
+                return Err(format!(
+                    "rule {}: check = 'entropy' needs the floor: entropy = <bits per character>",
+                    r.id
+                ));
+            }
             Ok(SecretRule {
                 id: keep(r.id),
                 description: keep(r.description),
                 regex: keep(regex),
                 caseless: r.caseless,
                 check: r.check,
+                secret_group,
+                entropy: r.entropy,
                 positive: keep(r.positive),
                 negative: keep(r.negative),
             })
@@ -162,6 +198,16 @@ static RULES: LazyLock<Vec<SecretRule>> = LazyLock::new(|| {
     // any mistake in it before a release could.
     parse(include_str!("rules.toml")).unwrap_or_else(|e| panic!("rules.toml: {e}"))
 });
+
+/// `rule`'s regex for the `regex` crate, anchored at the start of a match Hyperscan
+/// reported, to find its [`SecretRule::secret_group`] in the matched bytes. Bytes and
+/// ASCII classes, as Hyperscan reads them (`\w` and `\b` are ASCII there).
+pub fn group_regex(rule: &SecretRule) -> Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(&format!("^(?:{})", rule.regex))
+        .case_insensitive(rule.caseless)
+        .unicode(false)
+        .build()
+}
 
 /// Every secret rule, in set order: the widespread kinds first, then the rest.
 pub fn all() -> impl Iterator<Item = &'static SecretRule> {
@@ -217,6 +263,31 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// Every rule's secret group exists in its regex, and in its positive example it
+    /// is found where a Hyperscan match starts, and is not empty.
+    #[test]
+    fn every_secret_group_exists_and_holds_part_of_the_positive() {
+        let mut wrong = Vec::new();
+        for r in all() {
+            let re = group_regex(r).unwrap_or_else(|e| panic!("{}: {e}", r.id));
+            if r.secret_group >= re.captures_len() {
+                wrong.push(format!("{}: no capture group {}", r.id, r.secret_group));
+                continue;
+            }
+            let found = (0..r.positive.len()).find_map(|at| {
+                re.captures(&r.positive.as_bytes()[at..])
+                    .and_then(|c| c.get(r.secret_group))
+            });
+            if found.is_none_or(|g| g.is_empty()) {
+                wrong.push(format!(
+                    "{}: group {} empty in {:?}",
+                    r.id, r.secret_group, r.positive
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     #[test]
     fn a_row_gives_a_regex_or_keywords_and_a_value() {
         let row = |fields: &str| {
@@ -233,9 +304,18 @@ mod tests {
         ))
         .expect("an assignment row");
         assert!(
-            r[0].regex.starts_with("(?:token|secret)") && r[0].regex.ends_with("(?:[0-9a-f]{32})")
+            r[0].regex.starts_with("(?:token|secret)")
+                && r[0].regex.ends_with("((?:[0-9a-f]{32}))")
         );
-        assert!(r[0].caseless && r[0].check == Check::None);
+        assert!(r[0].caseless && r[0].check == Check::None && r[0].secret_group == 1);
+        // The entropy floor: required by the entropy check, and a number of bits.
+        assert!(parse(&row("regex = 'a'\ncheck = 'entropy'"))
+            .unwrap_err()
+            .contains("needs the floor"));
+        assert!(parse(&row("regex = 'a'\nentropy = 9.5")).is_err());
+        let r = parse(&row("regex = 'k=(v+)'\nsecret_group = 1\nentropy = 3.0"))
+            .expect("a row with a group and a floor");
+        assert_eq!((r[0].secret_group, r[0].entropy), (1, Some(3.0)));
     }
 
     struct Scanned {

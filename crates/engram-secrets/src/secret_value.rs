@@ -40,8 +40,13 @@ use super::secret_words::{is_code_like, is_path, loosely_words};
 
 /// Shannon entropy of `s` in bits per byte.
 pub fn entropy(s: &str) -> f64 {
+    entropy_bytes(s.as_bytes())
+}
+
+/// Shannon entropy of `s` in bits per byte.
+pub fn entropy_bytes(s: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
-    for &b in s.as_bytes() {
+    for &b in s {
         counts[b as usize] += 1;
     }
     let n = s.len() as f64;
@@ -163,6 +168,18 @@ pub fn qualifier_says_not_secret(before: &str) -> bool {
 /// keyword (`DB_PASSWORD`, `client_secret`), `value` the assigned value without its
 /// quotes, `quoted` whether it was quoted, `next` the character after the match.
 pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) -> bool {
+    looks_secret_above(ident, value, quoted, next, MIN_ENTROPY)
+}
+
+/// [`looks_secret`] with the entropy floor of the rule that matched (`rules.toml`'s
+/// `entropy`) in place of [`MIN_ENTROPY`].
+pub fn looks_secret_above(
+    ident: &str,
+    value: &str,
+    quoted: bool,
+    next: Option<char>,
+    floor: f64,
+) -> bool {
     let value = value.trim();
     let ident = ident.to_ascii_lowercase();
     if NOT_SECRET_NAMES.iter().any(|w| ident.contains(w)) {
@@ -209,7 +226,7 @@ pub fn looks_secret(ident: &str, value: &str, quoted: bool, next: Option<char>) 
     if is_regex_class(value) || has_test_word(value) || is_interpolated(value, next) {
         return false;
     }
-    entropy(value) >= min_entropy(value.len())
+    entropy(value) >= entropy_floor(floor, value.len())
 }
 
 /// Whether `value` is a URL, directly or behind percent escapes (`mongodb%3A%2F%2Fhost`).
@@ -289,7 +306,14 @@ fn is_interpolated(value: &str, next: Option<char>) -> bool {
 /// `0000-0000-0000`), not random values: a random 14-character value from the base62
 /// or password alphabets falls under it about once in 100,000 tries.
 pub fn min_entropy(len: usize) -> f64 {
-    MIN_ENTROPY.min(0.7 * (len.max(2) as f64).log2())
+    entropy_floor(MIN_ENTROPY, len)
+}
+
+/// The entropy a value of `len` characters needs under a rule whose floor is `floor`
+/// bits per character (`rules.toml`'s `entropy`): the floor, or 0.7 × log2(len) when
+/// that is lower, since a short value cannot hold many distinct characters.
+pub fn entropy_floor(floor: f64, len: usize) -> f64 {
+    floor.min(0.7 * (len.max(2) as f64).log2())
 }
 
 /// A run of 6 or more consecutive ascending letters or digits (`bcdefghij`, `123456`,

@@ -4,7 +4,7 @@
 //! (`class_code`), placeholder or sample (`class_sample`), reference or public value
 //! (`class_reference`), encoded data (`class_encoded`). A value in none of them is
 //! [`ValueClass::Random`]'s to judge: a secret when random enough
-//! (`secret_value::looks_secret`).
+//! (`secret_value::looks_secret_above`, under the rule's entropy floor).
 //!
 //! Each class only turns values down; none makes a secret of anything, so the order
 //! in which they are asked changes no verdict, only which class a value is reported
@@ -14,7 +14,7 @@ use super::class_code::is_code;
 use super::class_encoded::is_encoded;
 use super::class_reference::is_reference;
 use super::class_sample::is_sample;
-use super::secret_value::looks_secret;
+use super::secret_value::looks_secret_above;
 
 /// What a keyword assignment's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,9 +75,11 @@ pub(super) fn classify(a: &Assignment<'_>) -> ValueClass {
     }
 }
 
-/// Whether `a`'s value is a secret: of no class that turns it down, and random enough.
-pub(super) fn is_secret(a: &Assignment<'_>) -> bool {
-    classify(a) == ValueClass::Random && looks_secret(a.ident, a.value, a.quoted, a.next)
+/// Whether `a`'s value is a secret: of no class that turns it down, and random enough
+/// for the rule's entropy floor (`floor` bits per character).
+pub(super) fn is_secret(a: &Assignment<'_>, floor: f64) -> bool {
+    classify(a) == ValueClass::Random
+        && looks_secret_above(a.ident, a.value, a.quoted, a.next, floor)
 }
 
 #[cfg(test)]
