@@ -207,6 +207,75 @@ fn rust_edges_resolve_use_aliases_and_self_calls() {
     );
 }
 
+/// Calls inside a Rust macro's arguments are call sites too: tree-sitter leaves them a
+/// token tree, read for `self.f(`, `Type::f(` and `f(` (most of the calls
+/// rust-analyzer finds that engram missed on regex-syntax sat in `assert_eq!` and
+/// `vec!`). A `fn` a macro defines is no call.
+#[test]
+fn rust_calls_inside_macro_arguments_are_edges() {
+    let repo = tempfile::tempdir().unwrap();
+    let src = repo.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        r#"pub struct Parser;
+
+impl Parser {
+    pub fn char(&self) -> char {
+        'x'
+    }
+
+    pub fn check(&self) {
+        assert_eq!(self.char(), 'x');
+        let v = vec![helper(1), Parser::make()];
+        debug_assert!(v.len() > 0, "{}", helper(2));
+    }
+
+    pub fn make() -> u32 {
+        3
+    }
+}
+
+pub fn helper(n: u32) -> u32 {
+    n
+}
+
+macro_rules! define {
+    ($name:ident) => {
+        fn helper() {}
+    };
+}
+"#,
+    )
+    .unwrap();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, repo.path());
+    let check = "sym:src/lib.rs#Parser::check:method:8:12";
+    let helper = "sym:src/lib.rs#helper:function:19:21";
+    assert_eq!(
+        edges(&store, "src/lib.rs"),
+        [
+            e(
+                9,
+                25,
+                check,
+                "sym:src/lib.rs#Parser::char:method:4:6",
+                Resolved
+            ),
+            e(10, 22, check, helper, Resolved),
+            e(
+                10,
+                41,
+                check,
+                "sym:src/lib.rs#Parser::make:method:14:16",
+                Resolved
+            ),
+            e(11, 42, check, helper, Resolved),
+        ]
+    );
+}
+
 #[test]
 fn edges_are_replaced_on_change_removed_on_delete_and_identical_after_rebuild() {
     let repo = copy_fixture("py");

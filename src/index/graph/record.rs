@@ -14,8 +14,9 @@ use crate::index::symbols::{CallSite, FileSymbols, Import};
 pub const REFS_TYPE: &str = "code_refs";
 
 /// What a `refs:` record's extraction knows, in its metadata (`graph`): 2 adds
-/// receivers' types (`recv`). A file whose record is older is indexed again.
-pub const GRAPH_VERSION: u32 = 2;
+/// receivers' types (`recv`), 3 calls inside Rust macros' arguments. A file whose
+/// record is older is indexed again.
+pub const GRAPH_VERSION: u32 = 3;
 
 /// The key of a file's references record.
 pub fn refs_key(path: &str) -> String {

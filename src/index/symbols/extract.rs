@@ -10,7 +10,7 @@ use tree_sitter::{Node, Tree};
 
 use super::bindings::{self, Binds, Placed};
 use super::lang::{Rules, BRANCHES};
-use super::{imports, sites};
+use super::{imports, macro_calls, sites};
 use super::{FileSymbols, Symbol, SymbolKind};
 
 /// A place that gives names to what it contains: a symbol, or a container such as
@@ -108,6 +108,14 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                 .child_by_field_name(field)
                 .and_then(|c| sites::call_site(node, c, src, innermost))
             {
+                if let Some(sym) = innermost {
+                    calls[sym].push(site.name.clone());
+                }
+                out.refs.push(site);
+            }
+        }
+        if kind == "token_tree" && rules.binds == Binds::Rust {
+            for site in macro_calls::sites(node, src, innermost) {
                 if let Some(sym) = innermost {
                     calls[sym].push(site.name.clone());
                 }

@@ -10,6 +10,7 @@ mod chunks;
 mod extract;
 mod imports;
 mod lang;
+mod macro_calls;
 mod sites;
 
 use std::cell::RefCell;
