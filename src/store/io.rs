@@ -16,6 +16,10 @@
 //! every constructor. Outside tests each function is the bare syscall: the check
 //! compiles away.
 //!
+//! The tracker's SQLite connections come through here too ([`open_db`]): a store
+//! directory registered as in memory (`memory`, for the fuzzer and tests) keeps its
+//! tracker in SQLite's memory VFS, and every other one in its file.
+//!
 //! This module must never decide anything about the store: it performs (or, in a
 //! test, refuses) the one operation it is asked for.
 
@@ -26,8 +30,12 @@ use std::path::Path;
 
 #[cfg(test)]
 pub(super) mod faults;
+mod memory;
 #[cfg(test)]
 mod tests;
+
+pub use memory::MemoryTracker;
+pub(super) use memory::{db_exists, open_db};
 
 /// One operation that changes what is on disk, as a fault plan sees it.
 // Outside tests only built, never read: the check is compiled away.

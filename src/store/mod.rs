@@ -54,6 +54,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};
+pub use io::MemoryTracker;
 pub use presence::refuse_missing_log;
 pub use read_view::{meta_object, ReadView};
 pub use rebuild::rebuild_dir;
