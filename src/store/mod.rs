@@ -60,7 +60,7 @@ pub use read_view::{meta_object, ReadView};
 pub use rebuild::rebuild_dir;
 pub use recovery::OpenReport;
 pub use salvage::{salvage, DamagedRange, LostRecord, SalvageReport};
-pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
+pub use scan::{classify_tail, scan_batches, Batch, ScanEnd, ScanStart, Tail};
 pub use seal::{SealError, VectorKey};
 pub use small_file::update_small_file;
 pub use tracker::{Change, CheckedTable, Projection, RecordLocation, RowsOf, TrackerMeta};
