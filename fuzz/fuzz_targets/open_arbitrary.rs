@@ -3,15 +3,17 @@
 //!
 //! Behind a valid header, every other input also gets the tracker of a store whose
 //! log held only that header (made once per process): open then replays the input
-//! over a tracker that expects more, instead of building one from nothing. Creating the
-//! tracker's schema is most of an exec's time, so this also runs them faster. The
-//! store's directory lives in memory (`/dev/shm`) where there is one.
+//! over a tracker that expects more, instead of building one from nothing.
+//!
+//! The store's tracker lives in memory (`MemoryTracker`: SQLite's memory VFS, the
+//! same SQL), restored or removed per input, and its log in `/dev/shm` where there is
+//! one; one directory serves every input of a process.
 #![no_main]
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use engram::format::FileHeader;
-use engram::store::{verify, Store, StoreOptions};
+use engram::store::{verify, MemoryTracker, Store, StoreOptions, LOCK_FILE};
 use libfuzzer_sys::fuzz_target;
 use zerocopy::IntoBytes;
 
@@ -29,48 +31,65 @@ fn tempdir() -> Option<tempfile::TempDir> {
     tempfile::tempdir().ok()
 }
 
-/// tracker.db of a store whose log is the header alone.
-fn template_tracker() -> Option<&'static [u8]> {
-    static TEMPLATE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
-    TEMPLATE
+struct Place {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    tracker: MemoryTracker,
+    /// The tracker of a store whose log is the header alone.
+    template: Vec<u8>,
+}
+
+fn place() -> Option<&'static Place> {
+    static PLACE: OnceLock<Option<Place>> = OnceLock::new();
+    PLACE
         .get_or_init(|| {
             let dir = tempdir()?;
-            std::fs::write(dir.path().join("blob.dat"), header_bytes()).ok()?;
-            let store =
-                Store::open(dir.path(), StoreOptions::default(), engram::projections()).ok()?;
+            let path = dir.path().to_path_buf();
+            let tracker = MemoryTracker::mount(&path).ok()?;
+            std::fs::write(path.join("blob.dat"), header_bytes()).ok()?;
+            let store = Store::open(&path, StoreOptions::default(), engram::projections()).ok()?;
             drop(store);
-            std::fs::read(dir.path().join("tracker.db")).ok()
+            let template = tracker.image().ok()?;
+            Some(Place {
+                _dir: dir,
+                path,
+                tracker,
+                template,
+            })
         })
-        .as_deref()
+        .as_ref()
 }
 
 fuzz_target!(|data: &[u8]| {
     let _ = FileHeader::decode(data);
-    let Some(dir) = tempdir() else {
+    let Some(place) = place() else {
         return;
     };
+    let dir = place.path.as_path();
+    // Each input starts from a directory holding blob.dat alone (and its tracker).
+    let _ = std::fs::remove_file(dir.join(LOCK_FILE));
     let mut blob = Vec::new();
     let first = data.first().copied().unwrap_or(1);
-    if first & 1 == 0 {
+    let tracker = if first & 1 == 0 {
         blob.extend_from_slice(&header_bytes());
         blob.extend_from_slice(&data[1..]);
-        if first & 2 == 0 {
-            if let Some(tracker) = template_tracker() {
-                if std::fs::write(dir.path().join("tracker.db"), tracker).is_err() {
-                    return;
-                }
-            }
-        }
+        first & 2 == 0
     } else {
         blob.extend_from_slice(data);
-    }
-    if std::fs::write(dir.path().join("blob.dat"), &blob).is_err() {
+        false
+    };
+    let reset = if tracker {
+        place.tracker.restore(&place.template)
+    } else {
+        place.tracker.remove()
+    };
+    if reset.is_err() || std::fs::write(dir.join("blob.dat"), &blob).is_err() {
         return;
     }
-    let _ = verify(dir.path());
-    if let Ok(store) = Store::open(dir.path(), StoreOptions::default(), engram::projections()) {
+    let _ = verify(dir);
+    if let Ok(store) = Store::open(dir, StoreOptions::default(), engram::projections()) {
         drop(store);
-        let report = verify(dir.path()).expect("a store that opened can be verified");
+        let report = verify(dir).expect("a store that opened can be verified");
         assert!(report.is_sound(), "a store that opened does not verify: {report:?}");
     }
 });

@@ -1,5 +1,6 @@
 //! The I/O seam: every write, sync and rename by which the store changes what is on
-//! disk for its log, its compaction and its small files goes through these functions.
+//! disk for its log, its compaction, its small files and its vector caches (their
+//! unsynced marks included) goes through these functions.
 //!
 //! They exist so tests can fail or "crash" the store at any chosen operation, one by
 //! one, deterministically (`faults`, built only for tests): a failed `pwrite`, a
@@ -16,6 +17,11 @@
 //! every constructor. Outside tests each function is the bare syscall: the check
 //! compiles away.
 //!
+//! The tracker's SQLite connections come through here too ([`open_db`]): a store
+//! directory registered as in memory (`memory`, for the fuzzer and tests) keeps its
+//! tracker in SQLite's memory VFS, and every other one in its file. The log stays a
+//! file (in `/dev/shm` for the fuzzer) for the reason above: it is read through a map.
+//!
 //! This module must never decide anything about the store: it performs (or, in a
 //! test, refuses) the one operation it is asked for.
 
@@ -26,8 +32,12 @@ use std::path::Path;
 
 #[cfg(test)]
 pub(super) mod faults;
+mod memory;
 #[cfg(test)]
 mod tests;
+
+pub use memory::MemoryTracker;
+pub(super) use memory::{db_exists, open_db};
 
 /// One operation that changes what is on disk, as a fault plan sees it.
 // Outside tests only built, never read: the check is compiled away.

@@ -147,7 +147,7 @@ pub(super) fn open_for_rebuild(
         return Err(presence::missing_log(dir));
     }
     let blob = BlobLog::open(&blob_path).map_err(|e| not_a_store(dir, e))?;
-    let db = Connection::open(dir.join(TRACKER_FILE))?;
+    let db = super::io::open_db(&dir.join(TRACKER_FILE), rusqlite::OpenFlags::default())?;
     db.busy_timeout(std::time::Duration::from_secs(30))?;
     Ok(Store::assemble(dir, options, blob, db, projections))
 }

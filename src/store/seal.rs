@@ -96,9 +96,8 @@ impl VectorKey {
     /// Write this key to a new file (64 hex digits and a newline, mode 0600). Refuses
     /// to replace an existing file.
     pub fn write_new_file(&self, path: &Path) -> Result<(), SealError> {
-        use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
@@ -124,8 +123,8 @@ impl VectorKey {
             path: path.to_path_buf(),
             source,
         };
-        file.write_all(text.as_bytes()).map_err(io)?;
-        file.sync_all().map_err(io)
+        super::io::write_at(&file, path, text.as_bytes(), 0).map_err(io)?;
+        super::io::sync_all(&file, path).map_err(io)
     }
 
     /// The key id (format-spec/encryption.md): names the key, reveals nothing of it.

@@ -197,7 +197,7 @@ pub(super) fn open_reporting(
     path: &Path,
     projections: &[&dyn Projection],
 ) -> Result<(Connection, bool)> {
-    let db = Connection::open(path)?;
+    let db = super::io::open_db(path, rusqlite::OpenFlags::default())?;
     db.busy_timeout(BUSY_TIMEOUT)?;
     // WAL lets readers run beside the one writer; NORMAL is enough because the log,
     // not the tracker, is what must survive a crash: lost tracker commits are replayed.
@@ -271,7 +271,7 @@ pub(super) fn open_checked(
     path: &Path,
 ) -> std::result::Result<(Connection, Option<TrackerMeta>), String> {
     let damaged = |e: &dyn std::fmt::Display| format!("tracker.db is damaged: {e}");
-    let db = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    let db = super::io::open_db(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| damaged(&e))?;
     let checked = (|| -> rusqlite::Result<Vec<String>> {
         db.execute_batch("BEGIN")?;
@@ -292,14 +292,14 @@ pub(super) fn open_checked(
 /// read-only mount), the file is opened as immutable, which is what it is there.
 pub fn open_read_only(path: &Path) -> Result<Connection> {
     use rusqlite::OpenFlags;
-    if !path.exists() {
+    if !super::io::db_exists(path) {
         return Err(StoreError::NotAStore {
             path: path.to_path_buf(),
             reason: "a read-only store needs its tracker.db; open it once with write access".into(),
         });
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-    let db = Connection::open_with_flags(path, flags)?;
+    let db = super::io::open_db(path, flags)?;
     db.busy_timeout(BUSY_TIMEOUT)?;
     if read_meta(&db).is_ok() {
         super::fts_rank::register(&db)?;

@@ -81,11 +81,11 @@ pub(super) fn ensure(cache: &Path, found: Mark) -> Result<bool> {
     let tmp = PathBuf::from(tmp);
     let write = || -> std::io::Result<()> {
         let f = std::fs::File::create(&tmp)?;
-        std::io::Write::write_all(&mut &f, id.as_bytes())?;
-        f.sync_all()
+        super::io::write_at(&f, &tmp, id.as_bytes(), 0)?;
+        super::io::sync_all(&f, &tmp)
     };
     write().map_err(StoreError::io("write", &tmp))?;
-    std::fs::rename(&tmp, &mark).map_err(StoreError::io("rename", &tmp))?;
+    super::io::rename(&tmp, &mark).map_err(StoreError::io("rename", &tmp))?;
     sync_dir(&mark)?;
     Ok(true)
 }
@@ -119,7 +119,7 @@ pub(super) fn flush_marked(dir: &Path) {
         }
         // The cache's pages are the page cache's: syncing the file writes what any
         // process wrote through its mapping.
-        match std::fs::File::open(&cache).and_then(|f| f.sync_data()) {
+        match std::fs::File::open(&cache).and_then(|f| super::io::sync_data(&f, &cache)) {
             Ok(()) => clear(&cache),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => clear(&cache),
             Err(e) => {

@@ -257,7 +257,7 @@ fn swap_in(mut b: BuiltCache, dim: u32, seq: u64, always: bool) -> Result<()> {
         // memory that took 45 ms of the writer's lock after a 40 MB cache. Held open
         // across the rename, it is closed on a thread of its own instead.
         let replaced = std::fs::File::open(&b.cache_path).ok();
-        std::fs::rename(&tmp, &b.cache_path).map_err(StoreError::io("rename", &tmp))?;
+        super::io::rename(&tmp, &b.cache_path).map_err(StoreError::io("rename", &tmp))?;
         if let Some(replaced) = replaced {
             let closing = std::thread::Builder::new().name("engram-free-cache".into());
             if let Err(e) = closing.spawn(move || drop(replaced)) {
@@ -309,7 +309,7 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     cache.set_seq(meta.applied_seq)?;
     cache.flush()?;
     drop(cache);
-    std::fs::rename(&tmp, &path).map_err(StoreError::io("rename", &tmp))?;
+    super::io::rename(&tmp, &path).map_err(StoreError::io("rename", &tmp))?;
     temporary.keep();
     // The new file is flushed; once its rename is durable, no mark is needed.
     if unsynced::read(&path) != Mark::Clean {

@@ -70,7 +70,8 @@ pub fn verify_with(dir: &Path, projections: &[&dyn Projection]) -> Result<Verify
     // commits meanwhile are past `applied_end`, left out of the comparison. So verify
     // is sound to run beside a server that is writing.
     let tracker_path = dir.join(TRACKER_FILE);
-    let (db, meta) = if tracker_path.exists() {
+    let tracker_exists = super::io::db_exists(&tracker_path);
+    let (db, meta) = if tracker_exists {
         match tracker::open_checked(&tracker_path) {
             Ok((db, meta)) => (Some(db), meta),
             Err(why) => {
@@ -88,7 +89,7 @@ pub fn verify_with(dir: &Path, projections: &[&dyn Projection]) -> Result<Verify
     } else {
         (None, None)
     };
-    let tracker_damaged = tracker_path.exists() && db.is_none();
+    let tracker_damaged = tracker_exists && db.is_none();
     let blob = match BlobLog::open(&blob_path) {
         Ok(b) => b,
         Err(StoreError::Format { source, .. }) => {
@@ -305,7 +306,7 @@ pub fn verify_with(dir: &Path, projections: &[&dyn Projection]) -> Result<Verify
 /// Whether the tracker on disk has applied more than `seen` (a writer committed since).
 fn tracker_moved_on(tracker_path: &Path, seen: Option<&tracker::TrackerMeta>) -> bool {
     let Some(seen) = seen else { return false };
-    Connection::open_with_flags(tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    super::io::open_db(tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .ok()
         .and_then(|fresh| tracker::read_meta(&fresh).ok().flatten())
         .is_some_and(|m| m.applied_seq != seen.applied_seq || m.generation != seen.generation)

@@ -18,6 +18,9 @@ use crate::store::{
 enum Step {
     /// Puts (`Some(value)`) and deletes (`None`) committed as one batch.
     Commit(Vec<(String, Option<String>)>),
+    /// Puts committed as one batch, each with a vector (so the vector caches, their
+    /// unsynced marks and their rebuilds are written through the seam too).
+    Vectors(Vec<(String, Option<String>)>),
     Compact,
     /// Append a line to the small file `tokens`.
     Token(&'static str),
@@ -32,12 +35,14 @@ fn script() -> Vec<Step> {
         .collect();
     vec![
         Step::Commit(vec![put("a", "a1"), put("b", "b1")]),
+        Step::Vectors(vec![put("v", "v1"), put("w", "w1")]),
         Step::Commit(vec![put("c", "c1"), delete("b")]),
         Step::Token("t1"),
         // Past the size below which writes land in preallocated space.
         Step::Commit(vec![put("big", &format!("big:{}", "x".repeat(1_200_000)))]),
         Step::Compact,
         Step::Commit(vec![put("a", "a2"), put("d", "d1")]),
+        Step::Vectors(vec![put("v", "v2")]),
         Step::Token("t2"),
         Step::Commit(many),
         Step::Commit(vec![put("e", "e1"), delete("big")]),
@@ -61,13 +66,17 @@ fn run(dir: &Path, steps: &[Step]) -> Outcome {
     out.opened = true;
     for step in steps {
         let ok = match step {
-            Step::Commit(ops) => {
+            Step::Commit(ops) | Step::Vectors(ops) => {
                 let mut b = WriteBatch::new();
                 for (k, v) in ops {
                     match v {
                         Some(v) => b.put(k, Map::new(), v.as_bytes()).expect("put"),
                         None => b.delete(k).expect("delete"),
                     };
+                    if let (Step::Vectors(_), Some(v)) = (step, v) {
+                        let x = v.len() as f32;
+                        b.put_vector(k, "e", &[x, 1.0, -x]).expect("vector");
+                    }
                 }
                 store.commit(&b).is_ok()
             }
@@ -90,7 +99,7 @@ fn allowed_states(steps: &[Step], out: &Outcome) -> Vec<State> {
     let commits: Vec<(usize, bool)> = steps
         .iter()
         .enumerate()
-        .filter(|(_, s)| matches!(s, Step::Commit(_)))
+        .filter(|(_, s)| matches!(s, Step::Commit(_) | Step::Vectors(_)))
         .map(|(i, _)| (i, out.ok.get(i).copied().unwrap_or(false)))
         .collect();
     let unacked: Vec<usize> = commits.iter().filter(|c| !c.1).map(|c| c.0).collect();
@@ -100,7 +109,7 @@ fn allowed_states(steps: &[Step], out: &Outcome) -> Vec<State> {
         for &(i, acked) in &commits {
             let pos = unacked.iter().position(|&u| u == i);
             let applied = acked || pos.is_some_and(|p| mask & (1 << p) != 0);
-            if let (true, Step::Commit(ops)) = (applied, &steps[i]) {
+            if let (true, Step::Commit(ops) | Step::Vectors(ops)) = (applied, &steps[i]) {
                 for (k, v) in ops {
                     match v {
                         Some(v) => state.insert(k.clone(), v.clone()),
@@ -221,7 +230,20 @@ fn every_operation(mode: Mode) {
             out.ok.iter().all(|&ok| ok),
             "the workload fails with no fault"
         );
-        armed.seen().len() as u64
+        let seen = armed.seen();
+        // The vector steps' cache files go through the seam as the log does.
+        let cache = crate::store::vectors::cache_path(&dir, "e");
+        // The cache itself, its temporary and its unsynced mark all start so.
+        let cache = cache.to_string_lossy();
+        let cache_ops = seen
+            .iter()
+            .filter(|s| s.path.to_string_lossy().starts_with(&*cache))
+            .count();
+        assert!(
+            cache_ops > 0,
+            "no operation on the vector cache {cache} was seen"
+        );
+        seen.len() as u64
     };
     assert!(count > 20, "only {count} operations seen");
     for n in 0..count {

@@ -79,7 +79,7 @@ impl VectorCache {
             map[..HEADER_LEN].copy_from_slice(header.as_bytes());
             if let Some(file) = &file {
                 map.flush()?;
-                file.sync_all()?;
+                crate::store::io::sync_all(file, &tmp)?;
             }
             Ok::<_, VectorCacheError>(index)
         })();
@@ -93,7 +93,7 @@ impl VectorCache {
             }
         };
         if file.is_some() {
-            fs::rename(&tmp, &self.path)?;
+            crate::store::io::rename(&tmp, &self.path)?;
             if let Some(dir) = self.path.parent().and_then(|d| File::open(d).ok()) {
                 // Best effort: makes the rename durable; the cache is rebuildable anyway.
                 let _ = dir.sync_all();
