@@ -986,13 +986,13 @@ fn kotlin_symbols_edges_and_chunks() {
                 &format!("{util}normalize:function:3:5"),
                 Imported
             ),
-            // `f.format(path)`: `f` has no declared type; one method of that name.
+            // `f.format(path)`: `val f = Formatter()`.
             e(
                 24,
                 31,
                 &get,
                 &format!("{util}Formatter.format:method:8:8"),
-                SameName
+                Imported
             ),
             e(
                 33,
@@ -1063,13 +1063,14 @@ fn swift_symbols_edges_and_chunks() {
                 &format!("{util}normalize:function:1:3"),
                 Imported
             ),
-            // `normalize(path) + f.format(path)`: the call is `format`'s.
+            // `normalize(path) + f.format(path)`: the call is `format`'s, and
+            // `let f = Formatter()`.
             e(
                 28,
                 36,
                 &get,
                 &format!("{util}Formatter.format:method:8:10"),
-                SameName
+                Imported
             ),
             // `log("reset")` in an extension: the type's own method.
             e(
@@ -1133,12 +1134,13 @@ fn scala_symbols_edges_and_chunks() {
             ),
             // `Strings.normalize(path)`: a member of an imported object.
             e(18, 13, &get, &normalize, Imported),
+            // `f.format(path)`: `val f = new Fmt()`, `Fmt` the imported `Formatter`.
             e(
                 18,
                 33,
                 &get,
                 &format!("{util}Formatter.format:method:8:8"),
-                SameName
+                Imported
             ),
             // `new Client("x")`: the class and its companion share the name.
             e(
@@ -1284,4 +1286,47 @@ fn lua_symbols_edges_and_chunks() {
     ] {
         assert!(rows.contains(&want.to_string()), "{want}: {rows:#?}");
     }
+}
+
+#[test]
+fn kotlin_swift_and_scala_receivers_reach_the_type_the_file_declares() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "app/Holder.kt",
+            "package app\n\nclass Cache {\n    fun fetch(k: String): String = k\n}\n\nclass Other {\n    fun fetch(k: String): String = k\n}\n\nclass Holder(private val c: Cache) {\n    private val d = Cache()\n    fun run(p: Cache) {\n        c.fetch(\"a\")\n        d.fetch(\"b\")\n        p.fetch(\"c\")\n        this.d.fetch(\"d\")\n    }\n}\n",
+        ),
+        (
+            "Sources/App/Holder.swift",
+            "class Cache {\n    func fetch(_ k: String) -> String { return k }\n}\n\nclass Other {\n    func fetch(_ k: String) -> String { return k }\n}\n\nclass Holder {\n    let d = Cache()\n    var e: Cache\n    init(e: Cache) { self.e = e }\n    func run(p: Cache) {\n        d.fetch(\"b\")\n        self.e.fetch(\"c\")\n        p.fetch(\"d\")\n    }\n}\n",
+        ),
+        (
+            "app/Holder.scala",
+            "package app\n\nclass Cache {\n  def fetch(k: String): String = k\n}\n\nclass Other {\n  def fetch(k: String): String = k\n}\n\nclass Holder(c: Cache) {\n  val d = new Cache()\n  def run(p: Cache): Unit = {\n    c.fetch(\"a\")\n    d.fetch(\"b\")\n    p.fetch(\"c\")\n    this.d.fetch(\"d\")\n  }\n}\n",
+        ),
+    ]);
+    let fetches = |path: &str| -> Vec<(u64, String, Confidence)> {
+        targets(&store, path)
+            .into_iter()
+            .filter(|t| t.1.contains("fetch"))
+            .collect()
+    };
+    // Without the declarations each call would reach both `fetch`es (ambiguous).
+    let kt = "sym:app/Holder.kt#Cache.fetch:method:4:4".to_string();
+    assert_eq!(
+        fetches("app/Holder.kt"),
+        [14, 15, 16, 17].map(|l| (l, kt.clone(), Resolved)),
+        "a class parameter property, a property, a parameter, this.property"
+    );
+    let swift = "sym:Sources/App/Holder.swift#Cache.fetch:method:2:2".to_string();
+    assert_eq!(
+        fetches("Sources/App/Holder.swift"),
+        [14, 15, 16].map(|l| (l, swift.clone(), Resolved)),
+        "a property, self.property, a parameter"
+    );
+    let scala = "sym:app/Holder.scala#Cache.fetch:method:4:4".to_string();
+    assert_eq!(
+        fetches("app/Holder.scala"),
+        [14, 15, 16, 17].map(|l| (l, scala.clone(), Resolved)),
+        "a class parameter, new, a parameter, this.val"
+    );
 }

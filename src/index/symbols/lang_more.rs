@@ -27,7 +27,7 @@ pub(super) static KOTLIN: Rules = Rules {
     imports: &["import"],
     import_style: Style::Java,
     any_comment_is_doc: true,
-    binds: Binds::None,
+    binds: Binds::Kotlin,
 };
 
 pub(super) static SWIFT: Rules = Rules {
@@ -50,7 +50,7 @@ pub(super) static SWIFT: Rules = Rules {
     imports: &["import_declaration"],
     import_style: Style::Swift,
     any_comment_is_doc: true,
-    binds: Binds::None,
+    binds: Binds::Swift,
 };
 
 pub(super) static SCALA: Rules = Rules {
@@ -75,7 +75,7 @@ pub(super) static SCALA: Rules = Rules {
     imports: &["import_declaration"],
     import_style: Style::Scala,
     any_comment_is_doc: true,
-    binds: Binds::None,
+    binds: Binds::Scala,
 };
 
 /// Bash (and the `.sh`/`.zsh` files the index calls `shell`): functions, the

@@ -6,6 +6,7 @@
 //! recurses on the tree, so absurdly nested input cannot overflow the stack.
 
 mod bindings;
+mod bindings_more;
 mod chunks;
 mod extract;
 mod imports;
