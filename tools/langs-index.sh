@@ -7,7 +7,7 @@
 #   tools/langs-index.sh BEFORE_BIN AFTER_BIN [RUNS] [FASTPARSE_CHECKOUT]
 #
 # The tree: the .kt and .swift files of expo-modules-core 58.1.0 (npm); Debian's
-# lua-penlight 1.13.1-3 (its Lua 5.4 modules) and bash-completion 1:2.11-6 (its
+# lua-penlight 1.13.1-3 (its modules) and bash-completion 1:2.11-6 (its
 # completions, given a `.bash` extension, which they lack); and, when a checkout of
 # com-lihaoyi/fastparse at 385431ec is given, its .scala files. Needs npm, apt-get
 # (after `apt-get update`) and dpkg. Prints each run's seconds, then per binary the
@@ -47,7 +47,8 @@ mkdir -p "$work/emc" && tar xzf "$work"/expo-modules-core-58.1.0.tgz -C "$work/e
 copy "$work/emc/package" "$tree/kotlin-swift" .kt .swift
 (cd "$work" && apt-get download -qq lua-penlight=1.13.1-3 bash-completion=1:2.11-6 2>/dev/null)
 dpkg -x "$work"/lua-penlight_*.deb "$work/pl"
-copy "$work/pl/usr/share/lua/5.4" "$tree/lua" .lua
+# One copy of each module: the package's other Lua versions' folders link to it.
+copy "$work/pl/usr/share/lua" "$tree/lua" .lua
 dpkg -x "$work"/bash-completion_*.deb "$work/bc"
 for f in "$work"/bc/usr/share/bash-completion/completions/* "$work"/bc/usr/share/bash-completion/bash_completion; do
   if [ -f "$f" ] && [ ! -L "$f" ]; then cp "$f" "$tree/bash/$(basename "$f").bash"; fi

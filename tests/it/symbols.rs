@@ -746,7 +746,8 @@ fn markdown_headings_are_nested_sections_found_and_anchored() {
     // `#tag` without a space and a front matter are not headings.
     let text = "---\ntitle: Guide\n---\n# Guide\n\nHow to use it.\n\n## Install ##\n\n```sh\n# not a heading\nmake\n```\n\nUsage\n-----\n\nCall it.\n#tag\n\n### Flags\n\n`-v` says more.\n\n# Reference\n\nEverything else.\n";
     let found = extract("markdown", text).expect("markdown has symbols");
-    let got: Vec<(&str, &str, Option<&str>, SymbolKind, u64, u64)> = found
+    type Heading<'a> = (&'a str, &'a str, Option<&'a str>, SymbolKind, u64, u64);
+    let got: Vec<Heading> = found
         .symbols
         .iter()
         .map(|s| {
