@@ -3,8 +3,10 @@
 //! deleted, identical after a rebuild. Fixture repositories under
 //! `tests/fixtures/graph/` (Python: methods through `self`, an aliased import, a
 //! module alias, a shadowed name, an ambiguous method; Rust: an aliased `use`,
-//! `Self`-style paths, `self.` calls), and small repositories written by the tests
-//! (TypeScript re-exports and `export *` barrels with a cycle).
+//! `Self`-style paths, `self.` calls; Kotlin, Swift, Scala, Bash and Lua: nested
+//! types, `this`/`self` calls, aliased imports, long functions), and small
+//! repositories written by the tests (TypeScript re-exports and `export *` barrels
+//! with a cycle).
 
 use std::path::{Path, PathBuf};
 
@@ -919,5 +921,481 @@ fn method_calls_reach_the_type_the_file_declares_or_constructs_the_receiver_as()
         rs,
         [10, 11, 13].map(|l| (l, put.clone(), Imported)),
         "&Store, a field, Store::new()"
+    );
+}
+
+// Kotlin, Swift, Scala, Bash and Lua: one fixture repository each
+// (`tests/fixtures/graph/{kt,swift,scala,sh,lua}`), with nested types, a call
+// through `this`/`self` where the language has one, an import with an alias where
+// it has one (Swift imports a module or one declaration, Bash sources a file), and
+// a function too long for one chunk. Each test asserts the symbols and their spans,
+// every edge out of the main file, and that the chunks cut every file into
+// symbol-sized pieces, each line in exactly one.
+
+/// (qualified name, kind, first line, last line) of every symbol of a fixture file.
+type S = (&'static str, &'static str, u64, u64);
+
+/// The symbols of fixture file `rel` (under `tests/fixtures/graph/`), as [`S`],
+/// after checking its chunks: every line in exactly one, each symbol of at most 30
+/// lines whole in one, and the long function `long` cut into pieces of at most 60
+/// lines that all name it.
+fn symbols_and_chunks(rel: &str, long: &str) -> Vec<(String, String, u64, u64)> {
+    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    let lang = engram::index::language(rel);
+    let (parsed, chunks) = engram::index::symbols::symbols_and_chunks(lang, &text);
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut owner = vec![0u32; lines.len() + 1];
+    for c in &chunks {
+        assert_eq!(
+            c.text,
+            lines[c.start_line as usize - 1..c.end_line as usize].concat(),
+            "{rel}"
+        );
+        for l in c.start_line..=c.end_line {
+            owner[l as usize] += 1;
+        }
+    }
+    assert!(
+        owner.iter().skip(1).all(|&n| n == 1),
+        "{rel}: a line in no chunk or in two: {chunks:?}"
+    );
+    for s in parsed
+        .symbols
+        .iter()
+        .filter(|s| s.end_line + 1 - s.start_line <= 30)
+    {
+        assert!(
+            chunks
+                .iter()
+                .any(|c| c.start_line <= s.start_line && s.end_line <= c.end_line),
+            "{rel}: {} is cut: {chunks:?}",
+            s.qualified_name
+        );
+    }
+    let pieces: Vec<_> = chunks
+        .iter()
+        .filter(|c| c.symbol.as_deref() == Some(long))
+        .collect();
+    assert!(pieces.len() >= 2, "{rel}: {long} in {pieces:?}");
+    for p in &pieces {
+        assert!(p.end_line + 1 - p.start_line <= 60, "{rel}: {p:?}");
+        assert!(p.context.contains(long), "{rel}: {:?}", p.context);
+    }
+    parsed
+        .symbols
+        .iter()
+        .map(|s| {
+            (
+                s.qualified_name.clone(),
+                s.kind.as_str().to_string(),
+                s.start_line,
+                s.end_line,
+            )
+        })
+        .collect()
+}
+
+fn owned(want: &[S]) -> Vec<(String, String, u64, u64)> {
+    want.iter()
+        .map(|&(q, k, a, b)| (q.to_string(), k.to_string(), a, b))
+        .collect()
+}
+
+#[test]
+fn kotlin_symbols_edges_and_chunks() {
+    let main = "kt/src/main/kotlin/com/acme/app/Client.kt";
+    assert_eq!(
+        symbols_and_chunks(main, "longFunction"),
+        owned(&[
+            ("Client", "class", 7, 36),
+            ("Client.Cache", "class", 9, 19),
+            ("Client.Cache.fetch", "method", 10, 12),
+            ("Client.Cache.Entry", "class", 14, 18),
+            ("Client.Cache.Entry.touch", "method", 15, 17),
+            ("Client.get", "method", 21, 25),
+            ("Client.log", "method", 27, 29),
+            // A companion object's members are the class's.
+            ("Client.create", "method", 32, 34),
+            ("Source", "interface", 38, 40),
+            ("Source.read", "method", 39, 39),
+            ("Mode", "enum", 42, 45),
+            ("longFunction", "function", 47, 128),
+        ])
+    );
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("kt"));
+    let app = "sym:src/main/kotlin/com/acme/app/Client.kt#";
+    let util = "sym:src/main/kotlin/com/acme/util/Strings.kt#";
+    let get = format!("{app}Client.get:method:21:25");
+    assert_eq!(
+        edges(&store, "src/main/kotlin/com/acme/app/Client.kt"),
+        [
+            // `this.log(path)`
+            e(
+                22,
+                14,
+                &get,
+                &format!("{app}Client.log:method:27:29"),
+                Resolved
+            ),
+            // `Formatter()`, imported by name.
+            e(
+                23,
+                17,
+                &get,
+                &format!("{util}Formatter:class:7:9"),
+                Imported
+            ),
+            // `norm(path)`: `import com.acme.util.normalize as norm`.
+            e(
+                24,
+                16,
+                &get,
+                &format!("{util}normalize:function:3:5"),
+                Imported
+            ),
+            // `f.format(path)`: `val f = Formatter()`.
+            e(
+                24,
+                31,
+                &get,
+                &format!("{util}Formatter.format:method:8:8"),
+                Imported
+            ),
+            e(
+                33,
+                20,
+                &format!("{app}Client.create:method:32:34"),
+                &format!("{app}Client:class:7:36"),
+                Resolved
+            ),
+        ]
+    );
+    assert_eq!(
+        edges(&store, "src/main/kotlin/com/acme/util/Strings.kt"),
+        [e(
+            8,
+            37,
+            &format!("{util}Formatter.format:method:8:8"),
+            &format!("{util}normalize:function:3:5"),
+            Resolved
+        )]
+    );
+}
+
+#[test]
+fn swift_symbols_edges_and_chunks() {
+    let main = "swift/Sources/App/Client.swift";
+    assert_eq!(
+        symbols_and_chunks(main, "longFunction"),
+        owned(&[
+            ("Client", "class", 5, 34),
+            ("Client.Cache", "struct", 6, 17),
+            ("Client.Cache.fetch", "method", 7, 9),
+            ("Client.Cache.Mode", "enum", 11, 16),
+            ("Client.Cache.Mode.label", "method", 13, 15),
+            ("Client.init", "method", 21, 23),
+            ("Client.get", "method", 25, 29),
+            ("Client.log", "method", 31, 33),
+            // An extension adds members to its type; it is no symbol itself.
+            ("Client.reset", "method", 37, 39),
+            ("Source", "interface", 42, 44),
+            ("Source.read", "method", 43, 43),
+            ("longFunction", "function", 46, 127),
+        ])
+    );
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("swift"));
+    let app = "sym:Sources/App/Client.swift#";
+    let util = "sym:Sources/Util/Strings.swift#";
+    let get = format!("{app}Client.get:method:25:29");
+    let log = format!("{app}Client.log:method:31:33");
+    assert_eq!(
+        edges(&store, "Sources/App/Client.swift"),
+        [
+            // `self.log(path)`
+            e(26, 14, &get, &log, Resolved),
+            // `import Util` makes the module `Sources/Util` visible.
+            e(
+                27,
+                17,
+                &get,
+                &format!("{util}Formatter:class:5:11"),
+                Imported
+            ),
+            e(
+                28,
+                16,
+                &get,
+                &format!("{util}normalize:function:1:3"),
+                Imported
+            ),
+            // `normalize(path) + f.format(path)`: the call is `format`'s, and
+            // `let f = Formatter()`.
+            e(
+                28,
+                36,
+                &get,
+                &format!("{util}Formatter.format:method:8:10"),
+                Imported
+            ),
+            // `log("reset")` in an extension: the type's own method.
+            e(
+                38,
+                9,
+                &format!("{app}Client.reset:method:37:39"),
+                &log,
+                Resolved
+            ),
+        ]
+    );
+}
+
+#[test]
+fn scala_symbols_edges_and_chunks() {
+    let main = "scala/src/main/scala/com/acme/app/Client.scala";
+    assert_eq!(
+        symbols_and_chunks(main, "longFunction"),
+        owned(&[
+            ("Client", "class", 6, 24),
+            ("Client.Cache", "class", 7, 13),
+            ("Client.Cache.fetch", "method", 8, 8),
+            ("Client.Cache.Entry", "class", 10, 12),
+            ("Client.Cache.Entry.touch", "method", 11, 11),
+            ("Client.get", "method", 15, 19),
+            ("Client.log", "method", 21, 23),
+            // The companion object, a definition of its own.
+            ("Client", "class", 26, 28),
+            ("Client.create", "method", 27, 27),
+            ("Source", "trait", 30, 32),
+            ("Source.read", "method", 31, 31),
+            ("longFunction", "function", 34, 115),
+        ])
+    );
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("scala"));
+    let app = "sym:src/main/scala/com/acme/app/Client.scala#";
+    let util = "sym:src/main/scala/com/acme/util/Strings.scala#";
+    let get = format!("{app}Client.get:method:15:19");
+    let create = format!("{app}Client.create:method:27:27");
+    let normalize = format!("{util}Strings.normalize:method:4:4");
+    assert_eq!(
+        edges(&store, "src/main/scala/com/acme/app/Client.scala"),
+        [
+            // `this.log(path)`
+            e(
+                16,
+                10,
+                &get,
+                &format!("{app}Client.log:method:21:23"),
+                Resolved
+            ),
+            // `new Fmt()`: `import com.acme.util.{Formatter => Fmt, Strings}`.
+            e(
+                17,
+                17,
+                &get,
+                &format!("{util}Formatter:class:7:9"),
+                Imported
+            ),
+            // `Strings.normalize(path)`: a member of an imported object.
+            e(18, 13, &get, &normalize, Imported),
+            // `f.format(path)`: `val f = new Fmt()`, `Fmt` the imported `Formatter`.
+            e(
+                18,
+                33,
+                &get,
+                &format!("{util}Formatter.format:method:8:8"),
+                Imported
+            ),
+            // `new Client("x")`: the class and its companion share the name.
+            e(
+                27,
+                30,
+                &create,
+                &format!("{app}Client:class:6:24"),
+                Resolved
+            ),
+            e(
+                27,
+                30,
+                &create,
+                &format!("{app}Client:class:26:28"),
+                Resolved
+            ),
+        ]
+    );
+    let rows = graph_rows(&store);
+    assert!(
+        rows.contains(&format!(
+            "src/main/scala/com/acme/app/Client.scala Fmt  17:17 construct {get}"
+        )),
+        "{rows:#?}"
+    );
+}
+
+#[test]
+fn bash_symbols_edges_and_chunks() {
+    assert_eq!(
+        symbols_and_chunks("sh/bin/deploy.sh", "long_function"),
+        owned(&[
+            ("build", "function", 6, 14),
+            ("build.inner", "function", 10, 12),
+            ("deploy", "function", 16, 18),
+            ("long_function", "function", 20, 101),
+        ])
+    );
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("sh"));
+    let app = "sym:bin/deploy.sh#";
+    let build = format!("{app}build:function:6:14");
+    let deploy = format!("{app}deploy:function:16:18");
+    let log_info = "sym:lib/common.sh#log_info:function:5:7";
+    assert_eq!(
+        edges(&store, "bin/deploy.sh"),
+        [
+            // Functions of `source "$(dirname "$0")/../lib/common.sh"`.
+            e(
+                8,
+                10,
+                &build,
+                "sym:lib/common.sh#normalize_path:function:9:12",
+                Imported
+            ),
+            e(9, 3, &build, log_info, Imported),
+            e(
+                11,
+                5,
+                &format!("{app}build.inner:function:10:12"),
+                log_info,
+                Imported
+            ),
+            e(
+                13,
+                3,
+                &build,
+                &format!("{app}build.inner:function:10:12"),
+                Resolved
+            ),
+            e(17, 3, &deploy, &build, Resolved),
+            e(17, 17, &deploy, log_info, Imported),
+            (103, 1, None, deploy.clone(), Resolved),
+        ]
+    );
+    let rows = graph_rows(&store);
+    assert!(
+        rows.contains(&"bin/deploy.sh $(dirname $0)/../lib/common.sh * - 3".to_string()),
+        "{rows:#?}"
+    );
+}
+
+#[test]
+fn lua_symbols_edges_and_chunks() {
+    assert_eq!(
+        symbols_and_chunks("lua/app/client.lua", "long_function"),
+        owned(&[
+            // Functions stored in tables are the tables' members.
+            ("Client.Cache.fetch", "method", 10, 12),
+            ("Client.new", "method", 14, 19),
+            ("Client.init", "method", 21, 24),
+            ("helper", "function", 26, 28),
+            ("format", "function", 30, 32),
+            ("long_function", "function", 34, 115),
+        ])
+    );
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = open(store_dir.path());
+    index_once(&store, &fixture("lua"));
+    let app = "sym:app/client.lua#";
+    let init = format!("{app}Client.init:method:21:24");
+    assert_eq!(
+        edges(&store, "app/client.lua"),
+        [
+            // `self:init()`
+            e(
+                17,
+                8,
+                &format!("{app}Client.new:method:14:19"),
+                &init,
+                Resolved
+            ),
+            // `util.clamp(2)`: `local util = require("app.util")`, whose file
+            // returns the table `M`.
+            e(
+                22,
+                21,
+                &init,
+                "sym:app/util.lua#M.clamp:method:4:8",
+                Imported
+            ),
+            e(
+                23,
+                29,
+                &init,
+                &format!("{app}Client.Cache.fetch:method:10:12"),
+                Resolved
+            ),
+            e(
+                31,
+                10,
+                &format!("{app}format:function:30:32"),
+                &format!("{app}helper:function:26:28"),
+                Resolved
+            ),
+        ]
+    );
+    let rows = graph_rows(&store);
+    for want in [
+        "app/client.lua app.util - util 1",
+        "app/client.lua cjson - json 2",
+    ] {
+        assert!(rows.contains(&want.to_string()), "{want}: {rows:#?}");
+    }
+}
+
+#[test]
+fn kotlin_swift_and_scala_receivers_reach_the_type_the_file_declares() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "app/Holder.kt",
+            "package app\n\nclass Cache {\n    fun fetch(k: String): String = k\n}\n\nclass Other {\n    fun fetch(k: String): String = k\n}\n\nclass Holder(private val c: Cache) {\n    private val d = Cache()\n    fun run(p: Cache) {\n        c.fetch(\"a\")\n        d.fetch(\"b\")\n        p.fetch(\"c\")\n        this.d.fetch(\"d\")\n    }\n}\n",
+        ),
+        (
+            "Sources/App/Holder.swift",
+            "class Cache {\n    func fetch(_ k: String) -> String { return k }\n}\n\nclass Other {\n    func fetch(_ k: String) -> String { return k }\n}\n\nclass Holder {\n    let d = Cache()\n    var e: Cache\n    init(e: Cache) { self.e = e }\n    func run(p: Cache) {\n        d.fetch(\"b\")\n        self.e.fetch(\"c\")\n        p.fetch(\"d\")\n    }\n}\n",
+        ),
+        (
+            "app/Holder.scala",
+            "package app\n\nclass Cache {\n  def fetch(k: String): String = k\n}\n\nclass Other {\n  def fetch(k: String): String = k\n}\n\nclass Holder(c: Cache) {\n  val d = new Cache()\n  def run(p: Cache): Unit = {\n    c.fetch(\"a\")\n    d.fetch(\"b\")\n    p.fetch(\"c\")\n    this.d.fetch(\"d\")\n  }\n}\n",
+        ),
+    ]);
+    let fetches = |path: &str| -> Vec<(u64, String, Confidence)> {
+        targets(&store, path)
+            .into_iter()
+            .filter(|t| t.1.contains("fetch"))
+            .collect()
+    };
+    // Without the declarations each call would reach both `fetch`es (ambiguous).
+    let kt = "sym:app/Holder.kt#Cache.fetch:method:4:4".to_string();
+    assert_eq!(
+        fetches("app/Holder.kt"),
+        [14, 15, 16, 17].map(|l| (l, kt.clone(), Resolved)),
+        "a class parameter property, a property, a parameter, this.property"
+    );
+    let swift = "sym:Sources/App/Holder.swift#Cache.fetch:method:2:2".to_string();
+    assert_eq!(
+        fetches("Sources/App/Holder.swift"),
+        [14, 15, 16].map(|l| (l, swift.clone(), Resolved)),
+        "a property, self.property, a parameter"
+    );
+    let scala = "sym:app/Holder.scala#Cache.fetch:method:4:4".to_string();
+    assert_eq!(
+        fetches("app/Holder.scala"),
+        [14, 15, 16, 17].map(|l| (l, scala.clone(), Resolved)),
+        "a class parameter, new, a parameter, this.val"
     );
 }

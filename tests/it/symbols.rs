@@ -7,6 +7,8 @@ use engram::search::{search, HitKind, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use proptest::prelude::*;
 
+use crate::support::engram_cli::ok_json;
+
 fn fixture(name: &str) -> (String, Vec<Symbol>, Vec<String>) {
     let path = format!(
         "{}/tests/fixtures/symbols/{name}",
@@ -736,4 +738,111 @@ fn fixture_chunks_partition_every_file() {
             );
         }
     }
+}
+
+#[test]
+fn markdown_headings_are_nested_sections_found_and_anchored() {
+    // ATX and setext headings nest by level; a heading-looking line in a fence, a
+    // `#tag` without a space and a front matter are not headings.
+    let text = "---\ntitle: Guide\n---\n# Guide\n\nHow to use it.\n\n## Install ##\n\n```sh\n# not a heading\nmake\n```\n\nUsage\n-----\n\nCall it.\n#tag\n\n### Flags\n\n`-v` says more.\n\n# Reference\n\nEverything else.\n";
+    let found = extract("markdown", text).expect("markdown has symbols");
+    type Heading<'a> = (&'a str, &'a str, Option<&'a str>, SymbolKind, u64, u64);
+    let got: Vec<Heading> = found
+        .symbols
+        .iter()
+        .map(|s| {
+            (
+                s.qualified_name.as_str(),
+                s.name.as_str(),
+                s.parent.as_deref(),
+                s.kind,
+                s.start_line,
+                s.end_line,
+            )
+        })
+        .collect();
+    let sec = SymbolKind::Section;
+    assert_eq!(
+        got,
+        [
+            ("Guide", "Guide", None, sec, 4, 23),
+            ("Guide > Install", "Install", Some("Guide"), sec, 8, 13),
+            ("Guide > Usage", "Usage", Some("Guide"), sec, 15, 23),
+            (
+                "Guide > Usage > Flags",
+                "Flags",
+                Some("Guide > Usage"),
+                sec,
+                21,
+                23
+            ),
+            ("Reference", "Reference", None, sec, 25, 27),
+        ]
+    );
+    assert_eq!(found.symbols[0].doc.as_deref(), Some("How to use it."));
+    assert_eq!(found.symbols[1].signature, "## Install ##");
+    // Each heading starts a chunk (small neighbours merge), named by its path.
+    let chunks = chunk_file("markdown", text, &found.symbols);
+    assert_partition("markdown", text, &chunks);
+    assert!(
+        chunks.iter().all(|c| c.symbol.is_none()
+            || found
+                .symbols
+                .iter()
+                .any(|s| c.symbol.as_deref() == Some(&s.qualified_name))),
+        "{chunks:?}"
+    );
+
+    // Through a real store and the CLI: found by name, anchored, stale when edited.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join("docs")).unwrap();
+    let guide = repo.path().join("docs/guide.md");
+    std::fs::write(&guide, text).unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = repo.path().to_str().unwrap();
+    ok_json(store.path(), &["index", root]);
+    let hit = ok_json(store.path(), &["symbol", "Install"]);
+    let key = "sym:docs/guide.md#Guide > Install:section:8:13";
+    assert_eq!(hit["symbols"][0]["key"], key, "{hit}");
+    // The outline nests sections as the headings do.
+    let overview = ok_json(store.path(), &["overview", "docs/guide.md"]);
+    let depths: Vec<(String, u64)> = overview["files"][0]["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["depth"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        depths,
+        [
+            ("Guide".to_string(), 0),
+            ("Install".to_string(), 1),
+            ("Usage".to_string(), 1),
+            ("Flags".to_string(), 2),
+            ("Reference".to_string(), 0),
+        ],
+        "{overview}"
+    );
+    let mem = ok_json(
+        store.path(),
+        &["remember", "install runs make", "--symbol", key],
+    );
+    assert_eq!(mem["anchors"][0]["key"], key, "{mem}");
+    assert!(ok_json(store.path(), &["stale"])["stale"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    std::fs::write(&guide, text.replace("make\n", "cmake\n")).unwrap();
+    ok_json(store.path(), &["index", root]);
+    let stale = ok_json(store.path(), &["stale"]);
+    assert_eq!(stale["stale"][0]["memory"]["id"], mem["id"], "{stale}");
+    assert_eq!(
+        stale["stale"][0]["stale"][0]["reason"], "changed",
+        "{stale}"
+    );
 }

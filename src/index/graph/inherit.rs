@@ -115,7 +115,12 @@ pub(crate) fn bases(signature: &str, lang: &str) -> Vec<String> {
             Some((_, b)) => b.to_string(),
             None => return Vec::new(),
         },
-        "cpp" | "csharp" => match signature.split_once(':') {
+        // `class A(x: Int) : B(), C`: the parameters' colons have no space before.
+        "kotlin" => match signature.split_once(" : ") {
+            Some((_, b)) => b.to_string(),
+            None => return Vec::new(),
+        },
+        "cpp" | "csharp" | "swift" => match signature.split_once(':') {
             Some((_, b)) if !b.starts_with(':') => b.to_string(),
             _ => return Vec::new(),
         },
@@ -128,7 +133,9 @@ pub(crate) fn bases(signature: &str, lang: &str) -> Vec<String> {
                 Some(i) => words[i + 1..]
                     .join(" ")
                     .replace(" implements ", ", ")
-                    .replace(" extends ", ", "),
+                    .replace(" extends ", ", ")
+                    // Scala's mixins: `extends B with C`.
+                    .replace(" with ", ", "),
                 None => return Vec::new(),
             }
         }
@@ -194,5 +201,14 @@ mod tests {
         );
         assert_eq!(bases("class A < Base", "ruby"), ["Base"]);
         assert_eq!(bases("export class A extends B", "typescript"), ["B"]);
+        assert_eq!(
+            bases("class A(private val x: Int) : B(x), C", "kotlin"),
+            ["B", "C"]
+        );
+        assert_eq!(bases("class A: B, C", "swift"), ["B", "C"]);
+        assert_eq!(
+            bases("class A(x: Int) extends B with C with D", "scala"),
+            ["B", "C", "D"]
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! Which repository files a module name means, per language: `a.b` →
 //! `…/a/b.py` or `…/a/b/__init__.py`, a path from the Rust crate root (`x::y`) → `src/x/y.rs` or
 //! `src/x/y/mod.rs`, `./util` → `util.ts`, `util/index.js` …, a Go import path → the
-//! files of the directory it ends with, `a.b.C` → `…/a/b/C.java`, `x.h` → `…/x.h`
-//! and its `x.c`.
+//! files of the directory it ends with, `a.b.C` → `…/a/b/C.java` (`.kt`, `.scala`)
+//! or the package's folder, `x.h` → `…/x.h` and its `x.c`, a Swift module → the
+//! files under its folder, Lua's `a.b` → `…/a/b.lua` or `…/a/b/init.lua`, a sourced
+//! shell file → that file.
 //!
 //! Path conventions only: no build files (`Cargo.toml`, `tsconfig.json`, `go.mod`,
 //! `sys.path`) are read, so a module placed by configuration is not found, and is
@@ -128,14 +130,29 @@ impl Files {
                 out
             }
             "javascript" | "typescript" | "tsx" => self.ecma(dir, module),
-            "java" => {
+            // A package is a folder; a file may be named after its class.
+            "java" | "kotlin" | "scala" => {
                 let rel = module.replace('.', "/");
-                let mut out = self.with_suffix(&format!("{rel}.java"));
+                let ext = match lang {
+                    "java" => ".java",
+                    "kotlin" => ".kt",
+                    _ => ".scala",
+                };
+                let mut out = self.with_suffix(&format!("{rel}{ext}"));
                 if out.is_empty() {
-                    out = self.in_dir(&rel, ".java");
+                    out = self.in_dir(&rel, ext);
                 }
                 out
             }
+            // A Swift module is a target's folder (`Sources/Net/…`), subfolders too.
+            "swift" => self.under_dir(module, ".swift"),
+            "lua" => {
+                let rel = module.replace('.', "/");
+                let mut out = self.with_suffix(&format!("{rel}.lua"));
+                out.extend(self.with_suffix(&format!("{rel}/init.lua")));
+                out
+            }
+            "shell" => self.shell(dir, module),
             "c" | "cpp" => {
                 let mut out = self.with_suffix(module);
                 // A header's definitions are in its source file.
@@ -169,6 +186,74 @@ impl Files {
         };
         self.cache.insert(k, found.clone());
         Ok(found)
+    }
+
+    /// Files under a folder equal to `dir` or ending with `/dir`, at any depth.
+    fn under_dir(&self, dir: &str, ext: &str) -> Vec<String> {
+        let dir = dir.trim_matches('/');
+        if dir.is_empty() {
+            return Vec::new();
+        }
+        let inside = |d: &str| {
+            d == dir
+                || d.ends_with(&format!("/{dir}"))
+                || d.starts_with(&format!("{dir}/"))
+                || d.contains(&format!("/{dir}/"))
+        };
+        let mut out: Vec<String> = self
+            .by_dir
+            .iter()
+            .filter(|(d, _)| inside(d))
+            .flat_map(|(_, files)| files.iter())
+            .filter(|p| p.ends_with(ext))
+            .cloned()
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A sourced shell file: relative to the sourcing file's folder when it says
+    /// (`./lib.sh`, `../x.sh`); else the path after any variable or command
+    /// substitution (`$DIR/lib.sh`, `$(dirname "$0")/lib.sh` → `lib.sh`), matched
+    /// as a path suffix.
+    fn shell(&self, dir: &str, module: &str) -> Vec<String> {
+        let tail = match module.rfind(['$', ')', '}']) {
+            Some(i) => {
+                let after = &module[i..];
+                match after.find('/') {
+                    Some(s) => &after[s + 1..],
+                    None => return Vec::new(),
+                }
+            }
+            None => module,
+        };
+        let relative = tail.len() == module.len() && module.starts_with('.');
+        if relative || tail.len() < module.len() {
+            // Relative to the sourcing file: `./x`, and (a guess) `$DIR/x`.
+            let mut parts: Vec<&str> = if dir.is_empty() {
+                Vec::new()
+            } else {
+                dir.split('/').collect()
+            };
+            for seg in tail.split('/') {
+                match seg {
+                    "." | "" => {}
+                    ".." => {
+                        parts.pop();
+                    }
+                    seg => parts.push(seg),
+                }
+            }
+            let found = self.exact(&parts.join("/"));
+            if !found.is_empty() || relative {
+                return found;
+            }
+        }
+        let rel = tail.trim_start_matches("./").trim_start_matches('/');
+        if rel.is_empty() {
+            return Vec::new();
+        }
+        self.with_suffix(rel)
     }
 
     fn python(&self, dir: &str, module: &str) -> Vec<String> {

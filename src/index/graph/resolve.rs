@@ -250,7 +250,7 @@ impl<'c> Resolver<'c> {
         for imp in imports.iter().filter(|i| i.name.as_deref() == Some("*")) {
             found.extend(self.defs_in_module(&c.lang, &c.path, &imp.module, &c.name)?);
         }
-        if found.is_empty() && matches!(c.lang.as_str(), "go" | "java") {
+        if found.is_empty() && same_package(&c.lang) {
             let dir = c.path.rsplit_once('/').map_or("", |(d, _)| d);
             let named = self.defs_named(&c.name)?;
             found.extend(
@@ -437,12 +437,24 @@ impl<'c> Resolver<'c> {
     ) -> Result<Vec<SymbolInfo>> {
         let mut out = Vec::new();
         for f in self.module_files(lang, importer, module)? {
+            let defs = self.defs_in(&f)?;
+            let before = out.len();
             out.extend(
-                self.defs_in(&f)?
-                    .iter()
+                defs.iter()
                     .filter(|d| d.qualified_name == qualified)
                     .cloned(),
             );
+            // A Lua module is the table its file returns: `M.f` is the module's `f`.
+            if lang == "lua" && out.len() == before && !qualified.contains('.') {
+                out.extend(
+                    defs.iter()
+                        .filter(|d| d.name == qualified && d.kind == "method")
+                        .filter(|d| {
+                            parent_of(&d.qualified_name, ".").is_some_and(|p| !p.contains('.'))
+                        })
+                        .cloned(),
+                );
+            }
         }
         Ok(out)
     }
@@ -508,6 +520,12 @@ impl<'c> Resolver<'c> {
         dedup(&mut out);
         Ok(out)
     }
+}
+
+/// Languages whose files see their package's (their folder's) top-level names
+/// without an import.
+fn same_package(lang: &str) -> bool {
+    matches!(lang, "go" | "java" | "kotlin" | "scala" | "swift")
 }
 
 fn dedup(v: &mut Vec<SymbolInfo>) {

@@ -85,10 +85,12 @@ pub struct ImportRow {
     pub line: u64,
 }
 
-/// `::` in Rust, C and C++, `.` elsewhere: how qualified names are joined.
+/// `::` in Rust, C and C++, ` > ` between Markdown headings, `.` elsewhere: how
+/// qualified names are joined.
 pub(crate) fn separator(lang: &str) -> &'static str {
     match lang {
         "rust" | "c" | "cpp" => "::",
+        "markdown" => " > ",
         _ => ".",
     }
 }
@@ -97,7 +99,7 @@ pub(crate) fn separator(lang: &str) -> &'static str {
 pub(crate) fn bare_calls_skip_methods(lang: &str) -> bool {
     matches!(
         lang,
-        "python" | "rust" | "go" | "javascript" | "typescript" | "tsx" | "c"
+        "python" | "rust" | "go" | "javascript" | "typescript" | "tsx" | "c" | "lua" | "shell"
     )
 }
 
@@ -106,6 +108,8 @@ pub(crate) fn family(lang: &str) -> &str {
     match lang {
         "typescript" | "tsx" | "javascript" => "ecma",
         "c" | "cpp" => "c",
+        // One JVM: Kotlin and Scala call Java, and each other, by name.
+        "java" | "kotlin" | "scala" => "jvm",
         l => l,
     }
 }

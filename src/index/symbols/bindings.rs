@@ -27,6 +27,10 @@ pub(super) enum Binds {
     Rust,
     Go,
     Java,
+    /// Read in `bindings_more.rs`.
+    Kotlin,
+    Swift,
+    Scala,
 }
 
 /// A name the syntax binds to a type at one place.
@@ -159,6 +163,9 @@ pub(super) fn of(node: Node, src: &[u8], binds: Binds) -> Vec<Binding> {
         }
     };
     match (binds, node.kind()) {
+        (Binds::Kotlin | Binds::Swift | Binds::Scala, _) => {
+            super::bindings_more::of(node, src, binds)
+        }
         (Binds::Python, "assignment") => {
             let Some(left) = field("left") else {
                 return Vec::new();

@@ -82,7 +82,11 @@ pub fn chunk_file(lang: &str, text: &str, symbols: &[Symbol]) -> Vec<SymbolChunk
         return Vec::new();
     }
     if lang == "markdown" {
-        return sections(&lines);
+        // The headings, found here when the caller has not parsed them.
+        if symbols.is_empty() {
+            return sections(&lines, &super::markdown::headings(text));
+        }
+        return sections(&lines, symbols);
     }
     if symbols.is_empty() {
         return line_windows(text)
@@ -373,30 +377,25 @@ fn pieces(lines: &[&str], a: usize, b: usize) -> Vec<(usize, usize)> {
 /// A Markdown section: first and last line, and its heading.
 type Section = (usize, usize, Option<String>);
 
-/// Markdown sections: each heading (outside code fences) starts one; small ones merge.
-fn sections(lines: &[&str]) -> Vec<SymbolChunk> {
+/// Markdown sections: each heading (a `section` symbol, `markdown.rs`) starts one,
+/// named by its qualified name; small ones merge.
+fn sections(lines: &[&str], headings: &[Symbol]) -> Vec<SymbolChunk> {
+    let mut starts: Vec<(usize, &str)> = headings
+        .iter()
+        .map(|h| (h.start_line as usize, h.qualified_name.as_str()))
+        .filter(|&(l, _)| l >= 1 && l <= lines.len())
+        .collect();
+    starts.sort_by_key(|&(l, _)| l);
+    starts.dedup_by_key(|&mut (l, _)| l);
     let mut segs: Vec<Section> = Vec::new();
-    let mut fenced = false;
-    let mut current = (1usize, 0usize, None::<String>);
-    for (i, l) in lines.iter().enumerate() {
-        let t = l.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            fenced = !fenced;
-        }
-        if !fenced && t.starts_with('#') && i > 0 {
-            current.1 = i;
-            segs.push(current);
-            current = (i + 1, 0, None);
-        }
-        if !fenced && t.starts_with('#') && current.2.is_none() {
-            let heading = t.trim_start_matches('#').trim();
-            if !heading.is_empty() {
-                current.2 = Some(heading.chars().take(120).collect());
-            }
-        }
+    if starts.first().is_none_or(|&(l, _)| l > 1) {
+        let end = starts.first().map_or(lines.len(), |&(l, _)| l - 1);
+        segs.push((1, end, None));
     }
-    current.1 = lines.len();
-    segs.push(current);
+    for (k, &(start, name)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(lines.len(), |&(l, _)| l - 1);
+        segs.push((start, end, Some(name.to_string())));
+    }
     // Neighbours merged while the result stays within one window; a merged chunk is
     // named by its largest named part.
     let mut merged: Vec<(Section, usize)> = Vec::new();

@@ -10,7 +10,7 @@ use tree_sitter::{Node, Tree};
 
 use super::bindings::{self, Binds, Placed};
 use super::lang::{Rules, BRANCHES};
-use super::{imports, macro_calls, sites};
+use super::{imports, imports_more, macro_calls, sites};
 use super::{FileSymbols, Symbol, SymbolKind};
 
 /// A place that gives names to what it contains: a symbol, or a container such as
@@ -43,48 +43,51 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
         }
         let mut inner = scope;
         let innermost = scope.and_then(|s| scopes[s].symbol);
-        if let Some(&(_, default_kind)) = rules.defs.iter().find(|(k, _)| *k == kind) {
-            if let Some(def) = definition(node, src, default_kind) {
-                let parent_scope = scope.map(|s| &scopes[s]);
-                let mut sk = def.kind;
-                if sk == SymbolKind::Function
-                    && (def.parent.is_some() || parent_scope.is_some_and(|s| s.holds_methods))
-                {
-                    sk = SymbolKind::Method;
-                }
-                let parent = def
-                    .parent
-                    .map(|p| match parent_scope {
-                        Some(s) => format!("{}{}{p}", s.qualified, rules.sep),
-                        None => p,
-                    })
-                    .or_else(|| parent_scope.map(|s| s.qualified.clone()));
-                let qualified = match &parent {
-                    Some(p) => format!("{p}{}{}", rules.sep, def.name),
-                    None => def.name.clone(),
-                };
-                let idx = out.symbols.len();
-                out.symbols.push(Symbol {
-                    name: def.name,
-                    qualified_name: qualified.clone(),
-                    kind: sk,
-                    parent,
-                    signature: signature(node, src),
-                    doc: doc(node, src, rules, &comments),
-                    start_line: node.start_position().row as u64 + 1,
-                    end_line: end_line(node),
-                    calls: Vec::new(),
-                    complexity: 1,
-                });
-                calls.push(Vec::new());
-                scopes.push(Scope {
-                    qualified,
-                    holds_methods: sk.holds_methods(),
-                    symbol: Some(idx),
-                    parent: scope,
-                });
-                inner = Some(scopes.len() - 1);
+        let def = rules
+            .defs
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .and_then(|&(_, default_kind)| definition(node, src, default_kind));
+        if let Some(def) = def {
+            let parent_scope = scope.map(|s| &scopes[s]);
+            let mut sk = def.kind;
+            if sk == SymbolKind::Function
+                && (def.parent.is_some() || parent_scope.is_some_and(|s| s.holds_methods))
+            {
+                sk = SymbolKind::Method;
             }
+            let parent = def
+                .parent
+                .map(|p| match parent_scope {
+                    Some(s) => format!("{}{}{p}", s.qualified, rules.sep),
+                    None => p,
+                })
+                .or_else(|| parent_scope.map(|s| s.qualified.clone()));
+            let qualified = match &parent {
+                Some(p) => format!("{p}{}{}", rules.sep, def.name),
+                None => def.name.clone(),
+            };
+            let idx = out.symbols.len();
+            out.symbols.push(Symbol {
+                name: def.name,
+                qualified_name: qualified.clone(),
+                kind: sk,
+                parent,
+                signature: signature(node, src),
+                doc: doc(node, src, rules, &comments),
+                start_line: node.start_position().row as u64 + 1,
+                end_line: end_line(node),
+                calls: Vec::new(),
+                complexity: 1,
+            });
+            calls.push(Vec::new());
+            scopes.push(Scope {
+                qualified,
+                holds_methods: sk.holds_methods(),
+                symbol: Some(idx),
+                parent: scope,
+            });
+            inner = Some(scopes.len() - 1);
         } else if let Some(&(_, field)) = rules.containers.iter().find(|(k, _)| *k == kind) {
             if let Some(name) = node
                 .child_by_field_name(field)
@@ -103,11 +106,20 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                 inner = Some(scopes.len() - 1);
             }
         }
-        if let Some(&(_, field)) = rules.calls.iter().find(|(k, _)| *k == kind) {
-            if let Some(site) = node
-                .child_by_field_name(field)
-                .and_then(|c| sites::call_site(node, c, src, innermost))
-            {
+        let import = imports_more::is_import(node, src, rules);
+        if let Some(&(_, field)) = rules.calls.iter().find(|(k, _)| *k == kind && !import) {
+            let callee = if field.is_empty() {
+                // Swift parses `a + f.g(x)` as the call of `a + f.g`: the callee is
+                // the operand nearest the arguments.
+                let mut c = node.named_child(0);
+                while let Some(rhs) = c.and_then(|c| c.child_by_field_name("rhs")) {
+                    c = Some(rhs);
+                }
+                c
+            } else {
+                node.child_by_field_name(field)
+            };
+            if let Some(site) = callee.and_then(|c| sites::call_site(node, c, src, innermost)) {
                 if let Some(sym) = innermost {
                     calls[sym].push(site.name.clone());
                 }
@@ -143,7 +155,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                 out.symbols[sym].complexity += 1;
             }
         }
-        if rules.imports.contains(&kind) || is_reexport(node, rules) {
+        if import {
             let statement = text(node, src);
             out.imports.push(one_line(&statement, 200));
             let line = node.start_position().row as u64 + 1;
@@ -164,15 +176,6 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
     }
     bindings::type_receivers(&out.symbols, &mut out.refs, &placed, rules.sep);
     out
-}
-
-/// `export { f as g } from './m'` and `export * from './m'`: an ECMAScript export
-/// naming a module re-exports what it takes from it, so it reads as an import (an
-/// `export` without `from` declares, and its children are walked as definitions).
-fn is_reexport(node: Node, rules: &Rules) -> bool {
-    rules.import_style == imports::Style::Ecma
-        && node.kind() == "export_statement"
-        && node.child_by_field_name("source").is_some()
 }
 
 /// A definition's name, kind and a parent implied by the definition itself (a Go
@@ -235,6 +238,65 @@ fn definition(node: Node, src: &[u8], kind: SymbolKind) -> Option<Definition> {
             }
             plain(left)
         }
+        // Kotlin: `interface` and `enum class` are class declarations.
+        "class_declaration" if has_token(node, "interface") => Definition {
+            kind: SymbolKind::Interface,
+            ..plain(field(node, "name")?)
+        },
+        "class_declaration"
+            if node.named_children(&mut node.walk()).any(|c| {
+                c.kind() == "modifiers" && text(c, src).split_whitespace().any(|w| w == "enum")
+            }) =>
+        {
+            Definition {
+                kind: SymbolKind::Enum,
+                ..plain(field(node, "name")?)
+            }
+        }
+        // Swift: one node for classes, structs, enums, actors and extensions.
+        "class_declaration" if field(node, "declaration_kind").is_some() => {
+            let kind = match &*text(field(node, "declaration_kind")?, src) {
+                "struct" => SymbolKind::Struct,
+                "enum" => SymbolKind::Enum,
+                // A container of another type's members, not a definition.
+                "extension" => return None,
+                _ => SymbolKind::Class,
+            };
+            Definition {
+                kind,
+                ..plain(field(node, "name")?)
+            }
+        }
+        "init_declaration" | "deinit_declaration" => Definition {
+            name: node.kind().trim_end_matches("_declaration").to_string(),
+            kind,
+            parent: None,
+        },
+        // Lua: `function M.f()` and `function M:f()` are members of the table `M`.
+        "function_declaration"
+            if field(node, "name").is_some_and(|n| {
+                matches!(n.kind(), "dot_index_expression" | "method_index_expression")
+            }) =>
+        {
+            lua_member(field(node, "name")?, src, kind)?
+        }
+        // Lua: `M.f = function(…) … end`, `local f = function(…) … end`.
+        "assignment_statement" => {
+            let value = field(node, "expression_list")
+                .or_else(|| node.named_child(1))
+                .and_then(|l| l.named_child(0))?;
+            if value.kind() != "function_definition" {
+                return None;
+            }
+            let target = node.named_child(0).and_then(|l| l.named_child(0))?;
+            match target.kind() {
+                "identifier" => plain(target),
+                "dot_index_expression" | "method_index_expression" => {
+                    lua_member(target, src, kind)?
+                }
+                _ => return None,
+            }
+        }
         "type_spec" => {
             let kind = match field(node, "type").map(|t| t.kind()) {
                 Some("struct_type") => SymbolKind::Struct,
@@ -293,6 +355,26 @@ fn definition(node: Node, src: &[u8], kind: SymbolKind) -> Option<Definition> {
         _ => plain(field(node, "name")?),
     };
     (!def.name.is_empty()).then_some(def)
+}
+
+/// Whether `node` has the unnamed token `token` among its children (a keyword).
+fn has_token(node: Node, token: &str) -> bool {
+    let mut cursor = node.walk();
+    let found = node
+        .children(&mut cursor)
+        .any(|c| !c.is_named() && c.kind() == token);
+    found
+}
+
+/// A Lua function stored in a table (`M.f`, `M:f`, `a.b.f`): its name and the table.
+fn lua_member(target: Node, src: &[u8], kind: SymbolKind) -> Option<Definition> {
+    let name = field(target, "field").or_else(|| field(target, "method"))?;
+    let table = field(target, "table")?;
+    Some(Definition {
+        name: one_line(&text(name, src), 200),
+        kind,
+        parent: Some(one_line(&text(table, src), 200)),
+    })
 }
 
 fn text<'a>(node: Node, src: &'a [u8]) -> Cow<'a, str> {
@@ -358,20 +440,26 @@ fn one_line(t: &str, max: usize) -> String {
 
 /// The declaration up to its body.
 fn signature(node: Node, src: &[u8]) -> String {
-    let end = node
-        .child_by_field_name("body")
-        .map(|b| b.start_byte())
-        .unwrap_or_else(|| {
-            let r = node.byte_range();
-            src[r.clone()]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map(|p| r.start + p)
-                .unwrap_or(r.end)
-        });
+    // Kotlin gives a body no field; a function's may be `= expression`.
+    let body = node.child_by_field_name("body").or_else(|| {
+        node.named_children(&mut node.walk()).find(|c| {
+            matches!(
+                c.kind(),
+                "function_body" | "class_body" | "enum_class_body" | "protocol_body"
+            )
+        })
+    });
+    let end = body.map(|b| b.start_byte()).unwrap_or_else(|| {
+        let r = node.byte_range();
+        src[r.clone()]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|p| r.start + p)
+            .unwrap_or(r.end)
+    });
     let raw = String::from_utf8_lossy(&src[node.start_byte()..end.max(node.start_byte())]);
     one_line(&raw, SIGNATURE_CHARS)
-        .trim_end_matches(['{', ':', ' '])
+        .trim_end_matches(['{', ':', '=', ' '])
         .to_string()
 }
 
@@ -491,7 +579,7 @@ fn clean_comment(t: &str) -> String {
         .map(|l| {
             let l = l.trim();
             let l = l.strip_suffix("*/").unwrap_or(l);
-            let l = ["/**", "/*!", "/*", "///", "//!", "//", "#"]
+            let l = ["/**", "/*!", "/*", "///", "//!", "//", "#", "---", "--"]
                 .iter()
                 .find_map(|m| l.strip_prefix(m))
                 .unwrap_or(l);

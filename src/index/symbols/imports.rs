@@ -21,6 +21,13 @@ pub(crate) enum Style {
     C,
     CSharp,
     Php,
+    /// The styles `imports_more.rs` reads.
+    Swift,
+    Scala,
+    /// `source file`, `. file`.
+    Shell,
+    /// `local m = require("a.b")`.
+    Lua,
     None,
 }
 
@@ -44,7 +51,8 @@ pub struct Import {
 /// The imports of one statement's text, starting on `line`.
 pub(crate) fn parse(style: Style, text: &str, line: u64) -> Vec<Import> {
     let marker = match style {
-        Style::Python => "#",
+        Style::Python | Style::Shell => "#",
+        Style::Lua => "--",
         _ => "//",
     };
     let t = text
@@ -87,11 +95,13 @@ pub(crate) fn parse(style: Style, text: &str, line: u64) -> Vec<Import> {
             }
         }
         Style::Ecma => ecma(&t, &mut add),
+        // Java, and Kotlin (which may rename: `import a.B as C`).
         Style::Java => {
             let t = t.trim_start_matches("import").trim().trim_end_matches(';');
             let t = t.strip_prefix("static ").unwrap_or(t).trim();
+            let (t, alias) = split_as(t);
             if let Some((m, n)) = t.rsplit_once('.') {
-                let bind = (n != "*").then_some(n);
+                let bind = (n != "*").then_some(alias.unwrap_or(n));
                 add(m, Some(n), bind);
             }
         }
@@ -141,6 +151,9 @@ pub(crate) fn parse(style: Style, text: &str, line: u64) -> Vec<Import> {
                 let (m, n) = full.rsplit_once('\\').unwrap_or(("", full));
                 add(m, Some(n), Some(alias.unwrap_or(n)));
             }
+        }
+        Style::Swift | Style::Scala | Style::Shell | Style::Lua => {
+            super::imports_more::parse(style, &t, &mut add)
         }
         Style::None => {}
     }
@@ -198,7 +211,7 @@ fn strip_comment<'a>(line: &'a str, marker: &str) -> &'a str {
 }
 
 /// `x as y` → (`x`, Some(`y`)).
-fn split_as(s: &str) -> (&str, Option<&str>) {
+pub(super) fn split_as(s: &str) -> (&str, Option<&str>) {
     let s = s.trim();
     match s.split_once(" as ") {
         Some((a, b)) => (a.trim(), Some(b.trim())),
@@ -206,7 +219,7 @@ fn split_as(s: &str) -> (&str, Option<&str>) {
     }
 }
 
-type Add<'a> = dyn FnMut(&str, Option<&str>, Option<&str>) + 'a;
+pub(super) type Add<'a> = dyn FnMut(&str, Option<&str>, Option<&str>) + 'a;
 
 fn python(t: &str, add: &mut Add<'_>) {
     let t = t.trim();

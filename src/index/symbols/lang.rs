@@ -8,10 +8,14 @@ use tree_sitter::Language;
 
 use super::bindings::Binds;
 use super::imports::Style;
+use super::lang_more::{BASH, KOTLIN, LUA, SCALA, SWIFT};
 use super::SymbolKind;
 
 /// How to read one language's tree.
 pub(super) struct Rules {
+    /// The language's name (as [`crate::index::language`] gives it): one parser per
+    /// name per thread.
+    pub name: &'static str,
     pub language: fn() -> Language,
     /// Joins a parent's and a child's names (`::` in Rust and C++, `.` elsewhere).
     pub sep: &'static str,
@@ -20,7 +24,8 @@ pub(super) struct Rules {
     /// Nodes that give their contents a parent without being a symbol themselves
     /// (Rust's `impl Foo`), named by the given field.
     pub containers: &'static [(&'static str, &'static str)],
-    /// Call node kinds and the field holding what is called.
+    /// Call node kinds and the field holding what is called (`""`: the first named
+    /// child, for grammars that give the callee no field).
     pub calls: &'static [(&'static str, &'static str)],
     /// Import node kinds (their text is kept, one line each).
     pub imports: &'static [&'static str],
@@ -38,6 +43,7 @@ use SymbolKind::*;
 const BRACE_CALLS: &[(&str, &str)] = &[("call_expression", "function")];
 
 static RUST: Rules = Rules {
+    name: "rust",
     language: || tree_sitter_rust::LANGUAGE.into(),
     sep: "::",
     defs: &[
@@ -65,6 +71,7 @@ static RUST: Rules = Rules {
 };
 
 static PYTHON: Rules = Rules {
+    name: "python",
     language: || tree_sitter_python::LANGUAGE.into(),
     sep: ".",
     defs: &[
@@ -81,6 +88,7 @@ static PYTHON: Rules = Rules {
 };
 
 static GO: Rules = Rules {
+    name: "go",
     language: || tree_sitter_go::LANGUAGE.into(),
     sep: ".",
     defs: &[
@@ -99,6 +107,7 @@ static GO: Rules = Rules {
 };
 
 static JAVASCRIPT: Rules = Rules {
+    name: "javascript",
     language: || tree_sitter_javascript::LANGUAGE.into(),
     sep: ".",
     defs: &[
@@ -137,6 +146,7 @@ const TS_DEFS: &[(&str, SymbolKind)] = &[
 ];
 
 static TYPESCRIPT: Rules = Rules {
+    name: "typescript",
     language: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     sep: ".",
     defs: TS_DEFS,
@@ -152,11 +162,13 @@ static TYPESCRIPT: Rules = Rules {
 };
 
 static TSX: Rules = Rules {
+    name: "tsx",
     language: || tree_sitter_typescript::LANGUAGE_TSX.into(),
     ..TYPESCRIPT
 };
 
 static JAVA: Rules = Rules {
+    name: "java",
     language: || tree_sitter_java::LANGUAGE.into(),
     sep: ".",
     defs: &[
@@ -190,6 +202,7 @@ const C_DEFS: &[(&str, SymbolKind)] = &[
 ];
 
 static C: Rules = Rules {
+    name: "c",
     language: || tree_sitter_c::LANGUAGE.into(),
     sep: "::",
     defs: C_DEFS,
@@ -202,6 +215,7 @@ static C: Rules = Rules {
 };
 
 static CPP: Rules = Rules {
+    name: "cpp",
     language: || tree_sitter_cpp::LANGUAGE.into(),
     sep: "::",
     defs: &[
@@ -223,6 +237,7 @@ static CPP: Rules = Rules {
 };
 
 static CSHARP: Rules = Rules {
+    name: "csharp",
     language: || tree_sitter_c_sharp::LANGUAGE.into(),
     sep: ".",
     defs: &[
@@ -249,6 +264,7 @@ static CSHARP: Rules = Rules {
 };
 
 static RUBY: Rules = Rules {
+    name: "ruby",
     language: || tree_sitter_ruby::LANGUAGE.into(),
     sep: ".",
     defs: &[
@@ -267,6 +283,7 @@ static RUBY: Rules = Rules {
 };
 
 static PHP: Rules = Rules {
+    name: "php",
     language: || tree_sitter_php::LANGUAGE_PHP.into(),
     sep: ".",
     defs: &[
@@ -306,6 +323,11 @@ pub(super) fn rules(lang: &str) -> Option<&'static Rules> {
         "csharp" => &CSHARP,
         "ruby" => &RUBY,
         "php" => &PHP,
+        "kotlin" => &KOTLIN,
+        "swift" => &SWIFT,
+        "scala" => &SCALA,
+        "shell" => &BASH,
+        "lua" => &LUA,
         _ => return None,
     })
 }
@@ -346,4 +368,15 @@ pub(super) const BRANCHES: &[&str] = &[
     "while",
     "until",
     "for",
+    // Kotlin, Swift, Scala, Lua, Bash.
+    "when_entry",
+    "do_while_statement",
+    "catch_block",
+    "guard_statement",
+    "repeat_while_statement",
+    "switch_entry",
+    "elseif_statement",
+    "repeat_statement",
+    "c_style_for_statement",
+    "case_item",
 ];

@@ -6,11 +6,15 @@
 //! recurses on the tree, so absurdly nested input cannot overflow the stack.
 
 mod bindings;
+mod bindings_more;
 mod chunks;
 mod extract;
 mod imports;
+mod imports_more;
 mod lang;
+mod lang_more;
 mod macro_calls;
+mod markdown;
 mod sites;
 
 use std::cell::RefCell;
@@ -36,6 +40,8 @@ pub enum SymbolKind {
     Module,
     Constant,
     TypeAlias,
+    /// A Markdown heading and the lines under it.
+    Section,
 }
 
 impl SymbolKind {
@@ -52,6 +58,7 @@ impl SymbolKind {
             SymbolKind::Module => "module",
             SymbolKind::Constant => "constant",
             SymbolKind::TypeAlias => "type_alias",
+            SymbolKind::Section => "section",
         }
     }
 
@@ -102,9 +109,10 @@ pub struct FileSymbols {
     pub refs: Vec<CallSite>,
 }
 
-/// True when `lang` has a grammar here.
+/// True when `lang`'s files have symbols here: a tree-sitter grammar, or Markdown's
+/// headings. Such a file gets a `refs:` record (Markdown's holds no calls).
 pub fn has_grammar(lang: &str) -> bool {
-    lang::rules(lang).is_some()
+    lang == "markdown" || lang::rules(lang).is_some()
 }
 
 /// What `text` defines and imports, and its chunks along those symbols: parsing then
@@ -125,24 +133,16 @@ thread_local! {
 /// The symbols of `text` in language `lang` (as [`crate::index::language`] names it);
 /// `None` when the language has no grammar here.
 pub fn extract(lang: &str, text: &str) -> Option<FileSymbols> {
+    if lang == "markdown" {
+        return Some(FileSymbols {
+            symbols: markdown::headings(text),
+            ..FileSymbols::default()
+        });
+    }
     let rules = lang::rules(lang)?;
     let tree = PARSERS.with(|parsers| {
         let mut parsers = parsers.borrow_mut();
-        let key: &'static str = match lang {
-            "rust" => "rust",
-            "python" => "python",
-            "go" => "go",
-            "javascript" => "javascript",
-            "typescript" => "typescript",
-            "tsx" => "tsx",
-            "java" => "java",
-            "c" => "c",
-            "cpp" => "cpp",
-            "csharp" => "csharp",
-            "ruby" => "ruby",
-            _ => "php",
-        };
-        let parser = match parsers.entry(key) {
+        let parser = match parsers.entry(rules.name) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let mut p = tree_sitter::Parser::new();

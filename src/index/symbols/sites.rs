@@ -40,6 +40,9 @@ pub(super) fn call_site(
     symbol: Option<usize>,
 ) -> Option<CallSite> {
     let t = String::from_utf8_lossy(&src[callee.byte_range()]);
+    if node.kind() == "command" {
+        return command(callee, &t, symbol);
+    }
     let name = super::extract::last_identifier(&t)?;
     let idx = t.rfind(name.as_str())?;
     let before = &t[..idx];
@@ -59,7 +62,7 @@ pub(super) fn call_site(
         }
     }
     let kind = match node.kind() {
-        "new_expression" | "object_creation_expression" => "construct",
+        "new_expression" | "object_creation_expression" | "instance_expression" => "construct",
         _ => "call",
     };
     Some(CallSite {
@@ -68,6 +71,30 @@ pub(super) fn call_site(
         line: line as u64 + 1,
         column: column as u64 + 1,
         kind: kind.to_string(),
+        symbol,
+        recv: None,
+    })
+}
+
+/// A shell command run by name (`build /tmp`, `my-helper`): the whole word is the
+/// name (it may hold `-`, `:` or `.`); a path (`./x.sh`), an expansion (`$CMD`)
+/// or a quoted word names no function.
+fn command(callee: Node, t: &str, symbol: Option<usize>) -> Option<CallSite> {
+    let name = t.trim();
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '.'));
+    if !ok {
+        return None;
+    }
+    let start = callee.start_position();
+    Some(CallSite {
+        name: name.to_string(),
+        qual: String::new(),
+        line: start.row as u64 + 1,
+        column: start.column as u64 + 1,
+        kind: "call".into(),
         symbol,
         recv: None,
     })
