@@ -6,8 +6,8 @@
 //! Face's `BertModel` computes them. Each sequence runs alone at its own length, so no
 //! work is spent on padding and no attention mask is needed; the caller runs many
 //! sequences at once on different cores. The linear layers multiply on AMX tiles in
-//! bf16 where the CPU has them (`amx`); every other matrix product goes through the
-//! `gemm` crate (AVX-512/AVX2 kernels picked at run time). It never panics on a malformed file: a
+//! bf16 where the CPU has them (`amx`), else in int8 or bf16 with AVX-512 (`avx512`),
+//! else in f32 through the `gemm` crate; attention has its own kernels (`attention`). It never panics on a malformed file: a
 //! missing or mis-shaped tensor is an error naming it.
 
 use std::path::Path;
@@ -18,14 +18,18 @@ use candle_transformers::models::bert::{Config, HiddenAct};
 use gemm::Parallelism;
 
 use super::amx::{self, PackedWeight};
-use super::ops::{activation, layer_norm, linear, linear_acc, mm, softmax_rows};
+use super::attention::attend;
+use super::avx512;
+use super::ops::{activation, layer_norm, linear, linear_acc};
 use super::NeuralError;
 
 /// A linear layer's weight matrix (`out × inp`, PyTorch's layout): f32 for `ops`, or
-/// packed into AMX tiles when this process may use them and the shape fills them.
+/// packed into AMX tiles when this process may use them and the shape fills them, or
+/// else packed for AVX-512's int8 or bf16 products (`avx512`).
 enum Weight {
     F32(Vec<f32>),
     Tiles(PackedWeight),
+    Packed(avx512::PackedWeight),
 }
 
 impl Weight {
@@ -33,6 +37,10 @@ impl Weight {
         if amx::available() {
             if let Some(p) = PackedWeight::pack(&w, out, inp) {
                 return Weight::Tiles(p);
+            }
+        } else if let Some(kind) = avx512::kind() {
+            if let Some(p) = avx512::PackedWeight::pack(&w, out, inp, kind) {
+                return Weight::Packed(p);
             }
         }
         Weight::F32(w)
@@ -54,7 +62,7 @@ impl Weight {
         match self {
             Weight::F32(w) if acc => linear_acc(dst, x, l, inp, out, w, b, par),
             Weight::F32(w) => linear(dst, x, l, inp, out, w, b, par),
-            Weight::Tiles(p) => {
+            Weight::Tiles(_) | Weight::Packed(_) => {
                 for row in dst[..l * out].chunks_exact_mut(out) {
                     if acc {
                         row.iter_mut().zip(b).for_each(|(d, b)| *d += b);
@@ -62,7 +70,11 @@ impl Weight {
                         row.copy_from_slice(b);
                     }
                 }
-                p.matmul_acc(dst, x, l);
+                match self {
+                    Weight::Tiles(p) => p.matmul_acc(dst, x, l),
+                    Weight::Packed(p) => p.matmul_acc(dst, x, l),
+                    Weight::F32(_) => unreachable!("matched above"),
+                }
             }
         }
     }
@@ -216,16 +228,22 @@ impl Bert {
         })
     }
 
-    /// `"bf16 on AMX tiles"` when every linear layer's weights were packed for AMX,
-    /// else `"f32"` (a layer whose shape does not fill tiles stays f32).
+    /// `"bf16 on AMX tiles"`, `"int8 (AVX512-VNNI)"` or `"bf16 (AVX512-BF16)"` when
+    /// every linear layer's weights were packed so, else `"f32"` (a layer whose shape
+    /// does not fill tiles or panels stays f32).
     pub fn matmul_kind(&self) -> &'static str {
-        let tiled = |w: &Weight| matches!(w, Weight::Tiles(_));
-        if self
-            .layers
-            .iter()
-            .all(|l| tiled(&l.qkv_w) && tiled(&l.o_w) && tiled(&l.i_w) && tiled(&l.out_w))
-        {
-            "bf16 on AMX tiles"
+        let kind = |w: &Weight| match w {
+            Weight::F32(_) => "f32",
+            Weight::Tiles(_) => "bf16 on AMX tiles",
+            Weight::Packed(p) => p.describe(),
+        };
+        let first = self.layers.first().map_or("f32", |l| kind(&l.qkv_w));
+        if self.layers.iter().all(|l| {
+            [&l.qkv_w, &l.o_w, &l.i_w, &l.out_w]
+                .iter()
+                .all(|w| kind(w) == first)
+        }) {
+            first
         } else {
             "f32"
         }
@@ -254,8 +272,7 @@ impl Bert {
             }
         }
         layer_norm(&mut x, h, &self.emb_ln, self.eps);
-        let (d, nh, i) = (h / self.heads, self.heads, self.inter);
-        let scale = 1.0 / (d as f32).sqrt();
+        let (nh, i) = (self.heads, self.inter);
         let mut qkv = vec![0f32; l * 3 * h];
         let mut scores = vec![0f32; l * l];
         let mut ctx = vec![0f32; l * h];
@@ -265,42 +282,7 @@ impl Bert {
             layer
                 .qkv_w
                 .project(&mut qkv, &x, l, (h, 3 * h), &layer.qkv_b, false, par);
-            for head in 0..nh {
-                let q = &qkv[head * d..];
-                let k = &qkv[h + head * d..];
-                let v = &qkv[2 * h + head * d..];
-                // scores = q · kᵀ / √d   (l × l; q and k rows are 3h apart)
-                mm(
-                    &mut scores,
-                    l,
-                    l,
-                    d,
-                    (l, 1),
-                    q,
-                    (3 * h, 1),
-                    k,
-                    (1, 3 * h),
-                    scale,
-                    false,
-                    par,
-                );
-                softmax_rows(&mut scores, l);
-                // ctx[:, head] = scores · v
-                mm(
-                    &mut ctx[head * d..],
-                    l,
-                    d,
-                    l,
-                    (h, 1),
-                    &scores,
-                    (l, 1),
-                    v,
-                    (3 * h, 1),
-                    1.0,
-                    false,
-                    par,
-                );
-            }
+            attend(&mut ctx, &qkv, &mut scores, (l, h, nh), par);
             tmp.copy_from_slice(&x);
             layer
                 .o_w

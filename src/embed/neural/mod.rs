@@ -13,6 +13,8 @@
 //! a missing directory is an error that says how to get the files.
 
 mod amx;
+mod attention;
+mod avx512;
 mod bert;
 #[cfg(feature = "model-fetch")]
 pub mod fetch;
@@ -160,7 +162,9 @@ impl NeuralEmbedder {
 
     /// How the linear layers' matrix products run here: `"bf16 on AMX tiles"` when the
     /// CPU has Intel AMX and Linux grants it (sentence vectors then differ from f32's by
-    /// a cosine of about 1e-5), else `"f32"`. `ENGRAM_NEURAL_AMX=0` forces f32.
+    /// a cosine of about 1e-5), else `"int8 (AVX512-VNNI)"` or `"bf16 (AVX512-BF16)"`
+    /// where the CPU has those, else `"f32"`. `ENGRAM_NEURAL_AMX=0` and
+    /// `ENGRAM_NEURAL_AVX512=0` turn the first two off.
     pub fn matmul_kind(&self) -> &'static str {
         self.model.matmul_kind()
     }
