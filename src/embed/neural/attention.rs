@@ -1,13 +1,13 @@
-//! BERT's self-attention over one unpadded sequence, in f32: for every head, the
-//! scores `q · kᵀ / √d`, their softmax, and the context `softmax · v`.
+//! BERT's self-attention over one unpadded sequence: for every head, the scores `q · kᵀ / √d`, their softmax, and the context `softmax · v`.
 //!
-//! Owns two ways to compute it. With AVX-512 (and heads 32 wide, as in MiniLM and
-//! bge-small), six query rows at a time go through scores, softmax and context while
+//! Owns choosing among three ways to compute it, and two of them. With AVX512-BF16
+//! (and heads 32 wide, as in MiniLM and bge-small), `attention_bf16`. With AVX-512F
+//! only, six query rows at a time go through scores, softmax and context while
 //! their scores stay in the L1 cache, in register tiles that read q and v where they
 //! lie in the fused QKV rows and a transposed copy of k made once per head; no other
 //! copy, no allocation past a per-thread scratch. Otherwise, or with
 //! `ENGRAM_NEURAL_AVX512=0`, two strided products per head through the `gemm` crate,
-//! as before. Both sum in f32; they differ only in the order of additions.
+//! as before. The two f32 ways differ only in the order of additions.
 //!
 //! Must never execute an AVX-512 instruction unless the CPU has it, and never read or
 //! write outside the slices it is handed (their lengths are checked first).
@@ -37,14 +37,41 @@ pub(super) fn attend(
         "attention out of bounds"
     );
     let scale = 1.0 / (d as f32).sqrt();
-    if d == 32 && avx512::f32_kernels() {
-        SCRATCH.with(|s| {
-            let (kt, sc) = &mut *s.borrow_mut();
-            // SAFETY: `f32_kernels` found AVX-512F; the lengths were checked above.
-            unsafe { heads32(ctx, qkv, l, h, heads, scale, kt, sc) }
-        });
+    #[cfg(target_arch = "x86_64")]
+    if d == 32 && avx512::bf16_attention() {
+        // SAFETY: `bf16_attention` found AVX512-BF16; the lengths were checked above.
+        unsafe { super::attention_bf16::heads32(ctx, qkv, l, h, heads, scale) };
         return;
     }
+    if d == 32 && avx512::f32_kernels() {
+        // SAFETY: `f32_kernels` found AVX-512F; the lengths were checked above.
+        unsafe { f32_heads(ctx, qkv, l, h, heads, scale) };
+        return;
+    }
+    gemm_heads(ctx, qkv, scores, (l, h, heads), scale, par);
+}
+
+/// The f32 AVX-512 path for heads of 32.
+///
+/// # Safety
+/// AVX-512F present; `qkv.len() >= l * 3h`, `ctx.len() >= l * h`, `h == 32 * heads`.
+unsafe fn f32_heads(ctx: &mut [f32], qkv: &[f32], l: usize, h: usize, heads: usize, scale: f32) {
+    SCRATCH.with(|s| {
+        let (kt, sc) = &mut *s.borrow_mut();
+        heads32(ctx, qkv, l, h, heads, scale, kt, sc)
+    });
+}
+
+/// Two strided `gemm` products per head: the reference the kernels are held to.
+fn gemm_heads(
+    ctx: &mut [f32],
+    qkv: &[f32],
+    scores: &mut [f32],
+    (l, h, heads): (usize, usize, usize),
+    scale: f32,
+    par: Parallelism,
+) {
+    let d = h / heads;
     assert!(scores.len() >= l * l, "attention scratch too small");
     for head in 0..heads {
         let q = &qkv[head * d..];
@@ -239,6 +266,71 @@ impl Block {
         for (r, acc) in acc.iter().enumerate() {
             for (v, a) in acc.iter().enumerate() {
                 _mm512_storeu_ps(self.s.add(r * self.lp + col + v * 16), *a);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                ((s % 2001) as f32 - 1000.0) / 400.0
+            })
+            .collect()
+    }
+
+    /// Both AVX-512 kernels against the `gemm` products, for sequences shorter than a
+    /// block, past one, and past a 64-key tile: f32 to rounding, bf16 to its precision.
+    #[test]
+    fn the_kernels_equal_the_gemm_products() {
+        let (h, heads) = (96, 3);
+        for l in [1, 5, 17, 70] {
+            let qkv = values(l * 3 * h, 3 + l as u64);
+            let scale = 1.0 / 32f32.sqrt();
+            let mut want = vec![0f32; l * h];
+            let mut scores = vec![0f32; l * l];
+            gemm_heads(
+                &mut want,
+                &qkv,
+                &mut scores,
+                (l, h, heads),
+                scale,
+                Parallelism::None,
+            );
+            let check = |got: &[f32], tol: f32, what: &str| {
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() <= tol, "{what} l={l} at {i}: {g} vs {w}");
+                }
+            };
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    let mut got = vec![f32::NAN; l * h];
+                    // SAFETY: AVX-512F was just found; the shapes are as required.
+                    unsafe { f32_heads(&mut got, &qkv, l, h, heads, scale) };
+                    check(&got, 1e-5, "f32");
+                } else {
+                    eprintln!("SKIPPED: no AVX-512F, the f32 kernel cannot run here");
+                }
+                if std::arch::is_x86_feature_detected!("avx512bf16") {
+                    let mut got = vec![f32::NAN; l * h];
+                    // SAFETY: AVX512-BF16 was just found; the shapes are as required.
+                    unsafe {
+                        super::super::attention_bf16::heads32(&mut got, &qkv, l, h, heads, scale)
+                    };
+                    // Inputs within 2.5 rounded to 8 bits: a context within 3e-2.
+                    check(&got, 3e-2, "bf16");
+                } else {
+                    eprintln!("SKIPPED: no AVX512-BF16, the bf16 kernel cannot run here");
+                }
             }
         }
     }

@@ -39,9 +39,10 @@ impl Weight {
                 return Weight::Tiles(p);
             }
         } else if let Some(kind) = avx512::kind() {
-            if let Some(p) = avx512::PackedWeight::pack(&w, out, inp, kind) {
-                return Weight::Packed(p);
-            }
+            return match avx512::PackedWeight::pack(w, out, inp, kind) {
+                Ok(p) => Weight::Packed(p),
+                Err(w) => Weight::F32(w),
+            };
         }
         Weight::F32(w)
     }
@@ -62,7 +63,8 @@ impl Weight {
         match self {
             Weight::F32(w) if acc => linear_acc(dst, x, l, inp, out, w, b, par),
             Weight::F32(w) => linear(dst, x, l, inp, out, w, b, par),
-            Weight::Tiles(_) | Weight::Packed(_) => {
+            Weight::Packed(p) => p.matmul(dst, x, l, b, acc, par),
+            Weight::Tiles(p) => {
                 for row in dst[..l * out].chunks_exact_mut(out) {
                     if acc {
                         row.iter_mut().zip(b).for_each(|(d, b)| *d += b);
@@ -70,11 +72,7 @@ impl Weight {
                         row.copy_from_slice(b);
                     }
                 }
-                match self {
-                    Weight::Tiles(p) => p.matmul_acc(dst, x, l),
-                    Weight::Packed(p) => p.matmul_acc(dst, x, l),
-                    Weight::F32(_) => unreachable!("matched above"),
-                }
+                p.matmul_acc(dst, x, l);
             }
         }
     }

@@ -14,6 +14,7 @@
 
 mod amx;
 mod attention;
+mod attention_bf16;
 mod avx512;
 mod bert;
 #[cfg(feature = "model-fetch")]

@@ -1,0 +1,110 @@
+//! The packed products against a plain f64 product over the operands as the kernels
+//! see them (rounded to bf16, or dequantised from their int8 groups), for row counts
+//! below, at and past a tile, several panels and groups, a bias, and a residual.
+
+use super::*;
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s % 2001) as f32 - 1000.0) / 500.0
+        })
+        .collect()
+}
+
+/// x · Wᵀ in f64 over the operands `path` gives the kernel.
+fn reference(path: Kind, x: &[f32], w: &[f32], l: usize, inp: usize, out: usize) -> Vec<f64> {
+    let (xs, ws): (Vec<f64>, Vec<f64>) = match path {
+        Kind::Bf16 => {
+            let r = |v: &f32| f64::from(f32::from_bits(u32::from(bf16(*v)) << 16));
+            (x.iter().map(r).collect(), w.iter().map(r).collect())
+        }
+        Kind::Int8 => {
+            let mut xs = Vec::new();
+            for part in x.chunks_exact(GROUP) {
+                let min = part.iter().copied().fold(f32::MAX, f32::min);
+                let max = part.iter().copied().fold(f32::MIN, f32::max);
+                let s = (max - min) / 255.0;
+                // As the kernel rounds: times the reciprocal, ties to even.
+                let inv = 1.0 / s;
+                xs.extend(part.iter().map(|v| {
+                    f64::from(s) * f64::from(((v - min) * inv).round_ties_even()) + f64::from(min)
+                }));
+            }
+            let mut ws = Vec::new();
+            for part in w.chunks_exact(GROUP) {
+                let s = part.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+                ws.extend(
+                    part.iter()
+                        .map(|v| f64::from(quantise(*v, s)) * f64::from(s)),
+                );
+            }
+            (xs, ws)
+        }
+    };
+    let mut y = vec![0f64; l * out];
+    for i in 0..l {
+        for o in 0..out {
+            y[i * out + o] = (0..inp).map(|k| xs[i * inp + k] * ws[o * inp + k]).sum();
+        }
+    }
+    y
+}
+
+#[test]
+fn shapes_that_do_not_fill_panels_are_not_packed() {
+    for kind in [Kind::Bf16, Kind::Int8] {
+        assert!(PackedWeight::pack(vec![0.0; 48 * 64], 48, 64, kind).is_err());
+        assert!(PackedWeight::pack(vec![0.0; 64 * 96], 64, 96, kind).is_err());
+        assert!(PackedWeight::pack(vec![0.0; 10], 64, 64, kind).is_err());
+    }
+}
+
+#[test]
+fn packed_products_equal_their_reference() {
+    for kind in [Kind::Bf16, Kind::Int8] {
+        if !supports(kind) {
+            eprintln!("SKIPPED: this CPU lacks {kind:?}; the f32 path runs instead");
+            continue;
+        }
+        for (l, inp, out) in [
+            (1, 64, 64),
+            (5, 64, 64),
+            (16, 128, 64),
+            (19, 384, 192),
+            (40, 192, 128),
+        ] {
+            let x = values(l * inp, 7 + l as u64);
+            let w = values(out * inp, 11 + out as u64);
+            let bias = values(out, 5);
+            let packed = PackedWeight::pack(w.clone(), out, inp, kind).expect("whole panels");
+            // int8 only from INT8_MIN_TOKENS rows; below, bf16 (or f32).
+            let path = if kind == Kind::Int8 && l >= INT8_MIN_TOKENS {
+                Kind::Int8
+            } else {
+                Kind::Bf16
+            };
+            let want = reference(path, &x, &w, l, inp, out);
+            for accumulate in [false, true] {
+                let mut dst = vec![1.0f32; l * out];
+                packed.matmul(&mut dst, &x, l, &bias, accumulate, Parallelism::None);
+                for (i, (got, want)) in dst.iter().zip(&want).enumerate() {
+                    let want = want + f64::from(bias[i % out]) + if accumulate { 1.0 } else { 0.0 };
+                    let tol = if path == Kind::Bf16 && packed.bf16.is_none() {
+                        2e-2 * (1.0 + want.abs()) // the f32 fallback, not rounded at all
+                    } else {
+                        1e-4 * (1.0 + want.abs())
+                    };
+                    assert!(
+                        (f64::from(*got) - want).abs() <= tol,
+                        "{kind:?} l={l} inp={inp} out={out} accumulate={accumulate} at {i}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+}
