@@ -18,6 +18,8 @@
 use std::arch::x86_64::*;
 use std::cell::RefCell;
 
+use super::ops::simd::exp;
+
 /// Query rows per block.
 const MR: usize = 6;
 
@@ -290,34 +292,4 @@ impl Block {
         }
         _mm512_reduce_add_ps(sum)
     }
-}
-
-/// e^x for 16 lanes, as `ops::exp` computes it (relative error about 2e-7).
-#[target_feature(enable = "avx512f")]
-fn exp(x: __m512) -> __m512 {
-    const SHIFT: f32 = 12_582_912.0;
-    let x = _mm512_min_ps(
-        _mm512_max_ps(x, _mm512_set1_ps(-87.0)),
-        _mm512_set1_ps(88.0),
-    );
-    let t = _mm512_fmadd_ps(
-        x,
-        _mm512_set1_ps(std::f32::consts::LOG2_E),
-        _mm512_set1_ps(SHIFT),
-    );
-    let n = _mm512_sub_ps(t, _mm512_set1_ps(SHIFT));
-    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_145_75), x);
-    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428_606_8e-6), r);
-    let mut p = _mm512_set1_ps(1.0 / 720.0);
-    for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-    }
-    let bits = _mm512_add_epi32(
-        _mm512_sub_epi32(
-            _mm512_castps_si512(t),
-            _mm512_set1_epi32(SHIFT.to_bits() as i32),
-        ),
-        _mm512_set1_epi32(127),
-    );
-    _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32::<23>(bits)))
 }

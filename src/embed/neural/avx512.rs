@@ -29,7 +29,7 @@ const NR: usize = 64;
 /// Inputs per int8 quantisation group: 16 steps of 4.
 const GROUP: usize = 64;
 /// Texts with fewer tokens than this never run in int8.
-pub(super) const INT8_MIN_TOKENS: usize = 16;
+const INT8_MIN_TOKENS: usize = 16;
 
 /// Which reduced-precision products the linear layers use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub(super) fn f32_kernels() -> bool {
 }
 
 /// Whether the CPU has what `kind`'s kernels were compiled for.
-pub(super) fn supports(kind: Kind) -> bool {
+fn supports(kind: Kind) -> bool {
     static HAS: OnceLock<(bool, bool)> = OnceLock::new();
     let (int8, bf16) = *HAS.get_or_init(detect);
     match kind {

@@ -8,7 +8,8 @@
 //! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
 //! are tokenised in parallel and each runs through the encoder at its own length
 //! (`bert`: no padding, no mask), longest first, one text per core at a time; on CPUs
-//! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`). It never
+//! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`), on CPUs
+//! with AVX-512 in int8 or bf16 (`avx512`, attention in `attention_bf16`). It never
 //! downloads anything and never touches the store:
 //! a missing directory is an error that says how to get the files.
 
