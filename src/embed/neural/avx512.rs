@@ -338,8 +338,11 @@ thread_local! {
     /// Per thread: the activations as bf16 pairs or u8 quads, and for int8 each row's
     /// groups' (scale, minimum). Kept between calls: every layer of every text needs
     /// them at about the same size.
-    static SCRATCH: RefCell<(Vec<u32>, Vec<(f32, f32)>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
+
+/// Activation words, and per row and group (scale, minimum).
+type Scratch = (Vec<u32>, Vec<(f32, f32)>);
 
 /// One product's shape, bias and mode, shared by its register tiles.
 struct Tiles {
