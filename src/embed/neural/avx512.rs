@@ -22,7 +22,9 @@ use std::sync::OnceLock;
 
 use gemm::Parallelism;
 
-use super::ops::mm;
+use candle_transformers::models::bert::HiddenAct;
+
+use super::ops::{activation, mm};
 
 /// Outputs per panel: four AVX-512 vectors of 16 lanes.
 const NR: usize = 64;
@@ -173,22 +175,26 @@ impl PackedWeight {
     }
 
     /// `dst (l × out) = x (l × inp) · Wᵀ + b`, or `dst += x · Wᵀ + b` when
-    /// `accumulate` (the residual connection already in dst). In int8 when the matrix
-    /// has it and l (the text's tokens) reaches [`INT8_MIN_TOKENS`].
-    #[allow(clippy::too_many_arguments)]
+    /// `accumulate` (the residual connection already in dst), or `dst = GELU(x · Wᵀ +
+    /// b)` when `gelu` (exact form; not with `accumulate`). In int8 when the matrix has
+    /// it and l (the text's tokens) reaches [`INT8_MIN_TOKENS`].
     pub(super) fn matmul(
         &self,
         dst: &mut [f32],
         x: &[f32],
         l: usize,
         b: &[f32],
-        accumulate: bool,
+        (accumulate, gelu): (bool, bool),
         par: Parallelism,
     ) {
         let (out, inp) = (self.out, self.inp);
         assert!(
             l > 0 && x.len() >= l * inp && dst.len() >= l * out && b.len() == out,
             "packed product out of bounds"
+        );
+        assert!(
+            !(accumulate && gelu),
+            "GELU after a residual is not a BERT layer"
         );
         let (x, dst) = (&x[..l * inp], &mut dst[..l * out]);
         let path = match (&self.int8, &self.bf16) {
@@ -217,6 +223,9 @@ impl PackedWeight {
                     true,
                     par,
                 );
+                if gelu {
+                    activation(dst, HiddenAct::Gelu);
+                }
                 return;
             }
         };
@@ -236,6 +245,7 @@ impl PackedWeight {
                 inp,
                 b: b.as_ptr(),
                 accumulate,
+                gelu,
             };
             // SAFETY: `supports` found the CPU has the path's features. `a` holds l
             // rows of `inp / group` words, `dst` l rows of `out`, the lines out/64
@@ -350,6 +360,7 @@ struct Tiles {
     inp: usize,
     b: *const f32,
     accumulate: bool,
+    gelu: bool,
 }
 
 #[cfg(target_arch = "x86_64")]

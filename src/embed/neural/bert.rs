@@ -63,7 +63,7 @@ impl Weight {
         match self {
             Weight::F32(w) if acc => linear_acc(dst, x, l, inp, out, w, b, par),
             Weight::F32(w) => linear(dst, x, l, inp, out, w, b, par),
-            Weight::Packed(p) => p.matmul(dst, x, l, b, acc, par),
+            Weight::Packed(p) => p.matmul(dst, x, l, b, (acc, false), par),
             Weight::Tiles(p) => {
                 for row in dst[..l * out].chunks_exact_mut(out) {
                     if acc {
@@ -286,10 +286,16 @@ impl Bert {
                 .o_w
                 .project(&mut tmp, &ctx, l, (h, h), &layer.o_b, true, par);
             layer_norm(&mut tmp, h, &layer.ln1, self.eps);
-            layer
-                .i_w
-                .project(&mut mid, &tmp, l, (h, i), &layer.i_b, false, par);
-            activation(&mut mid, self.act);
+            match &layer.i_w {
+                // GELU on the products while they are in registers.
+                Weight::Packed(p) if self.act == HiddenAct::Gelu => {
+                    p.matmul(&mut mid, &tmp, l, &layer.i_b, (false, true), par)
+                }
+                w => {
+                    w.project(&mut mid, &tmp, l, (h, i), &layer.i_b, false, par);
+                    activation(&mut mid, self.act);
+                }
+            }
             x.copy_from_slice(&tmp);
             layer
                 .out_w

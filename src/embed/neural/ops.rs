@@ -353,22 +353,26 @@ pub(super) mod simd {
         _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign))
     }
 
+    /// GELU, exact (erf) form, for 16 lanes.
+    #[target_feature(enable = "avx512f")]
+    pub(in super::super) fn gelu16(v: __m512) -> __m512 {
+        let e = erf(_mm512_mul_ps(
+            v,
+            _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
+        ));
+        _mm512_mul_ps(
+            _mm512_mul_ps(_mm512_set1_ps(0.5), v),
+            _mm512_add_ps(_mm512_set1_ps(1.0), e),
+        )
+    }
+
     /// GELU, exact (erf) form, in place.
     ///
     /// # Safety
     /// AVX-512F present.
     #[target_feature(enable = "avx512f")]
     pub(in super::super) unsafe fn gelu(x: &mut [f32]) {
-        let g = |v: __m512| {
-            let e = erf(_mm512_mul_ps(
-                v,
-                _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
-            ));
-            _mm512_mul_ps(
-                _mm512_mul_ps(_mm512_set1_ps(0.5), v),
-                _mm512_add_ps(_mm512_set1_ps(1.0), e),
-            )
-        };
+        let g = |v: __m512| gelu16(v);
         let mut chunks = x.chunks_exact_mut(16);
         for c in &mut chunks {
             _mm512_storeu_ps(c.as_mut_ptr(), g(_mm512_loadu_ps(c.as_ptr())));

@@ -7,6 +7,7 @@
 
 use std::arch::x86_64::*;
 
+use super::super::ops::simd::gelu16;
 use super::{Int8, Line, Tiles, GROUP, NR};
 
 /// Rows per bf16 tile: 6 × 4 accumulators, 4 weight vectors and a broadcast fit the 32
@@ -27,6 +28,7 @@ struct Tile {
     ldc: usize,
     bias: *const f32,
     accumulate: bool,
+    gelu: bool,
 }
 
 impl Tiles {
@@ -112,6 +114,7 @@ impl Tiles {
             ldc: self.out,
             bias: self.b.add(panel * NR),
             accumulate: self.accumulate,
+            gelu: self.gelu,
         }
     }
 }
@@ -127,11 +130,14 @@ struct Dequant {
 }
 
 impl Tile {
-    /// `c[r][v]` (+)= `s` + bias.
+    /// `c[r][v]` (+)= `s` + bias, or = GELU(`s` + bias).
     #[target_feature(enable = "avx512f")]
     unsafe fn finish(&self, r: usize, v: usize, s: __m512) {
         let c = self.c.add(r * self.ldc + v * 16);
         let mut y = _mm512_add_ps(s, _mm512_loadu_ps(self.bias.add(v * 16)));
+        if self.gelu {
+            y = gelu16(y);
+        }
         if self.accumulate {
             y = _mm512_add_ps(y, _mm512_loadu_ps(c));
         }

@@ -89,11 +89,26 @@ fn packed_products_equal_their_reference() {
                 Kind::Bf16
             };
             let want = reference(path, &x, &w, l, inp, out);
-            for accumulate in [false, true] {
+            for (accumulate, gelu) in [(false, false), (true, false), (false, true)] {
                 let mut dst = vec![1.0f32; l * out];
-                packed.matmul(&mut dst, &x, l, &bias, accumulate, Parallelism::None);
+                packed.matmul(
+                    &mut dst,
+                    &x,
+                    l,
+                    &bias,
+                    (accumulate, gelu),
+                    Parallelism::None,
+                );
                 for (i, (got, want)) in dst.iter().zip(&want).enumerate() {
-                    let want = want + f64::from(bias[i % out]) + if accumulate { 1.0 } else { 0.0 };
+                    let mut want = want + f64::from(bias[i % out]);
+                    if accumulate {
+                        want += 1.0;
+                    }
+                    if gelu {
+                        let mut g = [want as f32];
+                        activation(&mut g, HiddenAct::Gelu);
+                        want = f64::from(g[0]);
+                    }
                     let tol = if path == Kind::Bf16 && packed.bf16.is_none() {
                         2e-2 * (1.0 + want.abs()) // the f32 fallback, not rounded at all
                     } else {
@@ -101,7 +116,7 @@ fn packed_products_equal_their_reference() {
                     };
                     assert!(
                         (f64::from(*got) - want).abs() <= tol,
-                        "{kind:?} l={l} inp={inp} out={out} accumulate={accumulate} at {i}: {got} vs {want}"
+                        "{kind:?} l={l} inp={inp} out={out} {accumulate} {gelu} at {i}: {got} vs {want}"
                     );
                 }
             }
