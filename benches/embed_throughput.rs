@@ -15,7 +15,7 @@
 //! skipped when the model files are missing. Must never: download anything, or leave
 //! its temporary files.
 
-#[path = "../tests/support/model_dir.rs"]
+#[path = "../tests/it/support/model_dir.rs"]
 mod model_dir;
 
 use std::path::{Path, PathBuf};
@@ -121,28 +121,53 @@ fn python_seconds(model: &Path, texts_file: &Path) -> Result<(f64, String), Stri
     ))
 }
 
-/// The child's side: load, warm up, embed the texts of `texts_file` once, print the
-/// seconds and the path taken as one JSON line.
+/// This process's resident set now and at its peak, in MB (Linux; 0 elsewhere).
+fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The child's side: load, embed one short query (what a CLI search pays), warm up
+/// (where the packed weights are made), embed the texts of `texts_file` once, print
+/// the seconds, the path taken, the costs before and the peak RSS as one JSON line.
 fn child(model: &Path, texts_file: &Path) {
     let texts: Vec<String> =
         serde_json::from_str(&std::fs::read_to_string(texts_file).expect("read texts"))
             .expect("texts JSON");
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
     let e = NeuralEmbedder::load("all-minilm-l6-v2", model).expect("load the model");
+    let load = ms(t);
+    let t = Instant::now();
+    e.embed(&["where are vectors written"]).expect("a query");
+    let query = ms(t);
+    let loaded_rss = rss_mb().0;
+    let t = Instant::now();
     e.embed(&refs[..16.min(refs.len())]).expect("warm-up");
+    let warm = ms(t);
     let t = Instant::now();
     let v = e.embed(&refs).expect("embed");
     let s = t.elapsed().as_secs_f64();
     assert_eq!(v.len(), refs.len());
     println!(
         "{}",
-        serde_json::json!({"seconds": s, "kind": e.matmul_kind()})
+        serde_json::json!({"seconds": s, "kind": e.matmul_kind(), "load_ms": load,
+            "query_ms": query, "warmup_ms": warm, "rss_after_query_mb": loaded_rss,
+            "peak_rss_mb": rss_mb().1})
     );
 }
 
 /// One engram run in a child process with `ENGRAM_NEURAL_AVX512=path`: (seconds, the
-/// linear layers' kind).
-fn engram_seconds(path: &str, model: &Path, texts_file: &Path) -> (f64, String) {
+/// linear layers' kind, the child's whole report).
+fn engram_seconds(path: &str, model: &Path, texts_file: &Path) -> (f64, String, serde_json::Value) {
     let mut cmd = Command::new(std::env::current_exe().expect("this binary"));
     cmd.env("ENGRAM_BENCH_CHILD", texts_file)
         .env("ENGRAM_MODEL_DIR", model);
@@ -165,6 +190,7 @@ fn engram_seconds(path: &str, model: &Path, texts_file: &Path) -> (f64, String) 
     (
         v["seconds"].as_f64().expect("seconds"),
         v["kind"].as_str().unwrap_or("?").to_string(),
+        v,
     )
 }
 
@@ -207,15 +233,17 @@ fn main() {
 
     let mut rust: Vec<Vec<f64>> = vec![Vec::new(); paths.len()];
     let mut kinds = vec![String::new(); paths.len()];
+    let mut costs = vec![serde_json::Value::Null; paths.len()];
     let mut python = Vec::new();
     let mut python_note = None;
     for round in 1..=rounds {
         print!("  round {round}:");
         for (i, p) in paths.iter().enumerate() {
-            let (s, kind) = engram_seconds(p, &model, &texts_file);
+            let (s, kind, report) = engram_seconds(p, &model, &texts_file);
             rust[i].push(texts.len() as f64 / s);
             print!("  {kind} {:6.1}", texts.len() as f64 / s);
             kinds[i] = kind;
+            costs[i] = report;
         }
         if python_note
             .as_ref()
@@ -257,5 +285,19 @@ fn main() {
             print!(", {:.2}x sentence-transformers", r / p);
         }
         println!();
+    }
+    // The costs of the last round's children: loading (mapping, not packing), one
+    // short query after it (a CLI search), the warm-up of 16 chunks (the packing, on
+    // the packed paths), and the resident set.
+    for ((path, kind), c) in paths.iter().zip(&kinds).zip(&costs) {
+        let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "  {kind} ({path}): load {:.1} ms, first query {:.1} ms, warm-up of 16 chunks {:.0} ms; RSS {:.0} MB after the query, peak {:.0} MB",
+            f("load_ms"),
+            f("query_ms"),
+            f("warmup_ms"),
+            f("rss_after_query_mb"),
+            f("peak_rss_mb")
+        );
     }
 }

@@ -14,8 +14,14 @@
 //!   keyword search ran before the all-words-first strategy); the time from opening
 //!   the store to the first answer (a new process's path: open, replay check, first
 //!   search with the vector cache not yet mapped), and the process's peak memory.
+//! - wal: what each commit of a cold index writes to `tracker.db-wal` (bytes per
+//!   transaction) and which B-trees the pages belong to (`index/wal.rs`), over the
+//!   first `ENGRAM_BENCH_WAL_LINES` lines (default 300000) of the Rust sources of the
+//!   crates `Cargo.lock` names, in path order, added `ENGRAM_BENCH_WAL_BATCH_FILES`
+//!   files at a time (default 8, about what one 100 ms batch holds) with an index run
+//!   after each; then the same tree's cold index time.
 //!
-//! `cargo bench --bench index`; `ENGRAM_BENCH=index,query` picks parts;
+//! `cargo bench --bench index`; `ENGRAM_BENCH=index,query,wal` picks parts;
 //! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000);
 //! `ENGRAM_BENCH_QUERY_LINES=N` the query store's (default 5000000; 50000000 makes
 //! about 1M chunks).
@@ -23,6 +29,8 @@
 mod common;
 #[path = "index/sqlite_baseline.rs"]
 mod sqlite_baseline;
+#[path = "index/wal.rs"]
+mod wal;
 use common::{bench_dir, wanted};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,8 +41,12 @@ use engram::store::{Store, StoreOptions};
 
 /// Copy registry sources into `dest` until `lines` lines; returns (files, bytes, lines).
 fn make_repo(dest: &Path, lines: u64) -> (u64, u64, u64) {
+    make_repo_from(dest, lines, common::registry_sources())
+}
+
+/// [`make_repo`] from the given sources.
+fn make_repo_from(dest: &Path, lines: u64, sources: Vec<PathBuf>) -> (u64, u64, u64) {
     let (mut n, mut bytes, mut total) = (0u64, 0u64, 0u64);
-    let sources = common::registry_sources();
     assert!(!sources.is_empty(), "no .rs files in the cargo registry");
     // Cycle through the sources (under new names) when they hold fewer lines.
     for (i, src) in sources.iter().cycle().enumerate() {
@@ -436,4 +448,43 @@ fn main() {
     if wanted("query") {
         bench_query();
     }
+    if wanted("wal") {
+        bench_wal();
+    }
+}
+
+/// What each commit of a cold index writes to the tracker's WAL, by B-tree.
+fn bench_wal() {
+    let lines: u64 = std::env::var("ENGRAM_BENCH_WAL_LINES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300_000);
+    // Only the crates Cargo.lock names (`name-version/` directories), which a build
+    // of this repository has fetched: the same subset on any machine that built it,
+    // whatever else the registry holds.
+    let lock = std::fs::read_to_string(common::repo_path("Cargo.lock")).expect("Cargo.lock");
+    let mut locked = std::collections::HashSet::new();
+    let mut name = None;
+    for line in lock.lines() {
+        if let Some(v) = line.strip_prefix("name = ") {
+            name = Some(v.trim_matches('"').to_string());
+        } else if let (Some(v), Some(n)) = (line.strip_prefix("version = "), name.take()) {
+            locked.insert(format!("{n}-{}", v.trim_matches('"')));
+        }
+    }
+    let sources: Vec<PathBuf> = common::registry_sources()
+        .into_iter()
+        .filter(|p| {
+            p.ancestors()
+                .filter_map(|a| a.file_name()?.to_str())
+                .any(|d| locked.contains(d))
+        })
+        .collect();
+    let repo = bench_dir("index-wal-repo");
+    let (files, bytes, lines) = make_repo_from(repo.path(), lines, sources);
+    let batch_files = std::env::var("ENGRAM_BENCH_WAL_BATCH_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    wal::run(repo.path(), batch_files, files, lines, bytes as f64 / 1e6);
 }

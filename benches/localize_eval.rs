@@ -11,11 +11,14 @@
 //! ```
 //!
 //! `ENGRAM_LOCALIZE_REPOS`: the folder of bare clones, one per name (default
-//! `target/localize-eval/repos`); `ENGRAM_EVAL_REPOS`: comma-separated names, only
+//! `target/localize-eval/repos`); `ENGRAM_LOCALIZE_DATA`: where trees and results go
+//! (default `target/localize-eval`); `ENGRAM_EVAL_REPOS`: comma-separated names, only
 //! those; `ENGRAM_EVAL_EMBEDDERS`: embedders by name (default `hash-v2-256`); the dense
 //! baselines use the last one. Results: printed, and written as JSON to
-//! `target/localize-eval/results.json` with every query's rank per configuration in
-//! `ranks.tsv` beside it. A missing repository is reported and the bench exits 2.
+//! `results.json` there with every query's rank per configuration in
+//! `ranks.tsv` beside it (and with `ENGRAM_EVAL_TOP=1` each configuration's first three
+//! files per query in `top.tsv`). A missing repository is reported and the bench
+//! exits 2.
 
 mod common;
 #[path = "localize_eval/history.rs"]
@@ -30,7 +33,7 @@ use std::time::Instant;
 
 use engram::embed::Embedder;
 use engram::index::{self, IndexOptions};
-use engram::search::{fuse, search, RankedList, SearchOptions};
+use engram::search::{fuse, search, HitKind, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use metrics::{files_in_order, first_gold_rank, summarize};
 use serde_json::json;
@@ -221,31 +224,85 @@ fn config_names(embedders: &[Arc<dyn Embedder>], dense: &str) -> Vec<String> {
     out.push(format!("bm25+dense[{dense}]"));
     for e in embedders {
         out.push(format!("engram[{}]", e.name()));
+        out.push(format!("engram[{}] first-chunk", e.name()));
+        for w in aggregation_weights() {
+            out.push(format!("engram[{}] agg={w}", e.name()));
+        }
     }
     out.push("engram-keyword".into());
     out
 }
 
-fn engram_files(
+/// engram's answer to a file-level question: `kind: file`, files ranked by their
+/// chunks (`FILE_EVIDENCE` in src/search/resolve.rs).
+fn engram_files(store: &Store, query: &str, embedder: &Arc<dyn Embedder>) -> Vec<String> {
+    let opts = SearchOptions {
+        top_k: FILES,
+        kind: Some(HitKind::File),
+        embedder: embedder.clone(),
+        ..Default::default()
+    };
+    search(store, query, &opts)
+        .expect("search")
+        .hits
+        .into_iter()
+        .filter_map(|h| h.path)
+        .collect()
+}
+
+/// engram's chunk hits for `query` (path and score, best first).
+fn engram_hits(
     store: &Store,
     query: &str,
     embedder: &Arc<dyn Embedder>,
     keyword_only: bool,
-) -> Vec<String> {
+) -> Vec<(String, f64)> {
     let opts = SearchOptions {
-        top_k: 50,
+        top_k: 100,
         keyword_only,
         embedder: embedder.clone(),
         ..Default::default()
     };
-    let hits = search(store, query, &opts).expect("search").hits;
-    let mut out = files_in_order(hits.into_iter().filter_map(|h| h.path));
+    search(store, query, &opts)
+        .expect("search")
+        .hits
+        .into_iter()
+        .filter_map(|h| Some((h.path?, h.score)))
+        .collect()
+}
+
+/// Files in the order of their first hit.
+fn first_hit_files(hits: &[(String, f64)]) -> Vec<String> {
+    let mut out = files_in_order(hits.iter().map(|(p, _)| p.clone()));
     out.truncate(FILES);
     out
 }
 
+/// Files by their best hit's score plus `rest` times the scores of their other hits
+/// (`ENGRAM_EVAL_AGG`: for choosing how much a file's further hits count).
+fn aggregated_files(hits: &[(String, f64)], rest: f64) -> Vec<String> {
+    let mut by_file: Vec<(String, f64)> = Vec::new();
+    for (p, s) in hits {
+        match by_file.iter_mut().find(|(f, _)| f == p) {
+            Some((_, total)) => *total += rest * s,
+            None => by_file.push((p.clone(), *s)),
+        }
+    }
+    by_file.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_file.into_iter().take(FILES).map(|(p, _)| p).collect()
+}
+
+/// The file-aggregation weights `ENGRAM_EVAL_AGG` asks to measure (comma-separated).
+fn aggregation_weights() -> Vec<f64> {
+    std::env::var("ENGRAM_EVAL_AGG")
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
 fn main() {
-    let data = common::repo_path("target/localize-eval");
+    let data = std::env::var_os("ENGRAM_LOCALIZE_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::repo_path("target/localize-eval"));
     let clones = std::env::var_os("ENGRAM_LOCALIZE_REPOS")
         .map(PathBuf::from)
         .unwrap_or_else(|| data.join("repos"));
@@ -270,6 +327,9 @@ fn main() {
     let mut ranks: BTreeMap<String, Vec<Option<usize>>> = BTreeMap::new();
     let mut query_meta: Vec<(String, String, String, String)> = Vec::new(); // repo, split, commit, text
     let mut index_seconds: HashMap<String, f64> = HashMap::new();
+    // `ENGRAM_EVAL_TOP=1`: every configuration's first three files per query, for
+    // studying the tune half (`top.tsv`).
+    let mut top = std::env::var_os("ENGRAM_EVAL_TOP").map(|_| String::new());
     for repo in &repos {
         let git_dir = clones.join(&repo.name);
         let snap = match history::snapshot(&git_dir, &repo.head) {
@@ -330,6 +390,15 @@ fn main() {
                 q.text.clone(),
             ));
             let mut put = |name: &str, files: Vec<String>| {
+                if let Some(t) = top.as_mut() {
+                    t.push_str(&format!(
+                        "{}\t{}\t{name}\t{}\t{}\n",
+                        repo.name,
+                        &q.commit[..12],
+                        q.gold.join(","),
+                        files.iter().take(3).cloned().collect::<Vec<_>>().join(",")
+                    ));
+                }
                 ranks
                     .entry(name.to_string())
                     .or_default()
@@ -361,14 +430,29 @@ fn main() {
             for (e, (_, store)) in embedders.iter().zip(&stores) {
                 put(
                     &format!("engram[{}]", e.name()),
-                    engram_files(store, &q.text, e, false),
+                    engram_files(store, &q.text, e),
                 );
+                let hits = engram_hits(store, &q.text, e, false);
+                put(
+                    &format!("engram[{}] first-chunk", e.name()),
+                    first_hit_files(&hits),
+                );
+                for w in aggregation_weights() {
+                    put(
+                        &format!("engram[{}] agg={w}", e.name()),
+                        aggregated_files(&hits, w),
+                    );
+                }
             }
             put(
                 "engram-keyword",
-                engram_files(&stores[0].1, &q.text, &embedders[0], true),
+                first_hit_files(&engram_hits(&stores[0].1, &q.text, &embedders[0], true)),
             );
         }
+    }
+    if let Some(t) = top {
+        std::fs::create_dir_all(&data).expect("mkdir");
+        std::fs::write(data.join("top.tsv"), t).expect("write top.tsv");
     }
     report(&data, &names, &ranks, &query_meta, &index_seconds);
 }

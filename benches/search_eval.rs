@@ -53,6 +53,10 @@
 mod common;
 #[path = "search_eval/corpus.rs"]
 mod corpus;
+// The paired bootstrap, shared with the localization eval.
+#[path = "localize_eval/metrics.rs"]
+#[allow(dead_code)]
+mod metrics;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +68,7 @@ use engram::embed::Embedder;
 use engram::index::{self, IndexOptions};
 use engram::search::{fuse, search, FusionWeights, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
+use metrics::bootstrap_ci;
 use serde_json::json;
 
 /// Results considered per query.
@@ -412,33 +417,6 @@ impl Score {
     fn json(&self) -> serde_json::Value {
         json!({"n": self.n, "mrr10": round(self.mrr()), "recall1": round(self.r1()), "recall10": round(self.r10())})
     }
-}
-
-/// The 2.5th and 97.5th percentiles of the mean of `diffs` over 2,000 resamples with
-/// replacement (a fixed seed, so every run reports the same interval for the same ranks).
-fn bootstrap_ci(diffs: &[f64]) -> (f64, f64) {
-    if diffs.is_empty() {
-        return (0.0, 0.0);
-    }
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        // xorshift64*
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    };
-    let n = diffs.len();
-    let mut means: Vec<f64> = (0..2000)
-        .map(|_| {
-            (0..n)
-                .map(|_| diffs[(next() % n as u64) as usize])
-                .sum::<f64>()
-                / n as f64
-        })
-        .collect();
-    means.sort_by(f64::total_cmp);
-    (means[50], means[1949])
 }
 
 fn round(x: f64) -> f64 {

@@ -1,4 +1,5 @@
-//! Print the symbols tree-sitter finds in a source file.
+//! Print the symbols tree-sitter finds in a source file, and the chunks the index
+//! cuts it into (each with its lines, its symbol and the context line search sees).
 //!
 //! `cargo run --example symbols -- src/store/mod.rs`
 
@@ -39,5 +40,14 @@ fn main() {
     }
     for i in &found.imports {
         println!("import {i}");
+    }
+    for c in symbols::chunk_file(lang, &text, &found.symbols) {
+        println!(
+            "chunk {:>5}-{:<5} {:<30} | {}",
+            c.start_line,
+            c.end_line,
+            c.symbol.as_deref().unwrap_or("-"),
+            c.context
+        );
     }
 }

@@ -13,10 +13,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+mod database_url;
 mod providers;
 mod table;
-pub use providers::{McpProviderConfig, ProviderTransport, DEFAULT_TIMEOUT_MS};
-pub use table::{Setting, SETTINGS};
+pub use database_url::{check_database_url, DatabaseUrlError};
+pub use providers::{
+    McpProviderConfig, ProviderError, ProviderTransport, ProvidersError, DEFAULT_TIMEOUT_MS,
+};
+pub use table::{Setting, SettingError, SETTINGS};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,14 +59,21 @@ pub enum ConfigError {
         known: String,
     },
     #[error("{path}: {reason}")]
-    Provider { path: String, reason: String },
+    Provider {
+        path: String,
+        reason: ProvidersError,
+    },
+    /// A value its setting's check refused (`value` as it may be shown).
     #[error("setting {name} = {value:?} (from {source_}): {reason}")]
     Invalid {
         name: String,
         value: String,
         source_: String,
-        reason: String,
+        reason: SettingError,
     },
+    /// A key naming an API key in the file: its value is never read, nor shown.
+    #[error("setting {name} = \"(not shown)\" (from file {path}): an API key is never read from the config file; set ENGRAM_LLM_API_KEY in the environment")]
+    ApiKeyInFile { name: String, path: String },
 }
 
 /// The effective configuration.
@@ -248,11 +259,9 @@ fn read_file(
             continue;
         }
         if name.contains("api_key") {
-            return Err(ConfigError::Invalid {
+            return Err(ConfigError::ApiKeyInFile {
                 name,
-                value: "(not shown)".into(),
-                source_: format!("file {}", path.display()),
-                reason: "an API key is never read from the config file; set ENGRAM_LLM_API_KEY in the environment".into(),
+                path: path.display().to_string(),
             });
         }
         let Some(s) = SETTINGS.iter().find(|s| s.name == name) else {
@@ -322,62 +331,11 @@ pub fn hide_password(url: &str) -> String {
         .join(" ")
 }
 
-/// A PostgreSQL URL engram can use: `postgres://` or `postgresql://`, a host, a
-/// database name. The message never repeats the password.
-pub fn check_database_url(v: &str) -> Result<(), String> {
-    let expected = "expected postgres://USER:PASSWORD@HOST:PORT/DATABASE";
-    let rest = v
-        .strip_prefix("postgres://")
-        .or_else(|| v.strip_prefix("postgresql://"))
-        .ok_or_else(|| format!("not a PostgreSQL URL; {expected}"))?;
-    if v.chars().any(char::is_whitespace) {
-        return Err(format!("a URL holds no spaces; {expected}"));
-    }
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let (host_only, port) = match host.strip_prefix('[') {
-        // [IPv6]:port
-        Some(r) => match r.split_once(']') {
-            Some((h, rest)) => (h, rest.strip_prefix(':')),
-            None => return Err(format!("unclosed [ in the host; {expected}")),
-        },
-        None => match host.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (host, None),
-        },
-    };
-    if host_only.is_empty() {
-        return Err(format!("no host; {expected}"));
-    }
-    if let Some(p) = port {
-        if p.parse::<u16>().map_or(true, |p| p == 0) {
-            return Err(format!("port {p:?} is not a port number; {expected}"));
-        }
-    }
-    let (db, query) = path.split_once('?').unwrap_or((path, ""));
-    if db.is_empty() {
-        return Err(format!("no database name; {expected}"));
-    }
-    // The TLS mode (libpq's names; the team backend honours these five).
-    for pair in query.split('&') {
-        if let Some(mode) = pair.strip_prefix("sslmode=") {
-            const MODES: &[&str] = &["disable", "prefer", "require", "verify-ca", "verify-full"];
-            if !MODES.contains(&mode) {
-                return Err(format!(
-                    "sslmode={mode} is not supported; expected one of {}",
-                    MODES.join(", ")
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn parse_bool(v: &str) -> Result<bool, String> {
+fn parse_bool(v: &str) -> Result<bool, SettingError> {
     match v.to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" | "" => Ok(false),
-        _ => Err("expected true or false".into()),
+        _ => Err(SettingError::NotBool),
     }
 }
 
@@ -407,17 +365,24 @@ mod tests {
         assert!(act.source.starts_with("file "), "{}", act.source);
 
         std::fs::write(&file, "secret_action = \"shred\"\n").unwrap();
-        let err = Config::load_with(Some(&file), |_| None)
-            .unwrap_err()
-            .to_string();
+        let err = Config::load_with(Some(&file), |_| None).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                ConfigError::Invalid { name, reason: SettingError::NotOneOf { options }, .. }
+                    if name == "secret_action" && options.contains(&"exclude")
+            ),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(
             err.contains("secret_action") && err.contains("redact, exclude"),
             "{err}"
         );
         std::fs::write(&file, "llm_api_key = \"sk-abc\"\n").unwrap();
-        let err = Config::load_with(Some(&file), |_| None)
-            .unwrap_err()
-            .to_string();
+        let err = Config::load_with(Some(&file), |_| None).unwrap_err();
+        assert!(matches!(err, ConfigError::ApiKeyInFile { .. }), "{err:?}");
+        let err = err.to_string();
         assert!(
             err.contains("ENGRAM_LLM_API_KEY") && !err.contains("sk-abc"),
             "{err}"
@@ -474,9 +439,10 @@ mod tests {
         .is_ok());
         let e = check_database_url("postgres://u:p@db/engram?sslmode=allow").unwrap_err();
         assert!(
-            e.contains("sslmode=allow") && e.contains("verify-full"),
-            "{e}"
+            matches!(&e, DatabaseUrlError::SslMode { mode } if mode == "allow"),
+            "{e:?}"
         );
+        assert!(e.to_string().contains("verify-full"), "{e}");
         assert_eq!(
             hide_password("host=h password=pw dbname=d"),
             "host=h password=*** dbname=d"

@@ -49,7 +49,7 @@ pub fn hash64_i64(key: &str) -> i64 {
 /// Why a key string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    #[error("key {key:?} has no known namespace prefix; expected one of file:, sym:, chunk:, mem:, task:, insight:, context:, pat:, q:")]
+    #[error("key {key:?} has no known namespace prefix; expected one of file:, sym:, chunk:, refs:, mem:, task:, insight:, context:, pat:, q:")]
     UnknownNamespace { key: String },
     #[error("key {key:?} is malformed: {reason}")]
     Malformed { key: String, reason: &'static str },
@@ -71,6 +71,8 @@ pub enum Key {
     },
     /// `chunk:{path}:{chunk_id}`
     Chunk { path: String, chunk_id: u32 },
+    /// `refs:{repo_rel_path}`: a file's calls and imports (the code graph)
+    Refs { path: String },
     /// `mem:{uuid8}`: eight lowercase hex digits
     Memory { id: String },
     /// `task:{slug}`
@@ -113,6 +115,12 @@ impl Key {
                     return Err(bad("the path is empty"));
                 }
                 Ok(Key::File { path: rest.into() })
+            }
+            "refs" => {
+                if rest.is_empty() {
+                    return Err(bad("the path is empty"));
+                }
+                Ok(Key::Refs { path: rest.into() })
             }
             "sym" => {
                 // Parse from the right: kind and line numbers never contain ':', while a
@@ -198,6 +206,7 @@ impl Key {
             Key::File { .. } => "file",
             Key::Symbol { .. } => "sym",
             Key::Chunk { .. } => "chunk",
+            Key::Refs { .. } => "refs",
             Key::Memory { .. } => "mem",
             Key::Task { .. } => "task",
             Key::Insight { .. } => "insight",
@@ -225,6 +234,7 @@ impl fmt::Display for Key {
                 end,
             } => write!(f, "sym:{path}#{name}:{kind}:{start}:{end}"),
             Key::Chunk { path, chunk_id } => write!(f, "chunk:{path}:{chunk_id}"),
+            Key::Refs { path } => write!(f, "refs:{path}"),
             Key::Memory { id } => write!(f, "mem:{id}"),
             Key::Task { slug } => write!(f, "task:{slug}"),
             Key::Insight { slug } => write!(f, "insight:{slug}"),
@@ -306,6 +316,12 @@ mod tests {
                 query: "auth flow: the login path".into()
             }
         );
+        assert_eq!(
+            Key::parse("refs:src/main.py").unwrap(),
+            Key::Refs {
+                path: "src/main.py".into()
+            }
+        );
         // A path may hold '#', a name may hold ':'.
         let s = Key::parse("sym:src/a#b.rs#Client::get:method:3:9").unwrap();
         assert_eq!(
@@ -332,6 +348,7 @@ mod tests {
             "sym:src/x.rs#foo:function:01:2",
             "chunk:src/x.rs",
             "chunk:src/x.rs:-1",
+            "refs:",
             "task:Debug",
             "q:semantic",
         ] {

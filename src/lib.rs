@@ -1,7 +1,7 @@
 //! engram: a codebase memory engine for AI coding agents.
 //!
 //! The crate is layered; each layer knows only those beneath it, as the matrix in
-//! `tests/layers.rs` allows (that test fails on any other `crate::` edge; the matrix
+//! `tests/it/layers.rs` allows (that test fails on any other `crate::` edge; the matrix
 //! is drawn in `ARCHITECTURE.md`):
 //!
 //! ```text

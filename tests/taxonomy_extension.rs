@@ -1,5 +1,8 @@
+// A binary of its own, not a module of tests/it: a store's taxonomy extensions are
+// process-wide (src/memory/taxonomy.rs) and would reach the other tests' stores.
+
 //! A store's `taxonomy.toml` adds task, insight and context values; malformed files
-//! are refused with the reason. (Its own test binary: extensions are process-wide.)
+//! are refused with the reason.
 
 use engram::memory::{Memories, Memory, TAXONOMY_FILE};
 

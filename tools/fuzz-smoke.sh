@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 if ! cargo +nightly --version >/dev/null 2>&1 || ! cargo +nightly fuzz --help >/dev/null 2>&1; then
-  echo "fuzz-smoke: nightly toolchain or cargo-fuzz missing; skipped (cargo install cargo-fuzz)" >&2
+  echo "fuzz-smoke: nightly toolchain or cargo-fuzz missing; skipped (tools/setup.sh fuzz installs them)" >&2
   exit 0
 fi
 seconds="${FUZZ_SECONDS:-20}"

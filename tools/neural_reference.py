@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference vectors for the neural embedder's test (tests/neural_reference.rs).
+"""Reference vectors for the neural embedder's test (tests/it/neural_reference.rs).
 
 Runs sentence-transformers (CPU torch) on the texts of
 tests/fixtures/neural/texts.json with the model directory given (default: the one the

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh test
+# The suite runs the built-in embedder unless a test chooses one, whether or not a
+# quick start installed all-MiniLM-L6-v2 here: `.cargo/config.toml` sets
+# ENGRAM_EMBEDDER for every process cargo starts, so a bare `cargo test` agrees.
 
 # Each step's wall time goes to stderr, so a run shows what every check costs.
 step() {
@@ -21,16 +24,18 @@ profile=(--profile ci)
 
 # Formatting, lints and doc links are part of the suite: a warning fails it.
 step "fmt --check" cargo fmt --check
-step "clippy" cargo clippy --quiet "${profile[@]}" --all-features --all-targets -- -D warnings
+# `--workspace`: the members under crates/ (the secret detector) are linted, documented
+# and tested too; a bare `cargo test` at the root covers the root package only.
+step "clippy" cargo clippy --quiet "${profile[@]}" --workspace --all-features --all-targets -- -D warnings
 step "doc" env RUSTDOCFLAGS="-D warnings" \
-  cargo doc --quiet "${profile[@]}" --no-deps --all-features
+  cargo doc --quiet "${profile[@]}" --workspace --no-deps --all-features
 
 # The format layer must build alone, without the store's or the CLI's dependencies.
 step "format layer alone" cargo build --quiet "${profile[@]}" --no-default-features --lib
 # Benchmarks and tools must keep compiling even though CI does not time them.
 step "benches and bins" cargo build --quiet "${profile[@]}" --all-features --benches --bins
 
-# The PostgreSQL backend's tests (tests/memory_backends.rs, tests/memory_pg.rs) run
+# The PostgreSQL backend's tests (tests/it/memory_backends.rs, tests/it/memory_pg.rs) run
 # against a real server with pgvector: one of this run's own, in a temporary
 # directory, stopped however the run ends. They fail without it, never skip. An
 # ENGRAM_TEST_DATABASE_URL already set names a server to use instead.
@@ -48,7 +53,7 @@ step "postgres" start_postgres
 
 # Everything: unit, integration, end-to-end (real MCP clients, killed children) and
 # doc tests, with every feature.
-step "all tests" cargo test "${profile[@]}" --all-features
+step "all tests" cargo test "${profile[@]}" --workspace --all-features
 
 # The fuzz targets must keep building (running them is tools/fuzz-smoke.sh's job).
 if cargo +nightly --version >/dev/null 2>&1; then

@@ -56,7 +56,9 @@ fn parse() -> Result<Args, String> {
             "--batches" => a.batches = num(val()?)?,
             "--batch-size" => a.batch_size = num(val()?)?,
             "--value-bytes" => a.value_bytes = num(val()?)? as usize,
-            "--durability" => a.durability = val()?.parse()?,
+            "--durability" => {
+                a.durability = val()?.parse::<Durability>().map_err(|e| e.to_string())?
+            }
             "--read" => {
                 let v = val()?;
                 a.read_seconds = Some(

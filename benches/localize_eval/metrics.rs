@@ -1,6 +1,6 @@
 //! The localization eval's metrics: Acc@k, MRR@10 and paired bootstrap intervals, over
 //! the 1-based rank of each query's first gold file (`None`: not in the list). Pure
-//! functions; `tests/search_eval.rs` checks them against a hand-computed example.
+//! functions; `tests/it/search_eval.rs` checks them against a hand-computed example.
 
 /// The rank of the first file of `ranked` that is in `gold` (1-based), if any.
 pub fn first_gold_rank(ranked: &[String], gold: &[String]) -> Option<usize> {

@@ -23,16 +23,24 @@ pub enum Level {
     Comprehensive,
 }
 
+/// A compression level that is none of the three.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("compression level {level:?}: expected brief, detailed or comprehensive")]
+pub struct UnknownLevel {
+    /// As given, lowercased.
+    pub level: String,
+}
+
 impl std::str::FromStr for Level {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Level, String> {
+    type Err = UnknownLevel;
+    fn from_str(s: &str) -> Result<Level, UnknownLevel> {
         match s.trim().to_ascii_lowercase().as_str() {
             "brief" => Ok(Level::Brief),
             "detailed" => Ok(Level::Detailed),
             "comprehensive" => Ok(Level::Comprehensive),
-            other => Err(format!(
-                "compression level {other:?}: expected brief, detailed or comprehensive"
-            )),
+            other => Err(UnknownLevel {
+                level: other.into(),
+            }),
         }
     }
 }
@@ -93,5 +101,27 @@ impl Assistant {
             ));
         }
         Ok(truncate(text, budget).0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_parse_in_any_case_and_others_are_named() {
+        assert_eq!(" Brief ".parse::<Level>(), Ok(Level::Brief));
+        assert_eq!("COMPREHENSIVE".parse::<Level>(), Ok(Level::Comprehensive));
+        let e = "Short".parse::<Level>().unwrap_err();
+        assert_eq!(
+            e,
+            UnknownLevel {
+                level: "short".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "compression level \"short\": expected brief, detailed or comprehensive"
+        );
     }
 }

@@ -22,13 +22,13 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-pub use compress::Level;
+pub use compress::{Level, UnknownLevel};
 pub use extract::{parse_items, same_words, Extracted};
 pub use rerank::{RerankOptions, Scored};
 pub use suggest::{parse_suggestion, past_solution, suggest, Parsed, Suggestion};
 pub use vision::{
     is_base64, parse_fields, screenshot_from, sha256_hex, unread_image, Screenshot,
-    ScreenshotFields,
+    ScreenshotError, ScreenshotFields,
 };
 
 use crate::gate::{AuditEvent, AuditLog, Gate, GateError, LlmCall};

@@ -3,7 +3,7 @@
 //! fences, and fenced Markdown.
 //!
 //! This module owns the parsing of model text only. It must never panic on any input
-//! and never return a score outside 0 to 1 (`tests/llm_parse.rs` checks both with
+//! and never return a score outside 0 to 1 (`tests/it/llm_parse.rs` checks both with
 //! arbitrary text).
 
 use serde_json::{Map, Value};

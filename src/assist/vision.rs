@@ -78,9 +78,29 @@ pub fn is_base64(value: &str) -> bool {
             }))
 }
 
+/// Why a screenshot could not be read; the text says what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ScreenshotError {
+    #[error("the screenshot is larger than {MAX_SCREENSHOT_BYTES} bytes")]
+    TooLarge,
+    #[error("the screenshot is not valid base64: {0}")]
+    NotBase64(#[source] base64::DecodeError),
+    /// The path was refused (e.g. outside the repository), in the refuser's words.
+    #[error("{0}")]
+    Refused(String),
+    /// `file` is the file's name only (the path is not shown).
+    #[error("screenshot {file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("the screenshot is not a PNG, JPEG, GIF or WebP image")]
+    NotAnImage,
+}
+
 /// What is kept of image data that could not be read as an image: its length and
 /// sha256, never the data.
-pub fn unread_image(value: &str, why: &str) -> String {
+pub fn unread_image(value: &str, why: &ScreenshotError) -> String {
     let data = value
         .trim()
         .strip_prefix("data:")
@@ -98,7 +118,7 @@ pub fn unread_image(value: &str, why: &str) -> String {
 pub fn screenshot_from(
     value: &str,
     confine: impl Fn(&str) -> Result<std::path::PathBuf, String>,
-) -> Result<Screenshot, String> {
+) -> Result<Screenshot, ScreenshotError> {
     let value = value.trim();
     let bytes = if is_base64(value) {
         let data = value
@@ -107,27 +127,24 @@ pub fn screenshot_from(
             .unwrap_or(value);
         let clean: String = data.chars().filter(|c| !c.is_whitespace()).collect();
         if clean.len() > MAX_SCREENSHOT_BYTES * 4 / 3 + 4 {
-            return Err(format!(
-                "the screenshot is larger than {MAX_SCREENSHOT_BYTES} bytes"
-            ));
+            return Err(ScreenshotError::TooLarge);
         }
         base64::engine::general_purpose::STANDARD
             .decode(clean.as_bytes())
-            .map_err(|e| format!("the screenshot is not valid base64: {e}"))?
+            .map_err(ScreenshotError::NotBase64)?
     } else {
-        let path = confine(value)?;
-        let len = std::fs::metadata(&path)
-            .map_err(|e| format!("screenshot {}: {e}", show(&path)))?
-            .len();
+        let path = confine(value).map_err(ScreenshotError::Refused)?;
+        let unreadable = |source: std::io::Error| ScreenshotError::Read {
+            file: show(&path),
+            source,
+        };
+        let len = std::fs::metadata(&path).map_err(unreadable)?.len();
         if len > MAX_SCREENSHOT_BYTES as u64 {
-            return Err(format!(
-                "the screenshot is larger than {MAX_SCREENSHOT_BYTES} bytes"
-            ));
+            return Err(ScreenshotError::TooLarge);
         }
-        std::fs::read(&path).map_err(|e| format!("screenshot {}: {e}", show(&path)))?
+        std::fs::read(&path).map_err(unreadable)?
     };
-    let media_type =
-        media_type(&bytes).ok_or("the screenshot is not a PNG, JPEG, GIF or WebP image")?;
+    let media_type = media_type(&bytes).ok_or(ScreenshotError::NotAnImage)?;
     Ok(Screenshot {
         sha256: sha256_hex(&bytes),
         bytes: bytes.len() as u64,
@@ -203,5 +220,26 @@ impl Assistant {
         )?;
         parse_fields(&answer.text)
             .ok_or_else(|| AssistError::Unusable("no error fields in the answer".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_no_screenshot_says_why() {
+        let no_paths = |_: &str| Err("outside the repository".to_string());
+        let e = screenshot_from("shots/error.png", no_paths).err().unwrap();
+        assert!(
+            matches!(&e, ScreenshotError::Refused(why) if why == "outside the repository"),
+            "{e:?}"
+        );
+        let e = screenshot_from("data:;base64,aGVsbG8=", no_paths)
+            .err()
+            .unwrap();
+        assert!(matches!(e, ScreenshotError::NotAnImage), "{e:?}");
+        assert!(unread_image("data:;base64,aGVsbG8=", &e)
+            .starts_with("image data not read (the screenshot is not a PNG, JPEG, GIF or WebP image); 8 characters"));
     }
 }

@@ -47,10 +47,13 @@ pub enum Command {
         #[command(flatten)]
         fields: MemoryFields,
     },
-    /// Replace a memory's text and fields as a new version (the old one stays in its history).
+    /// Change a memory as a new version (the old one stays in its history): the text
+    /// and fields given replace the old ones, every field not given is kept, and
+    /// --metadata adds to the old metadata.
     Update {
         id: String,
-        text: String,
+        /// The new text (default: the old one).
+        text: Option<String>,
         #[command(flatten)]
         fields: MemoryFields,
     },
@@ -109,6 +112,7 @@ pub enum Command {
     },
     /// The context a new session should start from, within a byte budget.
     Context {
+        /// Most bytes printed: the context, or with --json the whole JSON.
         #[arg(long, default_value_t = 4096)]
         budget: usize,
         /// Have the configured chat model compress it: brief, detailed or comprehensive.
@@ -170,6 +174,8 @@ pub enum Command {
     Import { file: PathBuf },
     /// Export memories as JSON Lines to FILE or stdout.
     Export { file: Option<PathBuf> },
+    /// Create an empty store in the store directory, which must be empty or new.
+    Init,
     /// Check every record, the commit chain, and that derived files agree with the log.
     Verify,
     /// Print records of blob.dat.
@@ -191,6 +197,14 @@ pub enum Command {
     Stats,
     /// Recreate tracker.db and the vector caches from blob.dat alone.
     Rebuild,
+    /// Copy every batch of a damaged blob.dat that still verifies into a new store in
+    /// DIR, skipping past damage, and report what was lost (by byte range, key and
+    /// seq). The damaged store is only read.
+    Salvage {
+        /// Where to write the new store: a new or empty directory.
+        #[arg(long, value_name = "DIR")]
+        into: PathBuf,
+    },
     /// Rewrite blob.dat without dead records and swap it in atomically.
     Compact,
     /// Seal the store's vectors under a key (XChaCha20-Poly1305), or rotate it: a
@@ -229,6 +243,56 @@ pub enum Command {
         #[arg(long, short = 'k', default_value_t = 20)]
         limit: usize,
     },
+    /// Every reference to a definition (calls, constructions, imports), each with its
+    /// enclosing symbol and how sure the match is (resolved, imported, same-name,
+    /// ambiguous). Names are matched without type inference: `obj.get()` refers to
+    /// every method named `get`.
+    Refs {
+        #[command(flatten)]
+        target: GraphTarget,
+    },
+    /// The symbols that call a definition, up to --depth steps back.
+    Callers {
+        #[command(flatten)]
+        target: GraphTarget,
+        #[command(flatten)]
+        depth: GraphDepth,
+    },
+    /// The definitions a definition calls, up to --depth steps on.
+    Callees {
+        #[command(flatten)]
+        target: GraphTarget,
+        #[command(flatten)]
+        depth: GraphDepth,
+    },
+    /// The imports out of a file (and the repository files they reach) and the files
+    /// importing it.
+    Deps { path: String },
+    /// An outline of a file or folder (default: the repository): its symbols with
+    /// their signatures.
+    Overview {
+        path: Option<String>,
+        /// At most this many symbols.
+        #[arg(long, short = 'k', default_value_t = 500)]
+        limit: usize,
+    },
+    /// What depends on a file, folder or definition, transitively: the symbols calling
+    /// it and the files importing it, nearest first, then by fan-in.
+    Impact {
+        /// A repository-relative file or folder, or a definition's name.
+        target: String,
+        /// Steps to follow, 1 to 3.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3))]
+        depth: u32,
+        /// Only edges at least this sure: resolved, imported, same-name (the default)
+        /// or ambiguous.
+        #[arg(long, default_value = "same-name", value_name = "LEVEL",
+              value_parser = ["resolved", "imported", "same-name", "ambiguous"])]
+        min_confidence: String,
+        /// At most this many dependents.
+        #[arg(long, short = 'k', default_value_t = 100)]
+        limit: usize,
+    },
     /// Serve the MCP tools over stdio (one process per agent window; they share the store).
     Serve {
         /// The repository (default: the one containing the current directory). With
@@ -236,7 +300,9 @@ pub enum Command {
         /// with its own store (under ENGRAM_HOME; --store serves one only).
         #[arg(long)]
         repo: Vec<PathBuf>,
-        /// Tool profile: core, code, memory, coding, all (setting `tools`).
+        /// Tool profile: default (the dozen most used tools listed, every tool
+        /// callable), core, code, memory, coding, all; join with commas, e.g. all,compat
+        /// (setting `tools`).
         #[arg(long)]
         tools: Option<String>,
         /// Serve streamable HTTP on this address instead of stdio (default: setting
@@ -252,7 +318,7 @@ pub enum Command {
     /// Print the context block an agent gets for a prompt (code, notes, memories; attributed, sanitised).
     Enrich {
         prompt: String,
-        /// Most bytes of context.
+        /// Most bytes printed: the context, or with --json the whole JSON (at least 256).
         #[arg(long, default_value_t = 8000)]
         budget: usize,
         /// Also ask the external MCP providers of the config file ([[mcp_providers]]).
@@ -336,6 +402,14 @@ pub enum Command {
     /// in no file of the store. With database_url set, the database's rows holding one
     /// are rewritten in place too (VACUUM reclaims the old row versions).
     Redact,
+    /// Claude Code hooks that capture sessions without the agent's help: `engram hooks
+    /// install` writes them into the repository's .claude/settings.json (SessionStart
+    /// injects `engram context`, edits are recorded as file changes, SessionEnd ends
+    /// the session with its summary); `engram hooks uninstall` removes them.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Key utilities.
     Key {
         #[command(subcommand)]

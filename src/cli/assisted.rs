@@ -37,7 +37,7 @@ fn print_prepared(out: &Output, a: &Assistant) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram session end ID`: the deterministic summary, and the model's when asked;
+/// `engram session end [ID]`: the deterministic summary, and the model's when asked;
 /// on `memories` (the local store or the team backend), a model call audited in
 /// `log` (or the team log, when set).
 pub fn session_end(
@@ -45,9 +45,20 @@ pub fn session_end(
     log: &dyn AuditLog,
     dir: &Path,
     out: &Output,
-    (id, failed): (&str, bool),
+    (id, failed): (Option<&str>, bool),
     (llm_summary, extract, dry_run): (bool, bool, bool),
 ) -> Result<ExitCode> {
+    // Without an id: the one open session (refused, naming them, when none or several
+    // are open).
+    let given = id;
+    let active;
+    let id = match given {
+        Some(id) => id,
+        None => {
+            active = memories.active_session(None)?;
+            active.to_end()?
+        }
+    };
     let a = assistant_for(dir, dry_run)?;
     let want_summary = llm_summary || a.as_ref().is_some_and(|a| a.features.summary);
     let want_extract = extract || a.as_ref().is_some_and(|a| a.features.extract);
@@ -64,7 +75,11 @@ pub fn session_end(
         }
         return print_prepared(out, a);
     }
-    let mut m = memories.end_session(id, !failed, None)?;
+    let mut m = match given {
+        Some(id) => memories.end_session(id, !failed, None)?,
+        // Which one is decided again as it ends (under the store's writer lock).
+        None => memories.end_active_session(None, !failed, None)?,
+    };
     let mut warnings = Vec::new();
     let mut extracted = Vec::new();
     if let Some(a) = a.as_ref() {
@@ -273,10 +288,14 @@ pub fn context(
         _ => {}
     }
     let shown = compressed.as_deref().unwrap_or(&text);
-    out.value(
-        &json!({"context": shown, "bytes": shown.len(), "compressed": compressed.is_some(), "warnings": warnings}),
-        || shown.to_string(),
-    )?;
+    let (shown, _) = engram::gate::truncate(shown, budget);
+    let mut v = json!({"context": shown, "bytes": shown.len(), "compressed": compressed.is_some(), "warnings": warnings});
+    // With --json the budget holds for the whole JSON text, as over MCP.
+    // `bytes` was counted before the cut, so it only gets shorter.
+    if out.is_json() && engram::gate::fit_text(&mut v, "context", budget) {
+        v["bytes"] = json!(v["context"].as_str().map_or(0, str::len));
+    }
+    out.value(&v, || shown.to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,25 +1,28 @@
 //! The coding-record commands: sessions, errors and their solutions, file changes,
-//! decisions, the session context, recurring patterns and related records.
-//! Everything goes through `Memories`; this file only maps arguments and prints.
+//! decisions, the session context, recurring patterns and related records, with one
+//! body for both backends (resolved once in `backend`). Everything goes through the
+//! `MemoryBackend` trait; this file only maps arguments and prints.
 
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use engram::memory::{Decision, ErrorReport, FileChange, Memories};
+use engram::memory::{Decision, ErrorReport, FileChange};
 use serde_json::json;
 
 use super::assisted;
+use super::backend::Backend;
 use super::memories::{human, report_redactions};
 use super::output::Output;
-use super::{store_dir, Cli, Command, ErrorCommand, SessionCommand};
+use super::{Cli, Command, ErrorCommand, SessionCommand};
 
 /// Runs one coding-record command (the caller has dispatched only those here).
-pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCode> {
+pub(super) fn run(backend: &Backend, cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let (b, log, dir) = (backend.b(), &*backend.log, backend.dir.as_path());
     match &cli.command {
         Command::Session {
             command: SessionCommand::Start { description, tags },
         } => {
-            let m = memories.start_session(description, tags)?;
+            let m = b.start_session(description, tags)?;
             out.value(&m, || m.id.clone())?;
         }
         Command::Session {
@@ -33,31 +36,20 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
                 },
         } => {
             return assisted::session_end(
-                memories,
-                memories,
-                &store_dir(cli)?,
+                b,
+                log,
+                dir,
                 out,
-                (id, *failed),
+                (id.as_deref(), *failed),
                 (*llm_summary, *extract, *dry_run),
             );
         }
         Command::Session {
             command: SessionCommand::Extract { id, dry_run },
-        } => {
-            return assisted::session_extract(
-                memories,
-                memories,
-                &store_dir(cli)?,
-                out,
-                id,
-                *dry_run,
-            )
-        }
+        } => return assisted::session_extract(b, log, dir, out, id, *dry_run),
         Command::Error {
             command: ErrorCommand::Suggest { id, dry_run },
-        } => {
-            return assisted::error_suggest(memories, memories, &store_dir(cli)?, out, id, *dry_run)
-        }
+        } => return assisted::error_suggest(b, log, dir, out, id, *dry_run),
         Command::Change {
             path,
             action,
@@ -79,16 +71,19 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
                     (Some(a), Some(b))
                 }
             };
-            let m = memories.track_file_change(&FileChange {
-                path: path.clone(),
-                action: action.clone(),
-                reason: reason.clone(),
-                diff_summary: diff_summary.clone(),
-                related_files: related.clone(),
-                start_line,
-                end_line,
-                session: session.clone(),
-            })?;
+            let m = b.track_file_change(
+                &FileChange {
+                    path: path.clone(),
+                    action: action.clone(),
+                    reason: reason.clone(),
+                    diff_summary: diff_summary.clone(),
+                    related_files: related.clone(),
+                    start_line,
+                    end_line,
+                    session: session.clone(),
+                },
+                None,
+            )?;
             out.value(&m, || m.id.clone())?;
         }
         Command::Context {
@@ -96,19 +91,20 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
             compress,
             dry_run,
         } => {
+            // Each entry stale against the local code index tagged `[stale: …]`.
             return assisted::context(
-                memories,
-                &|b| Ok(engram::stale::project_context(memories, b)?),
-                &store_dir(cli)?,
+                log,
+                &|budget| Ok(backend.memories.context(budget)?),
+                dir,
                 out,
                 *budget,
                 compress.as_deref(),
                 *dry_run,
             );
         }
-        Command::Analyze => print_analysis(out, &memories.analyze_patterns()?)?,
+        Command::Analyze => print_analysis(out, &engram::memory::analyze_patterns_of(b)?)?,
         Command::Related { id, hops } => {
-            let rel = memories.related(id, *hops)?;
+            let rel = b.related(id, *hops)?;
             out.value(&json!({"related": rel}), || {
                 rel.iter()
                     .map(|r| {
@@ -128,8 +124,9 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
             command: record @ ErrorCommand::Record { .. },
         } => {
             let mut report = error_report(record);
-            assisted::screenshot(memories, &store_dir(cli)?, &mut report)?;
-            let m = memories.record_error(&report)?;
+            // Read by the vision model when that feature is on, audited in the backend.
+            assisted::screenshot(log, dir, &mut report)?;
+            let m = b.record_error(&report, &[], None)?;
             report_redactions(m.redacted);
             out.value(&m, || {
                 format!("{} (seen {} times)", m.id, m.metadata["frequency"])
@@ -138,7 +135,7 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
         Command::Error {
             command: ErrorCommand::Search { query, top_k },
         } => {
-            let hits = memories.search_errors(query, *top_k)?;
+            let hits = b.search_errors(query, *top_k)?;
             let rows: Vec<_> = hits
                 .iter()
                 .map(|h| json!({"key": h.memory.id, "kind": "error", "score": h.score, "text": h.memory.text, "metadata": h.memory.metadata}))
@@ -160,27 +157,29 @@ pub(super) fn run(memories: &Memories, cli: &Cli, out: &Output) -> Result<ExitCo
             confidence,
             session,
         } => {
-            let m = memories.record_decision(&Decision {
-                decision: decision.clone(),
-                rationale: rationale.clone(),
-                alternatives: alternatives.clone(),
-                impact: impact.clone(),
-                tags: tags.clone(),
-                related_files: files.clone(),
-                confidence: *confidence,
-                reviewed: false,
-                session: session.clone(),
-            })?;
+            let m = b.record_decision(
+                &Decision {
+                    decision: decision.clone(),
+                    rationale: rationale.clone(),
+                    alternatives: alternatives.clone(),
+                    impact: impact.clone(),
+                    tags: tags.clone(),
+                    related_files: files.clone(),
+                    confidence: *confidence,
+                    reviewed: false,
+                    session: session.clone(),
+                },
+                None,
+            )?;
             out.value(&m, || m.id.clone())?;
         }
-        _ => unreachable!("dispatched in memories::run"),
+        _ => unreachable!("dispatched in cli::dispatch"),
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `engram analyze`: recurring errors, files changed together, hot files (the local
-/// store's or the team backend's).
-pub(super) fn print_analysis(out: &Output, r: &engram::memory::PatternReport) -> Result<()> {
+/// `engram analyze`: recurring errors, files changed together, hot files.
+fn print_analysis(out: &Output, r: &engram::memory::PatternReport) -> Result<()> {
     out.value(r, || {
         let mut s = String::new();
         for (t, n) in &r.recurring_errors {
@@ -196,9 +195,9 @@ pub(super) fn print_analysis(out: &Output, r: &engram::memory::PatternReport) ->
     })
 }
 
-/// The error `engram error record` reports, from its arguments (both backends); the
-/// callers match `ErrorCommand::Record`, so the default is never reached.
-pub(super) fn error_report(record: &ErrorCommand) -> ErrorReport {
+/// The error `engram error record` reports, from its arguments; the caller matches
+/// `ErrorCommand::Record`, so the default is never reached.
+fn error_report(record: &ErrorCommand) -> ErrorReport {
     let ErrorCommand::Record {
         error_type,
         message,

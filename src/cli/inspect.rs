@@ -1,5 +1,5 @@
-//! The inspector commands: verify, dump, stats, rebuild, compact. `verify` and `dump`
-//! never change the store; they read `blob.dat` as it is, damage and all.
+//! The inspector commands: init, verify, dump, stats, rebuild, salvage, compact. `verify`,
+//! `dump` and `salvage` never change the store; they read `blob.dat` as it is, damage and all.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,13 +7,16 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use engram::format::{CommitBody, RecordKind, RecordView};
 use engram::memory::Memories;
+use engram::store::{Durability, StoreOptions};
 use serde_json::{json, Value};
+use std::path::Path;
 
 use super::output::Output;
 use super::{store_dir, store_options, Cli};
 
 fn existing_store(cli: &Cli) -> Result<std::path::PathBuf> {
     let dir = store_dir(cli)?;
+    engram::store::refuse_missing_log(&dir)?;
     if !dir.join(engram::store::BLOB_FILE).exists() {
         bail!(
             "{} is not an engram store (no {}); pass --store DIR",
@@ -24,10 +27,32 @@ fn existing_store(cli: &Cli) -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
+/// Create the store's log in an empty or new directory; a directory holding a store,
+/// or what is left of one, is refused.
+pub fn init(cli: &Cli, out: &Output) -> Result<ExitCode> {
+    let dir = store_dir(cli)?;
+    if dir.join(engram::store::BLOB_FILE).exists() {
+        bail!("{} already holds an engram store", dir.display());
+    }
+    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
+    let created = memories.store().open_report().created;
+    if !created {
+        bail!("{} already holds an engram store", dir.display());
+    }
+    out.value(
+        &json!({"store": dir.display().to_string(), "created": true}),
+        || format!("created an empty store in {}", dir.display()),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn verify(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
     let pb = out.spinner("verifying");
-    let report = engram::store::verify(&dir);
+    let projections = engram::projections();
+    let refs: Vec<&dyn engram::store::Projection> =
+        projections.iter().map(|p| p.as_ref()).collect();
+    let report = engram::store::verify_with(&dir, &refs);
     pb.finish_and_clear();
     let report = report.with_context(|| format!("verifying {}", dir.display()))?;
     let mut v = serde_json::to_value(&report)?;
@@ -242,7 +267,7 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let llm_events = match super::config().get_opt("database_url") {
         Some(url) => {
             use engram::gate::AuditLog;
-            super::team::open(cli, url)?.read_audit(0)?
+            super::backend::open_team(cli, url)?.0.read_audit(0)?
         }
         None => engram::gate::read_audit(store, 0)?,
     };
@@ -264,11 +289,16 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
         "applied_seq": meta.applied_seq,
         "generation": meta.generation,
         "llm": engram::assist::totals(&llm_events),
+        "embedder": super::embedder_choice(),
     });
+    let embedder = super::embedder_choice();
     out.value(&v, || {
         format!(
-            "store       {}\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes\nllm calls   {} ({} failed), {} bytes sent, {} tokens in, {} tokens out, ${:.4}",
+            "store       {}\nembedder    {} ({}: {})\nmemories    {}\nrecords     {} in the log, {} live keys\nblob.dat    {} bytes (generation {}, seq {})\ntracker.db  {} bytes\nllm calls   {} ({} failed), {} bytes sent, {} tokens in, {} tokens out, ${:.4}",
             dir.display(),
+            embedder.name,
+            embedder.reason,
+            embedder.detail,
             v["memories"],
             records,
             v["live_keys"],
@@ -289,15 +319,115 @@ pub fn stats(cli: &Cli, out: &Output) -> Result<ExitCode> {
 
 pub fn rebuild(cli: &Cli, out: &Output) -> Result<ExitCode> {
     let dir = existing_store(cli)?;
-    let memories = Memories::open_with(&dir, store_options(cli, &dir)?)?;
+    let options = store_options(cli, &dir)?;
+    // Without opening the store first: a damaged tracker can make an open fail, and
+    // the rebuild never reads it.
     let pb = out.spinner("rebuilding derived files from blob.dat");
-    let r = memories.store().rebuild();
+    let r = engram::store::rebuild_dir(&dir, options.clone(), engram::projections());
     pb.finish_and_clear();
     let r = r?;
+    let memories = Memories::open_with(&dir, options)?;
     out.value(
         &json!({"batches": r.replayed_batches, "truncated_bytes": r.truncated_bytes, "memories": memories.count()?}),
         || format!("rebuilt tracker.db from {} batches", r.replayed_batches),
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Salvage the store's log into a new store in `into` (format-spec/blob-log.md,
+/// "Salvage"). The damaged store is read, never opened as a store: opening would
+/// recover it, and recovery of a damaged log refuses to write.
+pub fn salvage(cli: &Cli, out: &Output, into: &Path) -> Result<ExitCode> {
+    let dir = existing_store(cli)?;
+    let inside = |a: &Path, b: &Path| -> Result<bool> {
+        let a = std::path::absolute(a).with_context(|| format!("resolving {}", a.display()))?;
+        let b = b.canonicalize().unwrap_or_else(|_| b.to_path_buf());
+        Ok(a.starts_with(&b) || a.canonicalize().is_ok_and(|a| a.starts_with(&b)))
+    };
+    if inside(into, &dir)? {
+        bail!(
+            "--into {} is inside the damaged store {}; salvage never writes there, so pass a directory outside it",
+            into.display(),
+            dir.display()
+        );
+    }
+    let occupied = match std::fs::read_dir(into) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", into.display())),
+    };
+    if occupied {
+        bail!(
+            "{} is not empty; salvage writes a new store, so pass --into a new or empty directory",
+            into.display()
+        );
+    }
+    // Each kept batch is committed without its own sync; `salvage` syncs once at the
+    // end. With the store's key configured, the new store is sealed under it and
+    // sealed vectors are carried; without, they are counted and left (re-embed).
+    let options = StoreOptions {
+        durability: Durability::Batch,
+        vector_key: super::settings::vector_key(&dir)?,
+        ..StoreOptions::default()
+    };
+    let memories = Memories::open_with(into, options)
+        .with_context(|| format!("creating a store in {}", into.display()))?;
+    let pb = out.spinner("salvaging blob.dat");
+    let report = engram::store::salvage(&dir, memories.store());
+    pb.finish_and_clear();
+    let report = report.with_context(|| format!("salvaging {}", dir.display()))?;
+    let mut v = serde_json::to_value(&report)?;
+    v["into"] = Value::String(into.display().to_string());
+    v["memories"] = json!(memories.count()?);
+    v["lost_keys"] = json!(report.lost_keys());
+    out.value(&v, || {
+        let mut s = format!(
+            "salvaged {} batches ({} records) into {}; {} batches lost",
+            report.batches_kept,
+            report.records_kept,
+            into.display(),
+            report.batches_lost
+        );
+        for d in &report.damaged {
+            s.push_str(&format!(
+                "\nlost bytes {}..{} ({}): {} records",
+                d.start,
+                d.end,
+                d.why,
+                d.lost.len()
+            ));
+            for r in &d.lost {
+                s.push_str(&format!(
+                    "\n  seq {} {} {}",
+                    r.seq,
+                    r.kind,
+                    r.key.as_deref().unwrap_or("(key unreadable)")
+                ));
+            }
+        }
+        if let Some(h) = &report.header {
+            s.push_str(&format!("\n{h}"));
+        }
+        if report.sealed_vectors_kept > 0 {
+            s.push_str(&format!(
+                "\n{} sealed vectors carried, sealed again under the same key",
+                report.sealed_vectors_kept
+            ));
+        }
+        if report.sealed_vectors_not_carried > 0 {
+            s.push_str(&format!(
+                "\n{} sealed vectors not carried: no key or another key was given; set the store's key (ENGRAM_KEY or key_file) and salvage again, or re-embed",
+                report.sealed_vectors_not_carried
+            ));
+        }
+        if report.records_not_carried > 0 {
+            s.push_str(&format!(
+                "\n{} records of kept batches not carried (sealed vectors without their key, unknown kinds)",
+                report.records_not_carried
+            ));
+        }
+        s
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,10 +6,13 @@
 
 mod args;
 mod assisted;
+mod backend;
 mod code;
 mod coding;
 mod db;
 mod encrypt;
+mod graph;
+mod hooks;
 mod inspect;
 mod memories;
 #[cfg(feature = "neural")]
@@ -22,7 +25,6 @@ mod serve;
 mod settings;
 mod store_location;
 mod team;
-mod team_code;
 mod tokens;
 mod watch;
 
@@ -31,10 +33,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 pub use args::{
-    Cli, Command, ConfigCommand, DbCommand, ErrorCommand, FilterArgs, KeyCommand, MemoryFields,
-    NoteCommand, PatternCommand, SessionCommand, TokenCommand,
+    Cli, Command, ConfigCommand, DbCommand, ErrorCommand, FilterArgs, HooksCommand, KeyCommand,
+    MemoryFields, NoteCommand, PatternCommand, SessionCommand, TokenCommand,
 };
-pub(crate) use settings::{assistant, config, embedder, store_options};
+pub(crate) use settings::{assistant, config, embedder, embedder_choice, store_options};
 pub use store_location::{store_dir, store_dir_for};
 
 /// Logs to stderr; `RUST_LOG` overrides `-v`.
@@ -57,8 +59,15 @@ pub fn init_logging(verbose: u8) {
 
 /// Run one command.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    let out = output::Output::new(cli.json);
     settings::load(&cli)?;
+    store_location::check_exists(&cli)?;
+    dispatch(&cli)
+}
+
+/// Run `cli`'s command, the settings loaded (also how a hook runs the command it
+/// stands for).
+fn dispatch(cli: &Cli) -> Result<ExitCode> {
+    let out = output::Output::new(cli.json);
     match &cli.command {
         #[cfg(feature = "neural")]
         Command::Model { command } => model::run(&out, command),
@@ -69,10 +78,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             command: ConfigCommand::Show,
         } => settings::show(&out),
         Command::Serve { repo, tools, http } => {
-            serve::serve(&cli, repo, tools.as_deref(), http.as_deref())
+            serve::serve(cli, repo, tools.as_deref(), http.as_deref())
         }
         Command::Token { command } => match command {
-            TokenCommand::New { name, repos } => tokens::new(&cli, &out, name, repos),
+            TokenCommand::New { name, repos } => tokens::new(cli, &out, name, repos),
             TokenCommand::List => tokens::list(&out),
             TokenCommand::Revoke { id } => tokens::revoke(&out, id),
         },
@@ -80,30 +89,47 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             prompt,
             budget,
             providers,
-        } => serve::enrich(&cli, &out, prompt, *budget, *providers),
+        } => serve::enrich(cli, &out, prompt, *budget, *providers),
         Command::Providers => providers::list(&out),
         Command::Db { command } => db::run(&out, command),
-        Command::Audit { since } => serve::audit(&cli, &out, since.as_deref()),
-        Command::Verify => inspect::verify(&cli, &out),
+        Command::Audit { since } => serve::audit(cli, &out, since.as_deref()),
+        Command::Init => inspect::init(cli, &out),
+        Command::Verify => inspect::verify(cli, &out),
         Command::Dump {
             kind,
             key,
             offset,
             limit,
-        } => inspect::dump(&cli, &out, kind.as_deref(), key.as_deref(), *offset, *limit),
-        Command::Stats => inspect::stats(&cli, &out),
-        Command::Rebuild => inspect::rebuild(&cli, &out),
-        Command::Compact => inspect::compact(&cli, &out),
-        Command::Encrypt { key_file, new_key } => encrypt::encrypt(&cli, &out, key_file, *new_key),
+        } => inspect::dump(cli, &out, kind.as_deref(), key.as_deref(), *offset, *limit),
+        Command::Stats => inspect::stats(cli, &out),
+        Command::Rebuild => inspect::rebuild(cli, &out),
+        Command::Salvage { into } => inspect::salvage(cli, &out, into),
+        Command::Compact => inspect::compact(cli, &out),
+        Command::Encrypt { key_file, new_key } => encrypt::encrypt(cli, &out, key_file, *new_key),
         Command::Key {
             command: KeyCommand::Lookup { hash },
-        } => inspect::key_lookup(&cli, &out, hash),
+        } => inspect::key_lookup(cli, &out, hash),
         Command::Pattern { .. } | Command::Scan { .. } | Command::Redact => {
-            patterns::run(&cli, &out)
+            patterns::run(cli, &out)
         }
+        Command::Hooks { command } => hooks::run(cli, &out, command),
         Command::Index { .. } | Command::Search { .. } | Command::Symbol { .. } => {
-            code::run(&cli, &out)
+            code::run(cli, &out)
         }
-        _ => memories::run(&cli, &out),
+        Command::Refs { .. }
+        | Command::Callers { .. }
+        | Command::Callees { .. }
+        | Command::Deps { .. }
+        | Command::Overview { .. }
+        | Command::Impact { .. } => graph::run(cli, &out),
+        // The memory commands: the backend resolved once, one body for both.
+        Command::Session { .. }
+        | Command::Error { .. }
+        | Command::Change { .. }
+        | Command::Context { .. }
+        | Command::Analyze
+        | Command::Related { .. }
+        | Command::Decision { .. } => coding::run(&backend::open(cli)?, cli, &out),
+        _ => memories::run(&backend::open(cli)?, cli, &out),
     }
 }

@@ -23,7 +23,7 @@ pub fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
         .with_context(|| format!("opening store {}", dir.display()))?
         .with_embedder(super::embedder()?);
     let team = match super::config().get_opt("database_url") {
-        Some(url) => Some(super::team::open(cli, url)?),
+        Some(url) => Some(super::backend::open_team(cli, url)?.0),
         None => None,
     };
     let patterns = match &team {

@@ -92,6 +92,7 @@ fn engine(
     let mut engine = Engine::new(memories, gate, index_options)
         .with_assistant(assistant)
         .with_external(super::providers::external()?);
+    engine.first_index_wait = std::time::Duration::from_millis(cfg.bytes("first_index_wait_ms"));
     if let Some(db) = team {
         // What the team backend stores is anchored to this repository's local code
         // index (the engine's store), for staleness.
@@ -179,8 +180,7 @@ pub fn serve(
     let tokens_file = cfg.get_opt("tokens_file").context(
         "the HTTP server needs tokens: set tokens_file and create one with `engram token new`",
     )?;
-    let tokens = engram::mcp::tokens::TokenSource::open(std::path::Path::new(tokens_file))
-        .map_err(anyhow::Error::msg)?;
+    let tokens = engram::mcp::tokens::TokenSource::open(std::path::Path::new(tokens_file))?;
     let opts = engram::mcp::http::HttpOptions {
         addr,
         tokens,
@@ -256,7 +256,7 @@ pub fn audit(cli: &Cli, out: &Output, since: Option<&str>) -> Result<ExitCode> {
             .map(|e| {
                 format!(
                     "{}  {:<26} {:>4} results  {}{}{}",
-                    e.time_ms,
+                    super::output::iso_ms(e.time_ms),
                     e.op,
                     e.results,
                     e.query.as_deref().unwrap_or(""),

@@ -62,30 +62,80 @@ pub(crate) fn load_key_file(path: &Path, dir: &Path) -> Result<VectorKey> {
     Ok(key)
 }
 
-/// The configured embedder. `auto` picks an HTTP embedder from the environment
-/// (`VOYAGE_API_KEY`, `OPENAI_API_KEY`, `OLLAMA_HOST`), else the built-in one.
+/// Which embedder this run uses, and why: what `engram stats` and `search --json` show.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct EmbedderChoice {
+    pub name: String,
+    /// `configured` (the `embedder` setting names it, or `auto` found an HTTP one),
+    /// `default-model` (none configured and the default model's files are present) or
+    /// `built-in-fallback` (none configured, or `auto`, and no model files).
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+/// The embedder this run uses: the `embedder` setting when set; when it is empty, the
+/// default model (all-minilm-l6-v2) if its files are in the models directory, else the
+/// built-in hash-v2-256. `auto` picks an HTTP embedder from the environment
+/// (`VOYAGE_API_KEY`, `OPENAI_API_KEY`, `OLLAMA_HOST`), else does as the empty setting.
+pub(crate) fn embedder_choice() -> &'static EmbedderChoice {
+    static CHOSEN: OnceLock<EmbedderChoice> = OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        let cfg = config();
+        let name = cfg.get("embedder");
+        let source = cfg
+            .entries()
+            .into_iter()
+            .find(|e| e.name == "embedder")
+            .map_or_else(String::new, |e| e.source);
+        let remote = (name == "auto")
+            .then(|| engram::llm::embeddings::detect_remote(|v| std::env::var(v).ok()))
+            .flatten();
+        let choice = if let Some(remote) = remote {
+            EmbedderChoice {
+                name: remote.canonical(),
+                reason: "configured",
+                detail: format!("embedder = \"auto\" ({source}) found its key or host in the environment"),
+            }
+        } else if !name.is_empty() && name != "auto" {
+            EmbedderChoice {
+                name: name.to_string(),
+                reason: "configured",
+                detail: format!("embedder = {name:?} ({source})"),
+            }
+        } else {
+            let d = engram::embed::default_choice(cfg.get_opt("model_dir").map(Path::new));
+            let mut detail = d.detail;
+            if name == "auto" {
+                detail = format!(
+                    "embedder = \"auto\" and none of VOYAGE_API_KEY, OPENAI_API_KEY, OLLAMA_HOST is set; {detail}"
+                );
+            }
+            EmbedderChoice {
+                name: d.name,
+                reason: if d.model_present {
+                    "default-model"
+                } else {
+                    "built-in-fallback"
+                },
+                detail,
+            }
+        };
+        tracing::info!(
+            "embedder {} ({}: {})",
+            choice.name,
+            choice.reason,
+            choice.detail
+        );
+        choice
+    })
+}
+
+/// The embedder of [`embedder_choice`]. A local model is loaded only when a text must
+/// be embedded.
 pub(crate) fn embedder() -> Result<Arc<dyn Embedder>> {
-    static CHOSEN: OnceLock<String> = OnceLock::new();
     let cfg = config();
     let env = |var: &str| std::env::var(var).ok();
-    let name = CHOSEN.get_or_init(|| {
-        let name = cfg.get("embedder");
-        if name != "auto" {
-            return name.to_string();
-        }
-        match engram::llm::embeddings::detect_remote(env) {
-            Some(remote) => {
-                tracing::info!("embedder auto: using {}", remote.canonical());
-                remote.canonical()
-            }
-            None => {
-                tracing::info!(
-                    "embedder auto: none of VOYAGE_API_KEY, OPENAI_API_KEY, OLLAMA_HOST is set; using the built-in hash-v2-256"
-                );
-                "hash-v2-256".to_string()
-            }
-        }
-    });
+    let name = &embedder_choice().name;
     if let Some(remote) = engram::embed::parse_remote(name) {
         let mut base_url = cfg.get_opt("embed_base_url").map(str::to_string);
         if remote.api == engram::embed::RemoteApi::Ollama && base_url.is_none() {
@@ -116,8 +166,8 @@ pub(crate) fn embedder() -> Result<Arc<dyn Embedder>> {
             RemoteEmbedder::new(&remote, options).with_context(|| format!("embedder {name}"))?;
         return Ok(Arc::new(embedder));
     }
-    // `model_dir` from the configuration, else `ENGRAM_MODEL_DIR` (read by
-    // `embedder_by_name`).
+    // `model_dir` from the configuration or `ENGRAM_MODEL_DIR` (its variable), else
+    // the default models directory.
     match cfg.get_opt("model_dir").filter(|d| !d.is_empty()) {
         Some(dir) => engram::embed::embedder_for(name, Some(std::path::Path::new(dir))),
         None => engram::embed::embedder_by_name(name),

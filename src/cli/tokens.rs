@@ -39,8 +39,7 @@ pub fn new(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Result<Exit
         &token,
         repos.clone(),
         engram::store::now_ms(),
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     if !out.is_json() {
         // The note goes to stderr, so `TOK=$(engram token new)` captures the token alone.
         eprintln!(
@@ -59,7 +58,7 @@ pub fn new(cli: &Cli, out: &Output, name: &str, repos: &[String]) -> Result<Exit
 /// `engram token list`: ids, names, repositories and creation times; never a
 /// token or its hash.
 pub fn list(out: &Output) -> Result<ExitCode> {
-    let tokens = Tokens::list(Path::new(tokens_file()?)).map_err(anyhow::Error::msg)?;
+    let tokens = Tokens::list(Path::new(tokens_file()?))?;
     out.value(&json!({"tokens": tokens}), || {
         if tokens.is_empty() {
             return "no tokens; make one with `engram token new`".into();
@@ -71,7 +70,7 @@ pub fn list(out: &Output) -> Result<ExitCode> {
 
 /// `engram token revoke ID`: remove a token; a running server refuses it at once.
 pub fn revoke(out: &Output, id: &str) -> Result<ExitCode> {
-    let gone = Tokens::revoke(Path::new(tokens_file()?), id).map_err(anyhow::Error::msg)?;
+    let gone = Tokens::revoke(Path::new(tokens_file()?), id)?;
     out.value(&json!({"revoked": gone}), || {
         format!("revoked {}", line(&gone))
     })?;

@@ -59,14 +59,77 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// The longest deadline a provider may be given (ten minutes).
 const MAX_TIMEOUT_MS: u64 = 600_000;
 
-/// Read the value of the `mcp_providers` key: an array of tables. The error is the
-/// reason, naming the provider (by name, else by position) and what to do.
-pub fn parse(value: &toml::Value) -> Result<Vec<McpProviderConfig>, String> {
+/// Why the `mcp_providers` key cannot be used; the text names the provider (by
+/// name, else by position) and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProvidersError {
+    #[error("mcp_providers must be a list of tables: write each provider as [[mcp_providers]]")]
+    NotAList,
+    /// `label` is `[[mcp_providers]] "NAME"` or `[[mcp_providers]] number N`.
+    #[error("{label}: {problem}")]
+    Provider {
+        label: String,
+        problem: ProviderError,
+    },
+    #[error("{label}: the name is used twice; give each provider its own name")]
+    DuplicateName { label: String },
+}
+
+/// What is wrong with one `[[mcp_providers]]` table. A value that may be a secret
+/// (a token, an `env` entry) is never held, so never shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    #[error("expected a table with name, command or url, and tool")]
+    NotATable,
+    #[error("{key:?}: a token is never read from the config file; put it in an environment variable and name that variable with token_env")]
+    TokenInFile { key: String },
+    #[error("unknown key {key:?}; known: {}", KEYS.join(", "))]
+    UnknownKey { key: String },
+    #[error("name is missing; give the provider a name")]
+    NoName,
+    #[error("name {name:?} may hold only letters, digits, '-', '_' and '.' (it appears in attributions)")]
+    BadName { name: String },
+    #[error("both command and url are set; use command for a program spoken to over stdio, or url for streamable HTTP")]
+    CommandAndUrl,
+    #[error("neither command nor url is set; give command = [\"program\", \"arg\", …] or url = \"http://host:port/mcp\"")]
+    NoTransport,
+    #[error("token_env is for a url provider; pass a command provider the variables it needs with env = [\"NAME\", …]")]
+    TokenEnvOnCommand,
+    #[error("env is for a command provider (the variables passed to the program it starts)")]
+    EnvOnUrl,
+    // The providers' HTTP client is built without TLS (it would bring a second TLS
+    // stack into the build).
+    #[error("url {url:?}: https is not supported yet; reach the server over http on a trusted network, or through a local TLS tunnel (stunnel, ssh -L) at an http:// address")]
+    Https { url: String },
+    #[error("url {url:?} must start with http://")]
+    NotHttp { url: String },
+    #[error("token_env {value:?} must be the name of an environment variable (letters, digits, '_'), not the token itself")]
+    BadTokenEnv { value: String },
+    #[error("tool is missing; name the tool engram should call")]
+    NoTool,
+    /// `value` is the TOML value as written.
+    #[error(
+        "timeout_ms = {value} must be a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS}"
+    )]
+    BadTimeout { value: String },
+    #[error("{key} is empty")]
+    Empty { key: String },
+    #[error("{key} = {value} must be a string (in double quotes)")]
+    NotAString { key: String, value: String },
+    #[error("env must be a list of environment variable names: env = [\"DOCS_API_KEY\"]")]
+    EnvNotAList,
+    /// Entry `number` (from 1) of `env`; not echoed: it may be a value (a key)
+    /// written where a name belongs.
+    #[error("env: entry {number} is not an environment variable's name (give names; the values are read from engram's environment)")]
+    EnvEntry { number: usize },
+    #[error("command must be a list of strings, the program first: command = [\"python3\", \"server.py\"]")]
+    BadCommand,
+}
+
+/// Read the value of the `mcp_providers` key: an array of tables.
+pub fn parse(value: &toml::Value) -> Result<Vec<McpProviderConfig>, ProvidersError> {
     let toml::Value::Array(items) = value else {
-        return Err(
-            "mcp_providers must be a list of tables: write each provider as [[mcp_providers]]"
-                .into(),
-        );
+        return Err(ProvidersError::NotAList);
     };
     let mut out: Vec<McpProviderConfig> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -75,59 +138,43 @@ pub fn parse(value: &toml::Value) -> Result<Vec<McpProviderConfig>, String> {
             .and_then(toml::Value::as_str)
             .map(|n| format!("[[mcp_providers]] {n:?}"))
             .unwrap_or_else(|| format!("[[mcp_providers]] number {}", i + 1));
-        let p = one(item).map_err(|reason| format!("{label}: {reason}"))?;
+        let p = match one(item) {
+            Ok(p) => p,
+            Err(problem) => return Err(ProvidersError::Provider { label, problem }),
+        };
         if out.iter().any(|o| o.name == p.name) {
-            return Err(format!(
-                "{label}: the name is used twice; give each provider its own name"
-            ));
+            return Err(ProvidersError::DuplicateName { label });
         }
         out.push(p);
     }
     Ok(out)
 }
 
-fn one(item: &toml::Value) -> Result<McpProviderConfig, String> {
+fn one(item: &toml::Value) -> Result<McpProviderConfig, ProviderError> {
     let toml::Value::Table(t) = item else {
-        return Err("expected a table with name, command or url, and tool".into());
+        return Err(ProviderError::NotATable);
     };
     for k in t.keys() {
         if k == "token" || k.contains("api_key") || k == "bearer" {
-            return Err(format!(
-                "{k:?}: a token is never read from the config file; put it in an environment variable and name that variable with token_env"
-            ));
+            return Err(ProviderError::TokenInFile { key: k.clone() });
         }
         if !KEYS.contains(&k.as_str()) {
-            return Err(format!("unknown key {k:?}; known: {}", KEYS.join(", ")));
+            return Err(ProviderError::UnknownKey { key: k.clone() });
         }
     }
-    let name = string(t, "name")?.ok_or("name is missing; give the provider a name")?;
+    let name = string(t, "name")?.ok_or(ProviderError::NoName)?;
     if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        return Err(format!(
-            "name {name:?} may hold only letters, digits, '-', '_' and '.' (it appears in attributions)"
-        ));
+        return Err(ProviderError::BadName { name });
     }
     let transport = match (t.get("command"), string(t, "url")?) {
-        (Some(_), Some(_)) => {
-            return Err(
-                "both command and url are set; use command for a program spoken to over stdio, or url for streamable HTTP"
-                    .into(),
-            )
-        }
-        (None, None) => {
-            return Err(
-                "neither command nor url is set; give command = [\"program\", \"arg\", …] or url = \"http://host:port/mcp\""
-                    .into(),
-            )
-        }
+        (Some(_), Some(_)) => return Err(ProviderError::CommandAndUrl),
+        (None, None) => return Err(ProviderError::NoTransport),
         (Some(c), None) => {
             if t.contains_key("token_env") {
-                return Err(
-                    "token_env is for a url provider; pass a command provider the variables it needs with env = [\"NAME\", …]"
-                        .into(),
-                );
+                return Err(ProviderError::TokenEnvOnCommand);
             }
             ProviderTransport::Command {
                 argv: command(c)?,
@@ -136,40 +183,32 @@ fn one(item: &toml::Value) -> Result<McpProviderConfig, String> {
         }
         (None, Some(url)) => {
             if t.contains_key("env") {
-                return Err(
-                    "env is for a command provider (the variables passed to the program it starts)".into(),
-                );
+                return Err(ProviderError::EnvOnUrl);
             }
             if url.starts_with("https://") {
-                // The providers' HTTP client is built without TLS (it would bring a
-                // second TLS stack into the build).
-                return Err(format!(
-                    "url {url:?}: https is not supported yet; reach the server over http on a trusted network, or through a local TLS tunnel (stunnel, ssh -L) at an http:// address"
-                ));
+                return Err(ProviderError::Https { url });
             }
             if !url.starts_with("http://") {
-                return Err(format!("url {url:?} must start with http://"));
+                return Err(ProviderError::NotHttp { url });
             }
             let token_env = string(t, "token_env")?;
             if let Some(v) = &token_env {
                 if !is_var_name(v) {
-                    return Err(format!(
-                        "token_env {v:?} must be the name of an environment variable (letters, digits, '_'), not the token itself"
-                    ));
+                    return Err(ProviderError::BadTokenEnv { value: v.clone() });
                 }
             }
             ProviderTransport::Url { url, token_env }
         }
     };
-    let tool = string(t, "tool")?.ok_or("tool is missing; name the tool engram should call")?;
+    let tool = string(t, "tool")?.ok_or(ProviderError::NoTool)?;
     let query_arg = string(t, "query_arg")?.unwrap_or_else(|| "query".into());
     let timeout_ms = match t.get("timeout_ms") {
         None => DEFAULT_TIMEOUT_MS,
         Some(toml::Value::Integer(n)) if (1..=MAX_TIMEOUT_MS as i64).contains(n) => *n as u64,
         Some(other) => {
-            return Err(format!(
-                "timeout_ms = {other} must be a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS}"
-            ))
+            return Err(ProviderError::BadTimeout {
+                value: other.to_string(),
+            })
         }
     };
     Ok(McpProviderConfig {
@@ -182,14 +221,15 @@ fn one(item: &toml::Value) -> Result<McpProviderConfig, String> {
 }
 
 /// A non-empty string value of `key`, `None` when absent.
-fn string(t: &toml::Table, key: &str) -> Result<Option<String>, String> {
+fn string(t: &toml::Table, key: &str) -> Result<Option<String>, ProviderError> {
     match t.get(key) {
         None => Ok(None),
         Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
-        Some(toml::Value::String(_)) => Err(format!("{key} is empty")),
-        Some(other) => Err(format!(
-            "{key} = {other} must be a string (in double quotes)"
-        )),
+        Some(toml::Value::String(_)) => Err(ProviderError::Empty { key: key.into() }),
+        Some(other) => Err(ProviderError::NotAString {
+            key: key.into(),
+            value: other.to_string(),
+        }),
     }
 }
 
@@ -201,41 +241,35 @@ fn is_var_name(v: &str) -> bool {
 }
 
 /// The names of `env = ["NAME", …]` (none when absent).
-fn env_names(v: Option<&toml::Value>) -> Result<Vec<String>, String> {
-    let hint = "env must be a list of environment variable names: env = [\"DOCS_API_KEY\"]";
+fn env_names(v: Option<&toml::Value>) -> Result<Vec<String>, ProviderError> {
     let Some(v) = v else {
         return Ok(Vec::new());
     };
     let toml::Value::Array(items) = v else {
-        return Err(hint.into());
+        return Err(ProviderError::EnvNotAList);
     };
     items
         .iter()
         .enumerate()
         .map(|(i, item)| match item.as_str() {
             Some(n) if is_var_name(n) => Ok(n.to_string()),
-            // Not echoed: it may be a value (a key) written where a name belongs.
-            Some(_) => Err(format!(
-                "env: entry {} is not an environment variable's name (give names; the values are read from engram's environment)",
-                i + 1
-            )),
-            None => Err(hint.into()),
+            Some(_) => Err(ProviderError::EnvEntry { number: i + 1 }),
+            None => Err(ProviderError::EnvNotAList),
         })
         .collect()
 }
 
-fn command(v: &toml::Value) -> Result<Vec<String>, String> {
-    let hint = "command must be a list of strings, the program first: command = [\"python3\", \"server.py\"]";
+fn command(v: &toml::Value) -> Result<Vec<String>, ProviderError> {
     let toml::Value::Array(items) = v else {
-        return Err(hint.into());
+        return Err(ProviderError::BadCommand);
     };
     let words: Vec<String> = items
         .iter()
         .map(|i| i.as_str().map(String::from))
         .collect::<Option<_>>()
-        .ok_or(hint)?;
+        .ok_or(ProviderError::BadCommand)?;
     if words.first().is_none_or(|p| p.trim().is_empty()) {
-        return Err(hint.into());
+        return Err(ProviderError::BadCommand);
     }
     Ok(words)
 }
@@ -244,9 +278,9 @@ fn command(v: &toml::Value) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
 
-    fn load(text: &str) -> Result<Vec<McpProviderConfig>, String> {
-        let t: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-        parse(t.get("mcp_providers").ok_or("no mcp_providers")?)
+    fn load(text: &str) -> Result<Vec<McpProviderConfig>, ProvidersError> {
+        let t: toml::Table = toml::from_str(text).expect("test TOML");
+        parse(t.get("mcp_providers").expect("an mcp_providers key"))
     }
 
     #[test]
@@ -364,9 +398,19 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let err = load(text).unwrap_err();
+            let err = load(text).unwrap_err().to_string();
             assert!(err.contains(want), "{text:?}: {err}");
             assert!(!err.contains("s3cret"), "{err}");
         }
+        let err = load("[[mcp_providers]]\nname = \"a\"\nurl = \"http://h/mcp\"\ntoken = \"s3cret\"\ntool = \"t\"\n").unwrap_err();
+        assert_eq!(
+            err,
+            ProvidersError::Provider {
+                label: "[[mcp_providers]] \"a\"".into(),
+                problem: ProviderError::TokenInFile {
+                    key: "token".into()
+                }
+            }
+        );
     }
 }

@@ -2,7 +2,39 @@
 //! the check its value must pass. Data and validators only; loading and precedence
 //! are in `config.rs`.
 
-use super::parse_bool;
+use super::{parse_bool, DatabaseUrlError};
+use crate::embed::EmbedderNameError;
+
+/// Why a setting's value was refused: each says what a valid value looks like.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    #[error("expected true or false")]
+    NotBool,
+    #[error("expected a number of bytes")]
+    NotBytes,
+    #[error("expected a number of milliseconds")]
+    NotMillis,
+    #[error("expected a whole number above 0")]
+    NotPositive,
+    #[error("expected a whole number from 1 to 1000 (pgvector's range for hnsw.ef_search)")]
+    EfSearchRange,
+    #[error("expected one of {}", options.join(", "))]
+    NotOneOf { options: &'static [&'static str] },
+    #[error("expected a price in US dollars per million tokens, e.g. 0.15")]
+    NotPrice,
+    #[error("expected a number from 0 to 1")]
+    NotUnit,
+    #[error("alias {alias:?}: an alias is a plain name (not empty, `.`, `*` or a path)")]
+    BadAlias { alias: String },
+    #[error("expected HOST:PORT, e.g. 127.0.0.1:7878")]
+    NotAddress,
+    #[error(transparent)]
+    Embedder(#[from] EmbedderNameError),
+    #[error(transparent)]
+    DatabaseUrl(#[from] DatabaseUrlError),
+}
+
+type Check = Result<(), SettingError>;
 
 /// One setting: its name (as in the file), environment variable, default and meaning.
 pub struct Setting {
@@ -10,75 +42,78 @@ pub struct Setting {
     pub env: &'static str,
     pub default: &'static str,
     pub help: &'static str,
-    pub(super) check: fn(&str) -> Result<(), String>,
+    pub(super) check: fn(&str) -> Check,
 }
 
-fn any(_: &str) -> Result<(), String> {
+fn any(_: &str) -> Check {
     Ok(())
 }
 
-fn boolean(v: &str) -> Result<(), String> {
+fn boolean(v: &str) -> Check {
     parse_bool(v).map(|_| ())
 }
 
-fn bytes(v: &str) -> Result<(), String> {
+fn bytes(v: &str) -> Check {
     v.parse::<u64>()
         .map(|_| ())
-        .map_err(|_| "expected a number of bytes".to_string())
+        .map_err(|_| SettingError::NotBytes)
 }
 
-fn positive(v: &str) -> Result<(), String> {
+fn millis(v: &str) -> Check {
+    v.parse::<u64>()
+        .map(|_| ())
+        .map_err(|_| SettingError::NotMillis)
+}
+
+fn positive(v: &str) -> Check {
     match v.parse::<u64>() {
         Ok(n) if n > 0 => Ok(()),
-        _ => Err("expected a whole number above 0".to_string()),
+        _ => Err(SettingError::NotPositive),
     }
 }
 
-fn ef_search(v: &str) -> Result<(), String> {
+fn ef_search(v: &str) -> Check {
     match v.parse::<u32>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(()),
-        _ => Err(
-            "expected a whole number from 1 to 1000 (pgvector's range for hnsw.ef_search)"
-                .to_string(),
-        ),
+        _ => Err(SettingError::EfSearchRange),
     }
 }
 
-fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Result<(), String> {
+fn one_of(options: &'static [&'static str]) -> impl Fn(&str) -> Check {
     move |v| {
         if options.contains(&v) {
             Ok(())
         } else {
-            Err(format!("expected one of {}", options.join(", ")))
+            Err(SettingError::NotOneOf { options })
         }
     }
 }
 
-fn durability(v: &str) -> Result<(), String> {
+fn durability(v: &str) -> Check {
     one_of(&["always", "batch", "never"])(v)
 }
 
-fn secret_action(v: &str) -> Result<(), String> {
+fn secret_action(v: &str) -> Check {
     one_of(&["redact", "exclude"])(v)
 }
 
-fn tools(v: &str) -> Result<(), String> {
-    one_of(&["core", "code", "memory", "coding", "all"])(v)
+fn tools(v: &str) -> Check {
+    one_of(&["default", "core", "code", "memory", "coding", "all"])(v)
 }
 
-fn embedder(v: &str) -> Result<(), String> {
-    crate::embed::check_embedder_name(v)
+fn embedder(v: &str) -> Check {
+    Ok(crate::embed::check_embedder_name(v)?)
 }
 
-fn database_url(v: &str) -> Result<(), String> {
-    super::check_database_url(v)
+fn database_url(v: &str) -> Check {
+    Ok(super::check_database_url(v)?)
 }
 
-fn llm_api(v: &str) -> Result<(), String> {
+fn llm_api(v: &str) -> Check {
     one_of(&["openai", "anthropic"])(v)
 }
 
-fn llm_features(v: &str) -> Result<(), String> {
+fn llm_features(v: &str) -> Check {
     const KNOWN: &[&str] = &["summary", "rerank", "extract", "compress", "vision", "all"];
     for f in v.split(',').map(str::trim).filter(|f| !f.is_empty()) {
         one_of(KNOWN)(f)?;
@@ -86,36 +121,36 @@ fn llm_features(v: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn price(v: &str) -> Result<(), String> {
+fn price(v: &str) -> Check {
     match v.parse::<f64>() {
         Ok(p) if p.is_finite() && p >= 0.0 => Ok(()),
-        _ => Err("expected a price in US dollars per million tokens, e.g. 0.15".into()),
+        _ => Err(SettingError::NotPrice),
     }
 }
 
-fn unit(v: &str) -> Result<(), String> {
+fn unit(v: &str) -> Check {
     match v.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(()),
-        _ => Err("expected a number from 0 to 1".into()),
+        _ => Err(SettingError::NotUnit),
     }
 }
 
-fn aliases(v: &str) -> Result<(), String> {
+fn aliases(v: &str) -> Check {
     for a in v.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         let name = a.split_once('=').map_or(a, |(n, _)| n.trim());
         if name.is_empty() || name == "." || name == "*" || name.starts_with('/') {
-            return Err(format!(
-                "alias {a:?}: an alias is a plain name (not empty, `.`, `*` or a path)"
-            ));
+            return Err(SettingError::BadAlias {
+                alias: a.to_string(),
+            });
         }
     }
     Ok(())
 }
 
-fn address(v: &str) -> Result<(), String> {
+fn address(v: &str) -> Check {
     v.parse::<std::net::SocketAddr>()
         .map(|_| ())
-        .map_err(|_| "expected HOST:PORT, e.g. 127.0.0.1:7878".to_string())
+        .map_err(|_| SettingError::NotAddress)
 }
 
 /// Every setting engram reads.
@@ -151,8 +186,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "embedder",
         env: "ENGRAM_EMBEDDER",
-        default: "hash-v2-256",
-        help: "embedder for code and memories (built-in: hash-v2-DIMS; with the neural feature: minilm, bge-small; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto to pick one from the environment)",
+        default: "",
+        help: "embedder for code and memories (empty: all-minilm-l6-v2 when its files are in the models directory, as tools/setup.sh installs them, else the built-in hash-v2-256; built-in: hash-v2-DIMS; local models: minilm, bge-small; over HTTP: openai[:MODEL], voyage[:MODEL], ollama[:MODEL], or auto to pick one from the environment); engram stats says which is in use",
         check: embedder,
     },
     Setting {
@@ -196,6 +231,20 @@ pub const SETTINGS: &[Setting] = &[
         default: "1048576",
         help: "files larger than this are not indexed",
         check: bytes,
+    },
+    Setting {
+        name: "max_line_bytes",
+        env: "ENGRAM_MAX_LINE_BYTES",
+        default: "67108864",
+        help: "longest line engram import reads (64 MiB); a longer one is an error naming it",
+        check: positive,
+    },
+    Setting {
+        name: "first_index_wait_ms",
+        env: "ENGRAM_FIRST_INDEX_WAIT_MS",
+        default: "20000",
+        help: "how long an MCP code_search in a never-indexed repository waits for its first index; past it the answer holds what is indexed so far and says so",
+        check: millis,
     },
     Setting {
         name: "cross_repo",
@@ -284,8 +333,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "tools",
         env: "ENGRAM_TOOLS",
-        default: "all",
-        help: "MCP tool profile: core, code, memory, coding, all",
+        default: "default",
+        help: "MCP tool profile: default (the dozen most used listed, every tool callable), core, code, memory, coding, all",
         check: tools,
     },
     Setting {

@@ -35,6 +35,17 @@ pub enum EmbedError {
     Failed { embedder: String, reason: String },
 }
 
+/// A name that is no embedder this build can make.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbedderNameError {
+    /// No embedder of any kind has this name; the text lists those that do.
+    #[error("{}", unknown(name))]
+    Unknown { name: String },
+    /// A provider over HTTP, in a build without the HTTP client.
+    #[error("embedder {name:?} is reached over HTTP; this build has no HTTP client (build with --features llm)")]
+    NeedsHttpClient { name: String },
+}
+
 /// Turns texts into vectors of one fixed dimension.
 ///
 /// Implementations must be deterministic for a given [`name`](Embedder::name): the
@@ -75,9 +86,75 @@ pub(crate) fn is_on_this_thread() -> bool {
     ON_THIS_THREAD.with(std::cell::Cell::get)
 }
 
-/// The embedder used when none is configured: [`HashedEmbedder`] with its defaults.
+/// The built-in embedder with its defaults (`hash-v2-256`): what is used when none is
+/// configured and no default model's files are present ([`default_choice`]).
 pub fn default_embedder() -> HashedEmbedder {
     HashedEmbedder::default()
+}
+
+/// The model a build with the `neural` feature uses when no embedder is configured
+/// and its files are present.
+pub const DEFAULT_MODEL: &str = "all-minilm-l6-v2";
+
+/// Which embedder to use when none is configured, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultChoice {
+    /// The embedder's name: [`DEFAULT_MODEL`] or `hash-v2-256`.
+    pub name: String,
+    /// True when the default model's files were found.
+    pub model_present: bool,
+    /// Where the files are, or where they were looked for and how to get them.
+    pub detail: String,
+}
+
+/// The embedder to use when none is configured: [`DEFAULT_MODEL`] when its files are
+/// in `model_dir` (the `model_dir` setting: the model's own directory or one of models
+/// by name) or, without it, in the default models directory, all of the pinned sizes;
+/// else the built-in `hash-v2-256`. Only `stat`s files: nothing is hashed or loaded
+/// here (the files' checksums are checked when the model is loaded).
+pub fn default_choice(model_dir: Option<&std::path::Path>) -> DefaultChoice {
+    let builtin = |detail: String| DefaultChoice {
+        name: HashedEmbedder::default().name().to_string(),
+        model_present: false,
+        detail,
+    };
+    #[cfg(feature = "neural")]
+    {
+        let Some(model) = neural::models::find(DEFAULT_MODEL) else {
+            return builtin("no default model in this build".into());
+        };
+        match neural::models::resolve_dir(model, model_dir) {
+            Ok(dir) if neural::verify::looks_complete(model, &dir) => DefaultChoice {
+                name: model.name.to_string(),
+                model_present: true,
+                detail: format!("{}'s files are in {}", model.name, dir.display()),
+            },
+            Ok(dir) => builtin(format!(
+                "{}'s files in {} are incomplete or of the wrong size (tools/setup.sh or `engram model fetch {}` puts them right)",
+                model.name,
+                dir.display(),
+                model.name
+            )),
+            Err(looked) => builtin(format!(
+                "no {} files in {} (tools/setup.sh installs them)",
+                model.name,
+                if looked.is_empty() {
+                    "any models directory (set model_dir or HOME)".to_string()
+                } else {
+                    looked
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                }
+            )),
+        }
+    }
+    #[cfg(not(feature = "neural"))]
+    {
+        let _ = model_dir;
+        builtin("this build has no neural embedder (feature neural)".into())
+    }
 }
 
 /// The embedder a configuration names: `hash-v2-DIMS` (the built-in, DIMS from 16 to
@@ -91,8 +168,9 @@ pub fn embedder_by_name(name: &str) -> Result<std::sync::Arc<dyn Embedder>, Stri
 }
 
 /// [`embedder_by_name`] with the model directory given (the `model_dir` setting);
-/// `None` looks in the default models directory. A neural model is loaded once per
-/// process and directory, then shared.
+/// `None` looks in the default models directory. A neural model's directory is found
+/// here (an error when it has no files), but the model is loaded only when a text is
+/// first embedded ([`neural::LazyNeural`]), once per process and directory, then shared.
 pub fn embedder_for(
     name: &str,
     model_dir: Option<&std::path::Path>,
@@ -125,7 +203,7 @@ pub fn builtin_embedder(name: &str) -> Option<std::sync::Arc<dyn Embedder>> {
 
 /// Checks that `name` is an embedder this build has, without loading a model (for
 /// validating configuration).
-pub fn check_embedder_name(name: &str) -> Result<(), String> {
+pub fn check_embedder_name(name: &str) -> Result<(), EmbedderNameError> {
     if hashed_dims(name).is_some() || name.starts_with("static-") {
         return Ok(());
     }
@@ -137,11 +215,9 @@ pub fn check_embedder_name(name: &str) -> Result<(), String> {
         #[cfg(feature = "llm")]
         return Ok(());
         #[cfg(not(feature = "llm"))]
-        return Err(format!(
-            "embedder {name:?} is reached over HTTP; this build has no HTTP client (build with --features llm)"
-        ));
+        return Err(EmbedderNameError::NeedsHttpClient { name: name.into() });
     }
-    Err(unknown(name))
+    Err(EmbedderNameError::Unknown { name: name.into() })
 }
 
 /// The static token table `name`, from `$ENGRAM_STATIC_DIR/NAME.bin`.
@@ -179,7 +255,7 @@ fn neural_cached(
     type Loaded = Vec<(
         String,
         Option<std::path::PathBuf>,
-        std::sync::Arc<neural::NeuralEmbedder>,
+        std::sync::Arc<neural::LazyNeural>,
     )>;
     static LOADED: std::sync::Mutex<Loaded> = std::sync::Mutex::new(Vec::new());
     let canonical = neural::models::find(name).map_or(name, |m| m.name);
@@ -192,7 +268,7 @@ fn neural_cached(
         return Ok(e.clone());
     }
     let e = std::sync::Arc::new(
-        neural::NeuralEmbedder::load_named(canonical, model_dir)
+        neural::LazyNeural::new(canonical, model_dir)
             .map_err(|e| format!("embedder {canonical}: {e}"))?,
     );
     loaded.push((canonical.to_string(), key_dir, e.clone()));

@@ -10,8 +10,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// First 8 bytes of every vector cache file.
 pub const MAGIC: [u8; 8] = *b"ENGRVEC\0";
-/// The format version this code writes; it also reads version 1 (no i8 columns).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version this code writes; it also reads version 1 (no i8 columns) and
+/// version 2 (no sign bits).
+pub const FORMAT_VERSION: u32 = 3;
 /// Size of the header in bytes; also the alignment of every section and row.
 pub const HEADER_LEN: usize = 64;
 /// Alignment of every section start and every row stride.
@@ -24,6 +25,9 @@ pub const FLAG_I8: u32 = 1 << 1;
 /// [`COLUMN_BLOCK`] slots, so a query with few non-zero codes reads only its own
 /// dimensions. Requires [`FLAG_I8`].
 pub const FLAG_I8_COLUMNS: u32 = 1 << 2;
+/// Flag bit (version 3): one sign bit per dimension of every slot, packed into
+/// 64-bit words, for a Hamming-distance first pass over large caches.
+pub const FLAG_BITS: u32 = 1 << 3;
 /// Slots per block of the i8 column section: each dimension's codes for these slots
 /// are contiguous (1 KiB), which a scan reads as one sequential stream.
 pub const COLUMN_BLOCK: u64 = 1024;
@@ -45,12 +49,13 @@ pub const SLOT_LIVE: u8 = 1;
 pub struct VectorFileHeader {
     /// Must equal [`MAGIC`].
     pub magic: [u8; 8],
-    /// 1 or 2 ([`FORMAT_VERSION`]).
+    /// 1, 2 or 3 ([`FORMAT_VERSION`]).
     pub version: U32,
     /// Number of f32 elements per vector, 1..=[`MAX_DIM`].
     pub dim: U32,
     /// [`FLAG_F32`] (required) | optional [`FLAG_I8`] | optional
-    /// [`FLAG_I8_COLUMNS`] (version 2, with `FLAG_I8`); other bits must be zero.
+    /// [`FLAG_I8_COLUMNS`] (version 2, with `FLAG_I8`) | optional [`FLAG_BITS`]
+    /// (version 3); other bits must be zero.
     pub flags: U32,
     /// Must be zero.
     pub reserved0: U32,
@@ -113,6 +118,11 @@ impl VectorFileHeader {
     pub fn has_i8_columns(&self) -> bool {
         self.flags.get() & FLAG_I8_COLUMNS != 0
     }
+
+    /// Whether the file carries every slot's sign bits.
+    pub fn has_bits(&self) -> bool {
+        self.flags.get() & FLAG_BITS != 0
+    }
 }
 
 /// Why a byte slice is not a valid vector cache file (format-level; no path).
@@ -150,7 +160,7 @@ pub enum FormatError {
 /// Byte offsets and sizes of every section for one (dim, flags, capacity).
 ///
 /// All offsets are multiples of [`ALIGN`]; `scales`/`i8_rows` are `None` without i8,
-/// `i8_columns` without [`FLAG_I8_COLUMNS`].
+/// `i8_columns` without [`FLAG_I8_COLUMNS`], `bits` without [`FLAG_BITS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VectorFileLayout {
     /// Elements per vector.
@@ -176,6 +186,11 @@ pub struct VectorFileLayout {
     /// Offset of the i8 column blocks: slot `i`'s code `j` is at
     /// `i8_columns + ((i / COLUMN_BLOCK) * dim + j) * COLUMN_BLOCK + i % COLUMN_BLOCK`.
     pub i8_columns: Option<u64>,
+    /// Offset of the sign bits: slot `i`'s row of `stride_bits` bytes at
+    /// `bits + i * stride_bits`.
+    pub bits: Option<u64>,
+    /// Bytes from one slot's sign bits to the next: `8 * ceil(dim / 64)`.
+    pub stride_bits: u64,
     /// Exact file length.
     pub total_len: u64,
 }
@@ -206,9 +221,11 @@ impl VectorFileLayout {
         let overflow = FormatError::LayoutOverflow { dim, capacity };
         let with_i8 = flags & FLAG_I8 != 0;
         let with_columns = with_i8 && flags & FLAG_I8_COLUMNS != 0;
+        let with_bits = flags & FLAG_BITS != 0;
         let go = || -> Option<Self> {
             let stride_f32 = align64(u64::from(dim).checked_mul(4)?)?;
             let stride_i8 = align64(u64::from(dim))?;
+            let stride_bits = u64::from(dim).div_ceil(64) * 8;
             let key_hashes = HEADER_LEN as u64;
             let live = align64(key_hashes.checked_add(capacity.checked_mul(8)?)?)?;
             let norms = align64(live.checked_add(capacity)?)?;
@@ -238,6 +255,13 @@ impl VectorFileLayout {
             } else {
                 None
             };
+            let bits = if with_bits {
+                let at = align64(end)?;
+                end = at.checked_add(capacity.checked_mul(stride_bits)?)?;
+                Some(at)
+            } else {
+                None
+            };
             usize::try_from(end).ok()?;
             isize::try_from(end).ok()?;
             Some(VectorFileLayout {
@@ -252,6 +276,8 @@ impl VectorFileLayout {
                 i8_rows,
                 stride_i8,
                 i8_columns,
+                bits,
+                stride_bits,
                 total_len: end,
             })
         };
@@ -305,7 +331,8 @@ pub fn check_header_bytes(bytes: &[u8]) -> Result<VectorFileHeader, FormatError>
     let flags = header.flags.get();
     let known = match version {
         1 => FLAG_F32 | FLAG_I8,
-        _ => FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS,
+        2 => FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS,
+        _ => FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS | FLAG_BITS,
     };
     let columns_without_rows = flags & FLAG_I8_COLUMNS != 0 && flags & FLAG_I8 == 0;
     if flags & FLAG_F32 == 0 || flags & !known != 0 || columns_without_rows {
@@ -415,145 +442,17 @@ pub fn quantize_i8(x: &[f32], out: &mut [i8]) -> f32 {
     scale
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn header_roundtrip_and_layout_alignment() {
-        let h = VectorFileHeader::new(384, FLAG_F32 | FLAG_I8, 10, 0xfeed);
-        let bytes = h.as_bytes().to_vec();
-        assert_eq!(&bytes[..8], b"ENGRVEC\0");
-        assert_eq!(check_header_bytes(&bytes), Ok(h));
-        let l = VectorFileLayout::compute(384, FLAG_F32 | FLAG_I8, 10).unwrap();
-        for off in [
-            l.live,
-            l.norms,
-            l.scales.unwrap(),
-            l.f32_rows,
-            l.i8_rows.unwrap(),
-        ] {
-            assert_eq!(off % ALIGN, 0);
-        }
-        assert_eq!(l.stride_f32, 1536);
-        assert_eq!(l.stride_i8, 384);
-        assert_eq!(l.total_len, l.i8_rows.unwrap() + 10 * 384);
-        assert_eq!(l.i8_columns, None);
-        let l3 = VectorFileLayout::compute(3, FLAG_F32, 1).unwrap();
-        assert_eq!((l3.stride_f32, l3.stride_i8, l3.scales), (64, 64, None));
-    }
-
-    #[test]
-    fn column_blocks_follow_the_i8_rows() {
-        let all = FLAG_F32 | FLAG_I8 | FLAG_I8_COLUMNS;
-        // 2,500 slots make three blocks of 1,024; the last one is partly unused.
-        let l = VectorFileLayout::compute(384, all, 2500).unwrap();
-        let columns = l.i8_columns.unwrap();
-        assert_eq!(columns, l.i8_rows.unwrap() + 2500 * 384);
-        assert_eq!(columns % ALIGN, 0);
-        assert_eq!(l.total_len, columns + 3 * 384 * 1024);
-        assert_eq!(l.column_code(0, 0), Some(columns));
-        assert_eq!(l.column_code(1, 0), Some(columns + 1));
-        assert_eq!(l.column_code(0, 1), Some(columns + 1024));
-        assert_eq!(l.column_code(1030, 2), Some(columns + (384 + 2) * 1024 + 6));
-        assert_eq!(l.column_code(2500, 0), None);
-        assert_eq!(l.column_code(0, 384), None);
-        // Columns without rows are not a layout any version writes.
-        let h = VectorFileHeader::new(8, FLAG_F32 | FLAG_I8_COLUMNS, 4, 1);
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::BadField { field: "flags", .. })
-        ));
-        // Version 1 knew no columns; its files are read as they are.
-        let mut h = VectorFileHeader::new(8, all, 4, 1);
-        h.version = U32::new(1);
-        h.seal();
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::BadField { field: "flags", .. })
-        ));
-        let mut h = VectorFileHeader::new(8, FLAG_F32 | FLAG_I8, 4, 1);
-        h.version = U32::new(1);
-        h.seal();
-        assert_eq!(check_header_bytes(h.as_bytes()), Ok(h));
-    }
-
-    #[test]
-    fn rejects_bad_headers() {
-        let good = VectorFileHeader::new(8, FLAG_F32, 4, 1);
-        assert!(matches!(
-            check_header_bytes(&good.as_bytes()[..63]),
-            Err(FormatError::Truncated { .. })
-        ));
-        let mut h = good;
-        h.magic[0] = b'X';
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::BadMagic { .. })
-        ));
-        let mut h = good;
-        h.version = U32::new(3);
-        h.seal();
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::VersionTooNew {
-                found: 3,
-                supported: 2
-            })
-        ));
-        let mut h = good;
-        h.seq = U64::new(5);
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::BadCrc { .. })
-        ));
-        let mut h = good;
-        h.count = U64::new(5);
-        h.seal();
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::CountExceedsCapacity { .. })
-        ));
-        let mut h = good;
-        h.capacity = U64::new(u64::MAX / 2);
-        h.seal();
-        assert!(matches!(
-            check_header_bytes(h.as_bytes()),
-            Err(FormatError::LayoutOverflow { .. })
-        ));
-    }
-
-    #[test]
-    fn quantize_matches_definition() {
-        let mut q = [0i8; 4];
-        let s = quantize_i8(&[1.0, -0.5, 0.25, -1.0], &mut q);
-        assert!((s - 1.0 / 127.0).abs() < 1e-9);
-        assert_eq!(q, [127, -64, 32, -127]);
-        assert_eq!(quantize_i8(&[0.0; 4], &mut q), 0.0);
-        assert_eq!(q, [0; 4]);
-    }
-
-    proptest! {
-        #[test]
-        fn check_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-            let _ = check_header_bytes(&bytes);
-            let _ = check_file_bytes(&bytes);
-        }
-
-        #[test]
-        fn sealed_random_headers_never_panic(
-            dim in any::<u32>(), cap in any::<u64>(), count in any::<u64>(), flags in any::<u32>()
-        ) {
-            let mut h = VectorFileHeader::new(1, FLAG_F32, 1, 0);
-            h.dim = U32::new(dim);
-            h.capacity = U64::new(cap);
-            h.count = U64::new(count);
-            h.flags = U32::new(flags);
-            h.seal();
-            let mut bytes = h.as_bytes().to_vec();
-            bytes.resize(256, 0);
-            let _ = check_file_bytes(&bytes);
-        }
+/// Sign bits of a row: bit `j % 64` of little-endian word `j / 64` is 1 when
+/// `x[j] > 0` (so byte `j / 8`, bit `j % 8`). Bits past `x.len()` are left as they
+/// are (zero in a fresh slot); `out` should hold `ceil(x.len() / 64)` words.
+pub fn sign_bits(x: &[f32], out: &mut [u64]) {
+    for (word, chunk) in out.iter_mut().zip(x.chunks(64)) {
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (b, &v)| w | (u64::from(v > 0.0) << b));
     }
 }
+
+#[cfg(test)]
+mod tests;

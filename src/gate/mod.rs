@@ -12,6 +12,7 @@
 
 mod audit;
 mod external;
+mod fit;
 mod inject;
 mod names;
 mod outbound;
@@ -26,6 +27,7 @@ use serde::Serialize;
 pub use crate::memory::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub use audit::AuditQueue;
 pub use external::{external_attribution, external_note, external_text, NOTE_BYTES};
+pub use fit::{fit_list, fit_text, json_len};
 pub use names::{remote_name, Collision, NameError, NameKind, RepoNames, Repository};
 pub use outbound::Outbound;
 pub use sanitize::{sanitize, Sanitized};

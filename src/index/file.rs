@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{json, Map};
 
+use super::graph;
 use super::projection::{CHUNK_TYPE, SYMBOL_TYPE};
 use super::redact::{self, SecretAction};
 use super::symbols::{self, Symbol};
@@ -42,13 +43,18 @@ pub(super) struct Prepared {
     symbols: WriteBatch,
     /// The chunks' vectors; they follow their puts, which make older vectors stale.
     vectors: WriteBatch,
+    /// The file's `refs:` record (calls and imports), for a language with a grammar.
+    refs: WriteBatch,
     pub written: Written,
 }
 
 impl Prepared {
     /// Bytes this file will add to a batch, roughly: for bounding batches.
     pub fn weight(&self) -> usize {
-        self.chunks.payload_bytes() + self.symbols.payload_bytes() + self.vectors.payload_bytes()
+        self.chunks.payload_bytes()
+            + self.symbols.payload_bytes()
+            + self.vectors.payload_bytes()
+            + self.refs.payload_bytes()
     }
 }
 
@@ -125,8 +131,9 @@ pub(super) fn prepare(
         chunks: WriteBatch::new(),
         symbols: WriteBatch::new(),
         vectors: WriteBatch::new(),
+        refs: WriteBatch::new(),
         written: Written {
-            imports: parsed.imports,
+            imports: parsed.imports.clone(),
             ..Written::default()
         },
     };
@@ -183,6 +190,13 @@ pub(super) fn prepare(
         meta.insert("body_hash".into(), json!(body_hash(&lines, s)));
         out.symbols.put(&key, meta, Vec::new())?;
         out.written.symbols += 1;
+    }
+
+    if symbols::has_grammar(lang) {
+        let (meta, body) = graph::record::build(path, lang, &parsed, |i| {
+            parsed.symbols.get(i).map(|s| symbol_key(path, s))
+        });
+        out.refs.put(&graph::refs_key(path), meta, body)?;
     }
 
     let texts: Vec<&str> = to_embed.iter().map(|(_, t)| t.as_str()).collect();
@@ -252,6 +266,8 @@ pub(super) fn write_vectors(
     file: &Prepared,
 ) -> Result<(), IndexError> {
     writer.extend(&file.vectors)?;
+    // A file indexed before the graph existed has no `refs:` record yet.
+    writer.extend(&file.refs)?;
     Ok(())
 }
 
@@ -274,6 +290,7 @@ pub(super) fn write(
             writer.delete(old)?;
         }
     }
+    writer.extend(&file.refs)?;
     writer.extend(&file.vectors)?;
     Ok(())
 }

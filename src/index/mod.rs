@@ -13,6 +13,7 @@
 
 mod chunk;
 mod file;
+pub mod graph;
 mod pass;
 mod prepare;
 mod projection;
@@ -29,7 +30,7 @@ use serde::Serialize;
 
 pub use chunk::{line_windows, Chunk};
 pub use file::symbol_key;
-pub use pass::{embedder_in_use, index};
+pub use pass::{embedder_in_use, has_indexed_files, index, index_keywords};
 pub use projection::{CodeProjection, CHUNK_TYPE, FILE_TYPE, SYMBOL_TYPE};
 pub use redact::SecretAction;
 pub use search::{chunk_info, keyword_ranked, ChunkInfo};
@@ -73,6 +74,11 @@ pub struct IndexOptions {
     /// means one per core. Records are committed in file order by one writer whatever
     /// the number, so the same tree gives the same records.
     pub threads: usize,
+    /// When the embedder is not the built-in one: first commit every changed file with
+    /// the built-in embedder's vectors, so search works within seconds, then add the
+    /// configured embedder's vectors (a neural model takes minutes on a large tree).
+    /// Default true.
+    pub keywords_first: bool,
 }
 
 impl Default for IndexOptions {
@@ -83,7 +89,16 @@ impl Default for IndexOptions {
             embedder: Arc::new(default_embedder()),
             progress: None,
             threads: 0,
+            keywords_first: true,
         }
+    }
+}
+
+impl IndexOptions {
+    /// Whether [`index`] runs in two passes: keywords first is asked for and the
+    /// embedder is not the built-in one.
+    pub fn splits_keywords_first(&self) -> bool {
+        self.keywords_first && self.embedder.name() != default_embedder().name()
     }
 }
 
@@ -94,6 +109,7 @@ impl std::fmt::Debug for IndexOptions {
             .field("secret_action", &self.secret_action)
             .field("embedder", &self.embedder.name())
             .field("threads", &self.threads)
+            .field("keywords_first", &self.keywords_first)
             .finish()
     }
 }
@@ -118,5 +134,8 @@ pub struct IndexReport {
     pub chunks_excluded: u64,
     /// Secrets redacted, by pattern.
     pub redactions: BTreeMap<String, u64>,
+    /// With [`IndexOptions::keywords_first`] and an embedder other than the built-in
+    /// one: when the keywords pass was done and search could answer.
+    pub keyword_seconds: Option<f64>,
     pub seconds: f64,
 }

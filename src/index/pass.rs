@@ -91,6 +91,63 @@ pub(super) struct Known {
 
 /// Index the repository at `root` into `store`; see the module doc.
 pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexReport, IndexError> {
+    if !opts.splits_keywords_first() {
+        return index_pass(store, root, opts, false);
+    }
+    // Keywords first: every changed file's chunks, symbols and built-in vectors are
+    // committed by a fast pass, so search answers (from the keyword lists and the
+    // built-in vector space) within seconds; then the configured embedder's vectors
+    // are added to the same chunks. Search uses the built-in space until the
+    // configured one is as complete (`search::vector_space`).
+    let started = Instant::now();
+    let first = index_keywords(store, root, opts)?;
+    let keyword_seconds = started.elapsed().as_secs_f64();
+    let second = index_pass(store, root, opts, false)?;
+    Ok(IndexReport {
+        files_indexed: first.files_indexed + second.files_indexed,
+        files_unchanged: second.files_unchanged,
+        files_reembedded: second.files_reembedded,
+        files_deleted: first.files_deleted + second.files_deleted,
+        chunks: first.chunks + second.chunks,
+        chunks_excluded: first.chunks_excluded + second.chunks_excluded,
+        symbols: first.symbols + second.symbols,
+        redactions: if first.redactions.is_empty() {
+            second.redactions.clone()
+        } else {
+            first.redactions.clone()
+        },
+        keyword_seconds: Some(keyword_seconds),
+        seconds: started.elapsed().as_secs_f64(),
+        ..second
+    })
+}
+
+/// The first pass of a keywords-first [`index`] alone: every file whose content
+/// changed is committed with its chunks, symbols and the built-in embedder's vectors;
+/// a file whose content is indexed is left as it is, whatever embedder made its
+/// vectors. Search answers after it; [`index`] then adds the configured embedder's
+/// vectors. For callers that answer between the two (a first search over MCP).
+pub fn index_keywords(
+    store: &Store,
+    root: &Path,
+    opts: &IndexOptions,
+) -> Result<IndexReport, IndexError> {
+    let keywords = IndexOptions {
+        embedder: std::sync::Arc::new(crate::embed::default_embedder()),
+        ..opts.clone()
+    };
+    index_pass(store, root, &keywords, true)
+}
+
+/// One walk of `root`. With `content_only` (the keywords-first pass) a file whose
+/// content is indexed is left alone whichever embedder made its vectors, and a
+/// changed file is indexed with `opts.embedder`.
+fn index_pass(
+    store: &Store,
+    root: &Path,
+    opts: &IndexOptions,
+    content_only: bool,
+) -> Result<IndexReport, IndexError> {
     let started = Instant::now();
     if !root.is_dir() {
         return Err(IndexError::Invalid(format!(
@@ -101,9 +158,15 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
 
     // A hint only, read without the lock: it decides which files to read and prepare.
     // What is replaced is read again under the lock when the file is written.
-    let hint = store.with_tracker(known_files)?;
+    let mut hint = store.with_tracker(known_files)?;
+    // A file with a grammar but no `refs:` record was indexed before the code graph
+    // existed: it is read and indexed again, once.
+    let graphed = store.with_tracker(super::graph::table::graphed_paths)?;
+    hint.retain(|path, _| {
+        graphed.contains(path) || !super::symbols::has_grammar(walk::language(path))
+    });
 
-    let (files, skipped) = walk::walk(root, opts.max_file_bytes);
+    let (files, skipped) = walk::walk(root, opts.max_file_bytes)?;
     let mut report = IndexReport {
         skipped_secret_files: skipped.secret_file,
         skipped_too_large: skipped.too_large,
@@ -120,7 +183,9 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     for (i, f) in files.iter().enumerate() {
         match hint.get(&f.rel) {
             Some(k)
-                if k.size == f.size && k.mtime_ms == f.mtime_ms && k.embedder == embedder_name =>
+                if k.size == f.size
+                    && k.mtime_ms == f.mtime_ms
+                    && (content_only || k.embedder == embedder_name) =>
             {
                 seen.insert(f.rel.clone());
                 report.files_unchanged += 1;
@@ -143,6 +208,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         embedder_name: &embedder_name,
         opts,
         embed_here: threads == 1 || todo.len() >= 2,
+        content_only,
     };
     let mut accept = |step: Step| -> Result<bool, IndexError> {
         let (index, prepared) = match step {
@@ -158,7 +224,8 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
                 {
                     return Ok(false);
                 }
-                let held = commit_files(store, &mut batch, &embedder_name, &mut report)?;
+                let held =
+                    commit_files(store, &mut batch, &embedder_name, content_only, &mut report)?;
                 budget.observe(batch_bytes, held);
                 batch_bytes = 0;
                 batch_started = Instant::now();
@@ -188,7 +255,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
         if batch_bytes >= budget.bytes()
             || batch_started.elapsed() >= Duration::from_millis(BATCH_MILLIS)
         {
-            let held = commit_files(store, &mut batch, &embedder_name, &mut report)?;
+            let held = commit_files(store, &mut batch, &embedder_name, content_only, &mut report)?;
             budget.observe(batch_bytes, held);
             batch_bytes = 0;
             batch_started = Instant::now();
@@ -202,7 +269,7 @@ pub fn index(store: &Store, root: &Path, opts: &IndexOptions) -> Result<IndexRep
     } else {
         prepare_in_parallel(&job, &todo, threads, &mut accept)?;
     }
-    commit_files(store, &mut batch, &embedder_name, &mut report)?;
+    commit_files(store, &mut batch, &embedder_name, content_only, &mut report)?;
     delete_vanished(store, &seen, &mut report)?;
     report.redactions = redactions;
     report.files_skipped = report.skipped_binary
@@ -219,6 +286,7 @@ fn commit_files(
     store: &Store,
     files: &mut Vec<Pending>,
     embedder: &str,
+    content_only: bool,
     report: &mut IndexReport,
 ) -> Result<Duration, IndexError> {
     if files.is_empty() {
@@ -228,6 +296,8 @@ fn commit_files(
     let locked = Instant::now();
     for p in files.drain(..) {
         let now = writer.with_tracker(|db| known_file(db, &p.rel))?;
+        // The embedder the file record names: whose vectors its chunks have.
+        let mut named = embedder;
         let (chunks, symbols, imports) = match (&p.content, &now) {
             (Some(content), now) => {
                 let old_symbols = writer.with_tracker(|db| symbol_keys(db, &p.rel))?;
@@ -264,8 +334,9 @@ fn commit_files(
                 }
             }
             // Same content as indexed: only the file record's size and time change.
-            (None, Some(k)) if k.hash == p.hash && k.embedder == embedder => {
+            (None, Some(k)) if k.hash == p.hash && (content_only || k.embedder == embedder) => {
                 report.files_unchanged += 1;
+                named = &k.embedder;
                 let imports = serde_json::from_str(&k.imports).unwrap_or_else(|_| json!([]));
                 (k.chunks, k.symbols, imports)
             }
@@ -273,7 +344,7 @@ fn commit_files(
             // next pass sees it as changed and indexes it.
             (None, _) => continue,
         };
-        put_file_record(&mut writer, &p, embedder, chunks, symbols, imports)?;
+        put_file_record(&mut writer, &p, named, chunks, symbols, imports)?;
     }
     if !writer.is_empty() {
         writer.finish()?;
@@ -319,6 +390,7 @@ fn delete_vanished(
             continue;
         }
         writer.delete(&format!("file:{path}"))?;
+        writer.delete(&super::graph::refs_key(path))?;
         for i in 0..k.chunks {
             writer.delete(&format!("chunk:{path}:{i}"))?;
         }
@@ -369,7 +441,7 @@ fn known_file(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Opt
 /// The keys of the symbols indexed for `path`.
 fn symbol_keys(db: &rusqlite::Connection, path: &str) -> crate::store::Result<Vec<String>> {
     let mut stmt = db.prepare_cached(
-        "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash WHERE s.path = ?1",
+        "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq WHERE s.path = ?1",
     )?;
     let rows = stmt.query_map([path], |r| r.get::<_, String>(0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -381,6 +453,16 @@ pub fn embedder_in_use(db: &rusqlite::Connection, embedder: &str) -> crate::stor
     Ok(db
         .prepare_cached("SELECT 1 FROM code_files WHERE embedder = ?1 LIMIT 1")?
         .query_row([embedder], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Whether any file was ever indexed into the store: none means the repository has
+/// never been indexed, and its first search indexes it first.
+pub fn has_indexed_files(db: &rusqlite::Connection) -> crate::store::Result<bool> {
+    Ok(db
+        .prepare_cached("SELECT 1 FROM code_files LIMIT 1")?
+        .query_row([], |_| Ok(()))
         .optional()?
         .is_some())
 }

@@ -47,6 +47,9 @@ pub(super) struct PrepareJob<'a> {
     /// Embed each file on the thread that prepares it: the pass already runs one
     /// preparing thread per core it was given (or was asked for one thread).
     pub embed_here: bool,
+    /// A keywords-first pass ([`super::pass`]): a file whose content is indexed counts
+    /// as unchanged whatever embedder made its vectors.
+    pub content_only: bool,
 }
 
 /// What the committing writer is handed, in file order.
@@ -83,7 +86,9 @@ impl PrepareJob<'_> {
         let hash = format!("{:016x}", hash64(text));
         let lang = walk::language(&f.rel);
         let old = self.hint.get(&f.rel);
-        let same_content = old.is_some_and(|k| k.hash == hash && k.embedder == self.embedder_name);
+        let same_content = old.is_some_and(|k| {
+            k.hash == hash && (self.content_only || k.embedder == self.embedder_name)
+        });
         let content = if same_content {
             None
         } else {
@@ -114,8 +119,9 @@ impl PrepareJob<'_> {
     }
 }
 
-/// Prepared files that may wait for the writer: enough that the preparing threads
-/// keep working while a batch is committed (and synced), few enough to bound memory.
+/// Prepared files that may wait for the writer, in the channel and again in the
+/// reorder window: enough that the preparing threads keep working while a batch is
+/// committed (and synced), few enough to bound memory whatever the tree's size.
 const PREPARED_AHEAD: usize = 64;
 
 /// Prepare `todo` on `threads` threads and hand each result to `accept` in order.
@@ -169,8 +175,14 @@ pub(super) fn prepare_in_parallel(
         let (mut prep_time, mut prepared_here) = (Duration::ZERO, 0u32);
         let result = (|| {
             while want < todo.len() {
-                // What the helpers finished, without waiting for more.
-                while !helpers_done {
+                // What the helpers finished, without waiting for more, while the
+                // window has room (or the next file to accept may be among them).
+                // Draining without that bound let the helpers run ahead of a slow
+                // writer without limit: prepared files piled up here, and resident
+                // memory grew with the tree.
+                while !helpers_done
+                    && (waiting.len() < PREPARED_AHEAD || !waiting.contains_key(&want))
+                {
                     match rx.try_recv() {
                         Ok((n, r)) => {
                             waiting.insert(n, r);
@@ -184,43 +196,46 @@ pub(super) fn prepare_in_parallel(
                     want += 1;
                     continue;
                 }
-                // Nothing to accept yet: offer to commit what is gathered (only this
-                // thread can apply it), with how long the helpers still need for
-                // the files nobody has taken, from this thread's own preparations.
-                let taken = next.load(Ordering::Relaxed);
-                if prepared_here > 0 && taken < todo.len() {
-                    let left = (todo.len() - taken) as u32;
-                    let helpers_left = prep_time / prepared_here * left / (threads as u32 - 1);
-                    if accept(Step::Idle { helpers_left })? {
+                // While the window has room, offer to commit what is gathered (only
+                // this thread can apply it), with how long the helpers still need for
+                // the files nobody has taken, from this thread's own preparations;
+                // else prepare the next file nobody has taken. Waiting for the helper
+                // that has the next one in hand would leave this core idle; the file
+                // in hand here delays the commit by no more than a file's preparation,
+                // and the helpers keep working meanwhile (up to `PREPARED_AHEAD`
+                // results). A full window waits for the next file instead.
+                if waiting.len() < PREPARED_AHEAD {
+                    let taken = next.load(Ordering::Relaxed);
+                    if prepared_here > 0 && taken < todo.len() {
+                        let left = (todo.len() - taken) as u32;
+                        let helpers_left = prep_time / prepared_here * left / (threads as u32 - 1);
+                        if accept(Step::Idle { helpers_left })? {
+                            continue;
+                        }
+                    }
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if let Some((_, f)) = todo.get(n) {
+                        let started = Instant::now();
+                        waiting.insert(n, job.run(f));
+                        prep_time += started.elapsed();
+                        prepared_here += 1;
                         continue;
                     }
                 }
-                // Else prepare the next file nobody has taken. Waiting for the
-                // helper that has the next one in hand would leave this core idle;
-                // the file in hand here delays the commit by no more than a file's
-                // preparation, and the helpers keep working meanwhile (up to
-                // `PREPARED_AHEAD` results).
-                let n = next.fetch_add(1, Ordering::Relaxed);
-                if let Some((_, f)) = todo.get(n) {
-                    let started = Instant::now();
-                    waiting.insert(n, job.run(f));
-                    prep_time += started.elapsed();
-                    prepared_here += 1;
-                } else if helpers_done {
+                if helpers_done {
                     // Every file was taken and every helper has stopped, yet `want`
                     // never arrived: a helper thread died (a panic, which the scope
                     // re-raises). Nothing more will come.
                     break;
-                } else {
-                    accept(Step::Idle {
-                        helpers_left: Duration::ZERO,
-                    })?;
-                    match rx.recv() {
-                        Ok((n, r)) => {
-                            waiting.insert(n, r);
-                        }
-                        Err(_) => helpers_done = true,
+                }
+                accept(Step::Idle {
+                    helpers_left: Duration::ZERO,
+                })?;
+                match rx.recv() {
+                    Ok((n, r)) => {
+                        waiting.insert(n, r);
                     }
+                    Err(_) => helpers_done = true,
                 }
             }
             Ok(())

@@ -53,7 +53,7 @@ pub fn keyword_ranked(
             }
         }
         let mut key_of = db.prepare_cached(
-            "SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash WHERE c.seq = ?1",
+            "SELECT r.key FROM code_chunks c JOIN records r ON r.seq = c.seq WHERE c.seq = ?1",
         )?;
         let mut keyed = Vec::with_capacity(out.len());
         for (fts_row, score) in out {
@@ -116,9 +116,9 @@ pub fn chunk_info(store: &Store, key_hash: u64) -> Result<Option<ChunkInfo>, Ind
         Ok(db
             .prepare_cached(
                 "SELECT r.key, c.path, c.lang, c.start_line, c.end_line, f.mtime_ms, c.symbol
-                 FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
+                 FROM code_chunks c JOIN records r ON r.seq = c.seq
                  LEFT JOIN code_files f ON f.path = c.path
-                 WHERE c.key_hash = ?1",
+                 WHERE r.key_hash = ?1",
             )?
             .query_row([key_hash as i64], |r| {
                 Ok(ChunkInfo {

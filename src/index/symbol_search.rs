@@ -23,11 +23,11 @@ pub struct SymbolInfo {
     pub signature: String,
 }
 
-const COLUMNS: &str =
+pub(crate) const COLUMNS: &str =
     "r.key, s.name, s.qualified_name, s.kind, s.path, s.lang, s.start_line, s.end_line, s.signature
-     FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash";
+     FROM code_symbols s JOIN records r ON r.seq = s.seq";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SymbolInfo> {
+pub(crate) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SymbolInfo> {
     Ok(SymbolInfo {
         key: r.get(0)?,
         name: r.get(1)?,
@@ -105,7 +105,7 @@ fn query(
 }
 
 /// `%`, `_` and `\` in user text are literal in LIKE.
-fn like_escape(s: &str) -> String {
+pub(crate) fn like_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '%' | '_' | '\\') {
@@ -127,21 +127,21 @@ fn fuzzy(db: &Connection, name: &str, limit: usize) -> crate::store::Result<Vec<
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let mut stmt = db.prepare_cached("SELECT key_hash, qualified_name FROM code_symbols")?;
+    let mut stmt = db.prepare_cached("SELECT seq, qualified_name FROM code_symbols")?;
     let mut scored: Vec<(i64, i64, usize)> = Vec::new();
     let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
     for r in rows {
-        let (hash, qualified) = r?;
+        let (seq, qualified) = r?;
         if let Some(score) = fuzzy_score(&wanted, &qualified) {
-            scored.push((score, hash, qualified.len()));
+            scored.push((score, seq, qualified.len()));
         }
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
     scored.truncate(limit);
-    let mut by_hash = db.prepare_cached(&format!("SELECT {COLUMNS} WHERE s.key_hash = ?1"))?;
+    let mut by_seq = db.prepare_cached(&format!("SELECT {COLUMNS} WHERE s.seq = ?1"))?;
     let mut out = Vec::with_capacity(scored.len());
-    for (_, hash, _) in scored {
-        if let Some(s) = by_hash.query_row([hash], row).optional()? {
+    for (_, seq, _) in scored {
+        if let Some(s) = by_seq.query_row([seq], row).optional()? {
             out.push(s);
         }
     }
@@ -214,7 +214,7 @@ pub fn symbol_ranked(
         .sql(limit);
         let mut stmt = db.prepare_cached(&sql)?;
         let mut key_of = db.prepare_cached(
-            "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+            "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
              WHERE s.seq = ?1",
         )?;
         let mut run = |q: &str| -> rusqlite::Result<Vec<(String, f64)>> {
@@ -267,7 +267,7 @@ fn exact_name_keys(
     limit: i64,
 ) -> crate::store::Result<Vec<(String, f64)>> {
     let mut same_case = db.prepare_cached(
-        "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+        "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
          WHERE s.name = ?1 COLLATE NOCASE AND s.name = ?1 LIMIT ?2",
     )?;
     let mut keys = same_case
@@ -279,7 +279,7 @@ fn exact_name_keys(
         // Any case, name or qualified name; the ones already taken may come again,
         // so read enough to fill up after skipping them.
         let mut any_case = db.prepare_cached(
-            "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+            "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
              WHERE s.name = ?1 COLLATE NOCASE OR s.qualified_name = ?1 COLLATE NOCASE
              LIMIT ?2",
         )?;
@@ -303,7 +303,7 @@ fn exact_name_keys(
 pub fn symbol_info(store: &Store, key_hash: u64) -> Result<Option<SymbolInfo>, IndexError> {
     Ok(store.with_tracker(|db| {
         Ok(db
-            .prepare_cached(&format!("SELECT {COLUMNS} WHERE s.key_hash = ?1"))?
+            .prepare_cached(&format!("SELECT {COLUMNS} WHERE r.key_hash = ?1"))?
             .query_row([key_hash as i64], row)
             .optional()?)
     })?)
@@ -313,7 +313,7 @@ pub fn symbol_info(store: &Store, key_hash: u64) -> Result<Option<SymbolInfo>, I
 /// expressions): the last one starting at or before it, since windows overlap.
 fn chunk_holding_sql(path: &str, line: &str) -> String {
     format!(
-        "SELECT r.key FROM code_chunks c JOIN records r ON r.key_hash = c.key_hash
+        "SELECT r.key FROM code_chunks c JOIN records r ON r.seq = c.seq
          WHERE c.path = {path} AND c.start_line <= {line} AND c.end_line >= {line}
          ORDER BY c.start_line DESC LIMIT 1"
     )
@@ -339,7 +339,7 @@ pub fn chunks_of_symbols(
 ) -> Result<Vec<Option<String>>, IndexError> {
     Ok(store.with_tracker(|db| {
         let mut stmt = db.prepare_cached(&format!(
-            "SELECT ({}) FROM code_symbols s WHERE s.key_hash = ?1",
+            "SELECT ({}) FROM records k JOIN code_symbols s ON s.seq = k.seq WHERE k.key_hash = ?1",
             chunk_holding_sql("s.path", "s.start_line")
         ))?;
         let mut out = Vec::with_capacity(symbol_keys.len());

@@ -4,14 +4,21 @@
 //! hidden files, and never yields secrets files (`.env*`, keys, keystores, credential
 //! stores), binaries or files over the size limit — each skip is counted by reason.
 //! Unreadable entries and symlink loops are reported and skipped, never fatal.
+//!
+//! Each file is named by its stored path: the repository-relative path with any
+//! secret in it redacted (`patterns::redact_path`), a pure function of the real
+//! path, so every run names a file alike; only `abs` holds the real one, to read it.
 
 use std::path::{Path, PathBuf};
+
+use crate::patterns::{redact_path, PatternError};
 
 /// A file to index.
 #[derive(Debug, Clone)]
 pub struct WalkedFile {
-    /// Repository-relative, `/`-separated.
+    /// The stored path: repository-relative, `/`-separated, secrets redacted.
     pub rel: String,
+    /// The real path, to read the file by; never stored.
     pub abs: PathBuf,
     pub size: u64,
     pub mtime_ms: u64,
@@ -64,8 +71,9 @@ pub fn is_secrets_file(name: &str) -> bool {
         .any(|ext| n.ends_with(ext))
 }
 
-/// Walk `root`; files over `max_bytes` are skipped.
-pub fn walk(root: &Path, max_bytes: u64) -> (Vec<WalkedFile>, Skipped) {
+/// Walk `root`; files over `max_bytes` are skipped. Fails only when the secret
+/// rules cannot be had.
+pub fn walk(root: &Path, max_bytes: u64) -> Result<(Vec<WalkedFile>, Skipped), PatternError> {
     let mut files = Vec::new();
     let mut skipped = Skipped::default();
     let walker = ignore::WalkBuilder::new(root)
@@ -114,6 +122,11 @@ pub fn walk(root: &Path, max_bytes: u64) -> (Vec<WalkedFile>, Skipped) {
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
+        let stored = match redact_path(&rel)? {
+            std::borrow::Cow::Borrowed(_) => None,
+            std::borrow::Cow::Owned(stored) => Some(stored),
+        };
+        let rel = stored.unwrap_or(rel);
         let mtime_ms = meta
             .modified()
             .ok()
@@ -128,7 +141,7 @@ pub fn walk(root: &Path, max_bytes: u64) -> (Vec<WalkedFile>, Skipped) {
         });
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
-    (files, skipped)
+    Ok((files, skipped))
 }
 
 /// The language of a path, by extension (for filters and chunking).

@@ -262,56 +262,77 @@ impl Embedder for RemoteEmbedder {
     }
 }
 
+/// What is wrong with an embedding provider's reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ReplyError {
+    #[error("the reply has no data array")]
+    NoData,
+    #[error("a data item has no embedding")]
+    NoEmbedding,
+    #[error("the data items' indexes are not 0..n")]
+    Indexes,
+    #[error("the reply has no embeddings array")]
+    NoEmbeddings,
+    #[error("an embedding is not an array")]
+    NotAnArray,
+    #[error("an embedding holds a non-number")]
+    NotANumber,
+    #[error("an embedding holds a number out of range")]
+    OutOfRange,
+    #[error("an embedding is empty")]
+    Empty,
+    #[error("the embeddings differ in length")]
+    Lengths,
+}
+
 /// The vectors of a reply, in input order: `data[].embedding` ordered by `index`
 /// (OpenAI, Voyage) or `embeddings[]` (Ollama). Every number must be finite and
 /// every vector non-empty and of one length.
-fn parse_vectors(api: RemoteApi, reply: &Value) -> Result<Vec<Vec<f32>>, String> {
+fn parse_vectors(api: RemoteApi, reply: &Value) -> Result<Vec<Vec<f32>>, ReplyError> {
     let rows: Vec<&Value> = match api {
         RemoteApi::OpenAi | RemoteApi::Voyage => {
             let data = reply
                 .get("data")
                 .and_then(Value::as_array)
-                .ok_or("the reply has no data array")?;
+                .ok_or(ReplyError::NoData)?;
             let mut indexed = Vec::with_capacity(data.len());
             for (n, item) in data.iter().enumerate() {
                 let index = item
                     .get("index")
                     .and_then(Value::as_u64)
                     .map_or(n, |i| i as usize);
-                let v = item
-                    .get("embedding")
-                    .ok_or("a data item has no embedding")?;
+                let v = item.get("embedding").ok_or(ReplyError::NoEmbedding)?;
                 indexed.push((index, v));
             }
             indexed.sort_by_key(|(i, _)| *i);
             if indexed.iter().enumerate().any(|(n, (i, _))| n != *i) {
-                return Err("the data items' indexes are not 0..n".into());
+                return Err(ReplyError::Indexes);
             }
             indexed.into_iter().map(|(_, v)| v).collect()
         }
         RemoteApi::Ollama => reply
             .get("embeddings")
             .and_then(Value::as_array)
-            .ok_or("the reply has no embeddings array")?
+            .ok_or(ReplyError::NoEmbeddings)?
             .iter()
             .collect(),
     };
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
-        let numbers = row.as_array().ok_or("an embedding is not an array")?;
+        let numbers = row.as_array().ok_or(ReplyError::NotAnArray)?;
         let mut v = Vec::with_capacity(numbers.len());
         for x in numbers {
-            let x = x.as_f64().ok_or("an embedding holds a non-number")? as f32;
+            let x = x.as_f64().ok_or(ReplyError::NotANumber)? as f32;
             if !x.is_finite() {
-                return Err("an embedding holds a number out of range".into());
+                return Err(ReplyError::OutOfRange);
             }
             v.push(x);
         }
         if v.is_empty() {
-            return Err("an embedding is empty".into());
+            return Err(ReplyError::Empty);
         }
         if out.first().is_some_and(|f: &Vec<f32>| f.len() != v.len()) {
-            return Err("the embeddings differ in length".into());
+            return Err(ReplyError::Lengths);
         }
         out.push(v);
     }
@@ -367,6 +388,17 @@ mod tests {
         ] {
             assert!(parse_vectors(api, &reply).is_err(), "{reply}");
         }
+        assert_eq!(
+            parse_vectors(
+                RemoteApi::Ollama,
+                &json!({"embeddings": [[1.0], [1.0, 2.0]]})
+            ),
+            Err(ReplyError::Lengths)
+        );
+        assert_eq!(
+            parse_vectors(RemoteApi::OpenAi, &json!({"embeddings": []})),
+            Err(ReplyError::NoData)
+        );
     }
 
     #[test]

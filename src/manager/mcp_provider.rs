@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
@@ -131,10 +131,10 @@ impl McpProvider {
     /// blocks a thread of its own instead.
     fn run<T: Send>(
         &self,
-        f: impl std::future::Future<Output = Result<T, String>> + Send,
-    ) -> Result<T, String> {
+        f: impl std::future::Future<Output = Result<T, AskError>> + Send,
+    ) -> Result<T, AskError> {
         let Some(rt) = self.runtime.0.as_ref() else {
-            return Err("the providers' runtime is gone".into());
+            return Err(AskError::RuntimeGone);
         };
         let deadline = self.spec.deadline;
         let work = async {
@@ -143,10 +143,9 @@ impl McpProvider {
                 Err(_) => {
                     // The server may be wedged mid-request: start afresh next time.
                     self.conn.lock().await.take();
-                    Err(format!(
-                        "no answer within its deadline of {} ms",
-                        deadline.as_millis()
-                    ))
+                    Err(AskError::Deadline {
+                        ms: deadline.as_millis(),
+                    })
                 }
             }
         };
@@ -156,12 +155,12 @@ impl McpProvider {
         std::thread::scope(|s| {
             s.spawn(|| rt.block_on(work))
                 .join()
-                .unwrap_or_else(|_| Err("the provider's thread panicked".into()))
+                .unwrap_or(Err(AskError::Panicked))
         })
     }
 
     /// The open connection, made if there is none.
-    async fn connection(&self) -> Result<Arc<Connection>, String> {
+    async fn connection(&self) -> Result<Arc<Connection>, AskError> {
         let mut slot = self.conn.lock().await;
         if let Some(c) = slot.as_ref() {
             if !c.client.is_closed() {
@@ -181,12 +180,10 @@ impl McpProvider {
         }
     }
 
-    async fn connect(&self) -> Result<Connection, String> {
+    async fn connect(&self) -> Result<Connection, AskError> {
         match &self.spec.transport {
             McpTransport::Command { argv, env } => {
-                let (program, args) = argv
-                    .split_first()
-                    .ok_or("the command is empty; give the program to start")?;
+                let (program, args) = argv.split_first().ok_or(AskError::EmptyCommand)?;
                 let mut cmd = tokio::process::Command::new(program);
                 cmd.env_clear();
                 for name in BASIC_ENV
@@ -204,16 +201,20 @@ impl McpProvider {
                     // Its log is not ours to show (nor to mix into an MCP stream).
                     .stderr(std::process::Stdio::null())
                     .kill_on_drop(true);
-                let mut child = cmd
-                    .spawn()
-                    .map_err(|e| format!("could not start {program:?}: {e}"))?;
+                let mut child = cmd.spawn().map_err(|source| AskError::Start {
+                    program: program.clone(),
+                    source,
+                })?;
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                    return Err("the program's stdin and stdout could not be opened".into());
+                    return Err(AskError::NoPipes);
                 };
-                let client = ()
-                    .serve((stdout, stdin))
-                    .await
-                    .map_err(|e| format!("MCP handshake with {program:?} failed: {e}"))?;
+                let client =
+                    ().serve((stdout, stdin)).await.map_err(|reason| {
+                        AskError::CommandHandshake {
+                            program: program.clone(),
+                            reason: Box::new(reason),
+                        }
+                    })?;
                 Ok(Connection {
                     client,
                     _child: Some(child),
@@ -222,16 +223,18 @@ impl McpProvider {
             McpTransport::Http { url, token_env } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 if let Some(var) = token_env {
-                    let token = std::env::var(var).map_err(|_| {
-                        format!("the environment variable {var} (token_env) is not set")
-                    })?;
+                    let token =
+                        std::env::var(var).map_err(|_| AskError::NoToken { var: var.clone() })?;
                     config = config.auth_header(token);
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                let client = ()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("MCP handshake with {url} failed: {e}"))?;
+                let client =
+                    ().serve(transport)
+                        .await
+                        .map_err(|reason| AskError::UrlHandshake {
+                            url: url.clone(),
+                            reason: Box::new(reason),
+                        })?;
                 Ok(Connection {
                     client,
                     _child: None,
@@ -240,19 +243,60 @@ impl McpProvider {
         }
     }
 
-    async fn call(&self, query: &str) -> Result<CallToolResult, String> {
+    async fn call(&self, query: &str) -> Result<CallToolResult, AskError> {
         let c = self.connection().await?;
         let mut args = serde_json::Map::new();
         args.insert(self.spec.query_arg.clone(), query.into());
         let params = CallToolRequestParams::new(self.spec.tool.clone()).with_arguments(args);
         match c.client.call_tool(params).await {
             Ok(r) => Ok(r),
-            Err(e) => {
+            Err(reason) => {
                 self.forget(&c).await;
-                Err(format!("calling {}: {e}", self.spec.tool))
+                Err(AskError::Call {
+                    tool: self.spec.tool.clone(),
+                    reason,
+                })
             }
         }
     }
+}
+
+/// Why asking one external server failed; the note a search or `engram providers`
+/// shows (after the provider's name). The token is never part of it.
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("the providers' runtime is gone")]
+    RuntimeGone,
+    #[error("no answer within its deadline of {ms} ms")]
+    Deadline { ms: u128 },
+    #[error("the provider's thread panicked")]
+    Panicked,
+    #[error("the command is empty; give the program to start")]
+    EmptyCommand,
+    #[error("could not start {program:?}: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("the program's stdin and stdout could not be opened")]
+    NoPipes,
+    // Boxed (both handshakes): rmcp's error is large, and a handshake failure rare.
+    #[error("MCP handshake with {program:?} failed: {reason}")]
+    CommandHandshake {
+        program: String,
+        reason: Box<ClientInitializeError>,
+    },
+    #[error("the environment variable {var} (token_env) is not set")]
+    NoToken { var: String },
+    #[error("MCP handshake with {url} failed: {reason}")]
+    UrlHandshake {
+        url: String,
+        reason: Box<ClientInitializeError>,
+    },
+    #[error("calling {tool}: {reason}")]
+    Call { tool: String, reason: ServiceError },
+    #[error("listing its tools: {0}")]
+    ListTools(ServiceError),
 }
 
 impl ExternalProvider for McpProvider {
@@ -265,7 +309,8 @@ impl ExternalProvider for McpProvider {
     }
 
     fn search(&self, query: &str, top_k: usize) -> Result<Vec<ExternalHit>, String> {
-        let result = self.run(self.call(query))?;
+        // The provider interface carries the reason as text (the note a search shows).
+        let result = self.run(self.call(query)).map_err(|e| e.to_string())?;
         let texts: Vec<String> = result
             .content
             .iter()
@@ -289,9 +334,9 @@ impl ExternalProvider for McpProvider {
             let c = self.connection().await?;
             match c.client.list_all_tools().await {
                 Ok(tools) => Ok(tools),
-                Err(e) => {
+                Err(reason) => {
                     self.forget(&c).await;
-                    Err(format!("listing its tools: {e}"))
+                    Err(AskError::ListTools(reason))
                 }
             }
         });
@@ -324,8 +369,54 @@ impl ExternalProvider for McpProvider {
                     ));
                 }
             }
-            Err(e) => h.error = Some(external_note(&e)),
+            Err(e) => h.error = Some(external_note(&e.to_string())),
         }
         h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(transport: McpTransport) -> Arc<McpProvider> {
+        let spec = McpProviderSpec {
+            name: "docs".into(),
+            transport,
+            tool: "search".into(),
+            query_arg: "query".into(),
+            deadline: Duration::from_secs(5),
+        };
+        McpProvider::all(vec![spec]).unwrap().remove(0)
+    }
+
+    #[test]
+    fn a_provider_that_cannot_be_reached_says_why() {
+        let p = provider(McpTransport::Command {
+            argv: Vec::new(),
+            env: Vec::new(),
+        });
+        assert!(matches!(
+            p.run(p.connect()).err(),
+            Some(AskError::EmptyCommand)
+        ));
+        let p = provider(McpTransport::Command {
+            argv: vec!["/nonexistent/engram-test-provider".into()],
+            env: Vec::new(),
+        });
+        let e = p.search("q", 3).unwrap_err();
+        assert!(
+            e.starts_with("could not start \"/nonexistent/engram-test-provider\""),
+            "{e}"
+        );
+        let var = "ENGRAM_TEST_PROVIDER_TOKEN_NEVER_SET";
+        let p = provider(McpTransport::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+            token_env: Some(var.into()),
+        });
+        match p.run(p.connect()).err() {
+            Some(AskError::NoToken { var: v }) => assert_eq!(v, var),
+            other => panic!("{other:?}"),
+        }
     }
 }

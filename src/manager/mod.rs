@@ -10,22 +10,25 @@
 
 mod backend;
 mod external;
+mod first_index;
 #[cfg(feature = "mcp")]
 mod mcp_provider;
 #[cfg(feature = "mcp")]
 mod mcp_result;
 mod providers;
 mod scan;
+mod vector_fill;
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use backend::BackendProviders;
+pub use backend::{memory_hit, BackendProviders};
 pub use external::{
     ask_all, ExternalAnswer, ExternalHit, ExternalProvider, ProviderHealth, ProviderNote,
     ProviderStatus,
 };
+pub use first_index::{FirstIndex, DEFAULT_WAIT as FIRST_INDEX_WAIT};
 #[cfg(feature = "mcp")]
 pub use mcp_provider::{McpProvider, McpProviderSpec, McpTransport, BASIC_ENV};
 pub use providers::{
@@ -33,6 +36,7 @@ pub use providers::{
     SessionMemoryProvider, StoreProviders, StoreVectorStore, SymbolChunker, VectorStore,
 };
 pub use scan::{scan_memories, scan_memory};
+pub use vector_fill::{FillStatus, VectorFill};
 
 use crate::gate::{Block, Gate, GateError};
 use crate::memory::MemoryFilter;
@@ -139,11 +143,11 @@ const PER_PROVIDER: usize = 8;
 impl MemoryManager {
     /// The built-in providers of one store.
     pub fn new(providers: StoreProviders, gate: Gate) -> MemoryManager {
-        let p = Arc::new(providers);
+        let memories = Arc::new(BackendProviders::local(providers.memories().clone()));
         MemoryManager {
-            code: p.clone(),
-            sessions: p.clone(),
-            notes: p,
+            code: Arc::new(providers),
+            sessions: memories.clone(),
+            notes: memories,
             external: Vec::new(),
             gate,
             #[cfg(feature = "llm")]

@@ -17,7 +17,7 @@ use super::ManagerError;
 use crate::embed::Embedder;
 use crate::index::symbols::{self, SymbolChunk};
 use crate::index::{self, IndexOptions, IndexReport, SymbolInfo};
-use crate::memory::{note_name, Memories, Memory, MemoryFilter};
+use crate::memory::{Memories, Memory, MemoryFilter};
 use crate::search::{self, HitKind, SearchHit, SearchOptions};
 use crate::store::{Store, WriteBatch};
 
@@ -78,7 +78,7 @@ pub trait VectorStore: Send + Sync {
 
 /// `[source: path:start-end]`, or `[memory: mem:id]` followed by a memory's
 /// `[stale: …]` tag when its code changed.
-fn attribution(h: &SearchHit) -> String {
+pub(super) fn attribution(h: &SearchHit) -> String {
     match (&h.path, h.start_line, h.end_line) {
         (Some(p), Some(a), Some(b)) => format!("[source: {p}:{a}-{b}]"),
         _ => match h
@@ -92,7 +92,8 @@ fn attribution(h: &SearchHit) -> String {
     }
 }
 
-/// The providers built into an engram store.
+/// The code provider built into an engram store. Its memories and notes are
+/// [`super::BackendProviders`]'s, the one path for every backend.
 #[derive(Clone)]
 pub struct StoreProviders {
     memories: Arc<Memories>,
@@ -109,6 +110,11 @@ impl StoreProviders {
             embedder,
             index_options,
         }
+    }
+
+    /// The store's memories (the manager's memory and note providers read them).
+    pub fn memories(&self) -> &Arc<Memories> {
+        &self.memories
     }
 
     fn engine_store(&self) -> &Store {
@@ -162,64 +168,6 @@ impl CodeMemoryProvider for StoreProviders {
             &self.index_options,
         )?)
     }
-}
-
-impl SessionMemoryProvider for StoreProviders {
-    fn store(&self, memory: Memory) -> Result<Memory, ManagerError> {
-        Ok(self.memories.write(memory)?)
-    }
-
-    fn query(
-        &self,
-        query: &str,
-        filter: &MemoryFilter,
-        top_k: usize,
-    ) -> Result<Vec<ContextItem>, ManagerError> {
-        self.items(
-            query,
-            SearchOptions {
-                top_k,
-                kind: Some(HitKind::Memory),
-                memory_filter: filter.clone(),
-                embedder: self.embedder.clone(),
-                ..SearchOptions::default()
-            },
-        )
-    }
-}
-
-impl NoteProvider for StoreProviders {
-    fn set(&self, name: &str, value: &str) -> Result<(), ManagerError> {
-        self.memories
-            .note_set(name, value, Some("agent_observed"))?;
-        Ok(())
-    }
-
-    fn get(&self, name: &str) -> Result<Option<String>, ManagerError> {
-        Ok(self.memories.note_get(name)?.map(|m| m.text))
-    }
-
-    fn list(&self) -> Result<Vec<(String, String)>, ManagerError> {
-        note_pairs(self.memories.note_list()?)
-    }
-
-    fn search(&self, query: &str, top_k: usize) -> Result<Vec<ContextItem>, ManagerError> {
-        let filter = MemoryFilter {
-            kind: Some("note".into()),
-            ..MemoryFilter::default()
-        };
-        SessionMemoryProvider::query(self, query, &filter, top_k)
-    }
-}
-
-/// Notes as [`NoteProvider::list`] gives them, (name, value), from either backend.
-pub(super) fn note_pairs(
-    notes: Vec<crate::memory::Memory>,
-) -> Result<Vec<(String, String)>, ManagerError> {
-    Ok(notes
-        .into_iter()
-        .map(|m| (note_name(&m).unwrap_or("").to_string(), m.text))
-        .collect())
 }
 
 /// The built-in chunker: tree-sitter symbols, Markdown headings, line windows.

@@ -20,7 +20,7 @@ impl Engine {
             .transpose()
             .map_err(err)?
             .unwrap_or(0);
-        let limit = bounded_count(a, "limit", 50, 500) as usize;
+        let limit = bounded_count(a, "limit", 20, 500) as usize;
         let (events, total) = self.audit.read_last(since_ms, limit).map_err(err)?;
         let values = events
             .iter()

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, err, required_str, str_list};
+use super::args::{arg_str, err, required_str, str_list, ToolError};
 use super::handlers::{Engine, ToolResult};
 use crate::assist::{is_base64, screenshot_from, unread_image, warn, Assistant, Features, Level};
 use crate::memory::ErrorReport;
@@ -23,7 +23,7 @@ impl Engine {
     pub(super) fn after_session_end(&self, id: &str, v: &mut Value) {
         let mut warnings = Vec::new();
         if let Some(a) = self.assistant_with(|f| f.summary) {
-            match a.summarize_session_in(&*self.backend, &*self.memories, id) {
+            match a.summarize_session_in(&**self.backend(), &*self.memories, id) {
                 Ok(m) => {
                     let summary = m.metadata.get("llm_summary").and_then(Value::as_str);
                     let clean = self
@@ -37,7 +37,7 @@ impl Engine {
             }
         }
         if let Some(a) = self.assistant_with(|f| f.extract) {
-            match a.extract_knowledge_in(&*self.backend, &*self.memories, id) {
+            match a.extract_knowledge_in(&**self.backend(), &*self.memories, id) {
                 Ok(x) => {
                     v["extracted"] = json!(x.stored.iter().map(|m| &m.id).collect::<Vec<_>>());
                 }
@@ -51,7 +51,7 @@ impl Engine {
 
     /// `coding_record_error`: a screenshot is kept as its hash and size only, and read
     /// by the vision model when that feature is on.
-    pub(super) fn record_error(&self, a: Map<String, Value>) -> ToolResult {
+    pub(super) fn record_error(&self, a: Map<String, Value>, started: Option<&str>) -> ToolResult {
         let mut e: ErrorReport = serde_json::from_value(Value::Object(a.clone())).map_err(err)?;
         let mut warnings = Vec::new();
         if let Some(given) = e.screenshot.take() {
@@ -97,10 +97,11 @@ impl Engine {
             }
         }
         let mem = self
-            .backend
-            .record_error(&e, &str_list(&a, "tags"))
+            .backend()
+            .record_error(&e, &str_list(&a, "tags"), started)
             .map_err(err)?;
-        let mut v = json!({"id": mem.id, "frequency": mem.metadata.get("frequency")});
+        let mut v = json!({"id": mem.id, "frequency": mem.metadata.get("frequency"),
+            "session": mem.session});
         if let Some(r) = mem.metadata.get("screenshot_reading") {
             v["screenshot_reading"] = r.clone();
         }
@@ -120,14 +121,15 @@ impl Engine {
                 return Err("dry_run shows what would be sent to the chat model, and none is configured (set llm_model)".into());
             };
             let dry = asst.dry_run_copy();
-            crate::assist::suggest(Some(&dry), &*self.backend, &*self.memories, id).map_err(err)?;
+            crate::assist::suggest(Some(&dry), &**self.backend(), &*self.memories, id)
+                .map_err(err)?;
             return Ok(json!({"dry_run": true, "requests": dry.prepared()}));
         }
         // The error and past ones come from where the memory tools read (the team
         // backend too); a model call is audited in the team log when one is set.
         let (s, warning) = crate::assist::suggest(
             self.assistant.as_deref(),
-            &*self.backend,
+            &**self.backend(),
             &*self.memories,
             id,
         )
@@ -150,7 +152,7 @@ impl Engine {
         context: &str,
         budget: usize,
         warnings: &mut Vec<String>,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, ToolError> {
         let level = match arg_str(a, "compress") {
             Some(l) => l.parse::<Level>()?,
             None if self.assistant_with(|f| f.compress).is_some() => Level::Detailed,

@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value};
 
 use super::args::arg_str;
-use super::handlers::{Engine, ToolResult};
+use super::handlers::{Connection, Engine, ToolResult};
 use super::shape;
 use crate::gate::{redact_args, sanitize, AuditEvent};
 use crate::memory::{attach_event_to_next_write, take_unattached_event};
@@ -51,9 +51,22 @@ impl Engine {
         self.call_as(name, args, None)
     }
 
-    /// Run tool `name` for the caller who said they were `user_id`, auditing it.
+    /// Run tool `name` for the caller who said they were `user_id`, auditing it, as
+    /// a call of its own (no connection remembers a session it started).
     pub fn call_as(
         &self,
+        name: &str,
+        args: &Map<String, Value>,
+        user_id: Option<&str>,
+    ) -> ToolResult {
+        self.call_on(&Connection::default(), name, args, user_id)
+    }
+
+    /// [`Engine::call_as`] on client connection `conn`: coding records made without
+    /// a session id join the session this connection started, while it is open.
+    pub fn call_on(
+        &self,
+        conn: &Connection,
         name: &str,
         args: &Map<String, Value>,
         user_id: Option<&str>,
@@ -106,13 +119,14 @@ impl Engine {
             }
         }
         if result.is_ok() {
-            result = self.dispatch(name, &args).map(|mut v| {
+            result = self.dispatch(name, &args, conn).map(|mut v| {
                 if !written_flags.is_empty() && v.is_object() {
                     v["flags"] = json!(written_flags);
                 }
                 if redactions > 0 && v.is_object() {
                     v["redacted_secrets"] = json!(redactions);
                 }
+                shape::fit_list_reply(name, &args, &mut v, self.gate.caps.total_bytes);
                 v
             });
         }

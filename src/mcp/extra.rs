@@ -2,19 +2,16 @@
 //! call: `memory_update` (`Memories::update`), `memory_delete` (`Memories::forget`),
 //! `delete_note` and `search_notes` (notes), `memory_stats` (what
 //! `GET /api/memory/{repo}/stats` reports); and staleness: `memory_stale`
-//! (`stale::list`) and `memory_confirm` (`stale::confirm`), on the team backend
-//! `stale::list_in` and `stale::confirm_in` (its memories against the local code
-//! index). Listed in the `memory` profile, not `core`.
-
-use std::collections::HashMap;
+//! (`stale::list`) and `memory_confirm` (`stale::confirm`), through the engine's
+//! [`crate::manager::BackendProviders`] on either backend (the team backend's memories
+//! judged against the local code index). Listed in the `memory` profile, not `core`.
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, err, required_str, str_list};
+use super::args::{arg_str, err, required_str, str_list, ToolError};
 use super::handlers::{Engine, ToolResult};
 use super::tools::{opt, req as required, Profile, ToolSpec, Ty};
 use crate::memory::Memory;
-use crate::stale::Staleness;
 
 const MEMORY: &[Profile] = &[Profile::Memory];
 
@@ -22,7 +19,7 @@ const MEMORY: &[Profile] = &[Profile::Memory];
 pub static EXTRA_TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "memory_update",
-        description: "Change a memory (a new version; earlier ones stay in its history). Only the fields given change.",
+        description: "Change a memory as a new version (earlier ones stay in its history); only the fields given change. Use it when a memory is out of date.",
         params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"]),
             opt("text", Ty::Str, "The new text."), opt("task", Ty::Str, "Task type."),
             opt("insights", Ty::StrList, "Insight types."),
@@ -33,38 +30,38 @@ pub static EXTRA_TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "memory_delete",
-        description: "Delete a memory by id. Returns whether there was one.",
+        description: "Delete a memory by id; returns whether there was one. Use it for a memory that is wrong.",
         params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "delete_note",
-        description: "Delete a repository note by name. Returns whether there was one.",
+        description: "Delete a repository note by name; returns whether there was one. Use it for a note that no longer holds.",
         params: &[required("name", Ty::Str, "The note's name (also key).").aka(&["key"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "search_notes",
-        description: "Find repository notes whose name or value contains every word of the query (case-insensitive).",
+        description: "Find notes whose name or value contains every word of the query. Use it when you do not know a note's name.",
         params: &[required("query", Ty::Str, "Words to find."),
             opt("limit", Ty::Int, "Most notes (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "memory_stale",
-        description: "Memories whose code changed, was renamed or deleted since they were written, newest change first, each with what changed. Review each: memory_confirm if it still holds, memory_update if not.",
+        description: "Memories whose code changed, moved or was deleted since they were written, each with what changed. Use it to review them: memory_confirm if one still holds, memory_update if not.",
         params: &[opt("limit", Ty::Int, "Most memories (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "memory_confirm",
-        description: "Confirm a stale memory still holds: re-anchor it to the code as it is now (a new version; fresh again).",
+        description: "Re-anchor a stale memory to the code as it is now (a new version, fresh again). Use it when a stale memory still holds.",
         params: &[required("id", Ty::Str, "The memory id (also memory_id).").aka(&["memory_id"])],
         profiles: MEMORY,
     },
     ToolSpec {
         name: "memory_stats",
-        description: "How much this repository's store holds: memories, records, indexed files, chunks and symbols.",
+        description: "How much the store holds: memories, records, indexed files, chunks and symbols. Use it to check a repository is indexed.",
         params: &[],
         profiles: MEMORY,
     },
@@ -78,9 +75,9 @@ impl Engine {
             "memory_delete" => {
                 let id = match required_str(a, "id") {
                     Ok(id) => id,
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some(Err(e.into())),
                 };
-                self.backend
+                self.backend()
                     .forget(id)
                     .map(|deleted| json!({"id": id, "deleted": deleted}))
                     .map_err(err)
@@ -88,9 +85,9 @@ impl Engine {
             "delete_note" => {
                 let name = match required_str(a, "name") {
                     Ok(n) => n,
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some(Err(e.into())),
                 };
-                self.backend
+                self.backend()
                     .note_delete(name)
                     .map(|deleted| json!({"name": name, "deleted": deleted}))
                     .map_err(err)
@@ -105,7 +102,7 @@ impl Engine {
 
     fn memory_update(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "id")?;
-        let m = &self.backend;
+        let m = self.backend();
         let mut change = m
             .get(id)
             .map_err(err)?
@@ -139,12 +136,7 @@ impl Engine {
             .and_then(Value::as_u64)
             .unwrap_or(20)
             .clamp(1, 500) as usize;
-        let found = if self.team {
-            crate::stale::list_in(self.memories.store(), &*self.backend, limit)
-        } else {
-            crate::stale::list(&self.memories, limit)
-        }
-        .map_err(err)?;
+        let found = self.providers.stale(limit).map_err(err)?;
         let mut budget = self.gate.budget();
         let mut items = Vec::new();
         for s in &found {
@@ -159,29 +151,10 @@ impl Engine {
 
     fn memory_confirm(&self, a: &Map<String, Value>) -> ToolResult {
         let id = required_str(a, "id")?;
-        let m = if self.team {
-            crate::stale::confirm_in(self.memories.store(), &*self.backend, id)
-        } else {
-            crate::stale::confirm(&self.memories, id)
-        }
-        .map_err(err)?;
+        let m = self.providers.confirm(id).map_err(err)?;
         let mut shown = super::shape::memory(&m, &mut self.gate.budget());
         self.annotate_stale(std::slice::from_ref(&m), shown.iter_mut())?;
         Ok(json!({"id": m.id, "confirmed": true, "version": m.version, "memory": shown}))
-    }
-
-    /// The stale marks of `found` (those with none left out): the local store's
-    /// derived marks, or on the team backend its memories' anchors judged against
-    /// the local code index.
-    pub(super) fn stale_marks(
-        &self,
-        found: &[Memory],
-    ) -> Result<HashMap<String, Vec<Staleness>>, String> {
-        if self.team {
-            return crate::stale::marks_against(self.memories.store(), found).map_err(err);
-        }
-        let ids: Vec<String> = found.iter().map(|m| m.id.clone()).collect();
-        crate::stale::of_memories(self.memories.store(), &ids).map_err(err)
     }
 
     /// Add `stale` (the marks, empty when fresh) to each shaped memory of `found`.
@@ -189,8 +162,8 @@ impl Engine {
         &self,
         found: &[Memory],
         items: impl Iterator<Item = &'a mut Value>,
-    ) -> Result<(), String> {
-        let mut marks = self.stale_marks(found)?;
+    ) -> Result<(), ToolError> {
+        let mut marks = self.providers.marks(found)?;
         for v in items {
             let Some(id) = v.get("id").and_then(Value::as_str).map(String::from) else {
                 continue;
@@ -204,13 +177,8 @@ impl Engine {
 
     /// The project context of wherever the memories are, at most `budget` bytes, stale
     /// entries tagged against the local code index.
-    pub(super) fn full_context(&self, budget: usize) -> Result<String, String> {
-        if self.team {
-            crate::stale::project_context_in(self.memories.store(), &*self.backend, budget)
-        } else {
-            crate::stale::project_context(&self.memories, budget)
-        }
-        .map_err(err)
+    pub(super) fn full_context(&self, budget: usize) -> Result<String, ToolError> {
+        Ok(self.providers.context(budget)?)
     }
 
     fn search_notes(&self, a: &Map<String, Value>) -> ToolResult {
@@ -223,7 +191,7 @@ impl Engine {
             .and_then(Value::as_u64)
             .unwrap_or(20)
             .clamp(1, 500) as usize;
-        let notes = self.backend.note_list().map_err(err)?;
+        let notes = self.backend().note_list().map_err(err)?;
         let found: Vec<_> = notes
             .into_iter()
             .filter(|n| {
@@ -241,12 +209,10 @@ impl Engine {
     /// What the store holds (also served as `GET /api/memory/{repo}/stats`).
     pub fn stats(&self) -> ToolResult {
         let store = self.memories.store();
-        let count = |sql: &str| -> Result<i64, String> {
-            store
-                .with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))
-                .map_err(err)
+        let count = |sql: &str| -> Result<i64, ToolError> {
+            Ok(store.with_tracker(|db| Ok(db.query_row(sql, [], |r| r.get(0))?))?)
         };
-        let memories = self.backend.count().map_err(err)?;
+        let memories = self.backend().count().map_err(err)?;
         Ok(json!({
             "repo": self.gate.repo,
             "memories": memories,

@@ -10,17 +10,17 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::args::{arg_str, bounded_count, err, required_str, str_list};
+use super::args::{arg_str, bounded_count, err, required_str, str_list, ToolError};
 use super::shape;
 use crate::embed::Embedder;
 use crate::gate::{AuditLog, AuditQueue, Gate};
 use crate::index::{self, IndexOptions};
-use crate::manager::{BackendProviders, MemoryManager, StoreProviders};
+use crate::manager::{BackendProviders, FirstIndex, MemoryManager, StoreProviders, VectorFill};
 use crate::memory::{
     parse_since, Decision, FileChange, Memories, Memory, MemoryBackend, MemoryFilter,
 };
 use crate::patterns::{PatternSetStore, Patterns, ScanTarget};
-use crate::search::{self, HitKind, SearchOptions};
+use crate::search::{self, HitKind, SearchOptions, SearchResults};
 
 /// Everything a tool call may use: one repository's store and its gate.
 pub struct Engine {
@@ -30,11 +30,10 @@ pub struct Engine {
     pub audit: AuditQueue,
     pub memories: Arc<Memories>,
     /// Where the memory tools (write, update, get, search, forget, list, notes,
-    /// coding records) read and write: the local store by default, the team backend
-    /// (PostgreSQL) when `database_url` is set. Code tools stay on [`Engine::memories`].
-    pub backend: Arc<dyn MemoryBackend>,
-    /// Whether [`Engine::backend`] is not the local store.
-    pub team: bool,
+    /// coding records) read and write, resolved once: the local store, or the team
+    /// backend (PostgreSQL, [`Engine::with_backend`]) judged against the local code
+    /// index. One body per tool; code tools stay on [`Engine::memories`].
+    pub providers: BackendProviders,
     pub gate: Gate,
     pub embedder: Arc<dyn Embedder>,
     pub index_options: IndexOptions,
@@ -47,6 +46,12 @@ pub struct Engine {
     /// Where loaded pattern-set definitions are kept: the local store, or the team
     /// backend. Sets are compiled and scanned over the local store either way.
     pub pattern_sets: Arc<dyn PatternSetStore>,
+    /// How long a code_search in a never-indexed repository waits for its first
+    /// index before answering with what is indexed so far ([`FirstIndex`]).
+    pub first_index_wait: std::time::Duration,
+    first_index: FirstIndex,
+    /// Adds a slow embedder's vectors after a keywords-first pass, in the background.
+    pub vector_fill: Arc<VectorFill>,
 }
 
 impl Engine {
@@ -61,8 +66,7 @@ impl Engine {
         let audit = AuditQueue::new(Arc::downgrade(&memories) as std::sync::Weak<dyn AuditLog>);
         let memories_defs: Arc<dyn PatternSetStore> = memories.clone();
         Engine {
-            backend: memories.clone(),
-            team: false,
+            providers: BackendProviders::local(memories.clone()),
             memories,
             gate,
             embedder,
@@ -72,6 +76,9 @@ impl Engine {
             assistant: None,
             team_log: None,
             pattern_sets: memories_defs,
+            first_index_wait: crate::manager::FIRST_INDEX_WAIT,
+            first_index: Default::default(),
+            vector_fill: Default::default(),
         }
     }
 
@@ -92,21 +99,22 @@ impl Engine {
         }
         self.team_log = Some(log);
         self.pattern_sets = backend.clone();
-        self.backend = backend;
-        self.team = true;
+        self.providers = BackendProviders::new(backend, Some(self.memories.clone()));
         // enrich_prompt's memories and notes come from the backend too (stale tags
         // from the local code index); the code provider stays on the local store.
-        let providers = Arc::new(BackendProviders::new(
-            self.backend.clone(),
-            Some(self.memories.clone()),
-        ));
+        let providers = Arc::new(self.providers.clone());
         self.manager.sessions = providers.clone();
         self.manager.notes = providers;
         #[cfg(feature = "llm")]
         if let Some((_, memories, _)) = &mut self.manager.rerank {
-            *memories = self.backend.clone();
+            *memories = self.providers.backend().clone();
         }
         self
+    }
+
+    /// Where the memory tools read and write (see [`Engine::providers`]).
+    pub fn backend(&self) -> &Arc<dyn MemoryBackend> {
+        self.providers.backend()
     }
 
     /// The same engine with a chat model (the manager reranks with it when the
@@ -119,7 +127,7 @@ impl Engine {
         let log: Arc<dyn AuditLog> = self.memories.clone();
         self.manager.rerank = assistant
             .clone()
-            .map(|a| (a, self.backend.clone(), log.clone()));
+            .map(|a| (a, self.backend().clone(), log.clone()));
         self.assistant = assistant;
         self
     }
@@ -133,12 +141,46 @@ impl Engine {
     }
 }
 
+/// What one client connection remembers between its calls: the coding session it
+/// started, which its records made without a session id join while it is open (see
+/// [`crate::memory::ActiveSession`]). A stdio server has one; over HTTP each MCP
+/// session has its own.
+#[derive(Debug, Default)]
+pub struct Connection {
+    started: std::sync::Mutex<Option<String>>,
+}
+
+impl Connection {
+    /// The session this connection started and has not ended.
+    pub fn started(&self) -> Option<String> {
+        self.started.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set_started(&self, id: Option<String>) {
+        if let Ok(mut s) = self.started.lock() {
+            *s = id;
+        }
+    }
+
+    /// Forget `id` as this connection's session (it ended).
+    pub(super) fn ended(&self, id: &str) {
+        if self.started().as_deref() == Some(id) {
+            self.set_started(None);
+        }
+    }
+}
+
 /// A tool that ran and failed, with the reason for the caller.
 pub type ToolResult = Result<Value, String>;
 
 impl Engine {
     pub(super) fn search(&self, query: &str, opts: SearchOptions) -> ToolResult {
         let r = search::search(self.memories.store(), query, &opts).map_err(err)?;
+        Ok(self.hits(&r))
+    }
+
+    /// Search results shaped for output under one budget.
+    pub(super) fn hits(&self, r: &SearchResults) -> Value {
         let mut budget = self.gate.budget();
         let hits = shape::hits(&r.hits, &mut budget);
         let mut v = shape::listed("hits", hits, &budget);
@@ -146,7 +188,19 @@ impl Engine {
         if let Some(space) = &r.vector_space {
             v["vector_space"] = json!(space);
         }
-        Ok(v)
+        v
+    }
+
+    /// Index the repository first when it never was, within
+    /// [`Engine::first_index_wait`]; the note to add to the answer, if any.
+    pub(super) fn index_first(&self) -> Result<Option<String>, ToolError> {
+        Ok(self.first_index.ensure(
+            &self.memories,
+            self.gate.root(),
+            &self.index_options,
+            &self.vector_fill,
+            self.first_index_wait,
+        )?)
     }
 
     /// Memories shaped for output under one budget, listed under `field`, each with
@@ -160,11 +214,11 @@ impl Engine {
 
     /// The file-path arguments of a coding record made repository-relative (and
     /// refused when they lead outside the repository).
-    fn relative_paths(&self, a: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+    fn relative_paths(&self, a: &Map<String, Value>) -> Result<Map<String, Value>, ToolError> {
         let mut a = a.clone();
         for k in ["path", "file"] {
             if let Some(p) = arg_str(&a, k) {
-                let rel = self.gate.relative(p).map_err(err)?;
+                let rel = self.gate.relative(p)?;
                 a.insert(k.into(), json!(rel));
             }
         }
@@ -172,29 +226,26 @@ impl Engine {
             let rel = files
                 .iter()
                 .filter_map(Value::as_str)
-                .map(|p| self.gate.relative(p).map_err(err))
+                .map(|p| self.gate.relative(p))
                 .collect::<Result<Vec<_>, _>>()?;
             a.insert("related_files".into(), json!(rel));
         }
         Ok(a)
     }
 
-    fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, String> {
+    fn search_options(&self, a: &Map<String, Value>) -> Result<SearchOptions, ToolError> {
         Ok(SearchOptions {
             top_k: bounded_count(a, "top_k", 10, 100) as usize,
             lang: arg_str(a, "lang").map(String::from),
             path_glob: arg_str(a, "path").map(String::from),
-            kind: arg_str(a, "kind")
-                .map(str::parse::<HitKind>)
-                .transpose()
-                .map_err(err)?,
+            kind: arg_str(a, "kind").map(str::parse::<HitKind>).transpose()?,
             embedder: self.embedder.clone(),
             ..SearchOptions::default()
         })
     }
 
-    pub(super) fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, String> {
-        MemoryFilter {
+    pub(super) fn memory_filter(&self, a: &Map<String, Value>) -> Result<MemoryFilter, ToolError> {
+        Ok(MemoryFilter {
             kind: arg_str(a, "kind").map(String::from),
             task: arg_str(a, "task").map(String::from),
             insights: str_list(a, "insights"),
@@ -203,11 +254,9 @@ impl Engine {
             session: arg_str(a, "session").map(String::from),
             since_ms: arg_str(a, "since")
                 .map(|t| parse_since(t, crate::store::now_ms()))
-                .transpose()
-                .map_err(err)?,
+                .transpose()?,
         }
-        .normalised()
-        .map_err(err)
+        .normalised()?)
     }
 
     fn reindex(&self) -> ToolResult {
@@ -215,8 +264,25 @@ impl Engine {
             .gate
             .root()
             .ok_or("this server has no repository root to index")?;
-        let r = index::index(self.memories.store(), root, &self.index_options).map_err(err)?;
-        serde_json::to_value(r).map_err(err)
+        if !self.index_options.splits_keywords_first() {
+            let r = index::index(self.memories.store(), root, &self.index_options).map_err(err)?;
+            return serde_json::to_value(r).map_err(err);
+        }
+        // A slow embedder (a model): answer once the keywords are in, within a tool
+        // call's deadline, and add its vectors in the background.
+        let r =
+            index::index_keywords(self.memories.store(), root, &self.index_options).map_err(err)?;
+        self.vector_fill.request(
+            self.memories.clone(),
+            root.to_path_buf(),
+            &self.index_options,
+        );
+        let mut v = serde_json::to_value(r).map_err(err)?;
+        v["vectors"] = json!(format!(
+            "{}'s vectors are being added in the background; until they are complete search uses the built-in ones",
+            self.index_options.embedder.name()
+        ));
+        Ok(v)
     }
 
     fn index_path(&self, a: &Map<String, Value>, dir: bool) -> ToolResult {
@@ -233,12 +299,22 @@ impl Engine {
         self.reindex()
     }
 
-    pub(super) fn dispatch(&self, name: &str, a: &Map<String, Value>) -> ToolResult {
+    pub(super) fn dispatch(
+        &self,
+        name: &str,
+        a: &Map<String, Value>,
+        conn: &Connection,
+    ) -> ToolResult {
+        let started = conn.started();
+        let started = started.as_deref();
         if let Some(done) = self.dispatch_extra(name, a) {
             return done;
         }
+        if let Some(done) = self.dispatch_graph(name, a) {
+            return done;
+        }
         let m = &self.memories;
-        let b = &self.backend;
+        let b = self.backend();
         match name {
             "code_search" => {
                 let mut opts = self.search_options(a)?;
@@ -248,19 +324,25 @@ impl Engine {
                 if opts.kind.is_none() {
                     opts.kind = Some(HitKind::Chunk);
                 }
-                if a.get("providers").and_then(Value::as_bool) == Some(true) {
-                    return self.search_with_providers(required_str(a, "query")?, opts);
-                }
-                self.search(required_str(a, "query")?, opts)
+                let query = required_str(a, "query")?;
+                let note = self.index_first()?;
+                let found = if a.get("providers").and_then(Value::as_bool) == Some(true) {
+                    self.search_with_providers(query, opts)
+                } else {
+                    self.search(query, opts)
+                };
+                Ok(noted(found?, note))
             }
             "symbol_search" => {
+                let name = required_str(a, "name")?;
+                let note = self.index_first()?;
                 let found = index::lookup_symbols(
                     m.store(),
-                    required_str(a, "name")?,
+                    name,
                     bounded_count(a, "limit", 20, 200) as usize,
                 )
                 .map_err(err)?;
-                Ok(json!({"symbols": found}))
+                Ok(noted(json!({"symbols": found}), note))
             }
             "jit_index_file" | "register_file" => self.index_path(a, false),
             "jit_index_directory" => self.index_path(a, true),
@@ -330,17 +412,15 @@ impl Engine {
             "pattern_list" => self.pattern_list(),
             "pattern_scan" => {
                 let set = required_str(a, "set")?;
-                if let Some(k) = arg_str(a, "key").filter(|k| self.team && k.starts_with("mem:")) {
-                    // A memory of the team backend is not in the local store.
-                    let found =
-                        crate::manager::scan_memory(&self.patterns(), &**b, set, k).map_err(err)?;
-                    return Ok(json!({"matches": found}));
-                }
-                let target = match arg_str(a, "key") {
-                    Some(k) => ScanTarget::Key(k.to_string()),
-                    None => ScanTarget::Code,
-                };
-                let found = self.patterns().scan(set, &target).map_err(err)?;
+                let patterns = self.patterns();
+                let found = match arg_str(a, "key") {
+                    // A memory is read from wherever the memories are.
+                    Some(k) if k.starts_with("mem:") => {
+                        crate::manager::scan_memory(&patterns, &**b, set, k).map_err(err)
+                    }
+                    Some(k) => patterns.scan(set, &ScanTarget::Key(k.into())).map_err(err),
+                    None => patterns.scan(set, &ScanTarget::Code).map_err(err),
+                }?;
                 Ok(json!({"matches": found}))
             }
             "pattern_scan_memories" => self.pattern_scan_memories(a),
@@ -373,20 +453,23 @@ impl Engine {
                 let sess = b
                     .start_session(required_str(a, "description")?, &str_list(a, "tags"))
                     .map_err(err)?;
+                conn.set_started(Some(sess.id.clone()));
                 Ok(json!({"id": sess.id}))
             }
-            "coding_end_session" => self.end_session(a),
+            "coding_end_session" => self.end_session(a, conn),
             "coding_track_file_change" => {
                 let c: FileChange =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": b.track_file_change(&c).map_err(err)?.id}))
+                let change = b.track_file_change(&c, started).map_err(err)?;
+                Ok(json!({"id": change.id, "session": change.session}))
             }
-            "coding_record_error" => self.record_error(self.relative_paths(a)?),
+            "coding_record_error" => self.record_error(self.relative_paths(a)?, started),
             "coding_suggest_solution" => self.suggest_solution(a),
             "coding_record_decision" => {
                 let d: Decision =
                     serde_json::from_value(Value::Object(self.relative_paths(a)?)).map_err(err)?;
-                Ok(json!({"id": b.record_decision(&d).map_err(err)?.id}))
+                let decision = b.record_decision(&d, started).map_err(err)?;
+                Ok(json!({"id": decision.id, "session": decision.session}))
             }
             "coding_search_errors" => self.search_errors(a),
             "coding_get_project_context" => self.project_context(a),
@@ -412,4 +495,12 @@ impl Engine {
             .map_err(err)?;
         serde_json::to_value(e).map_err(err)
     }
+}
+
+/// `answer` with `note` added, when there is one.
+pub(super) fn noted(mut answer: Value, note: Option<String>) -> Value {
+    if let (Some(note), Some(fields)) = (note, answer.as_object_mut()) {
+        fields.insert("note".into(), json!(note));
+    }
+    answer
 }

@@ -14,12 +14,14 @@ mod assisted;
 mod call;
 mod compat;
 mod extra;
+mod graph_tools;
 pub mod handlers;
 pub mod http;
 pub mod normalise;
 mod outward;
 mod seeded;
 mod shape;
+mod stdio;
 pub mod tokens;
 mod tool_table;
 pub mod tools;
@@ -34,19 +36,35 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 
-pub use handlers::Engine;
+pub use handlers::{Connection, Engine};
 pub use tools::Profile;
 
-/// The server: the engine and the tools its profile lists.
-#[derive(Clone)]
+/// The server: the engine and the tools its profile lists, for one client
+/// connection.
 pub struct Server {
     engine: Arc<Engine>,
     tools: Arc<Vec<Tool>>,
     names: Arc<Vec<&'static str>>,
+    connection: Arc<Connection>,
+}
+
+/// A clone is a new connection: it shares the engine and the tool list, not the
+/// coding session the original's client started (the HTTP transport clones the
+/// server once per MCP session).
+impl Clone for Server {
+    fn clone(&self) -> Server {
+        Server {
+            engine: self.engine.clone(),
+            tools: self.tools.clone(),
+            names: self.names.clone(),
+            connection: Arc::default(),
+        }
+    }
 }
 
 impl Server {
-    /// A server over `engine` listing the tools of `profile`.
+    /// A server over `engine` listing the tools of `profile` (and letting be called
+    /// those [`tools::callable_for`] gives).
     pub fn new(engine: Engine, profile: Profile) -> Server {
         let specs = tools::tools_for(profile);
         let tools = specs
@@ -56,7 +74,13 @@ impl Server {
         Server {
             engine: Arc::new(engine),
             tools: Arc::new(tools),
-            names: Arc::new(specs.iter().map(|t| t.name).collect()),
+            names: Arc::new(
+                tools::callable_for(profile)
+                    .iter()
+                    .map(|t| t.name)
+                    .collect(),
+            ),
+            connection: Arc::default(),
         }
     }
 
@@ -65,9 +89,11 @@ impl Server {
         &self.engine
     }
 
-    /// Serve MCP on stdin/stdout until the client disconnects.
+    /// Serve MCP on stdin/stdout until the client disconnects. A request line over
+    /// `stdio::MAX_REQUEST_LINE_BYTES` (16 MiB) is answered with an error naming the limit.
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        let transport = stdio::StdioTransport::new(stdio::MAX_REQUEST_LINE_BYTES);
+        let running = self.serve(transport).await?;
         running.waiting().await?;
         Ok(())
     }
@@ -79,9 +105,10 @@ impl ServerHandler for Server {
         info.server_info = Implementation::new("engram", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(
             "engram remembers this repository for you. At the start of a task call \
-             coding_get_project_context or enrich_prompt; search memories before debugging \
-             and whenever earlier decisions come up; write a structured memory when a decision, \
-             constraint, pitfall or tradeoff appears."
+             enrich_prompt with the request and coding_start_session; search memories before \
+             debugging and whenever earlier decisions come up; record file changes, errors and \
+             decisions as you go (they join your session) and write a memory when you learn \
+             something worth keeping; end with coding_end_session."
                 .into(),
         );
         info
@@ -102,15 +129,19 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let (engine, names) = (self.engine.clone(), self.names.clone());
+        let (engine, names, conn) = (
+            self.engine.clone(),
+            self.names.clone(),
+            self.connection.clone(),
+        );
         // Normalising may look key hashes up in the store, so it runs off the async
         // threads with the call; a refused call is audited too.
         let outcome = tokio::task::spawn_blocking(move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 match normalise::prepare(&engine, &name, &names, args) {
-                    Ok(p) => Ok(engine.call_as(p.spec.name, &p.args, p.user_id.as_deref())),
+                    Ok(p) => Ok(engine.call_on(&conn, p.spec.name, &p.args, p.user_id.as_deref())),
                     Err(e) => {
-                        let message = shape::error_text(&e);
+                        let message = shape::error_text(&e.to_string());
                         engine.audit_refused(&name, &message);
                         Err(message)
                     }

@@ -20,13 +20,72 @@
 use serde_json::{json, Map, Value};
 
 use super::handlers::Engine;
-use super::tools::{self, Param, ToolSpec, Ty};
+use super::tools::{self, ArgsError, Param, ToolSpec, Ty};
+use crate::gate::GateError;
+use crate::store::StoreError;
 
 /// Arguments every tool accepts that name the caller's scope.
 const SCOPE: &[&str] = &["repo", "project_id", "user_id"];
 
 /// Parameters that hold keys: a 64-bit key hash given there is resolved to its key.
 const KEY_PARAMS: &[&str] = &["key", "id", "symbols", "resolved_by"];
+
+/// Why a call was refused before it ran. The text is what the caller is sent (an
+/// `invalid_params`), word for word as before these were typed; `tool` is the tool
+/// the call was routed to.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("no tool {name:?} in this server's profile; tools: {}", listed.join(", "))]
+    NoSuchTool { name: String, listed: Vec<String> },
+    #[error("{tool}: {arg} must be a string, got {value}")]
+    ScopeNotAString {
+        tool: &'static str,
+        arg: &'static str,
+        value: Value,
+    },
+    /// `repo` or `project_id` names a repository this server does not serve.
+    #[error("{tool}: {arg}: {reason}")]
+    OutOfScope {
+        tool: &'static str,
+        arg: &'static str,
+        reason: GateError,
+    },
+    #[error("{tool}: line_range must be [start, end] or \"start,end\", got {value}")]
+    LineRange { tool: &'static str, value: Value },
+    #[error("{tool}: screenshot_base64 must be a string")]
+    ScreenshotNotAString { tool: &'static str },
+    /// An alias (or seed argument) and its canonical name with different values.
+    #[error("{tool}: {alias:?} and {name:?} are the same argument and were given different values ({value} and {given}); pass only one")]
+    Conflict {
+        tool: &'static str,
+        alias: &'static str,
+        name: &'static str,
+        value: Value,
+        given: Value,
+    },
+    #[error("{tool}: {param}: no record has key hash {hash} (signed {}); pass a key or the hash of a stored one", *hash as i64)]
+    UnknownHash {
+        tool: &'static str,
+        param: &'static str,
+        hash: u64,
+    },
+    #[error("{tool}: looking up key hash {hash}: {reason}")]
+    HashLookup {
+        tool: &'static str,
+        hash: u64,
+        reason: StoreError,
+    },
+    /// The normalised arguments do not fit the tool's schema.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+}
+
+/// The message the caller is sent (a tool's result is text on the wire).
+impl From<CallError> for String {
+    fn from(e: CallError) -> String {
+        e.to_string()
+    }
+}
 
 /// A call ready to run: the tool, its arguments in engram's names and types, and who
 /// the caller said they were.
@@ -43,15 +102,15 @@ pub fn prepare(
     name: &str,
     listed: &[&str],
     args: Map<String, Value>,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, CallError> {
     let target = super::compat::target(name);
     let spec = match tools::find(target.unwrap_or(name)) {
         Some(spec) if target.is_some() || listed.contains(&spec.name) => spec,
         _ => {
-            return Err(format!(
-                "no tool {name:?} in this server's profile; tools: {}",
-                listed.join(", ")
-            ))
+            return Err(CallError::NoSuchTool {
+                name: name.into(),
+                listed: listed.iter().map(|t| t.to_string()).collect(),
+            })
         }
     };
     let mut args = args;
@@ -81,7 +140,7 @@ fn scope(
     engine: &Engine,
     spec: &ToolSpec,
     args: &mut Map<String, Value>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, CallError> {
     let mut user = None;
     for &k in SCOPE {
         let Some(v) = args.remove(k) else { continue };
@@ -89,27 +148,37 @@ fn scope(
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             Value::Null => continue,
-            other => return Err(format!("{}: {k} must be a string, got {other}", spec.name)),
+            _ => {
+                return Err(CallError::ScopeNotAString {
+                    tool: spec.name,
+                    arg: k,
+                    value: v,
+                })
+            }
         };
         if k == "user_id" {
             user = Some(text.chars().take(128).collect());
-        } else if let Err(e) = engine.gate.check_repo(&text) {
-            return Err(format!("{}: {k}: {e}", spec.name));
+        } else if let Err(reason) = engine.gate.check_repo(&text) {
+            return Err(CallError::OutOfScope {
+                tool: spec.name,
+                arg: k,
+                reason,
+            });
         }
     }
     Ok(user)
 }
 
 /// Seed arguments that are not a plain rename.
-fn seed_shapes(spec: &ToolSpec, args: &mut Map<String, Value>) -> Result<(), String> {
+fn seed_shapes(spec: &ToolSpec, args: &mut Map<String, Value>) -> Result<(), CallError> {
     if spec.name == "coding_track_file_change" {
         if let Some(range) = args.remove("line_range") {
-            let (a, b) = line_range(&range).ok_or_else(|| {
-                format!(
-                    "{}: line_range must be [start, end] or \"start,end\", got {range}",
-                    spec.name
-                )
-            })?;
+            let Some((a, b)) = line_range(&range) else {
+                return Err(CallError::LineRange {
+                    tool: spec.name,
+                    value: range,
+                });
+            };
             for (k, v) in [("start_line", a), ("end_line", b)] {
                 put_checked(spec, args, "line_range", k, json!(v))?;
             }
@@ -120,7 +189,7 @@ fn seed_shapes(spec: &ToolSpec, args: &mut Map<String, Value>) -> Result<(), Str
             // The handler keeps only what identifies the image (its sha256 and size),
             // never the image itself, and shows it to the vision model when that is on.
             let Value::String(data) = image else {
-                return Err(format!("{}: screenshot_base64 must be a string", spec.name));
+                return Err(CallError::ScreenshotNotAString { tool: spec.name });
             };
             // As a data URL, so even a short one is never taken for a path.
             let url = if data.trim_start().starts_with("data:") {
@@ -162,10 +231,10 @@ fn line_range(v: &Value) -> Option<(u64, u64)> {
 fn put_checked(
     spec: &ToolSpec,
     args: &mut Map<String, Value>,
-    from: &str,
-    key: &str,
+    from: &'static str,
+    key: &'static str,
     value: Value,
-) -> Result<(), String> {
+) -> Result<(), CallError> {
     match args.get(key) {
         Some(given) if !same(given, &value) => Err(conflict(spec, from, key, &value, given)),
         _ => {
@@ -175,11 +244,20 @@ fn put_checked(
     }
 }
 
-fn conflict(spec: &ToolSpec, alias: &str, name: &str, a: &Value, b: &Value) -> String {
-    format!(
-        "{}: {alias:?} and {name:?} are the same argument and were given different values ({a} and {b}); pass only one",
-        spec.name
-    )
+fn conflict(
+    spec: &ToolSpec,
+    alias: &'static str,
+    name: &'static str,
+    value: &Value,
+    given: &Value,
+) -> CallError {
+    CallError::Conflict {
+        tool: spec.name,
+        alias,
+        name,
+        value: value.clone(),
+        given: given.clone(),
+    }
 }
 
 /// Equal values, counting `"5"` and `5`, or `"a"` and `["a"]`, as equal.
@@ -199,7 +277,11 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 /// Rename `p`'s aliases to its name.
-fn rename_aliases(spec: &ToolSpec, p: &Param, args: &mut Map<String, Value>) -> Result<(), String> {
+fn rename_aliases(
+    spec: &ToolSpec,
+    p: &Param,
+    args: &mut Map<String, Value>,
+) -> Result<(), CallError> {
     for &alias in p.aliases {
         let Some(mut v) = args.remove(alias) else {
             continue;
@@ -248,15 +330,20 @@ fn resolve_hashes(
     spec: &ToolSpec,
     p: &Param,
     v: &mut Value,
-) -> Result<(), String> {
-    let resolve = |h: u64| -> Result<Value, String> {
-        match engine.memories.store().key_for_hash(h) {
+) -> Result<(), CallError> {
+    let resolve = |hash: u64| -> Result<Value, CallError> {
+        match engine.memories.store().key_for_hash(hash) {
             Ok(Some(key)) => Ok(json!(key)),
-            Ok(None) => Err(format!(
-                "{}: {}: no record has key hash {h} (signed {}); pass a key or the hash of a stored one",
-                spec.name, p.name, h as i64
-            )),
-            Err(e) => Err(format!("{}: looking up key hash {h}: {e}", spec.name)),
+            Ok(None) => Err(CallError::UnknownHash {
+                tool: spec.name,
+                param: p.name,
+                hash,
+            }),
+            Err(reason) => Err(CallError::HashLookup {
+                tool: spec.name,
+                hash,
+                reason,
+            }),
         }
     };
     if p.ty == Ty::StrList {
@@ -335,5 +422,29 @@ mod tests {
         assert!(!same(&json!(["auth"]), &json!(["ui"])));
         assert_eq!(line_range(&json!("42,57")), Some((42, 57)));
         assert_eq!(line_range(&json!([3, 9])), Some((3, 9)));
+    }
+
+    #[test]
+    fn seed_shapes_that_do_not_fit_are_refused_with_the_tool_named() {
+        let spec = tools::find("coding_track_file_change").unwrap();
+        let mut args = Map::new();
+        args.insert("line_range".into(), json!("ten to twelve"));
+        let e = seed_shapes(spec, &mut args).unwrap_err();
+        assert!(
+            matches!(&e, CallError::LineRange { tool, value } if *tool == spec.name && value == "ten to twelve"),
+            "{e:?}"
+        );
+        assert_eq!(
+            String::from(e),
+            "coding_track_file_change: line_range must be [start, end] or \"start,end\", got \"ten to twelve\""
+        );
+        let mut args = Map::new();
+        args.insert("line_range".into(), json!([3, 9]));
+        args.insert("start_line".into(), json!(4));
+        let e = seed_shapes(spec, &mut args).unwrap_err();
+        assert!(
+            matches!(&e, CallError::Conflict { alias, name, .. } if *alias == "line_range" && *name == "start_line"),
+            "{e:?}"
+        );
     }
 }

@@ -9,84 +9,43 @@
 use serde_json::{json, Map, Value};
 
 use super::args::{arg_str, bounded_count, err, required_str, str_list};
-use super::handlers::{Engine, ToolResult};
+use super::handlers::{Connection, Engine, ToolResult};
+use super::outward::{CALL_MARKS, MIN_BUDGET};
 use super::shape;
+use crate::manager::memory_hit;
 use crate::memory::taxonomy::{self, Axis};
-use crate::memory::{Memory, MemoryFilter};
-use crate::patterns::{PatternSet, ScanTarget};
-use crate::search::{HitKind, SearchHit, SearchOptions};
-
-/// A memory as a search hit (first line as the snippet).
-fn memory_hit(m: &Memory, score: f64) -> SearchHit {
-    SearchHit {
-        key: m.id.clone(),
-        kind: HitKind::Memory,
-        path: None,
-        start_line: None,
-        end_line: None,
-        symbol: None,
-        score,
-        snippet: m
-            .text
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(200)
-            .collect(),
-        text: Some(m.text.clone()),
-        stale: None,
-    }
-}
+use crate::memory::MemoryFilter;
+use crate::patterns::PatternSet;
+use crate::search::SearchResults;
 
 impl Engine {
     /// `memory_search` and `memory_search_structured`.
     pub(super) fn search_memories(&self, a: &Map<String, Value>) -> ToolResult {
         let filter = self.memory_filter(a)?;
         let top_k = bounded_count(a, "top_k", 10, 100) as usize;
-        let mut v = match arg_str(a, "query").filter(|q| !q.trim().is_empty()) {
-            Some(q) if self.team => {
-                let hits = self.backend.recall(q, &filter, top_k).map_err(err)?;
-                // Each hit's marks against the local code index, as local hits carry.
-                let found: Vec<Memory> = hits.iter().map(|h| h.memory.clone()).collect();
-                let mut marks = self.stale_marks(&found)?;
-                let hits: Vec<SearchHit> = hits
-                    .iter()
-                    .map(|h| SearchHit {
-                        stale: Some(marks.remove(&h.memory.id).unwrap_or_default()),
-                        ..memory_hit(&h.memory, h.score)
-                    })
-                    .collect();
-                let mut budget = self.gate.budget();
-                let shown = shape::hits(&hits, &mut budget);
-                let mut v = shape::listed("hits", shown, &budget);
-                v["degraded"] = Value::Null;
-                v
-            }
-            Some(q) => {
-                let opts = SearchOptions {
-                    top_k,
-                    kind: Some(HitKind::Memory),
-                    memory_filter: filter,
-                    embedder: self.embedder.clone(),
-                    ..SearchOptions::default()
-                };
-                self.search(q, opts)?
-            }
+        let found = match arg_str(a, "query").filter(|q| !q.trim().is_empty()) {
+            Some(q) => self.providers.recall(q, &filter, top_k).map_err(err)?,
             None => {
                 // Filters only: the entries newest first, as hits.
-                let found = self.backend.list_filtered(&filter, top_k, 0).map_err(err)?;
-                let mut hits: Vec<SearchHit> = found.iter().map(|m| memory_hit(m, 0.0)).collect();
-                if !self.team {
-                    crate::search::mark_stale(self.memories.store(), &mut hits).map_err(err)?;
+                let found = self
+                    .backend()
+                    .list_filtered(&filter, top_k, 0)
+                    .map_err(err)?;
+                let mut marks = self.providers.marks(&found).map_err(err)?;
+                SearchResults {
+                    hits: found
+                        .into_iter()
+                        .map(|m| {
+                            let stale = marks.remove(&m.id).unwrap_or_default();
+                            memory_hit(m, 0.0, stale)
+                        })
+                        .collect(),
+                    degraded: None,
+                    vector_space: None,
                 }
-                let mut budget = self.gate.budget();
-                let shown = shape::hits(&hits, &mut budget);
-                let mut v = shape::listed("hits", shown, &budget);
-                v["degraded"] = Value::Null;
-                v
             }
         };
+        let mut v = self.hits(&found);
         self.add_memory_fields(&mut v);
         Ok(v)
     }
@@ -103,7 +62,7 @@ impl Engine {
             if !key.starts_with("mem:") {
                 continue;
             }
-            if let Ok(Some(m)) = self.backend.get(&key) {
+            if let Ok(Some(m)) = self.backend().get(&key) {
                 h["id"] = json!(m.id);
                 h["key_hash"] = json!(crate::key::hash64(&m.id));
                 h["task"] = json!(m.task);
@@ -115,82 +74,31 @@ impl Engine {
         }
     }
 
-    /// `coding_end_session`: the given session, or the one active session.
-    pub(super) fn end_session(&self, a: &Map<String, Value>) -> ToolResult {
-        let m = &self.backend;
-        let id = match arg_str(a, "id") {
-            Some(id) => id.to_string(),
-            None => self.active_session()?,
-        };
+    /// `coding_end_session`: the given session, or the active one (the session this
+    /// connection started while it is open, else the store's one open session). The
+    /// statistics are those the memory layer counted from the summary's sections.
+    pub(super) fn end_session(&self, a: &Map<String, Value>, conn: &Connection) -> ToolResult {
+        let m = self.backend();
         let success = a.get("success").and_then(Value::as_bool).unwrap_or(true);
-        let sess = m
-            .end_session(&id, success, arg_str(a, "summary"))
-            .map_err(err)?;
+        let sess = match arg_str(a, "id") {
+            Some(id) => m.end_session(id, success, arg_str(a, "summary")),
+            None => m.end_active_session(conn.started().as_deref(), success, arg_str(a, "summary")),
+        }
+        .map_err(err)?;
+        conn.ended(&sess.id);
         let summary = self.gate.budget().take(&sess.text).unwrap_or_default();
         let mut v = json!({"id": sess.id, "summary": summary.text, "flags": summary.flags});
-        let filter = MemoryFilter {
-            session: Some(sess.id.clone()),
-            ..MemoryFilter::default()
-        };
-        let entries = m.list_filtered(&filter, usize::MAX >> 1, 0).map_err(err)?;
-        let field = |e: &Memory, k: &str| e.metadata.get(k).cloned().unwrap_or(Value::Null);
-        let mut files: Vec<String> = Vec::new();
-        for e in entries.iter().filter(|e| e.kind == "file_change") {
-            if let Some(p) = field(e, "path").as_str() {
-                if !files.iter().any(|f| f == p) {
-                    files.push(p.to_string());
-                }
-            }
-        }
-        let errors: Vec<&Memory> = entries.iter().filter(|e| e.kind == "error").collect();
-        let fixed = errors
-            .iter()
-            .filter(|e| field(e, "resolved").as_bool() == Some(true))
-            .count();
-        let ended = field(&sess, "ended_ms").as_u64().unwrap_or(sess.updated_ms);
+        let field = |k: &str| sess.metadata.get(k).cloned().unwrap_or(Value::Null);
+        let ended = field("ended_ms").as_u64().unwrap_or(sess.updated_ms);
         let minutes = ended.saturating_sub(sess.created_ms) as f64 / 60_000.0;
-        v["files_touched"] = json!(files);
-        v["errors_encountered"] = json!(errors.len());
-        v["errors_fixed"] = json!(fixed);
-        v["decisions_made"] = json!(entries.iter().filter(|e| e.kind == "decision").count());
+        v["files_touched"] = field("files_touched");
+        v["errors_encountered"] = field("errors_encountered");
+        v["errors_fixed"] = field("errors_fixed");
+        v["decisions_made"] = field("decisions_made");
         v["duration_minutes"] = json!((minutes * 10.0).round() / 10.0);
         v["success"] = json!(success);
         self.after_session_end(&sess.id, &mut v);
         Ok(v)
-    }
-
-    /// The id of the one active session; an error listing them when there are none
-    /// or several.
-    fn active_session(&self) -> Result<String, String> {
-        let filter = MemoryFilter {
-            kind: Some("session".into()),
-            ..MemoryFilter::default()
-        };
-        let active: Vec<Memory> = self
-            .backend
-            .list_filtered(&filter, 1000, 0)
-            .map_err(err)?
-            .into_iter()
-            .filter(|m| m.metadata.get("status").and_then(Value::as_str) == Some("active"))
-            .collect();
-        match active.as_slice() {
-            [one] => Ok(one.id.clone()),
-            [] => Err("no active coding session to end; pass its id, or start one with coding_start_session".into()),
-            several => Err(format!(
-                "{} coding sessions are active; pass the id of the one to end: {}",
-                several.len(),
-                several
-                    .iter()
-                    .take(20)
-                    .map(|m| format!(
-                        "{} ({})",
-                        m.id,
-                        m.metadata.get("description").and_then(Value::as_str).unwrap_or("")
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
     }
 
     /// `coding_search_errors`: each item keeps `score` and `memory` and gets the
@@ -200,17 +108,7 @@ impl Engine {
             required_str(a, "query")?,
             bounded_count(a, "top_k", 10, 100) as usize,
         );
-        let hits = if self.team {
-            let filter = MemoryFilter {
-                kind: Some("error".into()),
-                ..MemoryFilter::default()
-            };
-            let mut hits = self.backend.recall(query, &filter, top_k).map_err(err)?;
-            hits.sort_by_key(|h| !h.memory.metadata.contains_key("solution"));
-            hits
-        } else {
-            self.memories.search_errors(query, top_k).map_err(err)?
-        };
+        let hits = self.backend().search_errors(query, top_k).map_err(err)?;
         let mut budget = self.gate.budget();
         let mut out = Vec::new();
         for h in &hits {
@@ -246,29 +144,33 @@ impl Engine {
     /// `coding_get_project_context`; with a focus, the memories matching it come first.
     pub(super) fn project_context(&self, a: &Map<String, Value>) -> ToolResult {
         let budget = bounded_count(a, "budget", 4000, self.gate.caps.total_bytes as u64) as usize;
+        if budget < MIN_BUDGET {
+            return Err(format!(
+                "budget {budget} is too small: the reply's JSON alone needs about {MIN_BUDGET} bytes; give at least that"
+            ));
+        }
         let mut text = String::new();
         if let Some(focus) = arg_str(a, "focus").filter(|f| !f.trim().is_empty()) {
-            // From where the memory tools read (the team backend too), each tagged
-            // stale against the local code index.
-            let hits = if self.team {
-                self.backend.recall(focus, &MemoryFilter::default(), 5)
-            } else {
-                self.memories.recall(focus, 5)
-            }
-            .map_err(err)?;
+            // Ranked as memory_search ranks them, from where the memory tools read,
+            // each tagged stale against the local code index.
+            let hits = self
+                .providers
+                .recall(focus, &MemoryFilter::default(), 5)
+                .map_err(err)?
+                .hits;
             if !hits.is_empty() {
                 text.push_str(&format!("## Focus: {focus}\n"));
-                let found: Vec<Memory> = hits.iter().map(|h| h.memory.clone()).collect();
-                let marks = self.stale_marks(&found)?;
                 let now = crate::store::now_ms();
                 for h in hits {
-                    let first = h.memory.text.lines().next().unwrap_or("");
-                    let tag = marks
-                        .get(&h.memory.id)
+                    let body = h.text.as_deref().unwrap_or(&h.snippet);
+                    let first = body.lines().next().unwrap_or("");
+                    let tag = h
+                        .stale
+                        .as_deref()
                         .and_then(|s| crate::stale::tag(s, now))
                         .map(|t| format!(" {t}"))
                         .unwrap_or_default();
-                    text.push_str(&format!("- [{}] {first}{tag}\n", h.memory.id));
+                    text.push_str(&format!("- [{}] {first}{tag}\n", h.key));
                 }
                 text.push('\n');
             }
@@ -289,6 +191,8 @@ impl Engine {
         if !warnings.is_empty() {
             v["warnings"] = json!(warnings);
         }
+        // The budget is the whole reply's, JSON included.
+        crate::gate::fit_text(&mut v, "context", budget.saturating_sub(CALL_MARKS));
         Ok(v)
     }
 
@@ -344,8 +248,8 @@ impl Engine {
     }
 
     /// `pattern_scan_memories`: task and contexts normalised like everywhere else
-    /// (unknown values refused); every given context must match. On the team backend
-    /// the memories are read from it, page by page.
+    /// (unknown values refused); every given context must match. The memories are
+    /// read from wherever the memory tools read.
     pub(super) fn pattern_scan_memories(&self, a: &Map<String, Value>) -> ToolResult {
         let task = arg_str(a, "task")
             .map(|t| taxonomy::normalise(Axis::Task, t))
@@ -357,34 +261,15 @@ impl Engine {
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
         let set = required_str(a, "set")?;
-        if self.team {
-            let filter = MemoryFilter {
-                task,
-                contexts,
-                ..MemoryFilter::default()
-            };
-            let found =
-                crate::manager::scan_memories(&self.patterns(), &*self.backend, set, &filter)
-                    .map_err(err)?;
-            return Ok(json!({"matches": found}));
-        }
-        let target = ScanTarget::Memories {
+        let filter = MemoryFilter {
             task,
-            context: contexts.first().cloned(),
+            contexts,
+            ..MemoryFilter::default()
         };
-        let mut found = self.patterns().scan(set, &target).map_err(err)?;
-        if contexts.len() > 1 {
-            let mut keep = std::collections::HashMap::new();
-            found.retain(|m| {
-                *keep.entry(m.key.clone()).or_insert_with(|| {
-                    self.memories
-                        .get(&m.key)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|mem| contexts.iter().all(|c| mem.contexts.contains(c)))
-                })
-            });
-        }
+        let found = self
+            .providers
+            .scan_memories(&self.patterns(), set, &filter)
+            .map_err(err)?;
         Ok(json!({"matches": found}))
     }
 }

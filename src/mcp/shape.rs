@@ -34,6 +34,13 @@ pub fn hits(found: &[SearchHit], budget: &mut Budget) -> Vec<Value> {
             "end_line": h.end_line, "symbol": h.symbol, "score": h.score,
             "snippet": snippet.text, "source": source,
         });
+        if let Some(signature) = h.signature.as_deref() {
+            let Some(clean) = budget.take(signature) else {
+                break;
+            };
+            flags.extend(clean.flags);
+            v["signature"] = json!(clean.text);
+        }
         if let Some(text) = h.text.as_deref() {
             let Some(clean) = budget.take(text) else {
                 break;
@@ -147,6 +154,77 @@ pub fn listed(field: &str, items: Vec<Value>, budget: &Budget) -> Value {
     v
 }
 
+/// Most bytes of a list tool's reply when the caller gave no limit: a default
+/// answer stays small in an agent's context.
+pub const DEFAULT_REPLY_BYTES: usize = 8000;
+
+/// A tool whose reply lists items: the field holding them, the argument that caps
+/// how many (in its canonical name) and that cap's default.
+pub struct ListTool {
+    pub tool: &'static str,
+    pub field: &'static str,
+    pub limit: &'static str,
+    pub default: usize,
+}
+
+const fn list(
+    tool: &'static str,
+    field: &'static str,
+    limit: &'static str,
+    default: usize,
+) -> ListTool {
+    ListTool {
+        tool,
+        field,
+        limit,
+        default,
+    }
+}
+
+/// Every list-returning tool (the TeleCoder names route to these).
+pub const LIST_TOOLS: &[ListTool] = &[
+    list("code_search", "hits", "top_k", 10),
+    list("jit_search", "hits", "top_k", 10),
+    list("symbol_search", "symbols", "limit", 20),
+    list("memory_search", "hits", "top_k", 10),
+    list("memory_search_structured", "hits", "top_k", 10),
+    list("memory_list_structured", "memories", "limit", 20),
+    list("memory_list_threads", "threads", "limit", 20),
+    list("pattern_scan", "matches", "limit", 20),
+    list("pattern_scan_memories", "matches", "limit", 20),
+    list("pattern_list", "sets", "limit", 50),
+    list("audit_read", "events", "limit", 20),
+    list("get_notes", "notes", "limit", 20),
+    list("search_notes", "notes", "limit", 20),
+    list("memory_stale", "stale", "limit", 20),
+    list("coding_search_errors", "errors", "top_k", 10),
+    list("find_references", "refs", "limit", 20),
+    list("find_callers", "callers", "limit", 20),
+    list("impact_analysis", "dependents", "limit", 20),
+    list("symbols_overview", "symbols", "limit", 20),
+];
+
+/// A list tool's reply cut to its limit (the caller's, or the default) and to a
+/// size: the total cap when the caller chose the limit, [`DEFAULT_REPLY_BYTES`]
+/// when not. What was left out is counted (`truncated`, `omitted`).
+pub fn fit_list_reply(
+    tool: &str,
+    args: &serde_json::Map<String, Value>,
+    v: &mut Value,
+    total_cap: usize,
+) {
+    let Some(spec) = LIST_TOOLS.iter().find(|l| l.tool == tool) else {
+        return;
+    };
+    let given = args.get(spec.limit).and_then(Value::as_u64);
+    let limit = given.map_or(spec.default, |n| n.max(1) as usize);
+    let max = match given {
+        Some(_) => total_cap,
+        None => DEFAULT_REPLY_BYTES.min(total_cap),
+    };
+    crate::gate::fit_list(v, spec.field, Some(limit), max);
+}
+
 /// Most bytes of an error message (they may quote the caller's arguments).
 pub const ERROR_BYTES: usize = 1024;
 
@@ -163,8 +241,19 @@ pub fn error_text(message: &str) -> String {
 /// How many results a tool's answer holds (for the audit trail).
 pub fn count_results(v: &Value) -> u64 {
     [
-        "hits", "symbols", "memories", "threads", "matches", "notes", "errors", "blocks", "sets",
+        "hits",
+        "symbols",
+        "memories",
+        "threads",
+        "matches",
+        "notes",
+        "errors",
+        "blocks",
+        "sets",
         "events",
+        "refs",
+        "callers",
+        "dependents",
     ]
     .iter()
     .find_map(|k| v.get(k).and_then(Value::as_array).map(|a| a.len() as u64))

@@ -68,8 +68,46 @@ struct TokenFile {
     tokens: Vec<TokenEntry>,
 }
 
-fn parse(path: &Path, text: &str) -> Result<TokenFile, String> {
-    toml::from_str(text).map_err(|e| format!("{}: {}", path.display(), e.message()))
+/// What went wrong with the tokens file, and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    /// The file could not be read when it had to be.
+    #[error("{}: {source}; create tokens with `engram token new`", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Reading the file failed for another reason than its absence.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not the TOML `engram token` writes.
+    #[error("{}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    /// An entry's `sha256` is not 64 hex digits.
+    #[error("{}: token {name:?} has no valid sha256", path.display())]
+    BadHash { path: PathBuf, name: String },
+    /// `revoke` before any token was made.
+    #[error("{}: no tokens file yet", path.display())]
+    Missing { path: PathBuf },
+    /// `revoke` of an id (or name) no entry has.
+    #[error("no token with id {id:?}; `engram token list` shows the ids")]
+    NoSuchToken { id: String },
+    /// `revoke` of a name several entries share.
+    #[error("{id:?} is the name of several tokens; revoke one by its id (`engram token list`)")]
+    SharedName { id: String },
+    /// Rewriting the file failed (its lock, a write, the rename).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn parse(path: &Path, text: &str) -> Result<TokenFile, TokenFileError> {
+    toml::from_str(text).map_err(|e| TokenFileError::Parse {
+        path: path.to_path_buf(),
+        message: e.message().to_string(),
+    })
 }
 
 /// The tokens a server accepts.
@@ -107,43 +145,55 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// truncated file.
 fn update<T>(
     path: &Path,
-    change: impl FnOnce(&mut TokenFile) -> Result<T, String>,
-) -> Result<T, String> {
+    change: impl FnOnce(&mut TokenFile) -> Result<T, TokenFileError>,
+) -> Result<T, TokenFileError> {
+    // The rewrite speaks `StoreError`: a refusal of ours is kept here, typed, and
+    // crosses it only as a message.
+    let mut refused = None;
     let mut out = None;
-    crate::store::update_small_file(path, |current| {
-        let mut file = match current {
-            Some(t) => parse(path, &t).map_err(StoreError::Invalid)?,
-            None => TokenFile::default(),
-        };
-        out = Some(change(&mut file).map_err(StoreError::Invalid)?);
-        toml::to_string(&file).map_err(|e| StoreError::Invalid(e.to_string()))
-    })
-    .map_err(|e| match e {
-        StoreError::Invalid(m) => m,
-        other => other.to_string(),
-    })?;
-    out.ok_or_else(|| "the tokens file was not updated".to_string())
+    let written = crate::store::update_small_file(path, |current| {
+        let changed = match current {
+            Some(t) => parse(path, &t),
+            None => Ok(TokenFile::default()),
+        }
+        .and_then(|mut file| change(&mut file).map(|v| (file, v)));
+        match changed {
+            Ok((file, v)) => {
+                out = Some(v);
+                toml::to_string(&file).map_err(|e| StoreError::Invalid(e.to_string()))
+            }
+            Err(e) => {
+                let message = e.to_string();
+                refused = Some(e);
+                Err(StoreError::Invalid(message))
+            }
+        }
+    });
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    written?;
+    out.ok_or_else(|| StoreError::Invalid("the tokens file was not updated".into()).into())
 }
 
 impl Tokens {
     /// Read the tokens file.
-    pub fn load(path: &Path) -> Result<Tokens, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "{}: {e}; create tokens with `engram token new`",
-                path.display()
-            )
+    pub fn load(path: &Path) -> Result<Tokens, TokenFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Unreadable {
+            path: path.to_path_buf(),
+            source,
         })?;
         Tokens::from_text(path, &text)
     }
 
-    fn from_text(path: &Path, text: &str) -> Result<Tokens, String> {
+    fn from_text(path: &Path, text: &str) -> Result<Tokens, TokenFileError> {
         let mut entries = Vec::new();
         for t in parse(path, text)?.tokens {
             let hash: [u8; 32] = unhex(&t.sha256)
                 .and_then(|v| v.try_into().ok())
-                .ok_or_else(|| {
-                    format!("{}: token {:?} has no valid sha256", path.display(), t.name)
+                .ok_or_else(|| TokenFileError::BadHash {
+                    path: path.to_path_buf(),
+                    name: t.name.clone(),
                 })?;
             entries.push((t, hash));
         }
@@ -157,7 +207,7 @@ impl Tokens {
         token: &str,
         repos: Vec<String>,
         created_ms: u64,
-    ) -> Result<TokenInfo, String> {
+    ) -> Result<TokenInfo, TokenFileError> {
         update(path, |file| {
             let entry = TokenEntry {
                 name: name.to_string(),
@@ -172,7 +222,7 @@ impl Tokens {
     }
 
     /// Every token in the file (none when it does not exist yet).
-    pub fn list(path: &Path) -> Result<Vec<TokenInfo>, String> {
+    pub fn list(path: &Path) -> Result<Vec<TokenInfo>, TokenFileError> {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok(parse(path, &text)?
                 .tokens
@@ -180,15 +230,20 @@ impl Tokens {
                 .map(TokenEntry::info)
                 .collect()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(source) => Err(TokenFileError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 
     /// Remove the token whose id is `id` (or, failing that, the one token named
     /// `id`); returns what it was.
-    pub fn revoke(path: &Path, id: &str) -> Result<TokenInfo, String> {
+    pub fn revoke(path: &Path, id: &str) -> Result<TokenInfo, TokenFileError> {
         if !path.exists() {
-            return Err(format!("{}: no tokens file yet", path.display()));
+            return Err(TokenFileError::Missing {
+                path: path.to_path_buf(),
+            });
         }
         update(path, |file| {
             let by_id: Vec<usize> = (0..file.tokens.len())
@@ -199,16 +254,8 @@ impl Tokens {
                 .collect();
             let i = match (by_id.as_slice(), by_name.as_slice()) {
                 ([i], _) | ([], [i]) => *i,
-                ([], []) => {
-                    return Err(format!(
-                        "no token with id {id:?}; `engram token list` shows the ids"
-                    ))
-                }
-                _ => {
-                    return Err(format!(
-                        "{id:?} is the name of several tokens; revoke one by its id (`engram token list`)"
-                    ))
-                }
+                ([], []) => return Err(TokenFileError::NoSuchToken { id: id.to_string() }),
+                _ => return Err(TokenFileError::SharedName { id: id.to_string() }),
             };
             Ok(file.tokens.remove(i).info())
         })
@@ -266,7 +313,7 @@ pub struct TokenSource {
 
 impl TokenSource {
     /// The tokens file at `path`, which must be readable now.
-    pub fn open(path: &Path) -> Result<TokenSource, String> {
+    pub fn open(path: &Path) -> Result<TokenSource, TokenFileError> {
         let before = stamp(path);
         let tokens = Tokens::load(path)?;
         Ok(TokenSource {
@@ -335,10 +382,12 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("secret-a") && a.id.len() == ID_DIGITS);
         // A name two tokens share is refused; the id is not.
-        assert!(Tokens::revoke(&path, "ci").unwrap_err().contains("several"));
-        assert!(Tokens::revoke(&path, "nope")
-            .unwrap_err()
-            .contains("token list"));
+        let shared = Tokens::revoke(&path, "ci").unwrap_err();
+        assert!(matches!(&shared, TokenFileError::SharedName { id } if id == "ci"));
+        assert!(shared.to_string().contains("several"));
+        let unknown = Tokens::revoke(&path, "nope").unwrap_err();
+        assert!(matches!(unknown, TokenFileError::NoSuchToken { .. }));
+        assert!(unknown.to_string().contains("token list"));
         assert_eq!(Tokens::revoke(&path, &a.id).unwrap(), a);
         assert!(source.current().check("secret-a").is_none());
         assert!(source.current().check("secret-b").is_some());

@@ -59,9 +59,11 @@ pub(super) const fn opt(name: &'static str, ty: Ty, help: &'static str) -> Param
     }
 }
 
-/// Tool profiles: `--tools core|code|memory|coding|all|compat`, or several joined by
-/// commas (`all,compat`). A set of bits: `all` lists every tool but the compat names,
-/// `compat` adds the TeleCoder tool names (callable whatever the profile).
+/// Tool profiles: `--tools default|core|code|memory|coding|all|compat`, or several
+/// joined by commas (`all,compat`). A set of bits: `default` (the default) lists the
+/// dozen tools agents use most and lets every tool be called; `all` lists every tool
+/// but the compat names, `compat` adds the TeleCoder tool names (callable whatever
+/// the profile). The other profiles list, and let be called, only their tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Profile(u8);
 
@@ -73,17 +75,30 @@ impl Profile {
     pub const Coding: Profile = Profile(8);
     pub const All: Profile = Profile(16);
     pub const Compat: Profile = Profile(32);
+    pub const Default: Profile = Profile(64);
 
     /// Whether this profile lists a tool that `profiles` name.
     fn lists(self, profiles: &[Profile]) -> bool {
         let compat_only = profiles.contains(&Profile::Compat);
         (self.0 & Profile::All.0 != 0 && !compat_only) || profiles.iter().any(|p| self.0 & p.0 != 0)
     }
+
+    /// Whether this profile lets every tool be called, listed or not.
+    fn calls_all(self) -> bool {
+        self.0 & (Profile::All.0 | Profile::Default.0) != 0
+    }
+}
+
+/// A tool profile name that is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool profile {part:?} is not one of default, core, code, memory, coding, all, compat (join several with commas)")]
+pub struct UnknownProfile {
+    pub part: String,
 }
 
 impl std::str::FromStr for Profile {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownProfile;
+    fn from_str(s: &str) -> Result<Self, UnknownProfile> {
         let mut bits = 0;
         for part in s.split(',').map(str::trim) {
             bits |= match part {
@@ -93,11 +108,8 @@ impl std::str::FromStr for Profile {
                 "coding" => Profile::Coding,
                 "all" => Profile::All,
                 "compat" => Profile::Compat,
-                _ => {
-                    return Err(format!(
-                        "tool profile {part:?} is not one of core, code, memory, coding, all, compat (join several with commas)"
-                    ))
-                }
+                "default" => Profile::Default,
+                _ => return Err(UnknownProfile { part: part.into() }),
             }
             .0;
         }
@@ -133,6 +145,16 @@ pub fn tools_for(profile: Profile) -> Vec<&'static ToolSpec> {
     all_specs().filter(|t| profile.lists(t.profiles)).collect()
 }
 
+/// The tools a server with `profile` lets be called: those it lists, or every tool
+/// for `default` and `all` (the TeleCoder names are routed whatever the profile).
+pub fn callable_for(profile: Profile) -> Vec<&'static ToolSpec> {
+    if profile.calls_all() {
+        all_specs().collect()
+    } else {
+        tools_for(profile)
+    }
+}
+
 /// The JSON schema of a tool's arguments.
 pub fn schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut props = Map::new();
@@ -163,30 +185,58 @@ pub fn schema(spec: &ToolSpec) -> Map<String, Value> {
     m
 }
 
+/// Arguments that do not fit a tool's schema; the text says which and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    #[error("{tool}: unknown argument {name:?}; it takes {}", takes(known))]
+    Unknown {
+        tool: &'static str,
+        name: String,
+        known: Vec<&'static str>,
+    },
+    #[error("{tool}: missing required argument {name:?} ({help})")]
+    Missing {
+        tool: &'static str,
+        name: &'static str,
+        help: &'static str,
+    },
+    #[error("{tool}: argument {name:?} must be {want}, got {got}")]
+    WrongType {
+        tool: &'static str,
+        name: &'static str,
+        want: &'static str,
+        got: Value,
+    },
+}
+
+fn takes(known: &[&str]) -> String {
+    if known.is_empty() {
+        "no arguments".to_string()
+    } else {
+        known.join(", ")
+    }
+}
+
 /// Check a call's arguments against the tool's parameters: every required one
-/// present, no unknown one, each of its type. The error says which and what to do.
-pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String> {
+/// present, no unknown one, each of its type.
+pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), ArgsError> {
     for name in args.keys() {
         if !spec.params.iter().any(|p| p.name == name) {
-            let known: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
-            return Err(format!(
-                "{}: unknown argument {name:?}; it takes {}",
-                spec.name,
-                if known.is_empty() {
-                    "no arguments".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ));
+            return Err(ArgsError::Unknown {
+                tool: spec.name,
+                name: name.clone(),
+                known: spec.params.iter().map(|p| p.name).collect(),
+            });
         }
     }
     for p in spec.params {
         match args.get(p.name) {
             None | Some(Value::Null) if p.required => {
-                return Err(format!(
-                    "{}: missing required argument {:?} ({})",
-                    spec.name, p.name, p.help
-                ));
+                return Err(ArgsError::Missing {
+                    tool: spec.name,
+                    name: p.name,
+                    help: p.help,
+                });
             }
             None | Some(Value::Null) => {}
             Some(v) => {
@@ -207,10 +257,12 @@ pub fn validate(spec: &ToolSpec, args: &Map<String, Value>) -> Result<(), String
                         Ty::StrList => "an array of strings",
                         Ty::Object => "an object",
                     };
-                    return Err(format!(
-                        "{}: argument {:?} must be {want}, got {v}",
-                        spec.name, p.name
-                    ));
+                    return Err(ArgsError::WrongType {
+                        tool: spec.name,
+                        name: p.name,
+                        want,
+                        got: v.clone(),
+                    });
                 }
             }
         }
@@ -224,7 +276,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_a_schema_and_profiles_are_subsets() {
-        assert_eq!(TOOLS.len(), 31);
+        assert_eq!(TOOLS.len(), 35);
         let all = tools_for(Profile::All).len();
         let with_compat = tools_for("all,compat".parse().unwrap()).len();
         assert_eq!(with_compat, all + super::super::compat::COMPAT_TOOLS.len());
@@ -237,15 +289,38 @@ mod tests {
             let n = tools_for(p).len();
             assert!(n > 0 && n < all, "{p:?}");
         }
+        // The default lists a dozen tools and lets every one be called.
+        let listed = tools_for(Profile::Default);
+        assert!(!listed.is_empty() && listed.len() <= 12, "{}", listed.len());
+        assert_eq!("default".parse::<Profile>().unwrap(), Profile::Default);
+        assert_eq!(callable_for(Profile::Default).len(), all_specs().count());
+        assert_eq!(
+            callable_for(Profile::Core).len(),
+            tools_for(Profile::Core).len()
+        );
         let spec = TOOLS.iter().find(|t| t.name == "code_search").unwrap();
         assert_eq!(schema(spec)["required"], json!(["query"]));
         let args = |v: Value| v.as_object().unwrap().clone();
         assert!(validate(spec, &args(json!({"query": "x", "top_k": 3}))).is_ok());
         let e = validate(spec, &args(json!({"query": 1}))).unwrap_err();
+        assert_eq!(
+            e,
+            ArgsError::WrongType {
+                tool: spec.name,
+                name: "query",
+                want: "a string",
+                got: json!(1)
+            }
+        );
+        let e = e.to_string();
         assert!(e.contains("must be a string"), "{e}");
-        let e = validate(spec, &args(json!({"top_k": 3}))).unwrap_err();
+        let e = validate(spec, &args(json!({"top_k": 3})))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing required argument \"query\""), "{e}");
-        let e = validate(spec, &args(json!({"query": "x", "evil": true}))).unwrap_err();
+        let e = validate(spec, &args(json!({"query": "x", "evil": true})))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown argument \"evil\""), "{e}");
     }
 }

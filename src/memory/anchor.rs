@@ -34,41 +34,43 @@ pub struct Anchor {
     pub lines: Option<u64>,
 }
 
+/// An anchor of the wrong shape (each names the anchor by its key).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnchorError {
+    #[error("anchor key {key:?} is not a symbol or file key")]
+    NotASymbolOrFile { key: String },
+    #[error("anchor hash of {key} must be 1 to 64 characters")]
+    HashLength { key: String },
+    #[error("anchor signature of {key} is over 1024 bytes")]
+    SignatureTooLong { key: String },
+    #[error("a memory holds at most {MAX_ANCHORS} anchors, this one has {count}")]
+    TooMany { count: usize },
+}
+
 impl Anchor {
     /// Check the shape: a `sym:` or `file:` key and a hash of 1 to 64 characters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), AnchorError> {
+        let key = || self.key.clone();
         match Key::parse(&self.key) {
             Ok(Key::Symbol { .. } | Key::File { .. }) => {}
-            _ => {
-                return Err(format!(
-                    "anchor key {:?} is not a symbol or file key",
-                    self.key
-                ))
-            }
+            _ => return Err(AnchorError::NotASymbolOrFile { key: key() }),
         }
         if self.hash.is_empty() || self.hash.len() > 64 {
-            return Err(format!(
-                "anchor hash of {} must be 1 to 64 characters",
-                self.key
-            ));
+            return Err(AnchorError::HashLength { key: key() });
         }
         if self.signature.as_ref().is_some_and(|s| s.len() > 1024) {
-            return Err(format!(
-                "anchor signature of {} is over 1024 bytes",
-                self.key
-            ));
+            return Err(AnchorError::SignatureTooLong { key: key() });
         }
         Ok(())
     }
 }
 
 /// Check every anchor of a memory and how many there are.
-pub(super) fn validate_all(anchors: &[Anchor]) -> Result<(), String> {
+pub(super) fn validate_all(anchors: &[Anchor]) -> Result<(), AnchorError> {
     if anchors.len() > MAX_ANCHORS {
-        return Err(format!(
-            "a memory holds at most {MAX_ANCHORS} anchors, this one has {}",
-            anchors.len()
-        ));
+        return Err(AnchorError::TooMany {
+            count: anchors.len(),
+        });
     }
     anchors.iter().try_for_each(Anchor::validate)
 }
@@ -83,6 +85,21 @@ pub trait Anchorer: Send + Sync {
         db: &rusqlite::Connection,
         memory: &Memory,
     ) -> crate::store::Result<Vec<Anchor>>;
+
+    /// The key that `key`, a `sym:` key a memory references, names now: itself while
+    /// it is in the index; else the same symbol after its lines moved, or renamed or
+    /// moved to another file with the same body (`hash`, its anchor's), or found by
+    /// name and kind alone when exactly one symbol has them. `None` when none is found.
+    /// The default knows no code: every key is as given.
+    fn current_key(
+        &self,
+        db: &rusqlite::Connection,
+        key: &str,
+        hash: Option<&str>,
+    ) -> crate::store::Result<Option<String>> {
+        let _ = (db, hash);
+        Ok(Some(key.to_string()))
+    }
 }
 
 /// Computes a memory's anchors for a backend that holds no code of its own (the
@@ -106,9 +123,31 @@ impl Memories {
     pub fn reanchor(&self, id: &str) -> Result<Memory> {
         self.locked(|l| {
             let id = normalise_id(id)?;
-            let old = l
+            let mut old = l
                 .get(&id)?
                 .ok_or_else(|| MemoryError::NotFound(id.clone()))?;
+            // A symbol whose lines moved (or that was renamed, or moved with its body)
+            // has another key now: follow it rather than refuse the old one.
+            if let Some(a) = &self.anchorer {
+                let anchors = std::mem::take(&mut old.anchors);
+                let symbols = l.with_tracker(|db| {
+                    old.symbols
+                        .iter()
+                        .map(|s| {
+                            if !s.starts_with("sym:") {
+                                return Ok(s.clone());
+                            }
+                            let hash = anchors
+                                .iter()
+                                .find(|x| &x.key == s)
+                                .map(|x| x.hash.as_str());
+                            Ok(a.current_key(db, s, hash)?.unwrap_or_else(|| s.clone()))
+                        })
+                        .collect::<crate::store::Result<Vec<String>>>()
+                })?;
+                old.symbols = symbols;
+                old.anchors = anchors;
+            }
             self.update_locked(l, &id, old)
         })
     }
@@ -125,6 +164,7 @@ impl Memories {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::InvalidMemory;
 
     fn anchor(key: &str) -> Anchor {
         Anchor {
@@ -169,16 +209,23 @@ mod tests {
     fn bad_anchors_are_refused() {
         let mut m = Memory::new("x");
         m.anchors = vec![anchor("mem:0000abcd")];
-        assert!(m
-            .validate()
-            .unwrap_err()
-            .contains("not a symbol or file key"));
+        let e = m.validate().unwrap_err();
+        assert_eq!(
+            e,
+            InvalidMemory::Anchor(AnchorError::NotASymbolOrFile {
+                key: "mem:0000abcd".into()
+            })
+        );
+        assert!(e.to_string().contains("not a symbol or file key"), "{e}");
         m.anchors = vec![Anchor {
             hash: String::new(),
             ..anchor("file:a.py")
         }];
-        assert!(m.validate().unwrap_err().contains("1 to 64"));
+        assert!(m.validate().unwrap_err().to_string().contains("1 to 64"));
         m.anchors = vec![anchor("file:a.py"); MAX_ANCHORS + 1];
-        assert!(m.validate().unwrap_err().contains("at most"));
+        assert!(matches!(
+            m.validate(),
+            Err(InvalidMemory::Anchor(AnchorError::TooMany { count })) if count == MAX_ANCHORS + 1
+        ));
     }
 }

@@ -15,8 +15,9 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::{
-    filter_ids, keyword_ranked, Decision, ErrorReport, FileChange, ImportReport, Memories, Memory,
-    MemoryFilter, RecallHit, Related, Result,
+    active_among, filter_ids, is_open_session, keyword_ranked, ActiveSession, Decision,
+    ErrorReport, FileChange, ImportReport, Memories, Memory, MemoryFilter, RecallHit, Related,
+    Result,
 };
 use crate::embed::is_zero;
 
@@ -26,6 +27,10 @@ pub const MIN_VECTOR_SIMILARITY: f32 = 0.1;
 
 /// The reciprocal-rank constant of recall's fusion (as in code search).
 const RRF_K: f64 = 60.0;
+
+/// How many session entries [`MemoryBackend::open_sessions`] reads by default, newest
+/// first: far more than are ever open at once.
+const MAX_SESSIONS_READ: usize = 100_000;
 
 /// How many candidates each source of a recall gives for `top_k` hits.
 pub(crate) fn recall_fetch(top_k: usize) -> usize {
@@ -100,15 +105,22 @@ pub trait MemoryBackend: Send + Sync {
     /// Delete note `name`; false when there was none.
     fn note_delete(&self, name: &str) -> Result<bool>;
     /// Record an error; a recurrence increments the known entry's `frequency`.
-    fn record_error(&self, e: &ErrorReport, tags: &[String]) -> Result<Memory>;
+    /// Without a session it joins the active one for a caller that started
+    /// `started` (see [`Memories::active_session`]), as do decisions and file changes.
+    fn record_error(
+        &self,
+        e: &ErrorReport,
+        tags: &[String],
+        started: Option<&str>,
+    ) -> Result<Memory>;
     /// Record a design decision.
-    fn record_decision(&self, d: &Decision) -> Result<Memory>;
+    fn record_decision(&self, d: &Decision, started: Option<&str>) -> Result<Memory>;
     /// Start a coding session; its entry's id is the session id.
     fn start_session(&self, description: &str, tags: &[String]) -> Result<Memory>;
     /// End a session, writing the summary of what it recorded.
     fn end_session(&self, id: &str, success: bool, user_summary: Option<&str>) -> Result<Memory>;
     /// Record a file change with its reason.
-    fn track_file_change(&self, c: &FileChange) -> Result<Memory>;
+    fn track_file_change(&self, c: &FileChange, started: Option<&str>) -> Result<Memory>;
     /// Everything within `hops` (1 to 3) of `start` over the entries' edges, nearest
     /// first.
     fn related(&self, start: &str, hops: u32) -> Result<Vec<Related>>;
@@ -124,8 +136,44 @@ pub trait MemoryBackend: Send + Sync {
     ) -> Result<Vec<MemoryText>>;
     /// Write every memory as one JSON line (the `engram export` format), oldest first.
     fn export(&self, out: &mut dyn Write) -> Result<u64>;
-    /// Import a JSONL file whole or not at all.
-    fn import_file(&self, path: &Path) -> Result<ImportReport>;
+    /// Import a JSONL file whole or not at all, lines of at most
+    /// [`super::DEFAULT_MAX_LINE_BYTES`].
+    fn import_file(&self, path: &Path) -> Result<ImportReport> {
+        self.import_file_limited(path, super::DEFAULT_MAX_LINE_BYTES)
+    }
+    /// Import a JSONL file whole or not at all; a line longer than `max_line_bytes` is
+    /// an error naming it, found before more than that is held in memory.
+    fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport>;
+
+    /// The open sessions, most recently updated first.
+    fn open_sessions(&self) -> Result<Vec<Memory>> {
+        let filter = MemoryFilter {
+            kind: Some("session".into()),
+            ..MemoryFilter::default()
+        };
+        let mut found = self.list_filtered(&filter, MAX_SESSIONS_READ, 0)?;
+        found.retain(is_open_session);
+        Ok(found)
+    }
+
+    /// The session a record made now without a session id joins, for a caller that
+    /// started `started`. A backend without the local store's writer lock reads it
+    /// just before its write, in a transaction of its own.
+    fn active_session(&self, started: Option<&str>) -> Result<ActiveSession> {
+        Ok(active_among(&self.open_sessions()?, started))
+    }
+
+    /// End the active session for a caller that started `started`; refused, naming
+    /// the open ones, when none or several are open.
+    fn end_active_session(
+        &self,
+        started: Option<&str>,
+        success: bool,
+        user_summary: Option<&str>,
+    ) -> Result<Memory> {
+        let active = self.active_session(started)?;
+        self.end_session(active.to_end()?, success, user_summary)
+    }
 
     /// Past errors like `query`, those with a solution first, then by relevance.
     fn search_errors(&self, query: &str, top_k: usize) -> Result<Vec<RecallHit>> {
@@ -245,12 +293,17 @@ impl MemoryBackend for Memories {
         Memories::note_delete(self, name)
     }
 
-    fn record_error(&self, e: &ErrorReport, tags: &[String]) -> Result<Memory> {
-        Memories::record_error_tagged(self, e, tags)
+    fn record_error(
+        &self,
+        e: &ErrorReport,
+        tags: &[String],
+        started: Option<&str>,
+    ) -> Result<Memory> {
+        Memories::record_error_joining(self, e, tags, started)
     }
 
-    fn record_decision(&self, d: &Decision) -> Result<Memory> {
-        Memories::record_decision(self, d)
+    fn record_decision(&self, d: &Decision, started: Option<&str>) -> Result<Memory> {
+        Memories::record_decision_joining(self, d, started)
     }
 
     fn start_session(&self, description: &str, tags: &[String]) -> Result<Memory> {
@@ -261,8 +314,25 @@ impl MemoryBackend for Memories {
         Memories::end_session_with(self, id, success, user_summary)
     }
 
-    fn track_file_change(&self, c: &FileChange) -> Result<Memory> {
-        Memories::track_file_change(self, c)
+    fn track_file_change(&self, c: &FileChange, started: Option<&str>) -> Result<Memory> {
+        Memories::track_file_change_joining(self, c, started)
+    }
+
+    fn open_sessions(&self) -> Result<Vec<Memory>> {
+        Memories::open_sessions(self)
+    }
+
+    fn active_session(&self, started: Option<&str>) -> Result<ActiveSession> {
+        Memories::active_session(self, started)
+    }
+
+    fn end_active_session(
+        &self,
+        started: Option<&str>,
+        success: bool,
+        user_summary: Option<&str>,
+    ) -> Result<Memory> {
+        Memories::end_active_session(self, started, success, user_summary)
     }
 
     fn related(&self, start: &str, hops: u32) -> Result<Vec<Related>> {
@@ -305,8 +375,8 @@ impl MemoryBackend for Memories {
         Memories::export(self, out)
     }
 
-    fn import_file(&self, path: &Path) -> Result<ImportReport> {
-        Memories::import_file(self, path)
+    fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
+        Memories::import_file_limited(self, path, max_line_bytes)
     }
 
     fn remember(

@@ -117,17 +117,29 @@ pub fn error_signature(e: &ErrorReport) -> String {
 impl Memories {
     /// Record an error. A recurrence of a known one increments its `frequency` (and
     /// takes a new solution or resolved flag if given) instead of adding an entry.
+    /// Without a session it joins the store's one open session, if exactly one is
+    /// open (see [`Memories::active_session`]).
     pub fn record_error(&self, e: &ErrorReport) -> Result<Memory> {
-        self.record_error_tagged(e, &[])
+        self.record_error_joining(e, &[], None)
     }
 
-    /// [`Memories::record_error`] with tags (a recurrence adds them to the entry's).
-    pub fn record_error_tagged(&self, e: &ErrorReport, tags: &[String]) -> Result<Memory> {
+    /// [`Memories::record_error`] with tags (a recurrence adds them to the entry's),
+    /// for a caller that started the session `started`: without a session the error
+    /// joins that one while it is open (else the store's one open session).
+    pub fn record_error_joining(
+        &self,
+        e: &ErrorReport,
+        tags: &[String],
+        started: Option<&str>,
+    ) -> Result<Memory> {
         check_error(e)?;
         let signature = error_signature(e);
         // The frequency is read and incremented under the writer lock: concurrent
         // recurrences from other processes each count.
         self.locked(|l| {
+            let mut joined = e.clone();
+            self.join_locked(l, &mut joined.session, started)?;
+            let e = &joined;
             let existing = l.find_by_label(&format!("errsig:{signature}"))?;
             match existing {
                 Some(old) => {
@@ -159,9 +171,16 @@ impl Memories {
         Ok(hits)
     }
 
-    /// Record a design decision.
+    /// Record a design decision; without a session it joins the store's one open
+    /// session, if exactly one is open.
     pub fn record_decision(&self, d: &Decision) -> Result<Memory> {
-        self.write(decision_entry(d)?)
+        self.record_decision_joining(d, None)
+    }
+
+    /// [`Memories::record_decision`] for a caller that started the session `started`
+    /// (joined first while it is open).
+    pub fn record_decision_joining(&self, d: &Decision, started: Option<&str>) -> Result<Memory> {
+        self.write_joining(decision_entry(d)?, started)
     }
 
     /// The most recently updated live entry carrying `label`.

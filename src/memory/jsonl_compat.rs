@@ -18,12 +18,87 @@
 
 use serde_json::{Map, Value};
 
-use super::model::Memory;
+use super::model::{InvalidMemory, Memory};
 use crate::key::hash64;
+use crate::store::StoreError;
 
 /// Resolves a hash64 to its live key; `Err` is a store failure, reported as is.
 /// Called from every thread that parses an import's lines.
-pub(crate) type Resolve<'a> = dyn Fn(u64) -> Result<Option<String>, String> + Sync + 'a;
+pub(crate) type Resolve<'a> = dyn Fn(u64) -> Result<Option<String>, StoreError> + Sync + 'a;
+
+/// Why one line of an import cannot be taken, in either spelling; the text says
+/// what to write instead (it is reported after the line's number).
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    /// Not JSON, or JSON that does not fit a memory's fields (serde's own words).
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("a line must be one JSON object")]
+    NotAnObject,
+    #[error(transparent)]
+    Invalid(#[from] InvalidMemory),
+    #[error("metadata is a string but not JSON ({0})")]
+    MetadataText(#[source] serde_json::Error),
+    #[error("metadata must be a JSON object")]
+    MetadataNotAnObject,
+    #[error("a memory_lib code entity (type \"code\") is not a memory; index the source instead (engram index)")]
+    CodeEntity,
+    #[error("type {kind} is not one of \"non-code\" (memory_lib notes) or \"code\"; engram's own field is kind")]
+    UnknownType { kind: Value },
+    #[error("id must be a string, not {id}")]
+    IdNotAString { id: Value },
+    #[error("a legacy id is 1 to 256 bytes")]
+    LegacyIdLength,
+    #[error("id {id:?} is not a memory id, so it is kept as metadata.legacy_id, but that is already {kept}")]
+    LegacyIdTaken { id: String, kept: Value },
+    #[error("key_hash {value} is not a 64-bit integer")]
+    KeyHashNotAnInteger { value: Value },
+    #[error("key_hash is given without an id to check it against")]
+    KeyHashWithoutId,
+    #[error("key_hash {given} is not hash64({id:?}) = {expected} (signed {}); the line is corrupt or the id was changed", *expected as i64)]
+    KeyHashMismatch {
+        given: u64,
+        id: String,
+        expected: u64,
+    },
+    #[error("give content or text, not both")]
+    ContentAndText,
+    #[error("{field} must be a string, not {value}")]
+    NotAString { field: &'static str, value: Value },
+    #[error("symbols must be a list of keys")]
+    SymbolsNotAList,
+    #[error("{field} is given both as a field and in metadata, differently")]
+    MetadataConflict { field: String },
+    #[error("give one of {}, not several", fields.join(", "))]
+    SeveralTimes { fields: Vec<&'static str> },
+    #[error("{field}: {problem}")]
+    Time {
+        field: &'static str,
+        problem: TimeError,
+    },
+    #[error("symbol_keys must be a list of keys or hash64 integers")]
+    SymbolKeysNotAList,
+    #[error("symbol_keys[{index}]: no live key has hash64 {hash} (signed {}); index the repository first, or give the key itself", *hash as i64)]
+    UnknownHash { index: usize, hash: u64 },
+    #[error("symbol_keys[{index}]: {item} is neither a key nor a hash64 integer")]
+    NotAKey { index: usize, item: Value },
+    /// Looking a hash64 up in the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a time field's value is no time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    #[error("{value} is not epoch seconds between 1970 and 9999")]
+    EpochRange { value: serde_json::Number },
+    #[error("{value} is neither ISO 8601 text nor epoch seconds")]
+    NotATime { value: Value },
+    #[error("{text:?} is not an ISO 8601 time such as 2025-01-15T10:30:00Z")]
+    NotIso8601 { text: String },
+    #[error("{text:?} is before 1970")]
+    Before1970 { text: String },
+}
 
 /// A line as parsed: the memory, and the legacy id its id was derived from, if the
 /// line's id was not a memory id (the id is then settled when the batch is written).
@@ -33,20 +108,19 @@ pub(super) struct Parsed {
 }
 
 /// Parse one non-blank line in either spelling and validate it.
-pub(super) fn parse_line(line: &str, resolve: &Resolve<'_>) -> Result<Parsed, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("{e}"))?;
+pub(super) fn parse_line(line: &str, resolve: &Resolve<'_>) -> Result<Parsed, LineError> {
+    let value: Value = serde_json::from_str(line)?;
     let Value::Object(obj) = value else {
-        return Err("a line must be one JSON object".into());
+        return Err(LineError::NotAnObject);
     };
     let (obj, legacy) = to_engram(obj, resolve)?;
-    let mut memory: Memory =
-        serde_json::from_value(Value::Object(obj)).map_err(|e| format!("{e}"))?;
+    let mut memory: Memory = serde_json::from_value(Value::Object(obj))?;
     memory.validate()?;
     Ok(Parsed { memory, legacy })
 }
 
 #[cfg(test)]
-fn parse_memory(line: &str, resolve: &Resolve<'_>) -> Result<Memory, String> {
+fn parse_memory(line: &str, resolve: &Resolve<'_>) -> Result<Memory, LineError> {
     parse_line(line, resolve).map(|p| p.memory)
 }
 
@@ -67,19 +141,18 @@ pub(super) fn legacy_id(m: &Memory) -> Option<&str> {
 
 type Engram = (Map<String, Value>, Option<String>);
 
-fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engram, String> {
+fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engram, LineError> {
     // memory_lib's metadata column is a JSON-encoded dict; its optional columns are null.
     match obj.get("metadata") {
         Some(Value::Null) => {
             obj.remove("metadata");
         }
         Some(Value::String(s)) => {
-            let parsed: Value = serde_json::from_str(s)
-                .map_err(|e| format!("metadata is a string but not JSON ({e})"))?;
+            let parsed: Value = serde_json::from_str(s).map_err(LineError::MetadataText)?;
             match parsed {
                 Value::Object(_) => obj.insert("metadata".into(), parsed),
                 Value::Null => obj.remove("metadata"),
-                _ => return Err("metadata must be a JSON object".into()),
+                _ => return Err(LineError::MetadataNotAnObject),
             };
         }
         _ => {}
@@ -87,17 +160,8 @@ fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engra
     if let Some(kind) = obj.remove("type") {
         match kind.as_str() {
             Some("non-code") => non_code(&mut obj)?,
-            Some("code") => {
-                return Err(
-                    "a memory_lib code entity (type \"code\") is not a memory; index the source instead (engram index)"
-                        .into(),
-                )
-            }
-            _ => {
-                return Err(format!(
-                    "type {kind} is not one of \"non-code\" (memory_lib notes) or \"code\"; engram's own field is kind"
-                ))
-            }
+            Some("code") => return Err(LineError::CodeEntity),
+            _ => return Err(LineError::UnknownType { kind }),
         }
     }
     times(&mut obj)?;
@@ -117,25 +181,26 @@ fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engra
             obj.remove("id");
             None
         }
-        Some(other) => return Err(format!("id must be a string, not {other}")),
+        Some(other) => return Err(LineError::IdNotAString { id: other.clone() }),
     };
     if let Some(id) = &original_id {
         if !id.starts_with("mem:") && super::normalise_id(id).is_err() {
             if id.trim().is_empty() || id.len() > 256 {
-                return Err("a legacy id is 1 to 256 bytes".into());
+                return Err(LineError::LegacyIdLength);
             }
             let meta = obj
                 .entry("metadata")
                 .or_insert_with(|| Value::Object(Map::new()));
             let Value::Object(meta) = meta else {
-                return Err("metadata must be a JSON object".into());
+                return Err(LineError::MetadataNotAnObject);
             };
             match meta.get("legacy_id") {
                 Some(Value::String(l)) if l == id => {}
                 Some(other) => {
-                    return Err(format!(
-                        "id {id:?} is not a memory id, so it is kept as metadata.legacy_id, but that is already {other}"
-                    ))
+                    return Err(LineError::LegacyIdTaken {
+                        id: id.clone(),
+                        kept: other.clone(),
+                    })
                 }
                 None => {
                     meta.insert("legacy_id".into(), Value::String(id.clone()));
@@ -146,19 +211,19 @@ fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engra
         }
     }
     if let Some(h) = key_hash {
-        let Some(h) = hash_of(&h) else {
-            return Err(format!("key_hash {h} is not a 64-bit integer"));
+        let Some(given) = hash_of(&h) else {
+            return Err(LineError::KeyHashNotAnInteger { value: h });
         };
         let Some(id) = &original_id else {
-            return Err("key_hash is given without an id to check it against".into());
+            return Err(LineError::KeyHashWithoutId);
         };
         let canonical = super::normalise_id(id).unwrap_or_else(|_| id.clone());
-        if h != hash64(id) && h != hash64(&canonical) {
-            return Err(format!(
-                "key_hash {h} is not hash64({canonical:?}) = {} (signed {}); the line is corrupt or the id was changed",
-                hash64(&canonical),
-                hash64(&canonical) as i64
-            ));
+        if given != hash64(id) && given != hash64(&canonical) {
+            return Err(LineError::KeyHashMismatch {
+                given,
+                expected: hash64(&canonical),
+                id: canonical,
+            });
         }
     }
     Ok((obj, legacy))
@@ -166,9 +231,9 @@ fn to_engram(mut obj: Map<String, Value>, resolve: &Resolve<'_>) -> Result<Engra
 
 /// memory_lib's non-code memory: `content` is the text; `title`, `category` and
 /// `file_path` go to metadata, `file_path` also to symbols.
-fn non_code(obj: &mut Map<String, Value>) -> Result<(), String> {
+fn non_code(obj: &mut Map<String, Value>) -> Result<(), LineError> {
     match (obj.remove("content"), obj.contains_key("text")) {
-        (Some(_), true) => return Err("give content or text, not both".into()),
+        (Some(_), true) => return Err(LineError::ContentAndText),
         (Some(c), false) => {
             obj.insert("text".into(), c);
         }
@@ -181,7 +246,7 @@ fn non_code(obj: &mut Map<String, Value>) -> Result<(), String> {
             Some(Value::String(s)) => {
                 moved.insert(field.into(), Value::String(s));
             }
-            Some(other) => return Err(format!("{field} must be a string, not {other}")),
+            Some(value) => return Err(LineError::NotAString { field, value }),
         }
     }
     if let Some(Value::String(path)) = moved.get("file_path") {
@@ -190,7 +255,7 @@ fn non_code(obj: &mut Map<String, Value>) -> Result<(), String> {
             .entry("symbols")
             .or_insert_with(|| Value::Array(Vec::new()));
         let Value::Array(symbols) = symbols else {
-            return Err("symbols must be a list of keys".into());
+            return Err(LineError::SymbolsNotAList);
         };
         if !symbols.iter().any(|s| s.as_str() == Some(key.as_str())) {
             symbols.push(Value::String(key));
@@ -201,13 +266,11 @@ fn non_code(obj: &mut Map<String, Value>) -> Result<(), String> {
             .entry("metadata")
             .or_insert_with(|| Value::Object(Map::new()));
         let Value::Object(meta) = meta else {
-            return Err("metadata must be a JSON object".into());
+            return Err(LineError::MetadataNotAnObject);
         };
         for (k, v) in moved {
             if meta.get(&k).is_some_and(|old| old != &v) {
-                return Err(format!(
-                    "{k} is given both as a field and in metadata, differently"
-                ));
+                return Err(LineError::MetadataConflict { field: k });
             }
             meta.insert(k, v);
         }
@@ -216,7 +279,7 @@ fn non_code(obj: &mut Map<String, Value>) -> Result<(), String> {
 }
 
 /// `created_at`/`timestamp` → `created_ms`, `updated_at` → `updated_ms`.
-fn times(obj: &mut Map<String, Value>) -> Result<(), String> {
+fn times(obj: &mut Map<String, Value>) -> Result<(), LineError> {
     for (names, target) in [
         (&["created_at", "timestamp"][..], "created_ms"),
         (&["updated_at"][..], "updated_ms"),
@@ -231,13 +294,14 @@ fn times(obj: &mut Map<String, Value>) -> Result<(), String> {
             if obj.contains_key(target) {
                 all.push(target);
             }
-            return Err(format!("give one of {}, not several", all.join(", ")));
+            return Err(LineError::SeveralTimes { fields: all });
         }
         let mut ms = None;
         for n in names {
             if let Some(v) = obj.remove(*n) {
                 if !v.is_null() {
-                    ms = Some(time_ms(&v).map_err(|e| format!("{n}: {e}"))?);
+                    ms =
+                        Some(time_ms(&v).map_err(|problem| LineError::Time { field: n, problem })?);
                 }
             }
         }
@@ -253,28 +317,28 @@ fn symbol_keys(
     obj: &mut Map<String, Value>,
     keys: Value,
     resolve: &Resolve<'_>,
-) -> Result<(), String> {
+) -> Result<(), LineError> {
     let items = match keys {
         Value::Array(a) => a,
         Value::Null => Vec::new(),
         // 003 keeps the list as a JSON-encoded TEXT column.
         Value::String(s) => match serde_json::from_str::<Value>(&s) {
             Ok(Value::Array(a)) => a,
-            _ => return Err("symbol_keys must be a list of keys or hash64 integers".into()),
+            _ => return Err(LineError::SymbolKeysNotAList),
         },
-        _ => return Err("symbol_keys must be a list of keys or hash64 integers".into()),
+        _ => return Err(LineError::SymbolKeysNotAList),
     };
     let mut resolved = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let key = match (item, hash_of(item)) {
-            (_, Some(h)) => resolve(h)?.ok_or_else(|| {
-                format!(
-                    "symbol_keys[{i}]: no live key has hash64 {h} (signed {}); index the repository first, or give the key itself",
-                    h as i64
-                )
-            })?,
+            (_, Some(hash)) => resolve(hash)?.ok_or(LineError::UnknownHash { index: i, hash })?,
             (Value::String(s), None) => s.clone(),
-            _ => return Err(format!("symbol_keys[{i}]: {item} is neither a key nor a hash64 integer")),
+            _ => {
+                return Err(LineError::NotAKey {
+                    index: i,
+                    item: item.clone(),
+                })
+            }
         };
         resolved.push(Value::String(key));
     }
@@ -282,7 +346,7 @@ fn symbol_keys(
         .entry("symbols")
         .or_insert_with(|| Value::Array(Vec::new()));
     let Value::Array(symbols) = symbols else {
-        return Err("symbols must be a list of keys".into());
+        return Err(LineError::SymbolsNotAList);
     };
     for k in resolved {
         if !symbols.contains(&k) {
@@ -311,28 +375,28 @@ fn hash_of(v: &Value) -> Option<u64> {
 }
 
 /// Unix milliseconds from epoch seconds (integer or fraction) or ISO 8601 text.
-fn time_ms(v: &Value) -> Result<u64, String> {
+fn time_ms(v: &Value) -> Result<u64, TimeError> {
     match v {
         Value::Number(n) => {
             let secs = n.as_f64().unwrap_or(f64::NAN);
             if !(0.0..=253_402_300_799.0).contains(&secs) {
-                return Err(format!("{n} is not epoch seconds between 1970 and 9999"));
+                return Err(TimeError::EpochRange { value: n.clone() });
             }
             Ok((secs * 1000.0).round() as u64)
         }
         Value::String(s) => iso8601_ms(s),
-        other => Err(format!(
-            "{other} is neither ISO 8601 text nor epoch seconds"
-        )),
+        other => Err(TimeError::NotATime {
+            value: other.clone(),
+        }),
     }
 }
 
 /// `YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM|±HHMM]`; no zone means UTC (Python's
 /// `datetime.utcnow().isoformat()`). Unix milliseconds, the fraction truncated.
-pub(super) fn iso8601_ms(s: &str) -> Result<u64, String> {
-    let bad = || format!("{s:?} is not an ISO 8601 time such as 2025-01-15T10:30:00Z");
+pub(super) fn iso8601_ms(s: &str) -> Result<u64, TimeError> {
+    let bad = || TimeError::NotIso8601 { text: s.into() };
     let b = s.trim().as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Result<i64, String> {
+    let num = |r: std::ops::Range<usize>| -> Result<i64, TimeError> {
         let d = b.get(r).ok_or_else(bad)?;
         if d.iter().all(u8::is_ascii_digit) {
             Ok(d.iter().fold(0i64, |a, &c| a * 10 + i64::from(c - b'0')))
@@ -426,7 +490,7 @@ pub(super) fn iso8601_ms(s: &str) -> Result<u64, String> {
     let days = era * 146_097 + doe - 719_468;
     let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_s;
     if secs < 0 {
-        return Err(format!("{s:?} is before 1970"));
+        return Err(TimeError::Before1970 { text: s.into() });
     }
     Ok((secs * 1000 + ms) as u64)
 }

@@ -39,11 +39,15 @@ fn iso8601_forms() {
         "yesterday",
         "2025-01-15T10:30:00+2:00",
     ] {
-        assert!(iso8601_ms(bad).is_err(), "{bad}");
+        assert_eq!(
+            iso8601_ms(bad),
+            Err(TimeError::NotIso8601 { text: bad.into() }),
+            "{bad}"
+        );
     }
 }
 
-fn none(_: u64) -> Result<Option<String>, String> {
+fn none(_: u64) -> Result<Option<String>, StoreError> {
     Ok(None)
 }
 
@@ -59,9 +63,23 @@ fn epoch_seconds_and_conflicts() {
         (1_736_937_000_250, 1_736_937_001_000)
     );
     let e = parse_memory(r#"{"text":"t","created_at":1,"created_ms":5}"#, &none).unwrap_err();
-    assert!(e.contains("created_at, created_ms"), "{e}");
+    assert!(
+        matches!(&e, LineError::SeveralTimes { fields } if fields == &["created_at", "created_ms"]),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("created_at, created_ms"), "{e}");
     let e = parse_memory(r#"{"text":"t","timestamp":-3}"#, &none).unwrap_err();
-    assert!(e.contains("timestamp:"), "{e}");
+    assert!(
+        matches!(
+            &e,
+            LineError::Time {
+                field: "timestamp",
+                problem: TimeError::EpochRange { .. }
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("timestamp:"), "{e}");
 }
 
 #[test]
@@ -110,7 +128,11 @@ fn key_hash_is_checked() {
         &none,
     )
     .unwrap_err();
-    assert!(e.contains("key_hash"), "{e}");
+    assert!(
+        matches!(&e, LineError::KeyHashMismatch { given, id, .. } if *given == h && id == "mem:a1b2c3d5"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("key_hash"), "{e}");
     assert!(parse_memory(&format!(r#"{{"key_hash":{h},"text":"t"}}"#), &none).is_err());
 }
 
@@ -118,7 +140,7 @@ fn key_hash_is_checked() {
 fn symbol_keys_resolve_or_refuse() {
     let k = "file:src/auth.py";
     let h = hash64(k);
-    let resolve = |x: u64| Ok((x == h).then(|| k.to_string()));
+    let resolve = |x: u64| -> Result<_, StoreError> { Ok((x == h).then(|| k.to_string())) };
     let line = format!(r#"{{"text":"t","symbol_keys":[{h},"sym:a.py#f:function:1:2",{h}]}}"#);
     let m = parse_memory(&line, &resolve).unwrap();
     assert_eq!(m.symbols, [k, "sym:a.py#f:function:1:2"]);
@@ -129,6 +151,17 @@ fn symbol_keys_resolve_or_refuse() {
     .unwrap();
     assert_eq!(m.symbols, [k]);
     let e = parse_memory(r#"{"text":"t","symbol_keys":[12345678901234]}"#, &resolve).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LineError::UnknownHash {
+                index: 0,
+                hash: 12345678901234
+            }
+        ),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(
         e.contains("symbol_keys[0]") && e.contains("12345678901234"),
         "{e}"
@@ -153,9 +186,11 @@ fn memory_lib_non_code_and_code() {
         &none,
     )
     .unwrap_err();
-    assert!(e.contains("index the source instead"), "{e}");
+    assert!(matches!(e, LineError::CodeEntity), "{e:?}");
+    assert!(e.to_string().contains("index the source instead"), "{e}");
     let e = parse_memory(r#"{"type":"non-code","content":"c","text":"t"}"#, &none).unwrap_err();
-    assert!(e.contains("not both"), "{e}");
+    assert!(matches!(e, LineError::ContentAndText), "{e:?}");
     let e = parse_memory(r#"{"text":"t","colour":"red"}"#, &none).unwrap_err();
-    assert!(e.contains("unknown field `colour`"), "{e}");
+    assert!(matches!(e, LineError::Json(_)), "{e:?}");
+    assert!(e.to_string().contains("unknown field `colour`"), "{e}");
 }

@@ -94,23 +94,35 @@ struct Chunk {
 
 impl Memories {
     /// Import a JSONL file; see the module doc. On any bad line nothing is written and
-    /// the error names every bad line (up to 20).
+    /// the error names every bad line (up to 20). Lines are at most
+    /// [`super::DEFAULT_MAX_LINE_BYTES`]; see [`Memories::import_file_limited`].
     pub fn import_file(&self, path: &Path) -> Result<ImportReport> {
+        self.import_file_limited(path, super::DEFAULT_MAX_LINE_BYTES)
+    }
+
+    /// [`Memories::import_file`] with lines of at most `max_line_bytes`: a longer one
+    /// is an error naming it, found before more than that is read into memory.
+    pub fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
         let store = self.store();
-        let resolve = |h: u64| store.key_for_hash(h).map_err(|e| e.to_string());
+        let resolve = |h: u64| store.key_for_hash(h);
         let embedder = self.embedder.as_ref();
         let file_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         std::thread::scope(|s| {
             let (feed, fed) = channel::<Feed>();
             let (blocks, read) = channel::<(Block, u64)>();
             let reader = s.spawn(move || {
-                let report = super::jsonl_read::stream_import(path, &resolve, |block, bytes| {
-                    let texts = block.iter().map(|(m, _)| embedding_text(m)).collect();
-                    // The embedding thread stops early only on a failure, which the
-                    // writer meets and reports.
-                    let _ = feed.send(Feed::Texts(texts));
-                    blocks.send((block, bytes)).is_ok()
-                });
+                let report = super::jsonl_read::stream_import(
+                    path,
+                    &resolve,
+                    max_line_bytes,
+                    |block, bytes| {
+                        let texts = block.iter().map(|(m, _)| embedding_text(m)).collect();
+                        // The embedding thread stops early only on a failure, which the
+                        // writer meets and reports.
+                        let _ = feed.send(Feed::Texts(texts));
+                        blocks.send((block, bytes)).is_ok()
+                    },
+                );
                 if report.is_ok() {
                     let _ = feed.send(Feed::Done);
                 }

@@ -10,11 +10,16 @@
 //! not read to its end. On one thread, parsing and redacting 20,000 memories of 1 KiB
 //! took 90 ms.
 //!
+//! Reading is bounded whatever the input (`/dev/zero`, a file with no line breaks): a
+//! line is read through the reader's buffer and refused as soon as it passes
+//! `max_line_bytes`, before it is held whole, and a block ends early once its lines
+//! hold [`BLOCK_BYTES`].
+//!
 //! Owns: turning a file into [`Prepared`] memories or a report of its bad lines. Must
 //! never write to a store.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 use super::jsonl::{ImportReport, Prepared};
@@ -27,6 +32,15 @@ const MAX_REPORTED: usize = 20;
 
 /// Lines read before they are parsed together.
 const BLOCK_LINES: usize = 8192;
+
+/// Bytes of lines after which a block ends, however few lines it holds, so that a
+/// file of long lines is not read whole into one block.
+const BLOCK_BYTES: u64 = 64 << 20;
+
+/// The longest import line read by default (the `max_line_bytes` setting): a memory's
+/// line is kilobytes, and a longer one is a file that is no JSONL (`/dev/zero`, a
+/// binary) rather than a memory.
+pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
 
 /// Lines in the first block: about one embedder chunk, so an import can start
 /// embedding and writing early.
@@ -50,9 +64,15 @@ enum Line {
 /// Read `path` for an import, as every backend does: parse every line, reporting each
 /// bad one by number (up to 20; then nothing is returned), then redact each memory's
 /// secrets and default its times. `resolve` maps a legacy hash64 to its live key.
-pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepared> {
+/// A line longer than `max_line_bytes` (its `\n` not counted) ends the reading with an
+/// error naming it, before more than that is held.
+pub(crate) fn prepare_import(
+    path: &Path,
+    resolve: &Resolve<'_>,
+    max_line_bytes: u64,
+) -> Result<Prepared> {
     let mut memories = Vec::new();
-    let report = stream_import(path, resolve, |block, _| {
+    let report = stream_import(path, resolve, max_line_bytes, |block, _| {
         memories.extend(block);
         true
     })?;
@@ -69,6 +89,7 @@ pub(crate) fn prepare_import(path: &Path, resolve: &Resolve<'_>) -> Result<Prepa
 pub(crate) fn stream_import(
     path: &Path,
     resolve: &Resolve<'_>,
+    max_line_bytes: u64,
     mut each: impl FnMut(Vec<(Memory, Option<String>)>, u64) -> bool,
 ) -> Result<ImportReport> {
     let shown = path.display().to_string();
@@ -86,7 +107,27 @@ pub(crate) fn stream_import(
     // milliseconds rather than after a whole block.
     let mut block_lines = FIRST_BLOCK_LINES;
     loop {
-        let block = read_block(&mut reader, &mut line_no, &mut bytes, block_lines).map_err(io)?;
+        let block = match read_block(
+            &mut reader,
+            &mut line_no,
+            &mut bytes,
+            block_lines,
+            max_line_bytes,
+        ) {
+            Ok(block) => block,
+            Err(BlockError::Io(e)) => return Err(io(e)),
+            Err(BlockError::TooLong { line }) => {
+                return Err(MemoryError::BadLine {
+                    path: shown,
+                    line,
+                    reason: format!(
+                        "longer than {max_line_bytes} bytes (the limit, setting max_line_bytes), \
+                         nothing imported: an import file holds one JSON memory per line; \
+                         split the line or raise max_line_bytes"
+                    ),
+                })
+            }
+        };
         block_lines = BLOCK_LINES;
         if block.is_empty() {
             break;
@@ -124,24 +165,43 @@ pub(crate) fn stream_import(
     Ok(report)
 }
 
-/// Up to `lines` lines with their numbers, counting their bytes into `bytes`; an
-/// invalid UTF-8 line becomes its error message after a NUL (no line of text read
-/// from a file starts with one).
+/// Why a block could not be read.
+#[derive(Debug)]
+enum BlockError {
+    Io(io::Error),
+    /// Line `line` is longer than the limit.
+    TooLong {
+        line: u64,
+    },
+}
+
+/// Up to `lines` lines (fewer once they hold [`BLOCK_BYTES`]) with their numbers,
+/// counting their bytes into `bytes`; an invalid UTF-8 line becomes its error message
+/// after a NUL (no line of text read from a file starts with one).
 fn read_block(
     reader: &mut impl BufRead,
     line_no: &mut u64,
     bytes: &mut u64,
     lines: usize,
-) -> std::io::Result<Vec<(u64, String)>> {
+    max_line_bytes: u64,
+) -> std::result::Result<Vec<(u64, String)>, BlockError> {
     let mut block = Vec::with_capacity(lines);
     let mut buf = Vec::new();
-    while block.len() < lines {
+    let mut block_bytes = 0u64;
+    while block.len() < lines && block_bytes < BLOCK_BYTES {
         buf.clear();
-        let read = reader.read_until(b'\n', &mut buf)?;
+        let read = match read_line_bounded(reader, &mut buf, max_line_bytes) {
+            Ok(read) => read,
+            Err(BlockError::TooLong { .. }) => {
+                return Err(BlockError::TooLong { line: *line_no + 1 })
+            }
+            Err(e) => return Err(e),
+        };
         if read == 0 {
             break;
         }
         *bytes += read as u64;
+        block_bytes += read as u64;
         *line_no += 1;
         let line = match String::from_utf8(std::mem::take(&mut buf)) {
             Ok(s) => s,
@@ -153,6 +213,42 @@ fn read_block(
         block.push((*line_no, line));
     }
     Ok(block)
+}
+
+/// Read one line, through its `\n`, into `buf`, holding at most `max` bytes of it
+/// (the `\n` not counted): the bytes consumed, 0 at the end of the input. A longer
+/// line is [`BlockError::TooLong`] (with no line number) as soon as the reader's
+/// buffer shows it is, so memory stays bounded on input with no line breaks.
+fn read_line_bounded(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: u64,
+) -> std::result::Result<usize, BlockError> {
+    let mut consumed = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(BlockError::Io(e)),
+        };
+        if available.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let content = take - usize::from(ends);
+        if (buf.len() + content) as u64 > max {
+            return Err(BlockError::TooLong { line: 0 });
+        }
+        buf.extend_from_slice(&available[..take]);
+        reader.consume(take);
+        consumed += take;
+        if ends {
+            return Ok(consumed);
+        }
+    }
 }
 
 /// Each line of `block`, prepared, in order, the lines split among the cores.
@@ -189,7 +285,7 @@ fn prepare_line(line: &str, resolve: &Resolve<'_>, now: u64) -> Line {
     }
     let Parsed { mut memory, legacy } = match jsonl_compat::parse_line(line, resolve) {
         Ok(p) => p,
-        Err(reason) => return Line::Bad(reason),
+        Err(reason) => return Line::Bad(reason.to_string()),
     };
     let redacted = match super::redact_memory(&mut memory) {
         Ok(n) => n,
@@ -232,10 +328,26 @@ mod tests {
     }
 
     #[test]
+    fn an_endless_line_is_refused_at_the_limit_with_its_number() {
+        let mut endless =
+            BufReader::with_capacity(4096, io::Read::chain(&b"{}\n"[..], io::repeat(b'x')));
+        let (mut no, mut bytes) = (0, 0);
+        let Err(BlockError::TooLong { line }) =
+            read_block(&mut endless, &mut no, &mut bytes, BLOCK_LINES, 10_000)
+        else {
+            panic!("an endless line was read");
+        };
+        assert_eq!(line, 2);
+        // It returned at all: the endless line was never read whole. Only the
+        // first line is counted as read.
+        assert!(bytes <= 3, "{bytes}");
+    }
+
+    #[test]
     fn memories_keep_file_order_across_blocks_and_threads() {
         let n = BLOCK_LINES * 2 + 500;
         let f = file(lines(n, &[]));
-        let p = prepare_import(f.path(), &|_| Ok(None)).unwrap();
+        let p = prepare_import(f.path(), &|_| Ok(None), DEFAULT_MAX_LINE_BYTES).unwrap();
         let want: Vec<String> = (1..=n)
             .filter(|i| i % 1000 != 0)
             .map(|i| format!("line {i}"))
@@ -253,7 +365,9 @@ mod tests {
     fn bad_lines_are_reported_in_order_from_every_block() {
         let bad = [3, BLOCK_LINES - 1, BLOCK_LINES + 7, 2 * BLOCK_LINES + 1];
         let f = file(lines(2 * BLOCK_LINES + 100, &bad));
-        let Err(MemoryError::Invalid(err)) = prepare_import(f.path(), &|_| Ok(None)) else {
+        let Err(MemoryError::Invalid(err)) =
+            prepare_import(f.path(), &|_| Ok(None), DEFAULT_MAX_LINE_BYTES)
+        else {
             panic!("bad lines accepted");
         };
         assert!(err.contains("4 bad line(s), nothing imported"), "{err}");
@@ -272,7 +386,9 @@ mod tests {
         // 30 bad lines in the first block: the first 20 are reported.
         let bad: Vec<usize> = (1..=30).map(|i| i * 100).collect();
         let f = file(lines(3 * BLOCK_LINES, &bad));
-        let Err(MemoryError::Invalid(err)) = prepare_import(f.path(), &|_| Ok(None)) else {
+        let Err(MemoryError::Invalid(err)) =
+            prepare_import(f.path(), &|_| Ok(None), DEFAULT_MAX_LINE_BYTES)
+        else {
             panic!("bad lines accepted");
         };
         assert!(err.contains("20 bad line(s)"), "{err}");

@@ -5,6 +5,7 @@
 //! memory is and how it is found; it must never reach around the store into files,
 //! and never knows the code index: whoever opens the store chooses its projections.
 
+mod active;
 mod anchor;
 mod audit;
 mod backend;
@@ -22,6 +23,8 @@ mod notes;
 mod pattern_sets;
 mod projection;
 mod recall;
+mod recall_scan;
+mod redact_paths;
 mod sessions;
 mod stored_secrets;
 pub mod taxonomy;
@@ -32,7 +35,8 @@ use std::sync::Arc;
 use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
-pub use anchor::{Anchor, AnchorSource, Anchorer, MAX_ANCHORS};
+pub use active::{active_among, is_open_session, ActiveSession};
+pub use anchor::{Anchor, AnchorError, AnchorSource, Anchorer, MAX_ANCHORS};
 pub use audit::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub(crate) use backend::recall_fetch;
 pub use backend::{fuse_ranked, MemoryBackend, MemoryText, MIN_VECTOR_SIMILARITY};
@@ -44,9 +48,10 @@ pub use filter::{parse_since, MemoryFilter};
 pub use jsonl::ImportReport;
 pub(crate) use jsonl::{derived_id, legacy_id, Prepared};
 pub(crate) use jsonl_read::prepare_import;
+pub use jsonl_read::DEFAULT_MAX_LINE_BYTES;
 pub(crate) use locked::Locked;
 pub use locked::{attach_event_to_next_write, take_unattached_event};
-pub use model::{Memory, KINDS, MEMORY_TYPE};
+pub use model::{InvalidMemory, Memory, KINDS, MEMORY_TYPE};
 pub use notes::note_name;
 pub(crate) use notes::{check_name as check_note_name, note_entry};
 pub use pattern_sets::PatternSetBackend;
@@ -57,7 +62,7 @@ pub use sessions::{FileChange, CHANGE_ACTIONS};
 pub use stored_secrets::{redact_stored, StoredRedaction};
 
 use crate::embed::{default_embedder, is_zero, Embedder};
-use crate::key::{hash64, Key};
+use crate::key::hash64;
 use crate::store::{Projection, Store, StoreError, StoreOptions, WriteBatch};
 
 /// What can go wrong with memories.
@@ -69,6 +74,9 @@ pub enum MemoryError {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    /// A memory that cannot be stored as it is.
+    #[error(transparent)]
+    Rejected(#[from] InvalidMemory),
     #[error("{path}: line {line}: {reason}")]
     BadLine {
         path: String,
@@ -277,7 +285,7 @@ impl Memories {
 
     /// [`Memories::write`] inside a locked read-modify-write.
     pub(crate) fn write_locked(&self, l: &mut Locked<'_>, mut memory: Memory) -> Result<Memory> {
-        memory.validate().map_err(MemoryError::Invalid)?;
+        memory.validate()?;
         memory.redacted = redact_memory(&mut memory)?;
         self.check_symbols(&memory)?;
         self.anchor_locked(l, &mut memory)?;
@@ -309,7 +317,7 @@ impl Memories {
             return Err(MemoryError::NotFound(id.to_string()));
         };
         change.id = old.id.clone();
-        change.validate().map_err(MemoryError::Invalid)?;
+        change.validate()?;
         change.redacted = redact_memory(&mut change)?;
         self.check_symbols(&change)?;
         self.anchor_locked(l, &mut change)?;
@@ -497,10 +505,12 @@ pub(crate) fn random_id() -> Result<String> {
     Ok(format!("mem:{:08x}", u32::from_le_bytes(b)))
 }
 
-/// Replace every secret in what a memory stores as free text (its text, tags and
-/// metadata strings) before anything reaches the log; the number replaced.
+/// Replace every secret in what a memory stores (its paths first, in the index's
+/// stored form: see `redact_paths`; then its text, tags and metadata strings) before
+/// anything reaches the log; the number replaced.
 pub(crate) fn redact_memory(m: &mut Memory) -> Result<u64> {
-    let mut n = crate::patterns::redact_string(&mut m.text)?;
+    let mut n = redact_paths::redact_memory_paths(m)?;
+    n += crate::patterns::redact_string(&mut m.text)?;
     for tag in &mut m.tags {
         n += crate::patterns::redact_string(tag)?;
     }
@@ -515,17 +525,7 @@ pub(crate) fn redact_memory(m: &mut Memory) -> Result<u64> {
 
 /// Accept `mem:a1b2c3d4` or `a1b2c3d4`; refuse anything else with the expected form.
 pub fn normalise_id(id: &str) -> Result<String> {
-    let full = if id.starts_with("mem:") {
-        id.to_string()
-    } else {
-        format!("mem:{id}")
-    };
-    match Key::parse(&full) {
-        Ok(Key::Memory { .. }) => Ok(full),
-        _ => Err(MemoryError::Invalid(format!(
-            "{id:?} is not a memory id; expected mem: followed by eight lowercase hex digits, e.g. mem:a1b2c3d4"
-        ))),
-    }
+    Ok(model::memory_id(id)?)
 }
 
 fn warn_vectorless(e: &MemoryError) {

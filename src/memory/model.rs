@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::anchor::Anchor;
-use super::taxonomy::{self, Axis};
+use super::anchor::{Anchor, AnchorError};
+use super::taxonomy::{self, Axis, TaxonomyError};
 use crate::key::Key;
 use crate::store::Record;
 
@@ -106,6 +106,36 @@ fn one() -> u64 {
     1
 }
 
+/// Why a memory cannot be stored as it is; the text says what is accepted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidMemory {
+    #[error("a memory's text must not be empty")]
+    EmptyText,
+    #[error("a memory's text is at most {MAX_TEXT_BYTES} bytes, this one has {bytes}; store large text as a file and reference it")]
+    TextTooLong { bytes: usize },
+    #[error("{id:?} is not a memory id; expected mem: followed by eight lowercase hex digits, e.g. mem:a1b2c3d4")]
+    NotAMemoryId { id: String },
+    #[error("kind {kind:?} is not one of {}", KINDS.join(", "))]
+    Kind { kind: String },
+    /// A task, insight or context value the taxonomy does not have.
+    #[error(transparent)]
+    Taxonomy(#[from] TaxonomyError),
+    #[error("a tag must not be empty")]
+    EmptyTag,
+    #[error("tag {tag:?} is over 128 bytes")]
+    TagTooLong { tag: String },
+    #[error("{key:?} is not a symbol, file or chunk key (e.g. sym:src/a.rs#run:function:3:9)")]
+    NotASymbolKey { key: String },
+    #[error(transparent)]
+    Anchor(#[from] AnchorError),
+    #[error("provenance {provenance:?} is not one of {}", taxonomy::PROVENANCES.join(", "))]
+    Provenance { provenance: String },
+    #[error("trust {trust} is outside 0 to 1")]
+    Trust { trust: f64 },
+    #[error("a session id is 1 to 128 bytes")]
+    SessionLength,
+}
+
 impl Memory {
     /// A memory with `text` and every other field at its default; id and times are
     /// assigned when it is stored.
@@ -134,29 +164,25 @@ impl Memory {
 
     /// Check every field and bring taxonomy values, tags and provenance to their
     /// canonical spelling. The error says what is wrong and what is accepted.
-    pub fn validate(&mut self) -> Result<(), String> {
+    pub fn validate(&mut self) -> Result<(), InvalidMemory> {
         if self.text.trim().is_empty() {
-            return Err("a memory's text must not be empty".into());
+            return Err(InvalidMemory::EmptyText);
         }
         if self.text.len() > MAX_TEXT_BYTES {
-            return Err(format!(
-                "a memory's text is at most {} bytes, this one has {}; store large text as a file and reference it",
-                MAX_TEXT_BYTES,
-                self.text.len()
-            ));
+            return Err(InvalidMemory::TextTooLong {
+                bytes: self.text.len(),
+            });
         }
         if !self.id.is_empty() {
-            self.id = super::normalise_id(&self.id).map_err(|e| e.to_string())?;
+            self.id = memory_id(&self.id)?;
         }
         if !KINDS.contains(&self.kind.as_str()) {
-            return Err(format!(
-                "kind {:?} is not one of {}",
-                self.kind,
-                KINDS.join(", ")
-            ));
+            return Err(InvalidMemory::Kind {
+                kind: self.kind.clone(),
+            });
         }
         if let Some(t) = &self.task {
-            self.task = Some(taxonomy::normalise(Axis::Task, t).map_err(|e| e.to_string())?);
+            self.task = Some(taxonomy::normalise(Axis::Task, t)?);
         }
         self.insights = normalise_all(Axis::Insight, &self.insights)?;
         self.contexts = normalise_all(Axis::Context, &self.contexts)?;
@@ -164,31 +190,23 @@ impl Memory {
         for s in &self.symbols {
             match Key::parse(s) {
                 Ok(Key::Symbol { .. } | Key::File { .. } | Key::Chunk { .. }) => {}
-                _ => {
-                    return Err(format!(
-                    "{s:?} is not a symbol, file or chunk key (e.g. sym:src/a.rs#run:function:3:9)"
-                ))
-                }
+                _ => return Err(InvalidMemory::NotASymbolKey { key: s.clone() }),
             }
         }
         super::anchor::validate_all(&self.anchors)?;
         self.provenance = taxonomy::provenance(&self.provenance)
-            .ok_or_else(|| {
-                format!(
-                    "provenance {:?} is not one of {}",
-                    self.provenance,
-                    taxonomy::PROVENANCES.join(", ")
-                )
+            .ok_or_else(|| InvalidMemory::Provenance {
+                provenance: self.provenance.clone(),
             })?
             .to_string();
-        if let Some(t) = self.trust {
-            if !(0.0..=1.0).contains(&t) {
-                return Err(format!("trust {t} is outside 0 to 1"));
+        if let Some(trust) = self.trust {
+            if !(0.0..=1.0).contains(&trust) {
+                return Err(InvalidMemory::Trust { trust });
             }
         }
         if let Some(s) = &self.session {
             if s.is_empty() || s.len() > 128 {
-                return Err("a session id is 1 to 128 bytes".into());
+                return Err(InvalidMemory::SessionLength);
             }
         }
         Ok(())
@@ -261,10 +279,23 @@ const KNOWN_FIELDS: &[&str] = &[
     "updated_ms",
 ];
 
-fn normalise_all(axis: Axis, values: &[String]) -> Result<Vec<String>, String> {
+/// `mem:a1b2c3d4` or `a1b2c3d4` as `mem:a1b2c3d4`; anything else refused.
+pub(super) fn memory_id(id: &str) -> Result<String, InvalidMemory> {
+    let full = if id.starts_with("mem:") {
+        id.to_string()
+    } else {
+        format!("mem:{id}")
+    };
+    match Key::parse(&full) {
+        Ok(Key::Memory { .. }) => Ok(full),
+        _ => Err(InvalidMemory::NotAMemoryId { id: id.into() }),
+    }
+}
+
+fn normalise_all(axis: Axis, values: &[String]) -> Result<Vec<String>, TaxonomyError> {
     let mut out: Vec<String> = Vec::new();
     for v in values {
-        let n = taxonomy::normalise(axis, v).map_err(|e| e.to_string())?;
+        let n = taxonomy::normalise(axis, v)?;
         if !out.contains(&n) {
             out.push(n);
         }
@@ -273,15 +304,15 @@ fn normalise_all(axis: Axis, values: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// Trimmed, non-empty, at most 128 bytes, without duplicates.
-pub(crate) fn clean_tags(tags: &[String]) -> Result<Vec<String>, String> {
+pub(crate) fn clean_tags(tags: &[String]) -> Result<Vec<String>, InvalidMemory> {
     let mut out: Vec<String> = Vec::new();
     for t in tags {
         let t = t.trim();
         if t.is_empty() {
-            return Err("a tag must not be empty".into());
+            return Err(InvalidMemory::EmptyTag);
         }
         if t.len() > 128 {
-            return Err(format!("tag {t:?} is over 128 bytes"));
+            return Err(InvalidMemory::TagTooLong { tag: t.into() });
         }
         if !out.iter().any(|o| o == t) {
             out.push(t.to_string());

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::model::{MEMORY_TYPE, PLAIN_KIND};
 use crate::fts::index_text;
-use crate::store::{Change, Projection, Result};
+use crate::store::{Change, CheckedTable, Projection, Result, RowsOf};
 
 /// How many bytes of pending terms `memories_fts` holds in memory before writing them
 /// out as a new segment (FTS5's `hashsize`; its default is 1 MiB). An import of 20,000
@@ -72,6 +72,17 @@ impl Projection for MemoryProjection {
             )?;
         }
         Ok(())
+    }
+
+    fn checked_tables(&self) -> Vec<CheckedTable> {
+        vec![
+            CheckedTable::new("memories", RowsOf::Seq("seq")).one_per(MEMORY_TYPE),
+            CheckedTable::new("memories_fts", RowsOf::Seq("rowid")).one_per(MEMORY_TYPE),
+            CheckedTable::new("memory_labels", RowsOf::Seq("seq")),
+            CheckedTable::new("memory_edges", RowsOf::KeyHash("owner")),
+            // Every value a live memory had keeps its row (history).
+            CheckedTable::new("memory_versions", RowsOf::KeyHash("key_hash")).history(),
+        ]
     }
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {

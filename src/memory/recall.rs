@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::{Memories, Memory, MemoryError, MemoryFilter, Result};
+use super::{recall_scan, Memories, Memory, MemoryError, MemoryFilter, Result};
 use rusqlite::OptionalExtension;
 
 use crate::fts::{fts_all_query, fts_query, Bm25};
@@ -68,10 +68,16 @@ pub fn keyword_ranked(
     };
     let limit = top_k.clamp(1, i64::MAX as usize);
     let (cond, filter_args) = filter.sql();
+    let (row_cond, row_args) = filter.sql_per_row();
     let found = store.with_tracker(|db| {
-        let mut found = ranked(db, &all, &cond, &filter_args, limit)?;
+        // The posting lists in memory when they can answer exactly, else the statement.
+        let rank = |fts: &str| match recall_scan::ranked(db, fts, &row_cond, &row_args, limit)? {
+            Some(found) => Ok(found),
+            None => ranked(db, fts, &cond, &filter_args, limit),
+        };
+        let mut found = rank(&all)?;
         if found.len() < limit && any != all {
-            found = ranked(db, &any, &cond, &filter_args, limit)?;
+            found = rank(&any)?;
         }
         Ok(found)
     })?;
@@ -81,7 +87,7 @@ pub fn keyword_ranked(
 /// One ranking: `(id, score)` best first, ties to the later write (`seq`). `cond`
 /// and `filter_args` come from [`MemoryFilter::sql`]; empty, the full-text table is
 /// ranked alone and only the winners are looked up.
-fn ranked(
+pub(super) fn ranked(
     db: &rusqlite::Connection,
     fts: &str,
     cond: &str,

@@ -53,6 +53,21 @@ impl Memories {
         self.locked(|l| self.end_session_locked(l, id, success, user_summary))
     }
 
+    /// End the active session (see [`Memories::active_session`]) for a caller that
+    /// started `started`; refused, naming the open ones, when none or several are
+    /// open. Which one is decided under the lock that ends it.
+    pub fn end_active_session(
+        &self,
+        started: Option<&str>,
+        success: bool,
+        user_summary: Option<&str>,
+    ) -> Result<Memory> {
+        self.locked(|l| {
+            let active = self.active_session_locked(l, started)?;
+            self.end_session_locked(l, active.to_end()?, success, user_summary)
+        })
+    }
+
     fn end_session_locked(
         &self,
         l: &mut super::Locked<'_>,
@@ -74,9 +89,20 @@ impl Memories {
         self.update_locked(l, &session.id, m)
     }
 
-    /// Record a file change with its reason.
+    /// Record a file change with its reason; without a session it joins the store's
+    /// one open session, if exactly one is open.
     pub fn track_file_change(&self, c: &FileChange) -> Result<Memory> {
-        self.write(change_entry(c)?)
+        self.track_file_change_joining(c, None)
+    }
+
+    /// [`Memories::track_file_change`] for a caller that started the session
+    /// `started` (joined first while it is open).
+    pub fn track_file_change_joining(
+        &self,
+        c: &FileChange,
+        started: Option<&str>,
+    ) -> Result<Memory> {
+        self.write_joining(change_entry(c)?, started)
     }
 }
 
@@ -114,7 +140,7 @@ pub(crate) fn ended_session(
     user_summary: Option<&str>,
 ) -> Memory {
     entries.sort_by_key(|e| (e.created_ms, e.id.clone()));
-    let summary = summarise(session, &entries, success);
+    let (summary, counts) = summarise(session, &entries, success);
     let mut m = session.clone();
     m.text = summary.clone();
     if let Some(given) = user_summary.map(str::trim).filter(|t| !t.is_empty()) {
@@ -126,6 +152,18 @@ pub(crate) fn ended_session(
     m.metadata.insert("summary".into(), json!(summary));
     m.metadata
         .insert("ended_ms".into(), json!(crate::store::now_ms()));
+    // The statistics are the summary's own sections counted, so the two never
+    // disagree.
+    m.metadata
+        .insert("files_touched".into(), json!(counts.files_touched));
+    m.metadata.insert(
+        "errors_encountered".into(),
+        json!(counts.errors_encountered),
+    );
+    m.metadata
+        .insert("errors_fixed".into(), json!(counts.errors_fixed));
+    m.metadata
+        .insert("decisions_made".into(), json!(counts.decisions_made));
     m
 }
 
@@ -183,8 +221,18 @@ fn field<'a>(m: &'a Memory, name: &str) -> Option<&'a str> {
     m.metadata.get(name).and_then(Value::as_str)
 }
 
-/// The deterministic summary of a session.
-fn summarise(session: &Memory, entries: &[Memory], success: bool) -> String {
+/// What a session's summary lists, counted.
+#[derive(Debug, Default, PartialEq)]
+struct Counts {
+    /// Each path changed, once, in the order first changed.
+    files_touched: Vec<String>,
+    errors_encountered: usize,
+    errors_fixed: usize,
+    decisions_made: usize,
+}
+
+/// The deterministic summary of a session, and what it lists counted.
+fn summarise(session: &Memory, entries: &[Memory], success: bool) -> (String, Counts) {
     let description = field(session, "description").unwrap_or("");
     let mut out = format!(
         "session {} {}: {description}\n",
@@ -195,16 +243,20 @@ fn summarise(session: &Memory, entries: &[Memory], success: bool) -> String {
             "did not succeed"
         }
     );
-    let mut files: Vec<String> = Vec::new();
+    // One line per file, each of its distinct changes on it.
+    let mut files: Vec<(String, Vec<String>)> = Vec::new();
     for e in entries.iter().filter(|e| e.kind == "file_change") {
-        let line = format!(
+        let path = field(e, "path").unwrap_or("?").to_string();
+        let change = format!(
             "{} {} — {}",
             field(e, "action").unwrap_or("?"),
-            field(e, "path").unwrap_or("?"),
+            path,
             field(e, "reason").unwrap_or("")
         );
-        if !files.contains(&line) {
-            files.push(line);
+        match files.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, changes)) if !changes.contains(&change) => changes.push(change),
+            Some(_) => {}
+            None => files.push((path, vec![change])),
         }
     }
     let (fixed, open): (Vec<&Memory>, Vec<&Memory>) = entries
@@ -212,6 +264,12 @@ fn summarise(session: &Memory, entries: &[Memory], success: bool) -> String {
         .filter(|e| e.kind == "error")
         .partition(|e| super::context::is_resolved(e));
     let decisions: Vec<&Memory> = entries.iter().filter(|e| e.kind == "decision").collect();
+    let counts = Counts {
+        files_touched: files.iter().map(|(p, _)| p.clone()).collect(),
+        errors_encountered: fixed.len() + open.len(),
+        errors_fixed: fixed.len(),
+        decisions_made: decisions.len(),
+    };
     let mut section = |title: &str, lines: Vec<String>| {
         if !lines.is_empty() {
             out.push_str(&format!("{title} ({}):\n", lines.len()));
@@ -220,7 +278,10 @@ fn summarise(session: &Memory, entries: &[Memory], success: bool) -> String {
             }
         }
     };
-    section("files changed", files);
+    section(
+        "files changed",
+        files.into_iter().map(|(_, c)| c.join("; ")).collect(),
+    );
     section(
         "errors fixed",
         fixed
@@ -260,5 +321,5 @@ fn summarise(session: &Memory, entries: &[Memory], success: bool) -> String {
     if others > 0 {
         out.push_str(&format!("{others} other memories recorded\n"));
     }
-    out
+    (out, counts)
 }

@@ -33,6 +33,49 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// The libpq `sslmode`s engram honours (`allow` is not one: it would try plain text
 /// first).
+/// What is wrong with a connection string's TLS settings or the trusted roots; the
+/// text says what to give instead.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("sslmode=allow is not supported (it tries plain text first); use prefer, require, verify-ca or verify-full")]
+    AllowMode,
+    #[error("sslmode={mode:?} is not a mode; expected disable, prefer, require, verify-ca or verify-full")]
+    UnknownMode { mode: String },
+    #[error("bad %-escape in the connection URL's query near {text:?}")]
+    BadEscape { text: String },
+    #[error("the query value {text:?} is not UTF-8 once decoded")]
+    NotUtf8 { text: String },
+    #[error("{key:?} has no value in the connection string (expected key=value)")]
+    NoValue { key: String },
+    #[error("unterminated quoted value of {key:?}")]
+    Unterminated { key: String },
+    #[error("sslrootcert {}: cannot read it ({source}); give the path of the PEM file holding the certificate of the CA that signed the server's certificate", path.display())]
+    RootCertUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("sslrootcert {}: not a readable PEM certificate file ({source}); it must hold the CA certificate(s) in PEM (-----BEGIN CERTIFICATE-----)", path.display())]
+    RootCertNotPem {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    /// Certificate `number` (from 1) of the file.
+    #[error("sslrootcert {}: certificate {number} is not a usable CA certificate ({source})", path.display())]
+    RootCertUnusable {
+        path: PathBuf,
+        number: usize,
+        source: rustls::Error,
+    },
+    #[error("sslrootcert {}: holds no certificate; it must hold the CA certificate(s) in PEM (-----BEGIN CERTIFICATE-----)", path.display())]
+    RootCertEmpty { path: PathBuf },
+    #[error("no trusted root certificates: the system has none and no sslrootcert is given; set sslrootcert=PATH (or database_sslrootcert) to the CA certificate that signed the server's certificate")]
+    NoRoots,
+    #[error("cannot check server certificates: {0}")]
+    Verifier(#[source] rustls::client::VerifierBuilderError),
+    #[error("no TLS configuration: {0}")]
+    Config(#[source] rustls::Error),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SslMode {
     /// No TLS.
@@ -50,24 +93,15 @@ pub enum SslMode {
 
 impl SslMode {
     /// The mode a connection string's `sslmode` value names.
-    pub fn parse(v: &str) -> Result<SslMode, String> {
+    pub fn parse(v: &str) -> Result<SslMode, TlsError> {
         Ok(match v {
             "disable" => SslMode::Disable,
             "prefer" => SslMode::Prefer,
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            "allow" => {
-                return Err(
-                    "sslmode=allow is not supported (it tries plain text first); use prefer, require, verify-ca or verify-full"
-                        .into(),
-                )
-            }
-            other => {
-                return Err(format!(
-                    "sslmode={other:?} is not a mode; expected disable, prefer, require, verify-ca or verify-full"
-                ))
-            }
+            "allow" => return Err(TlsError::AllowMode),
+            other => return Err(TlsError::UnknownMode { mode: other.into() }),
         })
     }
 
@@ -119,9 +153,9 @@ pub struct TlsSettings {
 /// Both forms are understood: a URL (`postgres://…?sslmode=verify-full&sslrootcert=ca.pem`,
 /// values percent-decoded) and `key=value` pairs (values quoted with `'…'` when they
 /// hold spaces). Everything else is left as written, for tokio-postgres to parse.
-pub fn split(conn: &str) -> Result<(String, TlsSettings), String> {
+pub fn split(conn: &str) -> Result<(String, TlsSettings), TlsError> {
     let mut settings = TlsSettings::default();
-    let mut take = |key: &str, value: String| -> Result<bool, String> {
+    let mut take = |key: &str, value: String| -> Result<bool, TlsError> {
         match key {
             "sslmode" => settings.mode = SslMode::parse(&value)?,
             "sslrootcert" => {
@@ -165,7 +199,7 @@ pub fn split(conn: &str) -> Result<(String, TlsSettings), String> {
 }
 
 /// `%XX` escapes decoded (a URL's query values); the text must be UTF-8 after.
-fn percent_decode(s: &str) -> Result<String, String> {
+fn percent_decode(s: &str) -> Result<String, TlsError> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -174,7 +208,7 @@ fn percent_decode(s: &str) -> Result<String, String> {
             let hex = s
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad %-escape in the connection URL's query near {s:?}"))?;
+                .ok_or_else(|| TlsError::BadEscape { text: s.into() })?;
             out.push(hex);
             i += 3;
         } else {
@@ -182,12 +216,12 @@ fn percent_decode(s: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("the query value {s:?} is not UTF-8 once decoded"))
+    String::from_utf8(out).map_err(|_| TlsError::NotUtf8 { text: s.into() })
 }
 
 /// The pairs of a `key=value` connection string, as libpq reads them: each key, its
 /// value unquoted and unescaped, and the pair's text as written.
-fn key_values(s: &str) -> Result<Vec<(String, String, &str)>, String> {
+fn key_values(s: &str) -> Result<Vec<(String, String, &str)>, TlsError> {
     let b = s.as_bytes();
     let mut pairs = Vec::new();
     let mut i = 0;
@@ -209,9 +243,7 @@ fn key_values(s: &str) -> Result<Vec<(String, String, &str)>, String> {
         let key = &s[start..i];
         i = skip_ws(i);
         if i == b.len() || b[i] != b'=' {
-            return Err(format!(
-                "{key:?} has no value in the connection string (expected key=value)"
-            ));
+            return Err(TlsError::NoValue { key: key.into() });
         }
         i = skip_ws(i + 1);
         let mut value = Vec::new();
@@ -219,7 +251,7 @@ fn key_values(s: &str) -> Result<Vec<(String, String, &str)>, String> {
             i += 1;
             loop {
                 match b.get(i) {
-                    None => return Err(format!("unterminated quoted value of {key:?}")),
+                    None => return Err(TlsError::Unterminated { key: key.into() }),
                     Some(b'\'') => {
                         i += 1;
                         break;
@@ -251,52 +283,48 @@ fn key_values(s: &str) -> Result<Vec<(String, String, &str)>, String> {
 
 /// The trusted roots: the system's, plus those in `root_cert`. A root file that
 /// cannot be read, holds no certificate or a malformed one is an error saying so.
-fn roots(root_cert: Option<&Path>) -> Result<(RootCertStore, String), String> {
+fn roots(root_cert: Option<&Path>) -> Result<(RootCertStore, String), TlsError> {
     let mut store = RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     let (system, _) = store.add_parsable_certificates(native.certs);
     let mut described = format!("the system's {system} root certificates");
     if let Some(path) = root_cert {
         let shown = path.display();
-        let pem = std::fs::read(path).map_err(|e| {
-            format!(
-                "sslrootcert {shown}: cannot read it ({e}); give the path of the PEM file holding the certificate of the CA that signed the server's certificate"
-            )
+        let pem = std::fs::read(path).map_err(|source| TlsError::RootCertUnreadable {
+            path: path.to_path_buf(),
+            source,
         })?;
         let mut n = 0;
         for cert in CertificateDer::pem_slice_iter(&pem) {
-            let cert = cert.map_err(|e| {
-                format!(
-                    "sslrootcert {shown}: not a readable PEM certificate file ({e}); it must hold the CA certificate(s) in PEM (-----BEGIN CERTIFICATE-----)"
-                )
+            let cert = cert.map_err(|source| TlsError::RootCertNotPem {
+                path: path.to_path_buf(),
+                source,
             })?;
-            store.add(cert).map_err(|e| {
-                format!(
-                    "sslrootcert {shown}: certificate {} is not a usable CA certificate ({e})",
-                    n + 1
-                )
-            })?;
+            store
+                .add(cert)
+                .map_err(|source| TlsError::RootCertUnusable {
+                    path: path.to_path_buf(),
+                    number: n + 1,
+                    source,
+                })?;
             n += 1;
         }
         if n == 0 {
-            return Err(format!(
-                "sslrootcert {shown}: holds no certificate; it must hold the CA certificate(s) in PEM (-----BEGIN CERTIFICATE-----)"
-            ));
+            return Err(TlsError::RootCertEmpty {
+                path: path.to_path_buf(),
+            });
         }
         described.push_str(&format!(" and the {n} in sslrootcert {shown}"));
     }
     if store.is_empty() {
-        return Err(
-            "no trusted root certificates: the system has none and no sslrootcert is given; set sslrootcert=PATH (or database_sslrootcert) to the CA certificate that signed the server's certificate"
-                .into(),
-        );
+        return Err(TlsError::NoRoots);
     }
     Ok((store, described))
 }
 
 /// The connector for `settings`: rustls with ring, checking the server's certificate
 /// as the mode asks. Errors (an unusable `sslrootcert`) are for the user as they are.
-pub fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, String> {
+pub fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     // libpq: require with a root file given checks the chain like verify-ca.
     let mode = match settings.mode {
@@ -307,7 +335,7 @@ pub fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, String> {
         let (store, described) = roots(settings.root_cert.as_deref())?;
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
             .build()
-            .map_err(|e| format!("cannot check server certificates: {e}"))?;
+            .map_err(TlsError::Verifier)?;
         Some((inner, described))
     } else {
         None
@@ -319,7 +347,7 @@ pub fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, String> {
     };
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("no TLS configuration: {e}"))?
+        .map_err(TlsError::Config)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
@@ -464,162 +492,5 @@ pub fn refusal(e: &tokio_postgres::Error) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn settings(mode: SslMode, root: Option<&str>) -> TlsSettings {
-        TlsSettings {
-            mode,
-            root_cert: root.map(PathBuf::from),
-        }
-    }
-
-    #[test]
-    fn every_libpq_mode_but_allow_parses() {
-        for m in [
-            SslMode::Disable,
-            SslMode::Prefer,
-            SslMode::Require,
-            SslMode::VerifyCa,
-            SslMode::VerifyFull,
-        ] {
-            assert_eq!(SslMode::parse(m.as_str()), Ok(m));
-        }
-        assert!(SslMode::parse("allow")
-            .unwrap_err()
-            .contains("not supported"));
-        let e = SslMode::parse("verify_full").unwrap_err();
-        assert!(
-            e.contains("verify-full") && e.contains("\"verify_full\""),
-            "{e}"
-        );
-        assert_eq!(SslMode::default(), SslMode::Prefer);
-    }
-
-    #[test]
-    fn the_modes_map_onto_the_clients_own() {
-        use tokio_postgres::config::SslMode as C;
-        assert_eq!(SslMode::Disable.for_client(), C::Disable);
-        assert_eq!(SslMode::Prefer.for_client(), C::Prefer);
-        for m in [SslMode::Require, SslMode::VerifyCa, SslMode::VerifyFull] {
-            assert_eq!(m.for_client(), C::Require);
-        }
-        assert!(SslMode::VerifyCa.verifies() && SslMode::VerifyFull.verifies());
-        assert!(!SslMode::Require.verifies() && !SslMode::Prefer.verifies());
-    }
-
-    #[test]
-    fn a_url_without_tls_parameters_is_left_alone() {
-        let url = "postgres://u:p@db.example.com:5432/engram";
-        assert_eq!(
-            split(url).unwrap(),
-            (url.to_string(), TlsSettings::default())
-        );
-        let url = "postgres://u:p@db:5432/engram?application_name=x&connect_timeout=5";
-        assert_eq!(
-            split(url).unwrap(),
-            (url.to_string(), TlsSettings::default())
-        );
-    }
-
-    #[test]
-    fn a_urls_tls_parameters_are_taken_out_and_the_rest_kept_in_order() {
-        let (rest, s) = split(
-            "postgresql://u:p@db:5432/engram?connect_timeout=5&sslmode=verify-full&sslrootcert=%2Fetc%2Fca%20certs%2Frds.pem&hostaddr=10.0.0.1",
-        )
-        .unwrap();
-        assert_eq!(
-            rest,
-            "postgresql://u:p@db:5432/engram?connect_timeout=5&hostaddr=10.0.0.1"
-        );
-        assert_eq!(
-            s,
-            settings(SslMode::VerifyFull, Some("/etc/ca certs/rds.pem"))
-        );
-        // Only TLS parameters: no `?` left.
-        let (rest, s) = split("postgres://u@db/engram?sslmode=require&sslrootcert=ca.pem").unwrap();
-        assert_eq!(rest, "postgres://u@db/engram");
-        assert_eq!(s, settings(SslMode::Require, Some("ca.pem")));
-        // libpq's `system`: the system's roots only.
-        let (_, s) = split("postgres://u@db/engram?sslmode=verify-ca&sslrootcert=system").unwrap();
-        assert_eq!(s, settings(SslMode::VerifyCa, None));
-        // What tokio-postgres parses after is a valid configuration.
-        let (rest, _) = split("postgres://u:p@db:5433/engram?sslmode=verify-full").unwrap();
-        let cfg: tokio_postgres::Config = rest.parse().unwrap();
-        assert_eq!(cfg.get_ports(), &[5433]);
-    }
-
-    #[test]
-    fn a_bad_mode_or_escape_in_a_url_is_an_error_naming_it() {
-        let e = split("postgres://u@db/engram?sslmode=verify").unwrap_err();
-        assert!(e.contains("\"verify\"") && e.contains("verify-full"), "{e}");
-        let e = split("postgres://u@db/engram?sslrootcert=%zz").unwrap_err();
-        assert!(e.contains("%-escape"), "{e}");
-    }
-
-    #[test]
-    fn key_value_strings_lose_their_tls_pairs_and_keep_the_rest() {
-        let (rest, s) = split(
-            "host=db.example.com port=5432 sslmode = verify-ca  sslrootcert='/a path/with \\'quote\\'.pem' dbname=engram",
-        )
-        .unwrap();
-        assert_eq!(rest, "host=db.example.com port=5432 dbname=engram");
-        assert_eq!(
-            s,
-            settings(SslMode::VerifyCa, Some("/a path/with 'quote'.pem"))
-        );
-        let (rest, s) = split("host=db user=u password='p w' dbname=engram").unwrap();
-        assert_eq!(rest, "host=db user=u password='p w' dbname=engram");
-        assert_eq!(s, TlsSettings::default());
-        let cfg: tokio_postgres::Config = rest.parse().unwrap();
-        assert_eq!(cfg.get_password(), Some(&b"p w"[..]));
-        assert!(split("host=db sslmode").unwrap_err().contains("no value"));
-        assert!(split("sslrootcert='x")
-            .unwrap_err()
-            .contains("unterminated"));
-    }
-
-    #[test]
-    fn an_unusable_root_file_says_what_is_wrong_and_what_to_give() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("missing.pem");
-        let e = connector(&settings(
-            SslMode::VerifyFull,
-            Some(missing.to_str().unwrap()),
-        ))
-        .err()
-        .unwrap();
-        assert!(
-            e.contains("cannot read") && e.contains("missing.pem"),
-            "{e}"
-        );
-        assert!(e.contains("CA that signed"), "{e}");
-
-        let empty = dir.path().join("empty.pem");
-        std::fs::write(&empty, "not a certificate\n").unwrap();
-        let e = connector(&settings(SslMode::VerifyCa, Some(empty.to_str().unwrap())))
-            .err()
-            .unwrap();
-        assert!(
-            e.contains("holds no certificate") && e.contains("PEM"),
-            "{e}"
-        );
-
-        let bad = dir.path().join("bad.pem");
-        std::fs::write(
-            &bad,
-            "-----BEGIN CERTIFICATE-----\nMIIBbad\n-----END CERTIFICATE-----\n",
-        )
-        .unwrap();
-        let e = connector(&settings(SslMode::VerifyCa, Some(bad.to_str().unwrap())))
-            .err()
-            .unwrap();
-        assert!(e.contains("bad.pem"), "{e}");
-
-        // Modes that check nothing never read the file; require with one checks the
-        // CA (libpq's rule), so it reads it.
-        assert!(connector(&settings(SslMode::Prefer, Some(missing.to_str().unwrap()))).is_ok());
-        assert!(connector(&settings(SslMode::Require, None)).is_ok());
-        assert!(connector(&settings(SslMode::Require, Some(missing.to_str().unwrap()))).is_err());
-    }
-}
+#[path = "tls_tests.rs"]
+mod tests;

@@ -137,7 +137,7 @@ pub fn all() -> Vec<PatternSet> {
 }
 
 /// Positive and negative fixtures for every built-in pattern: (set, pattern id,
-/// text that must match, text that must not). Checked by `tests/patterns.rs`. The
+/// text that must match, text that must not). Checked by `tests/it/patterns.rs`. The
 /// `secrets` rows come from the secret rule table, so they cannot drift from it.
 #[doc(hidden)]
 pub static FIXTURES: LazyLock<Vec<(&'static str, &'static str, &'static str, &'static str)>> =

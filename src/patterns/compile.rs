@@ -6,19 +6,18 @@
 //! `patterns/` directory under a hash of everything that affects it, so it is derived
 //! data and may be deleted at any time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use hyperscan::prelude::*;
-use hyperscan::{BlockMode, Serialized};
+use engram_secrets::hs::{cache_file, Database, Regex, Scratch};
+use engram_secrets::SecretsError;
 
 use super::set::PatternSet;
 use super::PatternError;
-use crate::key::hash64;
 
 /// A set ready to scan.
 pub struct CompiledSet {
     pub set: PatternSet,
-    db: BlockDatabase,
+    db: Database,
 }
 
 impl std::fmt::Debug for CompiledSet {
@@ -29,109 +28,62 @@ impl std::fmt::Debug for CompiledSet {
     }
 }
 
+fn regexes(set: &PatternSet) -> Vec<Regex<'_>> {
+    set.patterns
+        .iter()
+        .map(|p| Regex {
+            id: &p.id,
+            regex: &p.regex,
+            caseless: p.caseless,
+        })
+        .collect()
+}
+
+/// The compiler's error for `set`: a bad pattern named by index and id with
+/// Hyperscan's message.
+fn set_error(set: &PatternSet, e: SecretsError) -> PatternError {
+    match e {
+        SecretsError::BadRegex { index, message } => PatternError::BadRegex {
+            set: set.slug().to_string(),
+            index,
+            id: set
+                .patterns
+                .get(index)
+                .map_or_else(String::new, |p| p.id.clone()),
+            message,
+        },
+        SecretsError::Compile(whole) => {
+            PatternError::Invalid(format!("set {} does not compile: {whole}", set.slug()))
+        }
+        other => PatternError::Secrets(other),
+    }
+}
+
 /// Compile a set, naming the first bad pattern by index and id with Hyperscan's message.
 pub fn compile(set: &PatternSet) -> Result<CompiledSet, PatternError> {
-    // Compile each pattern alone first only when the set fails as a whole, so the
-    // common case costs one compile.
-    match build(set) {
-        Ok(db) => Ok(CompiledSet {
-            set: set.clone(),
-            db,
-        }),
-        Err(whole) => {
-            for (i, p) in set.patterns.iter().enumerate() {
-                let one = PatternSet {
-                    patterns: vec![p.clone()],
-                    ..set.clone()
-                };
-                if let Err(e) = build(&one) {
-                    return Err(PatternError::BadRegex {
-                        set: set.slug().to_string(),
-                        index: i,
-                        id: p.id.clone(),
-                        message: e,
-                    });
-                }
-            }
-            Err(PatternError::Invalid(format!(
-                "set {} does not compile: {whole}",
-                set.slug()
-            )))
-        }
-    }
+    compile_cached(set, None)
 }
 
-fn build(set: &PatternSet) -> Result<BlockDatabase, String> {
-    let mut patterns = Vec::with_capacity(set.patterns.len());
-    for (i, p) in set.patterns.iter().enumerate() {
-        let mut flags = CompileFlags::SOM_LEFTMOST;
-        if p.caseless {
-            flags |= CompileFlags::CASELESS;
-        }
-        let mut pat = Pattern::with_flags(p.regex.clone(), flags).map_err(|e| e.to_string())?;
-        pat.id = Some(i);
-        patterns.push(pat);
-    }
-    Patterns(patterns)
-        .build::<BlockMode>()
-        .map_err(|e| match e {
-            hyperscan::Error::Hyperscan(hyperscan::HsError::CompileError(c)) => {
-                c.message().to_string()
-            }
-            other => other.to_string(),
-        })
-}
-
-/// Compile, or load from `cache_dir` when this exact set was compiled before.
+/// Compile, or load from `cache_dir` when this exact set was compiled before (the
+/// cache file is named by the set and a hash of its patterns and Hyperscan's version).
 pub fn compile_cached(
     set: &PatternSet,
     cache_dir: Option<&Path>,
 ) -> Result<CompiledSet, PatternError> {
-    let Some(dir) = cache_dir else {
-        return compile(set);
-    };
-    let path = cache_path(dir, set);
-    if let Ok(bytes) = std::fs::read(&path) {
-        if let Ok(db) = bytes.as_slice().deserialize::<BlockMode>() {
-            return Ok(CompiledSet {
-                set: set.clone(),
-                db,
-            });
-        }
-        // Unreadable (other Hyperscan build, damage): recompile below.
-    }
-    let compiled = compile(set)?;
-    if let Ok(bytes) = compiled.db.serialize() {
-        let tmp = path.with_extension("tmp");
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(&tmp, &*bytes))
-            .and_then(|_| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            // A cache that cannot be written only costs a compile next time.
-            tracing::debug!("not caching compiled pattern set {}: {e}", set.slug());
-        }
-    }
-    Ok(compiled)
-}
-
-/// Where a set's compiled database is cached: keyed by its patterns and flags and the
-/// Hyperscan version, so any change makes a new entry.
-fn cache_path(dir: &Path, set: &PatternSet) -> PathBuf {
-    let mut ident = format!("hs {};", hyperscan::version_str().to_string_lossy());
-    for p in &set.patterns {
-        ident.push_str(&format!("{}\u{0}{}\u{0}{}\u{1}", p.id, p.regex, p.caseless));
-    }
-    dir.join(format!("{}-{:016x}.hsdb", set.slug(), hash64(&ident)))
+    let regexes = regexes(set);
+    let path = cache_dir.map(|dir| cache_file(dir, set.slug(), &regexes));
+    let db = Database::compile_cached(&regexes, path.as_deref()).map_err(|e| set_error(set, e))?;
+    Ok(CompiledSet {
+        set: set.clone(),
+        db,
+    })
 }
 
 impl CompiledSet {
     /// A scanner for many buffers in a row (it owns Hyperscan's scratch space, which
     /// is too costly to allocate per buffer).
     pub fn scanner(&self) -> Result<Scanner<'_>, PatternError> {
-        let scratch = self
-            .db
-            .alloc_scratch()
-            .map_err(|e| PatternError::Invalid(format!("Hyperscan scratch: {e}")))?;
+        let scratch = self.alloc_scratch()?;
         Ok(Scanner { set: self, scratch })
     }
 
@@ -143,9 +95,7 @@ impl CompiledSet {
     /// Scratch space for [`CompiledSet::scan_with`], for callers that keep their own
     /// (a pool shared by threads, where a borrowing [`Scanner`] cannot live).
     pub(crate) fn alloc_scratch(&self) -> Result<Scratch, PatternError> {
-        self.db
-            .alloc_scratch()
-            .map_err(|e| PatternError::Invalid(format!("Hyperscan scratch: {e}")))
+        Ok(self.db.alloc_scratch()?)
     }
 
     /// [`Scanner::scan`] with scratch space the caller owns.
@@ -154,18 +104,7 @@ impl CompiledSet {
         data: &[u8],
         scratch: &Scratch,
     ) -> Result<Vec<(usize, usize, usize)>, PatternError> {
-        let mut hits: Vec<(usize, usize, usize)> = Vec::new();
-        self.db
-            .scan(data, scratch, |id, from, to, _| {
-                hits.push((id as usize, from as usize, to as usize));
-                Matching::Continue
-            })
-            .map_err(|e| PatternError::Invalid(format!("Hyperscan scan: {e}")))?;
-        // Hyperscan reports each end a pattern matches at; keep one match per start.
-        hits.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
-        hits.dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
-        hits.sort_unstable_by_key(|h| (h.1, h.0));
-        Ok(hits)
+        Ok(self.db.scan_with(data, scratch)?)
     }
 }
 

@@ -11,68 +11,22 @@
 
 pub mod builtin;
 mod compile;
-pub mod redact;
-mod redact_span;
+mod redact_path;
+mod redactor;
 mod scan;
-mod secret_binary;
-mod secret_code;
-mod secret_composed;
-mod secret_context;
-mod secret_excerpt;
-mod secret_fixture;
-mod secret_framing;
-mod secret_inert;
-mod secret_keyword;
-mod secret_locator;
-mod secret_made_up;
-mod secret_marker;
-mod secret_named;
-mod secret_placeholder;
-mod secret_protocol;
-mod secret_reference;
-#[cfg(test)]
-mod secret_round10_tests;
-#[cfg(test)]
-mod secret_round11_tests;
-#[cfg(test)]
-mod secret_round12_tests;
-#[cfg(test)]
-mod secret_round13_tests;
-#[cfg(test)]
-mod secret_round14_tests;
-#[cfg(test)]
-mod secret_round15_tests;
-#[cfg(test)]
-mod secret_round16_tests;
-#[cfg(test)]
-mod secret_round17_tests;
-#[cfg(test)]
-mod secret_round18_tests;
-#[cfg(test)]
-mod secret_round19_tests;
-#[cfg(test)]
-mod secret_round20_tests;
-pub mod secret_rules;
-mod secret_rules_core;
-mod secret_rules_extra;
-mod secret_sample;
-mod secret_script;
-mod secret_shape;
 pub mod secret_text;
-pub mod secret_value;
-mod secret_views;
-pub mod secret_words;
 mod set;
 pub mod stored;
-#[cfg(test)]
-mod test_random;
 
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
 pub use compile::{compile, compile_cached, CompiledSet, Scanner};
-pub use redact::{Redacted, Redactor};
+pub use engram_secrets::{secret_rules, secret_value, secret_words, SecretsError};
+pub use engram_secrets::{Finding, Redacted};
+pub use redact_path::redact_path;
+pub use redactor::Redactor;
 pub use scan::{mask, Match, ScanTarget, TextScanner};
 pub use secret_text::{redact_json, redact_secrets, redact_string, RedactedText};
 pub use set::{PatternDef, PatternSet};
@@ -88,6 +42,9 @@ pub const PATTERN_SET_TYPE: &str = "pattern_set";
 pub enum PatternError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The secret detector's rules failed to compile or scan.
+    #[error(transparent)]
+    Secrets(#[from] SecretsError),
     #[error("pattern {index} ({id}) of set {set} does not compile: {message}")]
     BadRegex {
         set: String,
@@ -280,3 +237,6 @@ impl<'s> Patterns<'s> {
         scan::scan(self.store, &compiled, target)
     }
 }
+
+#[cfg(test)]
+mod secret_rules_probe;

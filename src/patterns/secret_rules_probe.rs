@@ -8,7 +8,7 @@
 #[test]
 #[ignore]
 fn each_rule_alone() {
-    for r in super::all() {
+    for r in engram_secrets::secret_rules::all() {
         let set = crate::patterns::PatternSet {
             name: "p".into(),
             description: String::new(),
@@ -104,7 +104,7 @@ fn throughput() {
     }
     if std::env::var_os("LOO").is_some() {
         text.truncate(64 << 20);
-        sets = super::all()
+        sets = engram_secrets::secret_rules::all()
             .map(|r| {
                 let mut rest = crate::patterns::builtin::secrets();
                 rest.patterns.retain(|p| p.id != r.id);
@@ -114,7 +114,7 @@ fn throughput() {
     }
     if std::env::var_os("PER_RULE").is_some() {
         text.truncate(32 << 20);
-        sets = super::all()
+        sets = engram_secrets::secret_rules::all()
             .map(|r| {
                 let mut one = crate::patterns::builtin::secrets();
                 one.patterns.retain(|p| p.id == r.id);

@@ -168,10 +168,15 @@ pub struct SearchHit {
     pub start_line: Option<u64>,
     pub end_line: Option<u64>,
     pub symbol: Option<String>,
+    /// The signature of the symbol a code hit is (or is part of), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
     /// Fused score (reciprocal-rank sum, plus the best such sum for code named exactly
     /// as the query; after boosts); higher is better.
     pub score: f64,
-    /// The line that best shows why this is a hit (at most 200 characters).
+    /// What best shows why this is a hit: for code the lines around the line with
+    /// the most query words (at most six lines, 800 characters), for a memory that
+    /// line alone (at most 200 characters).
     pub snippet: String,
     /// A memory's full text.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -293,8 +298,9 @@ pub fn search(
     let memories = matches!(opts.kind, None | Some(HitKind::Memory))
         && opts.lang.is_none()
         && opts.path_glob.is_none();
-    // Candidates per source: enough that filters and fusion have room to work.
-    let fetch = if opts.path_glob.is_some() {
+    // Candidates per source: enough that filters and fusion have room to work, and
+    // for files enough chunks that a file's further matches count (`FILE_EVIDENCE`).
+    let fetch = if opts.path_glob.is_some() || opts.kind == Some(HitKind::File) {
         top_k * 20
     } else {
         (top_k * 4).max(40)

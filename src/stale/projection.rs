@@ -11,7 +11,7 @@ use super::target_of;
 use crate::index::{FILE_TYPE, SYMBOL_TYPE};
 use crate::key::hash64;
 use crate::memory::Anchor;
-use crate::store::{Change, Projection, Result};
+use crate::store::{Change, CheckedTable, Projection, Result, RowsOf};
 
 /// Projection of code and memory records into `stale_code`, `stale_anchors` and
 /// `stale_marks`.
@@ -23,16 +23,18 @@ impl Projection for StaleProjection {
     }
 
     fn version(&self) -> u32 {
-        2
+        // 3: a `stale_code` row names its record by `seq` (joined to `records` by row
+        // id), not by key hash: the index that hash needed took each batch's rows at
+        // random places and rewrote most of its pages every batch.
+        3
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
             "CREATE TABLE IF NOT EXISTS stale_code (
-                target TEXT NOT NULL UNIQUE, key_hash INTEGER NOT NULL,
+                target TEXT NOT NULL UNIQUE, seq INTEGER NOT NULL,
                 hash TEXT NOT NULL, signature TEXT NOT NULL, lines INTEGER NOT NULL,
                 kind TEXT NOT NULL);
-             CREATE INDEX IF NOT EXISTS stale_code_by_key ON stale_code (key_hash);
              CREATE INDEX IF NOT EXISTS stale_code_by_hash ON stale_code (hash);
              CREATE TABLE IF NOT EXISTS stale_anchors (
                 mem_hash INTEGER NOT NULL, mem_id TEXT NOT NULL, target TEXT NOT NULL,
@@ -50,6 +52,17 @@ impl Projection for StaleProjection {
         )
     }
 
+    fn checked_tables(&self) -> Vec<CheckedTable> {
+        vec![
+            // A target's row is its latest code record's, which another key with the
+            // same target may have taken over: tied to live records, not sampled.
+            CheckedTable::new("stale_code", RowsOf::Seq("seq")).not_sampled(),
+            CheckedTable::new("stale_anchors", RowsOf::KeyHash("mem_hash")),
+            // Marks follow from the order of records: tied to live memories only.
+            CheckedTable::new("stale_marks", RowsOf::KeyHash("mem_hash")).not_sampled(),
+        ]
+    }
+
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
             "DROP TABLE IF EXISTS stale_code; DROP TABLE IF EXISTS stale_anchors;
@@ -62,13 +75,14 @@ impl Projection for StaleProjection {
             Change::Put {
                 key,
                 key_hash,
+                seq,
                 timestamp_ms,
                 meta,
                 replaces,
                 ..
             } => match meta.get("type").and_then(Value::as_str) {
                 Some(SYMBOL_TYPE) | Some(FILE_TYPE) => {
-                    put_code(db, key, *key_hash as i64, meta, *timestamp_ms as i64)
+                    put_code(db, key, *seq as i64, meta, *timestamp_ms as i64)
                 }
                 Some(crate::memory::MEMORY_TYPE) => put_memory(
                     db,
@@ -83,8 +97,15 @@ impl Projection for StaleProjection {
             Change::Delete {
                 key_hash,
                 timestamp_ms,
+                previous_seq,
+                key,
                 ..
-            } => delete(db, *key_hash as i64, *timestamp_ms as i64),
+            } => delete(
+                db,
+                *key_hash as i64,
+                key.zip(*previous_seq),
+                *timestamp_ms as i64,
+            ),
             Change::Event { .. } => Ok(()),
         }
     }
@@ -106,20 +127,20 @@ fn code_state(meta: &Map<String, Value>, is_file: bool) -> (String, String, i64)
     (hash, s("signature").to_string(), lines)
 }
 
-fn put_code(db: &Connection, key: &str, h: i64, meta: &Map<String, Value>, t: i64) -> Result<()> {
+fn put_code(db: &Connection, key: &str, seq: i64, meta: &Map<String, Value>, t: i64) -> Result<()> {
     let Some(target) = target_of(key) else {
         return Ok(());
     };
     let (hash, signature, lines) = code_state(meta, target.kind == "file");
     db.prepare_cached(
-        "INSERT INTO stale_code (target, key_hash, hash, signature, lines, kind)
+        "INSERT INTO stale_code (target, seq, hash, signature, lines, kind)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (target) DO UPDATE SET key_hash = excluded.key_hash,
+         ON CONFLICT (target) DO UPDATE SET seq = excluded.seq,
            hash = excluded.hash, signature = excluded.signature, lines = excluded.lines",
     )?
     .execute(params![
         target.target,
-        h,
+        seq,
         hash,
         signature,
         lines,
@@ -228,14 +249,20 @@ fn put_memory(
     evaluate_all(db, due, t)
 }
 
-fn delete(db: &Connection, h: i64, t: i64) -> Result<()> {
-    let target: Option<String> = db
-        .prepare_cached("SELECT target FROM stale_code WHERE key_hash = ?1")?
-        .query_row([h], |r| r.get(0))
-        .optional()?;
-    if let Some(target) = target {
-        db.prepare_cached("DELETE FROM stale_code WHERE target = ?1")?
-            .execute([&target])?;
+/// `live`: the key deleted and the sequence number of its value, when it was live.
+/// Its target's row goes only if that value wrote it last: a symbol moved to other
+/// lines is a new key, and the target's row is the new key's by then.
+fn delete(db: &Connection, h: i64, live: Option<(&str, u64)>, t: i64) -> Result<()> {
+    let target = live.and_then(|(key, seq)| Some((target_of(key)?.target, seq as i64)));
+    let removed = match &target {
+        Some((target, seq)) => {
+            db.prepare_cached("DELETE FROM stale_code WHERE target = ?1 AND seq = ?2")?
+                .execute(params![target, seq])?
+                > 0
+        }
+        None => false,
+    };
+    if let (true, Some((target, _))) = (removed, target) {
         let mut due = select_pairs(
             db,
             "SELECT mem_hash, target FROM stale_anchors WHERE target = ?1",
@@ -282,10 +309,10 @@ pub(super) fn code_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Code> {
 }
 
 /// `stale_code` rows as [`code_row`] reads them; the key comes from `records`, which
-/// holds it once for every live record (a row's `key_hash` is always live).
+/// holds it once for every live record (a row's `seq` is always a live record's).
 pub(super) const CODE_ROW: &str =
     "SELECT c.target, r.key, c.hash, c.signature, c.lines, r.timestamp_ms
-     FROM stale_code c JOIN records r ON r.key_hash = c.key_hash";
+     FROM stale_code c JOIN records r ON r.seq = c.seq";
 
 /// Where the code of a gone `target` with body `hash` lives now, if anywhere: a live
 /// target of the same kind with that hash, one in the same file first, then the least

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::target_of;
 use crate::key::Key;
@@ -108,7 +108,7 @@ impl Anchorer for CodeAnchorer {
             let row: Option<(String, String, String, i64)> = db
                 .prepare_cached(
                     "SELECT r.key, c.hash, c.signature, c.lines FROM stale_code c
-                     JOIN records r ON r.key_hash = c.key_hash WHERE c.target = ?1",
+                     JOIN records r ON r.seq = c.seq WHERE c.target = ?1",
                 )?
                 .query_row([&t.target], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -129,6 +129,56 @@ impl Anchorer for CodeAnchorer {
         }
         Ok(out)
     }
+
+    fn current_key(
+        &self,
+        db: &Connection,
+        key: &str,
+        hash: Option<&str>,
+    ) -> crate::store::Result<Option<String>> {
+        let live = db
+            .prepare_cached("SELECT 1 FROM records WHERE key_hash = ?1")?
+            .exists([crate::key::hash64(key) as i64])?;
+        if live {
+            return Ok(Some(key.to_string()));
+        }
+        let Some(t) = target_of(key) else {
+            return Ok(None);
+        };
+        // The same symbol (path, name, kind) at other lines.
+        let same: Option<String> = db
+            .prepare_cached(
+                "SELECT r.key FROM stale_code c JOIN records r ON r.seq = c.seq
+                 WHERE c.target = ?1",
+            )?
+            .query_row([&t.target], |r| r.get(0))
+            .optional()?;
+        if same.is_some() {
+            return Ok(same);
+        }
+        // Renamed, or moved to another file, with the same body.
+        if let Some(h) = hash {
+            if let Some(c) = super::projection::moved_to(db, h, &t.target)? {
+                return Ok(Some(c.key));
+            }
+        }
+        // Its file moved and the body changed: the one symbol of that name and kind.
+        let Some((_, name_kind)) = t.target.split_once('#') else {
+            return Ok(None);
+        };
+        let suffix = format!("#{name_kind}");
+        let mut stmt = db.prepare_cached(
+            "SELECT r.key FROM stale_code c JOIN records r ON r.seq = c.seq
+             WHERE c.kind = ?1 AND substr(c.target, -length(?2)) = ?2 LIMIT 2",
+        )?;
+        let found = stmt
+            .query_map(params![t.kind, suffix], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(match found.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        })
+    }
 }
 
 /// The keys a reference names in the index (none when it names nothing, or too much).
@@ -143,7 +193,7 @@ fn resolve(db: &Connection, r: &Reference) -> crate::store::Result<Vec<String>> 
             let mut found = Vec::new();
             for spelling in [q.clone(), q.replace("::", "."), q.replace('.', "::")] {
                 found = keys(
-                    "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+                    "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
                      WHERE s.qualified_name = ?1 ORDER BY r.key LIMIT 5",
                     &spelling,
                 )?;
@@ -159,7 +209,7 @@ fn resolve(db: &Connection, r: &Reference) -> crate::store::Result<Vec<String>> 
         }
         Reference::Identifier(name) => {
             let found = keys(
-                "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+                "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
                  WHERE s.name = ?1 ORDER BY r.key LIMIT 2",
                 name,
             )?;
@@ -180,7 +230,7 @@ fn resolve(db: &Connection, r: &Reference) -> crate::store::Result<Vec<String>> 
             let line = (*line).min(i64::MAX as u64) as i64;
             let inner: Option<String> = db
                 .prepare_cached(
-                    "SELECT r.key FROM code_symbols s JOIN records r ON r.key_hash = s.key_hash
+                    "SELECT r.key FROM code_symbols s JOIN records r ON r.seq = s.seq
                      WHERE s.path = ?1 AND s.start_line <= ?2 AND s.end_line >= ?2
                      ORDER BY s.end_line - s.start_line, r.key LIMIT 1",
                 )?

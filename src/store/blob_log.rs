@@ -17,6 +17,7 @@ use memmap2::{Mmap, MmapOptions};
 use zerocopy::IntoBytes;
 
 use super::error::{Result, StoreError};
+use super::io;
 use super::stat;
 use crate::format::{decode_record, FileHeader, FormatError, RecordView, FILE_HEADER_LEN};
 
@@ -98,6 +99,35 @@ impl LogSnapshot {
         &self.map[..self.len]
     }
 
+    /// Drop this process's page mappings of the log's bytes `[start, end)`, page-aligned
+    /// inward. The bytes stay in the OS page cache and the next read maps them again.
+    /// The writer calls it for each batch once the tracker and the vector caches have
+    /// followed it, so a long index, which reads every batch back once, keeps a flat
+    /// resident set instead of one that grows with the log.
+    pub(crate) fn release(&self, start: u64, end: u64) {
+        // SAFETY: sysconf only reads system configuration.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let from = start.div_ceil(page) * page;
+        let to = end.min(self.len as u64) / page * page;
+        if to <= from {
+            return;
+        }
+        let (Ok(at), Ok(n)) = (usize::try_from(from), usize::try_from(to - from)) else {
+            return;
+        };
+        // SAFETY: the map is read-only and shared (see `map_file`), and the log's bytes
+        // below its length never change: dropping page table entries loses nothing, and
+        // a slice into the range still reads the same bytes, faulted back in from the
+        // page cache.
+        let released = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, n)
+        };
+        if let Err(e) = released {
+            tracing::debug!("madvise(DONTNEED) on the log: {e}");
+        }
+    }
+
     /// Decode and check the record at `offset`.
     pub fn record_at(&self, offset: u64) -> Result<RecordView<'_>> {
         if offset < FILE_HEADER_LEN as u64 || offset >= self.len as u64 || !offset.is_multiple_of(8)
@@ -119,6 +149,19 @@ impl LogSnapshot {
     }
 }
 
+/// Whether `head` is a whole, checksummed header of a format newer than this build's
+/// (as opposed to a damaged one).
+fn newer_version(head: &[u8]) -> bool {
+    head.len() >= FILE_HEADER_LEN
+        && head[..8] == crate::format::BLOB_MAGIC
+        && crc32fast::hash(&head[..60])
+            == u32::from_le_bytes([head[60], head[61], head[62], head[63]])
+        && matches!(
+            FileHeader::decode(head),
+            Err(FormatError::VersionTooNew { .. })
+        )
+}
+
 fn reserve_for(len: u64) -> u64 {
     (len.saturating_mul(2)).next_power_of_two().max(MIN_RESERVE)
 }
@@ -127,12 +170,13 @@ impl BlobLog {
     /// Write a new, empty log (header only) at `path`, atomically: a crash leaves either
     /// no file or a whole one.
     pub fn create(path: &Path, header: &FileHeader) -> Result<()> {
-        let tmp = path.with_extension("dat.new");
-        let f = File::create(&tmp).map_err(StoreError::io("create", &tmp))?;
-        f.write_all_at(header.as_bytes(), 0)
-            .map_err(StoreError::io("write", &tmp))?;
-        f.sync_all().map_err(StoreError::io("sync", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
+        let temporary = super::temporary::Temporary::new(path.with_extension("dat.new"));
+        let tmp = temporary.path();
+        let f = File::create(tmp).map_err(StoreError::io("create", tmp))?;
+        io::write_at(&f, tmp, header.as_bytes(), 0).map_err(StoreError::io("write", tmp))?;
+        io::sync_all(&f, tmp).map_err(StoreError::io("sync", tmp))?;
+        io::rename(tmp, path).map_err(StoreError::io("rename", path))?;
+        temporary.keep();
         sync_dir(path)
     }
 
@@ -147,7 +191,23 @@ impl BlobLog {
         Self::open_with(path, true)
     }
 
+    /// Open a log for reading only even when its header is damaged (for salvage):
+    /// the handle and, when the header does not decode, why; such a handle carries a
+    /// stand-in header of generation 0. A header of a newer format version with a
+    /// sound checksum is still refused: its records may not be understood.
+    pub fn open_for_salvage(path: &Path) -> Result<(BlobLog, Option<FormatError>)> {
+        Self::open_tolerating(path, true, true)
+    }
+
     fn open_with(path: &Path, read_only: bool) -> Result<BlobLog> {
+        Ok(Self::open_tolerating(path, read_only, false)?.0)
+    }
+
+    fn open_tolerating(
+        path: &Path,
+        read_only: bool,
+        tolerate_header: bool,
+    ) -> Result<(BlobLog, Option<FormatError>)> {
         let attempt = if read_only {
             Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
         } else {
@@ -174,12 +234,20 @@ impl BlobLog {
         let n = file
             .read_at(&mut head, 0)
             .map_err(StoreError::io("read", path))?;
-        let header = FileHeader::decode(&head[..n]).map_err(|source| StoreError::Format {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let (header, damaged) = match FileHeader::decode(&head[..n]) {
+            Ok(h) => (h, None),
+            Err(source) if tolerate_header && !newer_version(&head[..n]) => {
+                (FileHeader::new(0, [0; 16], 0), Some(source))
+            }
+            Err(source) => {
+                return Err(StoreError::Format {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
         let map = map_file(&file, path, reserve_for(len))?;
-        Ok(BlobLog {
+        let log = BlobLog {
             path: path.to_path_buf(),
             file,
             writable,
@@ -187,7 +255,8 @@ impl BlobLog {
             map: RwLock::new(Arc::new(map)),
             known_len: AtomicU64::new(len),
             identity,
-        })
+        };
+        Ok((log, damaged))
     }
 
     pub fn path(&self) -> &Path {
@@ -200,6 +269,17 @@ impl BlobLog {
 
     pub fn is_writable(&self) -> bool {
         self.writable
+    }
+
+    /// Block until this handle holds the lock on the log file itself, which writers
+    /// take under the one on `LOCK` (see `lock`). Released by [`BlobLog::unlock`],
+    /// not by dropping a handle: other handles may share this open file.
+    pub fn lock(&self) -> Result<()> {
+        self.file.lock().map_err(StoreError::io("lock", &self.path))
+    }
+
+    pub fn unlock(&self) {
+        let _ = self.file.unlock();
     }
 
     /// True when the path now names another file than the one this handle has open
@@ -267,8 +347,7 @@ impl BlobLog {
         {
             self.zero_fill(self.len()?, end + PREALLOC_AHEAD)?;
         }
-        self.file
-            .write_all_at(bytes, offset)
+        io::write_at(&self.file, &self.path, bytes, offset)
             .map_err(StoreError::io("write", &self.path))?;
         self.known_len
             .fetch_max(offset + bytes.len() as u64, Ordering::AcqRel);
@@ -281,8 +360,7 @@ impl BlobLog {
         let mut at = from;
         while at < to {
             let n = ((to - at) as usize).min(zeros.len());
-            self.file
-                .write_all_at(&zeros[..n], at)
+            io::write_at(&self.file, &self.path, &zeros[..n], at)
                 .map_err(StoreError::io("preallocate", &self.path))?;
             at += n as u64;
         }
@@ -299,9 +377,7 @@ impl BlobLog {
 
     /// Make everything written so far durable.
     pub fn sync(&self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(StoreError::io("sync", &self.path))
+        io::sync_data(&self.file, &self.path).map_err(StoreError::io("sync", &self.path))
     }
 
     /// Drop the bytes from `from` up to `to` (clamped to the file's length): an
@@ -324,38 +400,14 @@ impl BlobLog {
         if from >= len {
             return Ok(0);
         }
-        if !punch_hole(&self.file, from, len - from) {
+        let punched = io::punch_hole(&self.file, &self.path, from, len - from)
+            .map_err(StoreError::io("discard", &self.path))?;
+        if !punched {
             self.zero_fill(from, len)?;
         }
-        self.file
-            .sync_data()
-            .map_err(StoreError::io("sync", &self.path))?;
+        io::sync_data(&self.file, &self.path).map_err(StoreError::io("sync", &self.path))?;
         Ok(len - from)
     }
-}
-
-/// Deallocate `[offset, offset+len)` keeping the file's length; false when the
-/// filesystem does not support it (the caller then writes zeros).
-fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
-    use std::os::fd::AsRawFd;
-    // Small ranges are cheaper to overwrite than to punch, and punching works in whole
-    // blocks anyway (partial blocks are zeroed by the kernel).
-    if len < (64 << 10) {
-        return false;
-    }
-    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-        return false;
-    };
-    // SAFETY: fallocate on a file descriptor we own, with plain integer arguments.
-    let rc = unsafe {
-        libc::fallocate(
-            file.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            off,
-            n,
-        )
-    };
-    rc == 0
 }
 
 fn map_file(file: &File, path: &Path, reserve: u64) -> Result<Mmap> {
@@ -377,9 +429,7 @@ fn poisoned(path: &Path) -> StoreError {
 /// fsync the directory holding `path`, so a rename or create in it is durable.
 pub(crate) fn sync_dir(path: &Path) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(StoreError::io("sync directory", dir))
+    io::sync_dir(dir).map_err(StoreError::io("sync directory", dir))
 }
 
 impl From<(PathBuf, FormatError)> for StoreError {

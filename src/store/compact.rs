@@ -13,7 +13,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use zerocopy::IntoBytes;
 
@@ -21,6 +20,7 @@ use super::blob_log::{sync_dir, BlobLog};
 use super::error::{Result, StoreError};
 use super::scan::{scan_batches, ScanStart};
 use super::seal::{self, VectorKey};
+use super::temporary::Temporary;
 use super::{vectors, Store, BLOB_FILE};
 use crate::format::{
     encode_record, BatchCrc, CommitBody, FileHeader, RecordFields, RecordKind, RecordView,
@@ -143,7 +143,10 @@ pub(super) fn compact(
         },
     )?;
 
-    let new_path = store.dir.join("blob.dat.compact");
+    // Removed on every way out but the rename: a copy of the log left on a full disk
+    // would keep the space every later write needs.
+    let temporary = Temporary::new(store.dir.join("blob.dat.compact"));
+    let new_path = temporary.path().to_path_buf();
     let old = blob.header();
     let version = if seal.is_some() {
         FORMAT_VERSION_SEALED
@@ -240,8 +243,6 @@ pub(super) fn compact(
         },
     )?;
     if end.committed_end != meta.applied_end {
-        drop(writer);
-        let _ = std::fs::remove_file(&new_path);
         let (at, why) = end
             .stopped
             .unwrap_or((end.committed_end, "the commit chain ends early".into()));
@@ -331,7 +332,7 @@ pub(super) fn compact(
     writer.push(&tail)?;
     writer.flush()?;
     let bytes_after = writer.offset;
-    out.sync_all().map_err(StoreError::io("sync", &new_path))?;
+    super::io::sync_all(&out, &new_path).map_err(StoreError::io("sync", &new_path))?;
     drop(out);
 
     if seal.is_some() {
@@ -342,34 +343,40 @@ pub(super) fn compact(
     }
     // Rebuild the tracker from the new file inside a transaction that commits only
     // after the rename (see the module comment for why this order is crash-safe).
-    let fresh = BlobLog::open(&new_path)?;
+    let fresh = std::sync::Arc::new(BlobLog::open(&new_path)?);
+    // The new log is locked before it takes the old one's name, like the old one: no
+    // writer that found `LOCK` replaced meanwhile may append to it before we finish.
+    fresh.lock()?;
+    let _new_log = super::lock::LogLock(fresh.clone());
     let old_blob = std::mem::replace(
         &mut *store
             .blob
             .write()
             .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))?,
-        std::sync::Arc::new(fresh),
+        fresh,
     );
     let blob_path = store.dir.join(BLOB_FILE);
-    let result = store.rebuild_locked_with(&mut db, || {
-        std::fs::rename(&new_path, &blob_path).map_err(StoreError::io("rename", &new_path))?;
+    let result = store.rebuild_locked_with(&mut db, false, || {
+        super::io::rename(&new_path, &blob_path).map_err(StoreError::io("rename", &new_path))?;
         sync_dir(&blob_path)
     });
     if let Err(e) = result {
         if new_path.exists() {
-            // The swap did not happen: the old log is still the store's.
+            // The swap did not happen: the old log is still the store's (and the
+            // temporary goes on return).
             *store
                 .blob
                 .write()
                 .map_err(|_| StoreError::Invalid("blob handle poisoned".into()))? = old_blob;
-            let _ = std::fs::remove_file(&new_path);
         } else {
+            temporary.keep();
             // The new log is in place but its tracker did not commit: point at the new
             // file; the next writer or open sees the generation differ and rebuilds.
             store.reload_blob()?;
         }
         return Err(e);
     }
+    temporary.keep();
     *store
         .blob
         .write()
@@ -487,8 +494,7 @@ impl Appender<'_> {
         Ok(())
     }
     fn flush(&mut self) -> Result<()> {
-        self.file
-            .write_all_at(&self.buf, self.offset)
+        super::io::write_at(self.file, self.path, &self.buf, self.offset)
             .map_err(StoreError::io("write", self.path))?;
         self.offset += self.buf.len() as u64;
         self.buf.clear();

@@ -18,6 +18,10 @@ pub enum StoreError {
     },
     #[error("{path} is not an engram store: {reason}")]
     NotAStore { path: PathBuf, reason: String },
+    /// A store directory whose log is gone while other files of the store remain:
+    /// refused by every open, since a new empty log there would wipe the tracker.
+    #[error("{path} holds {found} but no blob.dat: the store's log is missing, and nothing was changed; restore blob.dat from a backup, or run `engram init` in an empty directory to start a new store")]
+    LogMissing { path: PathBuf, found: String },
     #[error("{path}: {source}")]
     Format {
         path: PathBuf,
@@ -31,7 +35,10 @@ pub enum StoreError {
         reason: String,
     },
     #[error("tracker.db: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(#[source] rusqlite::Error),
+    /// SQLite found `tracker.db` damaged (malformed, or not a database at all).
+    #[error("tracker.db is damaged ({0}); run `engram rebuild`, which rebuilds it from blob.dat alone without reading it")]
+    TrackerDamaged(#[source] rusqlite::Error),
     #[error("vector cache: {0}")]
     VectorCache(#[from] crate::store::vector_cache::VectorCacheError),
     #[error("invalid input: {0}")]
@@ -48,6 +55,16 @@ pub enum StoreError {
     NotSealed,
     #[error("the store at {path} was opened read-only; it cannot be written")]
     ReadOnly { path: PathBuf },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        match e.sqlite_error_code() {
+            Some(DatabaseCorrupt | NotADatabase) => StoreError::TrackerDamaged(e),
+            _ => StoreError::Sqlite(e),
+        }
+    }
 }
 
 impl StoreError {

@@ -80,7 +80,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
     Ok(())
 }
 
-fn unavailable(what: &str) -> super::StoreError {
+pub(super) fn unavailable(what: &str) -> super::StoreError {
     rusqlite::Error::SqliteFailure(
         ffi::Error::new(ffi::SQLITE_ERROR),
         Some(format!("{what}: this SQLite was built without FTS5")),
@@ -93,7 +93,7 @@ fn unavailable(what: &str) -> super::StoreError {
 ///
 /// # Safety
 /// `db` must be a live connection.
-unsafe fn fts5_api_of(db: *mut ffi::sqlite3) -> Result<*mut ffi::fts5_api> {
+pub(super) unsafe fn fts5_api_of(db: *mut ffi::sqlite3) -> Result<*mut ffi::fts5_api> {
     let mut api: *mut ffi::fts5_api = ptr::null_mut();
     let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
     let rc = ffi::sqlite3_prepare_v2(
@@ -152,7 +152,7 @@ unsafe extern "C" fn free_counts(p: *mut c_void) {
 ///
 /// # Safety
 /// `db` must be a live connection.
-unsafe fn db_state(db: *mut ffi::sqlite3) -> (u32, i64) {
+pub(super) unsafe fn db_state(db: *mut ffi::sqlite3) -> (u32, i64) {
     let mut version: u32 = 0;
     let rc = ffi::sqlite3_file_control(
         db,

@@ -13,17 +13,23 @@ mod blob_log;
 mod cache_ahead;
 mod compact;
 mod error;
+pub mod fts_postings;
 pub mod fts_rank;
 mod group_commit;
+mod io;
 mod lock;
+mod presence;
 mod read_view;
+mod rebuild;
 mod recovery;
+mod salvage;
 mod scan;
 mod seal;
 mod sealed_cache;
 mod small_file;
 mod stat;
 mod syncer;
+mod temporary;
 mod tracker;
 mod tracker_apply;
 mod unsynced;
@@ -32,6 +38,7 @@ mod vector_delta;
 pub mod vector_scan;
 mod vectors;
 mod verify;
+mod verify_projections;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -47,18 +54,21 @@ pub use batch::{BatchOp, WriteBatch};
 pub use blob_log::LogSnapshot;
 pub use compact::{CompactReport, Retire, Rewrite};
 pub use error::{Result, StoreError};
+pub use presence::refuse_missing_log;
 pub use read_view::{meta_object, ReadView};
+pub use rebuild::rebuild_dir;
 pub use recovery::OpenReport;
+pub use salvage::{salvage, DamagedRange, LostRecord, SalvageReport};
 pub use scan::{scan_batches, Batch, ScanEnd, ScanStart};
 pub use seal::{SealError, VectorKey};
 pub use small_file::update_small_file;
-pub use tracker::{Change, Projection, RecordLocation, TrackerMeta};
+pub use tracker::{Change, CheckedTable, Projection, RecordLocation, RowsOf, TrackerMeta};
 pub use vectors::{VectorMatch, VectorSpace};
-pub use verify::{verify, Problem, VerifyReport};
+pub use verify::{verify, verify_with, Problem, VerifyReport};
 pub use writer::BatchWriter;
 
 use blob_log::BlobLog;
-use lock::WriterLock;
+use lock::{LogLock, WriterLock};
 
 /// File names inside a store directory.
 pub const BLOB_FILE: &str = "blob.dat";
@@ -78,16 +88,21 @@ pub enum Durability {
     Never,
 }
 
+/// A durability name that is none of the three.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("durability {name:?} is not one of always, batch, never")]
+pub struct UnknownDurability {
+    pub name: String,
+}
+
 impl std::str::FromStr for Durability {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownDurability;
+    fn from_str(s: &str) -> std::result::Result<Self, UnknownDurability> {
         match s {
             "always" => Ok(Durability::Always),
             "batch" => Ok(Durability::Batch),
             "never" => Ok(Durability::Never),
-            _ => Err(format!(
-                "durability {s:?} is not one of always, batch, never"
-            )),
+            _ => Err(UnknownDurability { name: s.into() }),
         }
     }
 }
@@ -154,7 +169,7 @@ pub struct Store {
     /// Syncs the log while a writer applies the tracker.
     syncer: syncer::Syncer,
     /// The open `LOCK` file, opened on first write (a read-only user never needs it).
-    lock_file: std::sync::OnceLock<std::fs::File>,
+    lock_file: lock::LockSlot,
     open_report: OpenReport,
     /// The key for sealed vectors: the options' key, replaced when this handle
     /// rotates it.
@@ -199,28 +214,26 @@ impl Store {
             .write_mutex
             .lock()
             .map_err(|_| StoreError::Invalid("writer mutex poisoned by a panic".into()))?;
-        let guard = WriteGuard {
-            _lock: self.writer_lock()?,
-            _in_process: in_process,
-        };
+        let lock = self.lock_file.hold(&self.dir.join(LOCK_FILE))?;
         // Another handle may have compacted since this one last looked: everything
-        // done under the lock must work on the log the path names now.
-        if self.blob()?.replaced_on_disk()? {
-            self.reload_blob()?;
-        }
-        Ok(guard)
-    }
-
-    /// Take the file lock (callers hold `write_mutex`).
-    fn writer_lock(&self) -> Result<WriterLock<'_>> {
-        let path = self.dir.join(LOCK_FILE);
-        if self.lock_file.get().is_none() {
-            let _ = self.lock_file.set(lock::open_lock_file(&path)?);
-        }
-        match self.lock_file.get() {
-            Some(f) => WriterLock::hold(f, &path),
-            None => WriterLock::acquire(&path),
-        }
+        // done under the lock must work on the log the path names now, and that is
+        // the file locked.
+        let log = loop {
+            if self.blob()?.replaced_on_disk()? {
+                self.reload_blob()?;
+            }
+            let blob = self.blob()?;
+            blob.lock()?;
+            let held = LogLock(blob);
+            if !held.0.replaced_on_disk()? {
+                break held;
+            }
+        };
+        Ok(WriteGuard {
+            _log: log,
+            _lock: lock,
+            _in_process: in_process,
+        })
     }
 
     fn projection_refs(&self) -> Vec<&dyn Projection> {
@@ -351,11 +364,13 @@ impl Store {
         })
     }
 
-    /// Recreate every derived file from `blob.dat` alone.
+    /// Recreate every derived file from `blob.dat` alone. The tracker is built beside
+    /// the old one, never reading it, and copied over it (see `rebuild`), so a
+    /// damaged tracker is replaced like a sound one.
     pub fn rebuild(&self) -> Result<OpenReport> {
         let _writer = self.exclusive()?;
         let mut db = self.db()?;
-        let report = self.rebuild_locked(&mut db)?;
+        let report = rebuild::rebuild_tracker(self, &mut db)?;
         vectors::rebuild_caches(self, &db)?;
         Ok(report)
     }
@@ -447,6 +462,7 @@ impl Store {
 /// A read-only view of the whole `blob.dat` in `dir`, committed or not, without
 /// opening the store (no recovery, no tracker): for inspectors like `engram dump`.
 pub fn read_log(dir: &Path) -> Result<(crate::format::FileHeader, LogSnapshot)> {
+    refuse_missing_log(dir)?;
     let blob = BlobLog::open(&dir.join(BLOB_FILE))?;
     let len = blob.len()?;
     Ok((*blob.header(), blob.snapshot(len)?))
@@ -474,22 +490,21 @@ impl Store {
         {
             return;
         }
-        let Some(file) = self.lock_file.get() else {
-            return; // this handle never wrote
-        };
         let Ok(_in_process) = self.write_mutex.try_lock() else {
             return;
         };
-        if let Ok(Some(_lock)) = WriterLock::try_hold(file, &self.dir.join(LOCK_FILE)) {
+        // None too when this handle never wrote.
+        if let Ok(Some(_lock)) = self.lock_file.try_hold(&self.dir.join(LOCK_FILE)) {
             unsynced::flush_marked(&self.dir);
         }
     }
 }
 
-/// Held by the one writer: the in-process mutex and the cross-process file lock.
+/// Held by the one writer: the in-process mutex and the cross-process file locks.
 struct WriteGuard<'s> {
-    // Field order is drop order: the file lock goes first.
-    _lock: WriterLock<'s>,
+    // Field order is drop order: the file locks go first, the log's before LOCK's.
+    _log: LogLock,
+    _lock: WriterLock,
     _in_process: MutexGuard<'s, ()>,
 }
 

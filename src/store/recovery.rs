@@ -16,8 +16,10 @@ use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{self, scan_batches, ScanEnd, ScanStart, Tail};
 use super::tracker::{self, Projection, TrackerMeta};
-use super::{vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE};
-use crate::format::{FileHeader, FormatError, RecordKind, FILE_HEADER_LEN};
+use super::{
+    presence, temporary, vectors, Store, StoreOptions, BLOB_FILE, LOCK_FILE, TRACKER_FILE,
+};
+use crate::format::{FormatError, RecordKind, FILE_HEADER_LEN};
 
 /// What opening (or rebuilding) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,6 +36,9 @@ pub struct OpenReport {
     /// Damage found in the middle of the log: the store opened for reading up to it
     /// and refuses writes until it is repaired.
     pub damaged: Option<String>,
+    /// Temporary files a stopped writer left behind (a compaction's new log, a cache
+    /// being rebuilt), removed by this open.
+    pub removed_temporaries: Vec<String>,
 }
 
 const NEW_TRACKER: &str = "tracker.db is new or was never initialised";
@@ -67,42 +72,25 @@ pub(super) fn open(
         });
     }
     if !blob_path.exists() {
-        refuse_foreign_directory(dir)?;
         if !options.create || options.read_only {
-            return Err(StoreError::NotAStore {
-                path: dir.into(),
-                reason: format!("it has no {BLOB_FILE}"),
-            });
+            return Err(presence::missing_log(dir));
         }
-        let _lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
-        if !blob_path.exists() {
-            let mut id = [0u8; 16];
-            getrandom::getrandom(&mut id)
-                .map_err(|e| StoreError::Invalid(format!("no randomness for a store id: {e}")))?;
-            BlobLog::create(&blob_path, &FileHeader::new(1, id, super::now_ms()))?;
-            report.created = true;
-        }
+        let mut id = [0u8; 16];
+        getrandom::getrandom(&mut id)
+            .map_err(|e| StoreError::Invalid(format!("no randomness for a store id: {e}")))?;
+        report.created = presence::create_log(dir, id, super::now_ms())?;
     }
     let opened = if options.read_only {
         BlobLog::open_read_only(&blob_path)
     } else {
         BlobLog::open(&blob_path)
     };
-    let blob = opened.map_err(|e| match e {
-        StoreError::Format {
-            source: FormatError::NotABlobLog,
-            ..
-        } => StoreError::NotAStore {
-            path: dir.into(),
-            reason: format!("{BLOB_FILE} is not an engram blob log"),
-        },
-        other => other,
-    })?;
+    let blob = opened.map_err(|e| not_a_store(dir, e))?;
     if !blob.is_writable() {
         return open_read_only(dir, options, projections, blob);
     }
     let refs: Vec<&dyn Projection> = projections.iter().map(|p| p.as_ref()).collect();
-    let db = tracker::open(&dir.join(TRACKER_FILE), &refs)?;
+    let (db, tracker_created) = tracker::open_reporting(&dir.join(TRACKER_FILE), &refs)?;
     drop(refs);
     let store = Store::assemble(dir, options, blob, db, projections);
     let mut db = store.db()?;
@@ -114,7 +102,7 @@ pub(super) fn open(
         matches!(need, Need::CatchUp(_)) && WriterLock::is_held_elsewhere(&dir.join(LOCK_FILE))?;
     if !matches!(need, Need::Clean) && !busy_writer {
         let _writer = store.exclusive()?;
-        let r = match store.bring_level(&mut db, true) {
+        let r = match store.bring_level(&mut db, true, tracker_created) {
             Ok(r) => r,
             // Damage with committed batches after it: readable up to the damage,
             // never truncated; writes are refused with the same message.
@@ -134,6 +122,7 @@ pub(super) fn open(
         report.damaged = r.damaged;
     }
     drop(db);
+    report.removed_temporaries = temporary::remove_left_behind(dir)?;
     let mut store = store;
     // A store created with a key is sealed from its first record (encryption.md).
     if report.created {
@@ -143,6 +132,24 @@ pub(super) fn open(
     }
     store.open_report = report;
     Ok(store)
+}
+
+/// A store over `dir`'s log and a bare connection to its tracker, from which nothing
+/// has been read: for [`super::rebuild_dir`], whose rebuild replaces the tracker
+/// without reading it.
+pub(super) fn open_for_rebuild(
+    dir: &Path,
+    options: StoreOptions,
+    projections: Vec<Box<dyn Projection>>,
+) -> Result<Store> {
+    let blob_path = dir.join(BLOB_FILE);
+    if !blob_path.exists() {
+        return Err(presence::missing_log(dir));
+    }
+    let blob = BlobLog::open(&blob_path).map_err(|e| not_a_store(dir, e))?;
+    let db = Connection::open(dir.join(TRACKER_FILE))?;
+    db.busy_timeout(std::time::Duration::from_secs(30))?;
+    Ok(Store::assemble(dir, options, blob, db, projections))
 }
 
 /// Open a store that cannot or must not be written: no lock, no repair, no tracker
@@ -178,28 +185,6 @@ fn open_read_only(
     Ok(store)
 }
 
-/// A directory with files but no blob log is somebody else's: never write into it.
-fn refuse_foreign_directory(dir: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(StoreError::io("read directory", dir))?;
-    for entry in entries {
-        let entry = entry.map_err(StoreError::io("read directory", dir))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let ours = name == LOCK_FILE
-            || name.starts_with(TRACKER_FILE)
-            || name.starts_with("vectors")
-            || name == "patterns"
-            || name.starts_with("blob.dat");
-        if !ours {
-            return Err(StoreError::NotAStore {
-                path: dir.into(),
-                reason: format!("it holds {name:?} but no {BLOB_FILE}; use an empty or new directory for a store"),
-            });
-        }
-    }
-    Ok(())
-}
-
 impl Store {
     /// A store handle over an opened log and tracker, not yet brought level.
     fn assemble(
@@ -222,7 +207,7 @@ impl Store {
             write_mutex: Mutex::new(()),
             commit_queue: Default::default(),
             syncer: Default::default(),
-            lock_file: std::sync::OnceLock::new(),
+            lock_file: Default::default(),
             open_report: OpenReport::default(),
         }
     }
@@ -313,7 +298,7 @@ impl Store {
                 self.reload_blob()?;
             }
         }
-        let report = self.bring_level(db, false)?;
+        let report = self.bring_level(db, false, false)?;
         if report.rebuilt.is_some() || report.replayed_batches > 0 {
             vectors::rebuild_caches(self, db)?;
         }
@@ -321,7 +306,14 @@ impl Store {
             .ok_or_else(|| StoreError::Invalid("tracker.db lost its bookkeeping".into()))
     }
 
-    fn bring_level(&self, db: &mut Connection, thorough: bool) -> Result<OpenReport> {
+    /// `created`: `db` is a tracker whose schema this process made in an empty file
+    /// (see [`tracker::open_reporting`]).
+    fn bring_level(
+        &self,
+        db: &mut Connection,
+        thorough: bool,
+        created: bool,
+    ) -> Result<OpenReport> {
         match self.need(db, thorough)? {
             Need::Clean => Ok(OpenReport::default()),
             Need::CatchUp(meta) => self.catch_up_locked(db, meta),
@@ -331,7 +323,8 @@ impl Store {
                 } else {
                     tracing::warn!(store = %self.dir.display(), "rebuilding tracker.db: {why}");
                 }
-                let mut r = self.rebuild_locked(db)?;
+                // A tracker made by this open holds no rows: nothing to drop first.
+                let mut r = self.rebuild_locked(db, created && why.starts_with(NEW_TRACKER))?;
                 r.rebuilt = Some(why);
                 Ok(r)
             }
@@ -366,8 +359,10 @@ impl Store {
         Ok(report)
     }
 
-    pub(super) fn rebuild_locked(&self, db: &mut Connection) -> Result<OpenReport> {
-        self.rebuild_locked_with(db, || Ok(()))
+    /// Rebuild the tracker behind `db` from the log. `empty`: it holds this build's
+    /// schema and no rows (made just now), so its tables need not be dropped first.
+    pub(super) fn rebuild_locked(&self, db: &mut Connection, empty: bool) -> Result<OpenReport> {
+        self.rebuild_locked_with(db, empty, || Ok(()))
     }
 
     /// Rebuild the tracker from the current log handle; `before_commit` runs after the
@@ -376,6 +371,7 @@ impl Store {
     pub(super) fn rebuild_locked_with(
         &self,
         db: &mut Connection,
+        empty: bool,
         before_commit: impl FnOnce() -> Result<()>,
     ) -> Result<OpenReport> {
         let blob = self.blob()?;
@@ -392,7 +388,8 @@ impl Store {
             schema: tracker::schema_fingerprint(&projections),
         };
         tracker::set_cache_kib(db, tracker::rebuild_cache_kib())?;
-        let rebuilt = self.rebuild_tables(db, &blob, &snap, &projections, meta, before_commit);
+        let rebuilt =
+            self.rebuild_tables(db, empty, &blob, &snap, &projections, meta, before_commit);
         // The large cache is for the rebuild only; restore it even when that failed.
         let restored = tracker::set_cache_kib(db, tracker::NORMAL_CACHE_KIB);
         let report = rebuilt?;
@@ -401,9 +398,11 @@ impl Store {
     }
 
     /// Replace every projection's rows with the log's, in one transaction.
+    #[allow(clippy::too_many_arguments)]
     fn rebuild_tables(
         &self,
         db: &mut Connection,
+        empty: bool,
         blob: &BlobLog,
         snap: &super::LogSnapshot,
         projections: &[&dyn Projection],
@@ -411,7 +410,9 @@ impl Store {
         before_commit: impl FnOnce() -> Result<()>,
     ) -> Result<OpenReport> {
         let tx = tracker::write_transaction(db)?;
-        tracker::reset(&tx, projections)?;
+        if !empty {
+            tracker::reset(&tx, projections)?;
+        }
         let mut report = OpenReport::default();
         let end = scan_batches(
             snap.bytes(),
@@ -476,4 +477,19 @@ impl Store {
 /// Lowercase hex of a byte string.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A log whose header is not engram's means the directory is not a store; other
+/// errors pass through.
+fn not_a_store(dir: &Path, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Format {
+            source: FormatError::NotABlobLog,
+            ..
+        } => StoreError::NotAStore {
+            path: dir.into(),
+            reason: format!("{BLOB_FILE} is not an engram blob log"),
+        },
+        other => other,
+    }
 }

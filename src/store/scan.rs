@@ -261,7 +261,7 @@ fn committed_batches_after(log: &[u8], from: u64, last_commit: u64) -> bool {
     false
 }
 
-fn commit_at(log: &[u8], offset: u64) -> Option<CommitBody> {
+pub(crate) fn commit_at(log: &[u8], offset: u64) -> Option<CommitBody> {
     let rec = decode_record(log.get(offset as usize..)?).ok()?;
     if rec.kind != RecordKind::Commit {
         return None;
@@ -270,7 +270,7 @@ fn commit_at(log: &[u8], offset: u64) -> Option<CommitBody> {
 }
 
 /// The batch a commit at `commit_offset` describes is exactly where it says.
-fn batch_verifies_in_place(log: &[u8], commit_offset: u64, body: &CommitBody) -> bool {
+pub(crate) fn batch_verifies_in_place(log: &[u8], commit_offset: u64, body: &CommitBody) -> bool {
     let start = body.batch_start.get();
     if start >= commit_offset || body.prev_commit.get() >= start {
         return false;

@@ -160,6 +160,7 @@ fn build(store: &Store, key: &VectorKey, embedder: &str, dim: u32) -> Result<Ent
         embedder_id: embedder_id(embedder),
         with_i8: true,
         with_i8_columns: true,
+        with_bits: true,
         initial_capacity: (rows.len() as u64 + rows.len() as u64 / 4).max(1024),
     };
     let mut cache = VectorCache::in_memory(&opts)?;

@@ -7,10 +7,10 @@
 //! truncated one, and two concurrent updates both land.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::error::{Result, StoreError};
+use super::io;
 
 /// Replace `path` with `update(current contents)` (`None` when it does not exist yet);
 /// see the module doc. The directory is created when missing.
@@ -40,18 +40,19 @@ pub fn update_small_file(
     let text = update(current)?;
     let tmp = with_suffix(path, &format!(".tmp-{}", std::process::id()));
     let written = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
+        let f = File::create(&tmp)?;
+        io::write_at(&f, &tmp, text.as_bytes(), 0)?;
+        io::sync_all(&f, &tmp)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(StoreError::io("write", &tmp)(e));
     }
-    std::fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
-    File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(StoreError::io("sync directory", &dir))?;
+    if let Err(e) = io::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StoreError::io("rename", path)(e));
+    }
+    io::sync_dir(&dir).map_err(StoreError::io("sync directory", &dir))?;
     drop(lock);
     Ok(())
 }

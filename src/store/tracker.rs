@@ -16,6 +16,7 @@ use crate::format::RecordView;
 use crate::key::hash64;
 
 pub use super::tracker_apply::{apply_batch, note_applied};
+pub use super::verify_projections::{CheckedTable, RowsOf};
 
 /// A change a committed batch makes, as projections see it.
 #[derive(Debug)]
@@ -34,12 +35,21 @@ pub enum Change<'a> {
         /// was one), so looking up what to replace can be skipped: for a new memory
         /// those lookups were six statements of the fifteen its put cost.
         replaces: bool,
+        /// The sequence number of the key's previous live value, when it had one: the
+        /// rows a projection derived from that value carry it (keyed or tagged by
+        /// `seq`), so they are found by it without an index on the key hash, whose
+        /// random order makes each batch rewrite most of such an index's pages.
+        previous_seq: Option<u64>,
     },
     /// A key deleted (a tombstone names only the key's hash).
     Delete {
         key_hash: u64,
         seq: u64,
         timestamp_ms: u64,
+        /// The sequence number of the live value deleted (None: the key was not live).
+        previous_seq: Option<u64>,
+        /// The key deleted, when it was live.
+        key: Option<&'a str>,
     },
     /// An event record (audit trail).
     Event {
@@ -66,6 +76,11 @@ pub trait Projection: Send + Sync {
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()>;
     /// Reflect one change.
     fn apply(&self, db: &Connection, change: &Change<'_>) -> Result<()>;
+    /// The tables `verify` checks against the log, and how. A table not listed is
+    /// not checked.
+    fn checked_tables(&self) -> Vec<CheckedTable> {
+        Vec::new()
+    }
 }
 
 /// Where a key's live record is.
@@ -172,6 +187,16 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Open `tracker.db` with the settings every connection uses, and create the core
 /// tables and the projections' tables if missing.
 pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> {
+    open_reporting(path, projections).map(|(db, _)| db)
+}
+
+/// [`open`], also telling whether this call made the schema in an empty database.
+/// Such a tracker holds exactly this build's tables, as `reset` would leave them, so a
+/// rebuild into it can skip dropping and recreating them: half of a new store's open.
+pub(super) fn open_reporting(
+    path: &Path,
+    projections: &[&dyn Projection],
+) -> Result<(Connection, bool)> {
     let db = Connection::open(path)?;
     db.busy_timeout(BUSY_TIMEOUT)?;
     // WAL lets readers run beside the one writer; NORMAL is enough because the log,
@@ -192,6 +217,7 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // rather than in a temporary file: they are small, and dropped at commit.
     db.pragma_update(None, "temp_store", "MEMORY")?;
     super::fts_rank::register(&db)?;
+    super::fts_postings::register(&db)?;
     let mut db = db;
     // Tables that exist already need no write: `CREATE … IF NOT EXISTS` of an existing
     // one only reads. So the schema is first made in a DEFERRED transaction, and an
@@ -200,7 +226,7 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
     // missing the upgrade to a write fails at once with BUSY if another connection
     // writes, and it is done again in one IMMEDIATE transaction, so processes opening
     // a new store at once queue on the busy handler.
-    match create_schema(
+    let created = match create_schema(
         &mut db,
         projections,
         rusqlite::TransactionBehavior::Deferred,
@@ -212,25 +238,53 @@ pub fn open(path: &Path, projections: &[&dyn Projection]) -> Result<Connection> 
                 &mut db,
                 projections,
                 rusqlite::TransactionBehavior::Immediate,
-            )?;
+            )?
         }
         other => other?,
-    }
-    Ok(db)
+    };
+    Ok((db, created))
 }
 
-fn create_schema(
+/// Create what is missing, in one transaction; `true` when the database held no
+/// schema at all before (read in the same transaction, so no other process's tables
+/// can be among what it then holds).
+pub(super) fn create_schema(
     db: &mut Connection,
     projections: &[&dyn Projection],
     behavior: rusqlite::TransactionBehavior,
-) -> Result<()> {
+) -> Result<bool> {
     let tx = db.transaction_with_behavior(behavior)?;
+    let empty: bool = tx.query_row("SELECT count(*) = 0 FROM sqlite_master", [], |r| r.get(0))?;
     tx.execute_batch(CORE_SCHEMA)?;
     for p in projections {
         p.create(&tx)?;
     }
     tx.commit()?;
-    Ok(())
+    Ok(empty)
+}
+
+/// Open the tracker for reading in one read transaction, check its structure with
+/// SQLite's `quick_check` (every page, B-tree and record format; not the indexes'
+/// contents, which the comparison with the log covers for the core tables), and read
+/// its bookkeeping. `Err` says why it is damaged.
+pub(super) fn open_checked(
+    path: &Path,
+) -> std::result::Result<(Connection, Option<TrackerMeta>), String> {
+    let damaged = |e: &dyn std::fmt::Display| format!("tracker.db is damaged: {e}");
+    let db = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| damaged(&e))?;
+    let checked = (|| -> rusqlite::Result<Vec<String>> {
+        db.execute_batch("BEGIN")?;
+        let mut stmt = db.prepare("PRAGMA quick_check(5)")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect()
+    })()
+    .map_err(|e| damaged(&e))?;
+    if checked != ["ok"] {
+        return Err(damaged(&checked.join("; ")));
+    }
+    let meta = read_meta(&db).map_err(|e| damaged(&e))?;
+    Ok((db, meta))
 }
 
 /// Open `tracker.db` for reading only (a read-only store): nothing is created or
@@ -249,12 +303,14 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     db.busy_timeout(BUSY_TIMEOUT)?;
     if read_meta(&db).is_ok() {
         super::fts_rank::register(&db)?;
+        super::fts_postings::register(&db)?;
         return Ok(db);
     }
     let uri = format!("file:{}?immutable=1", path.display());
     let db = Connection::open_with_flags(uri, flags)?;
     read_meta(&db)?;
     super::fts_rank::register(&db)?;
+    super::fts_postings::register(&db)?;
     Ok(db)
 }
 

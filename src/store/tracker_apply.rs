@@ -3,7 +3,7 @@
 //! batch's transaction. It only reads the batch it is given; it must never write
 //! anything the batch does not say (see [`super::tracker`] and `format-spec/tracker.md`).
 
-use rusqlite::{params, Connection, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 
 use super::error::{Result, StoreError};
@@ -154,9 +154,9 @@ fn apply_record(
                 rec.seq() as i64,
                 rec.timestamp_ms() as i64
             ];
-            // Inserted, or else the key was live: then it is updated, and the update
-            // changes nothing when the hash belongs to another key, which is how a
-            // collision is caught at no extra cost.
+            // Inserted, or else the key was live: then its row is read (the sequence
+            // number it had is how projections find what they derived from it, and a
+            // different key under the hash is a collision) and updated.
             let replaces = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO records (key_hash, key, offset, length, seq, timestamp_ms)
@@ -164,21 +164,22 @@ fn apply_record(
                 )?
                 .execute(values)?
                 == 0;
-            let changed = if replaces {
+            let previous_seq = if replaces {
+                let (was, existing): (i64, String) = tx
+                    .prepare_cached("SELECT seq, key FROM records WHERE key_hash = ?1")?
+                    .query_row([key_hash as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                if existing != key {
+                    return Err(StoreError::KeyHashCollision { new: key, existing });
+                }
                 tx.prepare_cached(
                     "UPDATE records SET offset = ?3, length = ?4, seq = ?5, timestamp_ms = ?6
-                     WHERE key_hash = ?1 AND key = ?2",
+                     WHERE key_hash = ?1",
                 )?
-                .execute(values)?
+                .execute(values)?;
+                Some(was as u64)
             } else {
-                1
+                None
             };
-            if changed == 0 {
-                let existing: String = tx
-                    .prepare_cached("SELECT key FROM records WHERE key_hash = ?1")?
-                    .query_row([key_hash as i64], |r| r.get(0))?;
-                return Err(StoreError::KeyHashCollision { new: key, existing });
-            }
             // A new value makes embeddings of the old one stale.
             delete_vectors(tx, key_hash, Some(rec.seq()), counts)?;
             let change = Change::Put {
@@ -190,19 +191,30 @@ fn apply_record(
                 meta: &meta,
                 body: rec.body,
                 replaces,
+                previous_seq,
             };
             for p in projections {
                 p.apply(tx, &change)?;
             }
         }
         RecordKind::Tombstone => {
-            tx.prepare_cached("DELETE FROM records WHERE key_hash = ?1")?
-                .execute([key_hash as i64])?;
+            // Read, then deleted: `DELETE … RETURNING` runs as a trigger, and a
+            // trigger's statement journal flushes the full-text tables (CORE_VERSION 5).
+            let gone: Option<(i64, String)> = tx
+                .prepare_cached("SELECT seq, key FROM records WHERE key_hash = ?1")?
+                .query_row([key_hash as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            if gone.is_some() {
+                tx.prepare_cached("DELETE FROM records WHERE key_hash = ?1")?
+                    .execute([key_hash as i64])?;
+            }
             delete_vectors(tx, key_hash, None, counts)?;
             let change = Change::Delete {
                 key_hash,
                 seq: rec.seq(),
                 timestamp_ms: rec.timestamp_ms(),
+                previous_seq: gone.as_ref().map(|g| g.0 as u64),
+                key: gone.as_ref().map(|g| g.1.as_str()),
             };
             for p in projections {
                 p.apply(tx, &change)?;

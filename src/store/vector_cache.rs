@@ -24,16 +24,19 @@ use zerocopy::little_endian::U64;
 use zerocopy::IntoBytes;
 
 use crate::format::vector_file::{
-    self, FormatError, VectorFileHeader, VectorFileLayout, COLUMN_BLOCK, FLAG_F32, FLAG_I8,
-    FLAG_I8_COLUMNS, HEADER_LEN, MAX_DIM, SLOT_DEAD, SLOT_LIVE,
+    self, FormatError, VectorFileHeader, VectorFileLayout, COLUMN_BLOCK, FLAG_BITS, FLAG_F32,
+    FLAG_I8, FLAG_I8_COLUMNS, HEADER_LEN, MAX_DIM, SLOT_DEAD, SLOT_LIVE,
 };
-use crate::store::vector_scan::{self, Sections};
-pub use crate::store::vector_scan::{Metric, ScanMode, VectorHit};
+use crate::store::vector_scan::Sections;
+pub use crate::store::vector_scan::{
+    binary_candidates, i8_candidates, Metric, ScanMode, VectorHit,
+};
 
 mod copy;
 mod error;
 mod grow;
 mod mapping;
+mod search;
 use error::format_error;
 pub use error::VectorCacheError;
 use mapping::{create_anon, create_mapped, slice_of, write_row_into, CacheMap, CreateError};
@@ -51,6 +54,10 @@ pub struct VectorCacheOptions {
     /// form is mostly zeros (a short text under a hashed embedder) then reads only
     /// its non-zero dimensions. Same results, fewer bytes scanned.
     pub with_i8_columns: bool,
+    /// Also store one sign bit per dimension (format version 3), for the Hamming
+    /// first pass [`ScanMode::Binary`] that [`ScanMode::Auto`] picks for dense
+    /// vectors in a large cache.
+    pub with_bits: bool,
     /// Slots allocated by [`VectorCache::create`]; ignored by `open`. Minimum 1.
     pub initial_capacity: u64,
 }
@@ -146,6 +153,9 @@ impl VectorCache {
         }
         if opts.with_i8_columns {
             flags |= FLAG_I8_COLUMNS;
+        }
+        if opts.with_bits {
+            flags |= FLAG_BITS;
         }
         Ok(VectorFileHeader::new(
             opts.dim,
@@ -256,6 +266,13 @@ impl VectorCache {
                 path: path.to_path_buf(),
                 found: header.has_i8_columns(),
                 expected: opts.with_i8_columns,
+            });
+        }
+        if header.has_bits() != opts.with_bits {
+            return Err(VectorCacheError::BitsMismatch {
+                path: path.to_path_buf(),
+                found: header.has_bits(),
+                expected: opts.with_bits,
             });
         }
         let mut cache = VectorCache {
@@ -404,40 +421,6 @@ impl VectorCache {
         Some(row.to_vec())
     }
 
-    /// Top-`k` live rows by `metric`, best first; equal scores by ascending key hash.
-    pub fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        metric: Metric,
-        mode: ScanMode,
-    ) -> Result<Vec<VectorHit>, VectorCacheError> {
-        self.check_vector(query)?;
-        if metric == Metric::Cosine && query.iter().all(|&x| x == 0.0) {
-            return Err(VectorCacheError::ZeroQuery);
-        }
-        if k == 0 || self.index.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sections = self.sections()?;
-        match mode {
-            ScanMode::F32 => Ok(vector_scan::scan_f32(&sections, query, k, metric)),
-            ScanMode::I8Rerank {
-                candidates,
-                threads,
-            } => {
-                if !self.header.has_i8() {
-                    return Err(VectorCacheError::NoI8Rows);
-                }
-                let mut q8 = vec![0i8; query.len()];
-                vector_file::quantize_i8(query, &mut q8);
-                Ok(vector_scan::scan_i8_rerank(
-                    &sections, query, &q8, k, candidates, threads, metric,
-                ))
-            }
-        }
-    }
-
     /// Write dirty pages to disk (msync) and wait for completion.
     pub fn flush(&self) -> Result<(), VectorCacheError> {
         if self.is_in_memory() {
@@ -493,7 +476,7 @@ impl VectorCache {
         Ok((keys, live))
     }
 
-    fn sections(&self) -> Result<Sections<'_>, VectorCacheError> {
+    pub(super) fn sections(&self) -> Result<Sections<'_>, VectorCacheError> {
         let l = &self.layout;
         let count = self.count();
         let (keys, live) = self.keys_and_live(count)?;
@@ -522,6 +505,13 @@ impl VectorCache {
             .ok_or_else(|| oob("i8 column"))?,
             None => &[][..],
         };
+        let stride_bits = (l.stride_bits / 8) as usize;
+        let bits = match l.bits {
+            Some(b) => {
+                slice_of::<u64>(&self.map, b, count * stride_bits).ok_or_else(|| oob("sign bit"))?
+            }
+            None => &[][..],
+        };
         Ok(Sections {
             keys,
             live,
@@ -530,9 +520,11 @@ impl VectorCache {
             f32_rows,
             i8_rows,
             i8_columns,
+            bits,
             dim: self.dim() as usize,
             stride_f32,
             stride_i8,
+            stride_bits,
         })
     }
 

@@ -12,7 +12,10 @@ use simsimd::SpatialSimilarity;
 
 use crate::format::vector_file::{l2_norm, SLOT_LIVE};
 
+mod binary;
 mod columns;
+pub use binary::binary_candidates;
+pub(crate) use binary::{binary_pays, scan_binary_rerank};
 use columns::{best_by_columns, sparse_dims};
 
 /// How scores are computed. Higher is better for both.
@@ -39,6 +42,30 @@ pub enum ScanMode {
         /// for any count.
         threads: usize,
     },
+    /// Rank every live row by the Hamming distance of its sign bits to the query's,
+    /// keep the best `candidates` (at least `k`), then rank those by exact f32
+    /// score. Requires a cache created with sign bits; a coarse pass meant for
+    /// dense vectors (see [`ScanMode::Auto`]).
+    Binary {
+        /// Candidates kept from the Hamming pass before the exact re-rank.
+        candidates: usize,
+        /// Threads that share the Hamming pass, as for `I8Rerank`.
+        threads: usize,
+    },
+    /// Choose per query: the sign-bit pass with [`binary_candidates`]`(k, rows)` for a
+    /// dense cosine query against a large cache of dense rows (format-spec/vector-cache.md,
+    /// Search), otherwise the i8 scan with [`i8_candidates`]`(k)` (by column for a
+    /// sparse query), or the exact scan for a cache without i8 rows.
+    Auto {
+        /// Threads that share the first pass, as for `I8Rerank`.
+        threads: usize,
+    },
+}
+
+/// Candidates the i8 scan keeps for a top-`k` in [`ScanMode::Auto`] and
+/// [`ScanMode::i8_rerank_default`]: `max(10·k, 100)`.
+pub fn i8_candidates(k: usize) -> usize {
+    k.saturating_mul(10).max(100)
 }
 
 impl ScanMode {
@@ -46,7 +73,7 @@ impl ScanMode {
     /// recall@k at or above 0.99 on 384-dim embeddings in our measurements.
     pub fn i8_rerank_default(k: usize) -> Self {
         ScanMode::I8Rerank {
-            candidates: k.saturating_mul(10).max(100),
+            candidates: i8_candidates(k),
             threads: 0,
         }
     }
@@ -76,17 +103,35 @@ pub(crate) struct Sections<'a> {
     /// The i8 codes by column: `ceil(count / COLUMN_BLOCK)` blocks of `dim` columns of
     /// `COLUMN_BLOCK` codes; empty when the file has none.
     pub i8_columns: &'a [i8],
+    /// `count * stride_bits` words of sign bits; empty when the file has none.
+    pub bits: &'a [u64],
     pub dim: usize,
     /// Row stride in f32 elements.
     pub stride_f32: usize,
     /// Row stride in i8 elements.
     pub stride_i8: usize,
+    /// Sign-bit stride in 64-bit words.
+    pub stride_bits: usize,
 }
 
 impl Sections<'_> {
     fn f32_row(&self, slot: usize) -> Option<&[f32]> {
         let start = slot.checked_mul(self.stride_f32)?;
         self.f32_rows.get(start..start.checked_add(self.dim)?)
+    }
+
+    /// Slot `slot`'s approximate score from its i8 codes, as [`scan_i8_range`]
+    /// computes it; `None` without i8 rows.
+    fn i8_score(&self, query_i8: &[i8], slot: usize, metric: Metric) -> Option<f32> {
+        let start = slot.checked_mul(self.stride_i8)?;
+        let row = self.i8_rows.get(start..start.checked_add(self.dim)?)?;
+        let (&scale, &norm) = (self.scales.get(slot)?, self.norms.get(slot)?);
+        let dot = scale * <i8 as SpatialSimilarity>::dot(query_i8, row).unwrap_or(0.0) as f32;
+        Some(match metric {
+            Metric::Cosine if norm == 0.0 => 0.0,
+            Metric::Cosine => dot / norm,
+            Metric::Dot => dot,
+        })
     }
 }
 
@@ -245,6 +290,14 @@ pub(crate) fn scan_f32(
 ///
 /// A large cache is scanned in parallel, one slice of the rows per core: each keeps
 /// its own best `candidates` and the union is cut to the best `candidates` again.
+/// The threads a scan of `s` runs on when asked for `threads` (0: by the rows).
+pub(crate) fn threads_for(s: &Sections<'_>, threads: usize) -> usize {
+    match threads {
+        0 => scan_threads(s.live.len()),
+        n => n.min(s.live.len().max(1)),
+    }
+}
+
 /// The order is total (score, then key hash), so the result is the one-thread scan's.
 pub(crate) fn scan_i8_rerank(
     s: &Sections<'_>,
@@ -256,14 +309,22 @@ pub(crate) fn scan_i8_rerank(
     metric: Metric,
 ) -> Vec<VectorHit> {
     let candidates = candidates.max(k);
-    let threads = match threads {
-        0 => scan_threads(s.live.len()),
-        n => n.min(s.live.len().max(1)),
-    };
+    let threads = threads_for(s, threads);
     let approx = match sparse_dims(s, query_i8) {
         Some(dims) => best_by_columns(s, &dims, candidates, metric, threads),
         None => best_i8(s, query_i8, candidates, metric, threads),
     };
+    rerank(s, query, approx, k, metric)
+}
+
+/// The best `k` of `approx`'s candidates by exact f32 score.
+fn rerank(
+    s: &Sections<'_>,
+    query: &[f32],
+    approx: TopK,
+    k: usize,
+    metric: Metric,
+) -> Vec<VectorHit> {
     let query_norm = l2_norm(query);
     let mut top = TopK::new(k);
     for c in approx.heap {
@@ -427,110 +488,4 @@ fn prefetch(p: *const u8) {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::*;
-
-    /// The sections of a cache held in vectors, rows packed (stride = `dim`).
-    pub(in crate::store::vector_scan) struct Rows {
-        pub keys: Vec<u64>,
-        pub live: Vec<u8>,
-        pub norms: Vec<f32>,
-        pub scales: Vec<f32>,
-        pub f32_rows: Vec<f32>,
-        pub i8_rows: Vec<i8>,
-        pub i8_columns: Vec<i8>,
-        pub dim: usize,
-    }
-
-    impl Rows {
-        pub fn sections(&self) -> Sections<'_> {
-            Sections {
-                keys: &self.keys,
-                live: &self.live,
-                norms: &self.norms,
-                scales: &self.scales,
-                f32_rows: &self.f32_rows,
-                i8_rows: &self.i8_rows,
-                i8_columns: &self.i8_columns,
-                dim: self.dim,
-                stride_f32: self.dim,
-                stride_i8: self.dim,
-            }
-        }
-    }
-
-    #[test]
-    fn topk_keeps_best_and_breaks_ties_by_key() {
-        let mut t = TopK::new(3);
-        for (score, key) in [
-            (0.5, 9),
-            (0.9, 1),
-            (0.5, 3),
-            (f32::NAN, 0),
-            (0.1, 2),
-            (0.5, 4),
-        ] {
-            t.offer(score, key, 0);
-        }
-        let got: Vec<(f32, u64)> = t.into_sorted().iter().map(|c| (c.score, c.key)).collect();
-        assert_eq!(got, vec![(0.9, 1), (0.5, 3), (0.5, 4)]);
-    }
-
-    #[test]
-    fn the_parallel_i8_scan_finds_what_one_thread_finds() {
-        // Enough rows for several scan threads (on a machine with several cores),
-        // with many equal scores so the key tie-break decides across slices.
-        let (dim, n) = (8usize, 3 * ROWS_PER_SCAN_THREAD + 17);
-        // Fibonacci hashing spreads the index over all 64 bits: varied, repeatable.
-        let mix = |i: usize| (i as u64 ^ 0x5EED).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let f32_rows: Vec<f32> = (0..n * dim)
-            .map(|i| (mix(i) >> 61) as f32 % 5.0 - 2.0)
-            .collect();
-        let i8_rows: Vec<i8> = f32_rows.iter().map(|&x| x as i8).collect();
-        let norms: Vec<f32> = f32_rows.chunks(dim).map(l2_norm).collect();
-        let keys: Vec<u64> = (0..n).map(|i| mix(i + n * dim)).collect();
-        let live: Vec<u8> = (0..n)
-            .map(|i| if i % 97 == 0 { 0 } else { SLOT_LIVE })
-            .collect();
-        let scales = vec![1.0f32; n];
-        let rows = Rows {
-            keys,
-            live,
-            norms,
-            scales,
-            f32_rows,
-            i8_rows,
-            i8_columns: Vec::new(),
-            dim,
-        };
-        let s = rows.sections();
-        let query = [1.0f32, -2.0, 0.0, 2.0, 1.0, 1.0, -1.0, 0.0];
-        let query_i8: Vec<i8> = query.iter().map(|&x| x as i8).collect();
-        for metric in [Metric::Cosine, Metric::Dot] {
-            let one = best_i8(&s, &query_i8, 100, metric, 1).into_sorted();
-            for threads in [2, 3, 7] {
-                let many = best_i8(&s, &query_i8, 100, metric, threads).into_sorted();
-                let key = |c: &Vec<Cand>| c.iter().map(|c| (c.key, c.slot)).collect::<Vec<_>>();
-                assert_eq!(key(&many), key(&one), "{metric:?}, {threads} threads");
-            }
-            assert_eq!(one.len(), 100);
-            // And the full search, however many threads this machine gives it.
-            assert_eq!(
-                scan_i8_rerank(&s, &query, &query_i8, 10, 100, 0, metric).len(),
-                10
-            );
-        }
-    }
-
-    #[test]
-    fn cosine_score_is_similarity() {
-        let a = [1.0f32, 0.0, 0.0];
-        let cos = |b: &[f32]| score_f32(&a, 1.0, b, l2_norm(b), Metric::Cosine);
-        assert!((cos(&a) - 1.0).abs() < 1e-6);
-        assert!((cos(&[-2.0, 0.0, 0.0]) + 1.0).abs() < 1e-6);
-        assert!((cos(&[1.0, 1.0, 0.0]) - 0.5f32.sqrt()).abs() < 1e-6);
-        assert_eq!(cos(&[0.0, 0.0, 0.0]), 0.0);
-        let dot = score_f32(&a, 1.0, &[3.0, 1.0, 0.0], 0.0, Metric::Dot);
-        assert!((dot - 3.0).abs() < 1e-6);
-    }
-}
+pub(super) mod tests;

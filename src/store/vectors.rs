@@ -87,6 +87,7 @@ pub(super) fn options(dim: u32, embedder: &str) -> VectorCacheOptions {
         embedder_id: embedder_id(embedder),
         with_i8: true,
         with_i8_columns: true,
+        with_bits: true,
         initial_capacity: 1024,
     }
 }
@@ -281,7 +282,8 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     let blob = store.blob()?;
     let snap = blob.snapshot(meta.applied_end)?;
     let path = cache_path(&store.dir, embedder);
-    let tmp = path.with_extension("vec.new");
+    let temporary = super::temporary::Temporary::new(path.with_extension("vec.new"));
+    let tmp = temporary.path().to_path_buf();
     // Sized for every vector up front: growing rewrites (and syncs) the whole file.
     let count: i64 = db
         .prepare_cached("SELECT count(*) FROM vectors WHERE embedder = ?1")?
@@ -308,6 +310,7 @@ fn rebuild_one(store: &Store, db: &Connection, embedder: &str, dim: u32) -> Resu
     cache.flush()?;
     drop(cache);
     std::fs::rename(&tmp, &path).map_err(StoreError::io("rename", &tmp))?;
+    temporary.keep();
     // The new file is flushed; once its rename is durable, no mark is needed.
     if unsynced::read(&path) != Mark::Clean {
         super::blob_log::sync_dir(&path)?;
@@ -562,16 +565,7 @@ fn rebuilt_cache(store: &Store, embedder: &str, dim: u32) -> Result<Option<Vecto
 }
 
 pub(super) fn scan(cache: &VectorCache, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
-    let candidates = (k * 10).max(100);
-    Ok(cache.search(
-        query,
-        k,
-        Metric::Cosine,
-        ScanMode::I8Rerank {
-            candidates,
-            threads: 0,
-        },
-    )?)
+    Ok(cache.search(query, k, Metric::Cosine, ScanMode::Auto { threads: 0 })?)
 }
 
 /// Top `k` of the cache with `delta` applied: the cache's rows for changed keys are

@@ -1,10 +1,12 @@
 //! `verify`: check a store without changing a byte of it.
 //!
 //! Checks, in order: the file header; every record's checksum and layout, resyncing
-//! past damage so each bad offset is named; the commit chain; that `tracker.db` agrees
-//! with the log (live record per key, vectors, bookkeeping); that each vector cache
-//! agrees with the tracker. Damage is a problem; an uncommitted tail (left by a crash,
-//! dropped by the next open) or a tracker that is merely behind is a warning.
+//! past damage so each bad offset is named; the commit chain; that `tracker.db` is
+//! structurally sound (SQLite's `quick_check`) and agrees with the log (live record
+//! per key, vectors, bookkeeping, and the projections' tables given to
+//! [`verify_with`]: see `verify_projections`); that each vector cache agrees with the
+//! tracker. Damage is a problem; an uncommitted tail (left by a crash, dropped by the
+//! next open) or a tracker that is merely behind is a warning.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,7 +18,7 @@ use super::blob_log::BlobLog;
 use super::error::{Result, StoreError};
 use super::lock::WriterLock;
 use super::scan::{classify_tail, scan_batches, ScanStart, Tail};
-use super::tracker::{self, record_meta};
+use super::tracker::{self, record_meta, Projection};
 use super::vector_cache::embedder_id;
 use super::vectors::{cache_path, embedders};
 use super::{BLOB_FILE, LOCK_FILE, TRACKER_FILE};
@@ -50,32 +52,43 @@ impl VerifyReport {
     }
 }
 
-/// Verify the store in `dir`. Never writes to it.
+/// Verify the store in `dir` (its log and core tables). Never writes to it.
 pub fn verify(dir: &Path) -> Result<VerifyReport> {
+    verify_with(dir, &[])
+}
+
+/// Verify the store in `dir`, and the tables `projections` list (pass the set the
+/// store is opened with). Never writes to it.
+pub fn verify_with(dir: &Path, projections: &[&dyn Projection]) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let blob_path = dir.join(BLOB_FILE);
     if !blob_path.exists() {
-        return Err(StoreError::NotAStore {
-            path: dir.into(),
-            reason: format!("it has no {BLOB_FILE}"),
-        });
+        return Err(super::presence::missing_log(dir));
     }
     // The tracker is read in one read transaction taken before the log is opened:
     // everything it has applied is then in the log we read, and batches a live writer
     // commits meanwhile are past `applied_end`, left out of the comparison. So verify
     // is sound to run beside a server that is writing.
     let tracker_path = dir.join(TRACKER_FILE);
-    let db = if tracker_path.exists() {
-        let db = Connection::open_with_flags(&tracker_path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        db.execute_batch("BEGIN")?;
-        Some(db)
+    let (db, meta) = if tracker_path.exists() {
+        match tracker::open_checked(&tracker_path) {
+            Ok((db, meta)) => (Some(db), meta),
+            Err(why) => {
+                // Nothing of a damaged tracker is compared; the log is still checked.
+                report.problems.push(Problem {
+                    file: TRACKER_FILE,
+                    offset: None,
+                    what: format!(
+                        "{why}; run `engram rebuild`, which rebuilds it from {BLOB_FILE} alone"
+                    ),
+                });
+                (None, None)
+            }
+        }
     } else {
-        None
+        (None, None)
     };
-    let meta = match &db {
-        Some(db) => tracker::read_meta(db)?,
-        None => None,
-    };
+    let tracker_damaged = tracker_path.exists() && db.is_none();
     let blob = match BlobLog::open(&blob_path) {
         Ok(b) => b,
         Err(StoreError::Format { source, .. }) => {
@@ -242,6 +255,9 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
 
     // 3. The tracker against the log.
     let Some(db) = db else {
+        if tracker_damaged {
+            return Ok(report);
+        }
         report.warnings.push(format!(
             "no {TRACKER_FILE}; the next open (or `engram rebuild`) creates it"
         ));
@@ -277,6 +293,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         ));
     }
     compare_tracker(&db, &live, &vecs, &mut report)?;
+    super::verify_projections::check(&db, &meta, bytes, &live, projections, &mut report)?;
     // A cache a live writer is updating can disagree with our snapshot for a moment;
     // only a disagreement while the tracker stands still is a problem.
     let moved_on = || tracker_moved_on(&tracker_path, Some(&meta));

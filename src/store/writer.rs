@@ -426,6 +426,7 @@ impl<'s> BatchWriter<'s> {
         {
             tracing::warn!(store = %self.store.dir.display(), "vector cache left stale after commit: {e}");
         }
+        snap.release(start, self.written_to);
         // Other processes wait this long for the lock: `RUST_LOG=engram=debug` shows it.
         tracing::debug!(
             batches = self.sealed.len(),

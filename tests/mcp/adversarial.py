@@ -67,6 +67,10 @@ def base_args(mid, sid):
     return {
         "code_search": {"query": "parse", "lang": "rust", "path": "src/**", "kind": "chunk"},
         "symbol_search": {"name": "parse"},
+        "find_references": {"name": "parse", "min_confidence": "ambiguous", "limit": 20},
+        "find_callers": {"name": "parse", "depth": 2, "min_confidence": "same-name"},
+        "impact_analysis": {"target": "src/lib.rs", "depth": 2, "min_confidence": "same-name"},
+        "symbols_overview": {"path": "src", "limit": 50},
         "jit_index_file": {"path": "src/lib.rs"},
         "jit_index_directory": {"path": "src"},
         "jit_search": {"query": "parse", "path": "src/**"},
@@ -142,7 +146,8 @@ async def seed_b(bin_, store_b, repo_b):
 
 
 async def attack_a(bin_, store_a, repo_a, repo_b):
-    params = StdioServerParameters(command=bin_, args=["--store", store_a, "serve", "--repo", repo_a],
+    # Every tool listed (the default lists a dozen), so every schema is attacked.
+    params = StdioServerParameters(command=bin_, args=["--store", store_a, "serve", "--repo", repo_a, "--tools", "all"],
                                    cwd=repo_a)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:
@@ -159,8 +164,9 @@ async def attack_a(bin_, store_a, repo_a, repo_b):
                 fail("a secret was stored")
             # The symlink into B was not followed by the indexer.
             for q in [CANARY, "b secret body", "b_secret"]:
-                if (await call(s, "code_search", {"query": q}))["hits"]:
-                    fail(f"code from repository B came back for {q!r}")
+                hits = (await call(s, "code_search", {"query": q}))["hits"]
+                if any(leaks(json.dumps(h)) for h in hits):
+                    fail(f"code from repository B came back for {q!r}: {hits}")
 
             tools = {t.name: schema_of(t) for t in (await s.list_tools()).tools}
             bases = base_args(mid, sid)

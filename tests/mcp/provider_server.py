@@ -1,5 +1,5 @@
 """A small external MCP server (the official Python SDK, stdio) that engram asks as a
-provider in tests/mcp_providers.rs. One behaviour per run, named by the first argument:
+provider in tests/it/mcp_providers.rs. One behaviour per run, named by the first argument:
 
   docs     search_docs(q): JSON hits with a path, lines and a score
   text     lookup(query): one plain-text answer, naming the environment it got

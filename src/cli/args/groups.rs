@@ -132,6 +132,33 @@ pub enum TokenCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Write engram's hook entries into .claude/settings.json of the repository (once:
+    /// installing again replaces them; the file's other settings and hooks stay).
+    Install {
+        /// Into ~/.claude/settings.json instead: every repository you open.
+        #[arg(long)]
+        user: bool,
+        /// Print the settings file as it would be, and write nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Remove engram's hook entries (and only those) from .claude/settings.json.
+    Uninstall {
+        /// From ~/.claude/settings.json instead.
+        #[arg(long)]
+        user: bool,
+        /// Print the settings file as it would be, and write nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Run one hook: read the JSON Claude Code sends on stdin and act on EVENT
+    /// (SessionStart, PostToolUse, SessionEnd or Stop). Claude Code runs this.
+    #[command(hide = true)]
+    Run { event: String },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print every setting's effective value and where it came from.
     Show,
@@ -155,7 +182,8 @@ pub enum SessionCommand {
     },
     /// End a session and print its summary.
     End {
-        id: String,
+        /// The session (default: the one open session).
+        id: Option<String>,
         /// The session did not reach its goal.
         #[arg(long)]
         failed: bool,
@@ -251,4 +279,32 @@ pub enum ModelCommand {
         #[arg(long, env = "ENGRAM_MODEL_BASE_URL", default_value = engram::embed::neural::fetch::DEFAULT_BASE_URL)]
         base_url: String,
     },
+}
+
+/// The definition a code-graph command is about, and how sure its edges must be.
+#[derive(Debug, clap::Args)]
+pub struct GraphTarget {
+    /// The definition: a name (`request`), a qualified name (`Session.request`) or a
+    /// sym: key.
+    #[arg(conflicts_with = "at", required_unless_present = "at")]
+    pub name: Option<String>,
+    /// The innermost definition around this place instead, e.g. src/app.py:42.
+    #[arg(long, value_name = "PATH:LINE")]
+    pub at: Option<String>,
+    /// Only edges at least this sure: resolved, imported, same-name (the default) or
+    /// ambiguous (everything).
+    #[arg(long, default_value = "same-name", value_name = "LEVEL",
+          value_parser = ["resolved", "imported", "same-name", "ambiguous"])]
+    pub min_confidence: String,
+    /// At most this many results.
+    #[arg(long, short = 'k', default_value_t = 100)]
+    pub limit: usize,
+}
+
+/// How far a code-graph walk goes.
+#[derive(Debug, clap::Args)]
+pub struct GraphDepth {
+    /// Steps to follow, 1 to 3.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
+    pub depth: u32,
 }

@@ -5,7 +5,7 @@
 //! the tile state on request, once per process), packing a weight matrix into the tiles
 //! `tdpbf16ps` reads, and `dst += x · Wᵀ` over a packed matrix. Rounding the inputs to
 //! bf16 moves all-MiniLM-L6-v2's sentence vectors by a cosine of about 1e-5 from the f32
-//! ones (`tests/neural_reference.rs` holds them to 0.999), and the tiles do 16× the
+//! ones (`tests/it/neural_reference.rs` holds them to 0.999), and the tiles do 16× the
 //! multiply-adds per cycle of AVX-512 in f32.
 //!
 //! Must never execute a tile instruction unless [`available`] said yes: on any other CPU

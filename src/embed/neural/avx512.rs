@@ -3,15 +3,17 @@
 //! bf16 with AVX512-BF16 (`vdpbf16ps`), summed in i32 or f32.
 //!
 //! Owns: which of them this process uses (the CPU's features and the switch
-//! `ENGRAM_NEURAL_AVX512`), packing a weight matrix once at load, converting the
-//! activations per call, and `dst (+)= x · Wᵀ + b` over a packed matrix in register
-//! tiles. int8 quantises in groups of 64 inputs: the weights per output and group
-//! (symmetric), the activations per row and group (between the group's minimum and
-//! maximum). That keeps sentence vectors of texts of 16 tokens or more within a cosine
-//! of about 5e-4 of the f32 path; shorter texts (queries, mostly, whose vectors one
-//! token's noise moves more, and which cost little) run in bf16 (or f32 without
-//! AVX512-BF16), about 5e-5 from f32. `tests/neural_reference.rs` holds every path to
-//! 0.999.
+//! `ENGRAM_NEURAL_AVX512`), packing a weight matrix on its first use (from the f32
+//! matrix as loaded, usually a view of the mapped file), converting the activations
+//! per call, and `dst (+)= x · Wᵀ + b` over a packed matrix in register tiles. int8
+//! quantises in groups of 64 inputs: the weights per output and group (symmetric), the
+//! activations per row and group (between the group's minimum and maximum). That keeps
+//! sentence vectors of texts of 16 tokens or more within a cosine of about 5e-4 of the
+//! f32 path; shorter texts (queries, mostly, whose vectors one token's noise moves
+//! more, and which cost little) run in f32 from the loaded matrix, so a process that
+//! only embeds queries never packs. bf16 (`ENGRAM_NEURAL_AVX512=bf16`, or a CPU with
+//! AVX512-BF16 but not VNNI) runs every text, about 5e-5 from f32.
+//! `tests/it/neural_reference.rs` holds every path to 0.999.
 //!
 //! Must never execute an instruction the CPU lacks: the kernels are compiled for their
 //! features and only run after [`supports`] found them. Every pointer a kernel reads or
@@ -25,6 +27,7 @@ use gemm::Parallelism;
 use candle_transformers::models::bert::HiddenAct;
 
 use super::ops::{activation, mm};
+use super::weights::Floats;
 
 /// Outputs per panel: four AVX-512 vectors of 16 lanes.
 const NR: usize = 64;
@@ -121,63 +124,97 @@ struct Int8 {
     zsum: Vec<f32>,
 }
 
-/// A weight matrix W (`out × inp`, PyTorch's layout for `y = x · Wᵀ`) in panels of 64
-/// outputs. Within a panel, one step along the inner dimension is four lines: bf16
-/// holds for each of the 64 outputs the pair `W[n][2j], W[n][2j+1]`.
+/// A weight matrix W (`out × inp`, PyTorch's layout for `y = x · Wᵀ`), given as row
+/// blocks stacked along `out` (one block, or query, key and value: they are stacked
+/// here, not in the file, so the file's tensors are read in place), and packed in
+/// panels of 64 outputs for the products. Within a panel, one step along the inner
+/// dimension is four lines: bf16 holds for each of the 64 outputs the pair
+/// `W[n][2j], W[n][2j+1]`.
+///
+/// The packed forms are made on first use, not at load: a process that embeds only
+/// short texts (a CLI search's query) never packs, and one that indexes packs each
+/// matrix once (int8: a byte per weight plus two floats per 64; bf16: two bytes).
 pub(super) struct PackedWeight {
     kind: Kind,
     out: usize,
     inp: usize,
-    int8: Option<Int8>,
-    /// What texts that do not run in int8 use: bf16 lines, or (without AVX512-BF16)
-    /// the f32 matrix as loaded.
-    bf16: Option<Vec<Line>>,
-    f32: Option<Vec<f32>>,
+    /// The f32 matrix as loaded (usually a view of the mapped file), in row blocks:
+    /// what short texts multiply with under int8, and what the packed forms come from.
+    parts: Vec<Floats>,
+    int8: OnceLock<Int8>,
+    bf16: OnceLock<Vec<Line>>,
 }
 
 impl PackedWeight {
-    /// Pack `w` for `kind`, or `None` when the CPU lacks `kind` or the shape does not
-    /// fill whole panels and groups (`out` a multiple of 64, `inp` of 64): such layers
-    /// stay in f32.
-    pub(super) fn pack(w: Vec<f32>, out: usize, inp: usize, kind: Kind) -> Result<Self, Vec<f32>> {
+    /// Prepare `parts` (row blocks of `inp` columns, `out` rows in all) for `kind`, or
+    /// hand them back when the CPU lacks `kind` or the shape does not fill whole
+    /// panels and groups (`out` a multiple of 64, `inp` of 64): such layers stay in
+    /// f32. Nothing is packed yet.
+    pub(super) fn pack(
+        parts: Vec<Floats>,
+        out: usize,
+        inp: usize,
+        kind: Kind,
+    ) -> Result<Self, Vec<Floats>> {
         if !supports(kind)
             || out == 0
             || inp == 0
             || !out.is_multiple_of(NR)
             || !inp.is_multiple_of(GROUP)
-            || w.len() != out * inp
+            || parts.iter().map(|p| p.len()).sum::<usize>() != out * inp
+            || parts.iter().any(|p| !p.len().is_multiple_of(inp))
         {
-            return Err(w);
+            return Err(parts);
         }
-        let int8 = (kind == Kind::Int8).then(|| pack_int8(&w, out, inp));
-        let (bf16, f32) = if supports(Kind::Bf16) {
-            (Some(pack_bf16(&w, out, inp)), None)
-        } else {
-            (None, Some(w))
-        };
         Ok(PackedWeight {
             kind,
             out,
             inp,
-            int8,
-            bf16,
-            f32,
+            parts,
+            int8: OnceLock::new(),
+            bf16: OnceLock::new(),
         })
     }
 
     /// What the products run in, for `matmul_kind`.
     pub(super) fn describe(&self) -> &'static str {
-        match (self.kind, self.bf16.is_some()) {
-            (Kind::Int8, true) => "int8 (AVX512-VNNI); bf16 below 16 tokens",
-            (Kind::Int8, false) => "int8 (AVX512-VNNI); f32 below 16 tokens",
-            (Kind::Bf16, _) => "bf16 (AVX512-BF16)",
+        match self.kind {
+            Kind::Int8 => "int8 (AVX512-VNNI); f32 below 16 tokens",
+            Kind::Bf16 => "bf16 (AVX512-BF16)",
         }
+    }
+
+    /// W's rows in order, across the blocks.
+    fn rows(&self) -> impl Iterator<Item = &[f32]> {
+        self.parts.iter().flat_map(|p| p.chunks_exact(self.inp))
+    }
+
+    /// The int8 form, packed on first use.
+    fn int8(&self) -> &Int8 {
+        self.int8.get_or_init(|| {
+            let t = std::time::Instant::now();
+            let q = pack_int8(self.rows(), self.out, self.inp);
+            tracing::debug!(
+                "packed a {}x{} matrix in int8 in {:.2} ms",
+                self.out,
+                self.inp,
+                t.elapsed().as_secs_f64() * 1000.0
+            );
+            q
+        })
+    }
+
+    /// The bf16 form, packed on first use.
+    fn bf16(&self) -> &[Line] {
+        self.bf16
+            .get_or_init(|| pack_bf16(self.rows(), self.out, self.inp))
     }
 
     /// `dst (l × out) = x (l × inp) · Wᵀ + b`, or `dst += x · Wᵀ + b` when
     /// `accumulate` (the residual connection already in dst), or `dst = GELU(x · Wᵀ +
-    /// b)` when `gelu` (exact form; not with `accumulate`). In int8 when the matrix has
-    /// it and l (the text's tokens) reaches [`INT8_MIN_TOKENS`].
+    /// b)` when `gelu` (exact form; not with `accumulate`). In int8 when the kind is
+    /// int8 and l (the text's tokens) reaches [`INT8_MIN_TOKENS`], in f32 from the
+    /// loaded matrix below that; in bf16 when the kind is bf16.
     pub(super) fn matmul(
         &self,
         dst: &mut [f32],
@@ -197,32 +234,11 @@ impl PackedWeight {
             "GELU after a residual is not a BERT layer"
         );
         let (x, dst) = (&x[..l * inp], &mut dst[..l * out]);
-        let path = match (&self.int8, &self.bf16) {
-            (Some(q), _) if l >= INT8_MIN_TOKENS => Path::Int8(q),
-            (_, Some(lines)) => Path::Bf16(lines),
-            _ => {
-                let w = self.f32.as_ref().expect("packed without bf16 keeps f32");
-                for row in dst.chunks_exact_mut(out) {
-                    if accumulate {
-                        row.iter_mut().zip(b).for_each(|(d, b)| *d += b);
-                    } else {
-                        row.copy_from_slice(b);
-                    }
-                }
-                mm(
-                    dst,
-                    l,
-                    out,
-                    inp,
-                    (out, 1),
-                    x,
-                    (inp, 1),
-                    w,
-                    (1, inp),
-                    1.0,
-                    true,
-                    par,
-                );
+        let path = match self.kind {
+            Kind::Int8 if l >= INT8_MIN_TOKENS => Path::Int8(self.int8()),
+            Kind::Bf16 => Path::Bf16(self.bf16()),
+            Kind::Int8 => {
+                self.f32_product(dst, x, l, b, accumulate, par);
                 if gelu {
                     activation(dst, HiddenAct::Gelu);
                 }
@@ -266,6 +282,46 @@ impl PackedWeight {
             }
         });
     }
+
+    /// `dst (+)= x · Wᵀ + b` in f32 through `gemm`, each row block of W writing its
+    /// own columns of dst (rows `out` apart).
+    fn f32_product(
+        &self,
+        dst: &mut [f32],
+        x: &[f32],
+        l: usize,
+        b: &[f32],
+        accumulate: bool,
+        par: Parallelism,
+    ) {
+        let (out, inp) = (self.out, self.inp);
+        for row in dst.chunks_exact_mut(out) {
+            if accumulate {
+                row.iter_mut().zip(b).for_each(|(d, b)| *d += b);
+            } else {
+                row.copy_from_slice(b);
+            }
+        }
+        let mut col = 0;
+        for w in &self.parts {
+            let n = w.len() / inp;
+            mm(
+                &mut dst[col..],
+                l,
+                n,
+                inp,
+                (out, 1),
+                x,
+                (inp, 1),
+                w,
+                (1, inp),
+                1.0,
+                true,
+                par,
+            );
+            col += n;
+        }
+    }
 }
 
 /// The products one call runs.
@@ -291,10 +347,10 @@ fn group(kind: Kind) -> usize {
     }
 }
 
-fn pack_bf16(w: &[f32], out: usize, inp: usize) -> Vec<Line> {
+fn pack_bf16<'a>(w: impl Iterator<Item = &'a [f32]>, out: usize, inp: usize) -> Vec<Line> {
     let steps = inp / 2;
     let mut lines = vec![Line([0; 64]); out / NR * steps * 4];
-    for (n, row) in w.chunks_exact(inp).enumerate() {
+    for (n, row) in w.enumerate() {
         let (panel, lane) = (n / NR, n % NR);
         for (j, v) in row.chunks_exact(2).enumerate() {
             let line = &mut lines[(panel * steps + j) * 4 + lane / 16].0;
@@ -306,12 +362,12 @@ fn pack_bf16(w: &[f32], out: usize, inp: usize) -> Vec<Line> {
     lines
 }
 
-fn pack_int8(w: &[f32], out: usize, inp: usize) -> Int8 {
+fn pack_int8<'a>(w: impl Iterator<Item = &'a [f32]>, out: usize, inp: usize) -> Int8 {
     let (steps, groups) = (inp / 4, inp / GROUP);
     let mut lines = vec![Line([0; 64]); out / NR * steps * 4];
     let mut scale = vec![0f32; groups * out];
     let mut zsum = vec![0f32; groups * out];
-    for (n, row) in w.chunks_exact(inp).enumerate() {
+    for (n, row) in w.enumerate() {
         let (panel, lane) = (n / NR, n % NR);
         for (g, part) in row.chunks_exact(GROUP).enumerate() {
             let max = part.iter().fold(0f32, |m, v| m.max(v.abs()));

@@ -65,6 +65,15 @@ pub fn fetch_model(
     mut progress: impl FnMut(&Fetched),
 ) -> Result<(PathBuf, Vec<Fetched>), FetchError> {
     let model = models::find(name).ok_or_else(|| FetchError::Unknown(name.into()))?;
+    fetch_known(model, root, base_url, &mut progress)
+}
+
+fn fetch_known(
+    model: &'static KnownModel,
+    root: &Path,
+    base_url: &str,
+    progress: &mut impl FnMut(&Fetched),
+) -> Result<(PathBuf, Vec<Fetched>), FetchError> {
     if model.files.is_empty() || model.files.iter().any(|f| f.sha256.is_none()) {
         return Err(FetchError::NotPinned(model.name));
     }
@@ -337,11 +346,17 @@ mod tests {
     #[test]
     fn unpinned_and_unknown_models_are_refused_before_any_request() {
         let root = tempfile::tempdir().expect("tempdir");
-        let err = fetch_model("bge-small", root.path(), "http://127.0.0.1:9", |_| {}).unwrap_err();
-        assert!(
-            matches!(err, FetchError::NotPinned("bge-small-en-v1.5")),
-            "{err}"
-        );
+        let unpinned: &'static KnownModel = Box::leak(Box::new(KnownModel {
+            files: Box::leak(Box::new([ModelFile {
+                path: "config.json",
+                bytes: 2,
+                sha256: None,
+            }])),
+            ..*model_of(&[], None)
+        }));
+        let err =
+            fetch_known(unpinned, root.path(), "http://127.0.0.1:9", &mut |_| {}).unwrap_err();
+        assert!(matches!(err, FetchError::NotPinned("tiny")), "{err}");
         let err = fetch_model("nope", root.path(), "http://127.0.0.1:9", |_| {}).unwrap_err();
         assert!(matches!(err, FetchError::Unknown(_)), "{err}");
     }

@@ -5,7 +5,7 @@
 //!
 //! Owns loading a model directory and turning texts into the vectors
 //! sentence-transformers would give for them (same truncation, pooling and
-//! normalisation; checked against its output by `tests/neural_reference.rs`). Texts
+//! normalisation; checked against its output by `tests/it/neural_reference.rs`). Texts
 //! are tokenised in parallel and each runs through the encoder at its own length
 //! (`bert`: no padding, no mask), longest first, one text per core at a time; on CPUs
 //! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`), on CPUs
@@ -23,6 +23,9 @@ pub mod fetch;
 mod layout;
 pub mod models;
 mod ops;
+mod tokenizer;
+pub mod verify;
+mod weights;
 
 use std::path::{Path, PathBuf};
 
@@ -66,6 +69,21 @@ pub enum NeuralError {
     },
     #[error("tokenising failed: {0}")]
     Tokenize(String),
+    /// A known model's files give vectors of another length than its table entry.
+    #[error("{}: {found} dimensions, {expected} expected", dir.display())]
+    Dimensions {
+        dir: PathBuf,
+        found: usize,
+        expected: usize,
+    },
+    /// A file of a known model is missing or is not the file its pins name.
+    #[error("{dir}: {file} is not {model}'s: {reason}; put {model}'s own files there (`engram model fetch {model}`; tools/setup.sh installs all-minilm-l6-v2's) or point model_dir at them")]
+    Integrity {
+        model: String,
+        dir: PathBuf,
+        file: String,
+        reason: String,
+    },
 }
 
 /// A BERT sentence-transformer loaded from a directory.
@@ -74,6 +92,27 @@ pub struct NeuralEmbedder {
     layout: Layout,
     tokenizer: Tokenizer,
     model: bert::Bert,
+    timings: LoadTimings,
+}
+
+/// Where the time of [`NeuralEmbedder::load`] went.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct LoadTimings {
+    /// Checking the files against their pins (a `stat` each once remembered).
+    pub verify: std::time::Duration,
+    /// Reading config.json and the sentence-transformers files.
+    pub layout: std::time::Duration,
+    /// Parsing tokenizer.json.
+    pub tokenizer: std::time::Duration,
+    /// Mapping model.safetensors and preparing the weights.
+    pub weights: std::time::Duration,
+}
+
+impl LoadTimings {
+    /// The whole load.
+    pub fn total(&self) -> std::time::Duration {
+        self.verify + self.layout + self.tokenizer + self.weights
+    }
 }
 
 impl std::fmt::Debug for NeuralEmbedder {
@@ -91,41 +130,31 @@ impl NeuralEmbedder {
     /// Load the known model `name` (or alias) from `configured` (a model directory,
     /// or a directory of models by name), else from the default models directory.
     pub fn load_named(name: &str, configured: Option<&Path>) -> Result<Self, NeuralError> {
-        let Some(model) = models::find(name) else {
-            return Err(NeuralError::NotFound {
-                name: name.into(),
-                looked: "nowhere".into(),
-                hint: format!("unknown model; known: {}", models::names()),
-            });
-        };
-        let dir = models::resolve_dir(model, configured).map_err(|looked| {
-            let looked = if looked.is_empty() {
-                "no directory: set model_dir / ENGRAM_MODEL_DIR, or HOME".to_string()
-            } else {
-                looked
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            NeuralError::NotFound {
-                name: model.name.into(),
-                looked,
-                hint: fetch_hint(model),
-            }
-        })?;
+        let (model, dir) = find_named(name, configured)?;
         Self::load(model.name, &dir)
     }
 
     /// Load the model in `dir` under the embedder name `name` (the name of its vector
-    /// space: change it when the model changes).
+    /// space: change it when the model changes). When `name` is a known model, its
+    /// pinned files are checked first ([`verify`]): a directory holding another model,
+    /// or a damaged copy, is refused naming the file.
     pub fn load(name: &str, dir: &Path) -> Result<Self, NeuralError> {
+        let mut timings = LoadTimings::default();
+        let mut clock = std::time::Instant::now();
+        let mut lap = || {
+            let now = std::time::Instant::now();
+            let d = now - clock;
+            clock = now;
+            d
+        };
+        if let Some(model) = models::find(name) {
+            verify::verify(model, dir)?;
+        }
+        timings.verify = lap();
         let layout = Layout::read(dir)?;
+        timings.layout = lap();
         let tk_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tk_path).map_err(|e| NeuralError::Tokenizer {
-            path: tk_path.clone(),
-            reason: e.to_string(),
-        })?;
+        let mut tokenizer = tokenizer::load(&tk_path)?;
         // Batches are padded here, not by the tokenizer; its own truncation setting
         // (128 in all-MiniLM-L6-v2's file) is replaced by the model's window.
         tokenizer.with_padding(None);
@@ -138,13 +167,21 @@ impl NeuralEmbedder {
                 path: tk_path.clone(),
                 reason: e.to_string(),
             })?;
+        timings.tokenizer = lap();
         let model = bert::Bert::load(&dir.join("model.safetensors"), &layout.bert)?;
+        timings.weights = lap();
         Ok(NeuralEmbedder {
             name: name.into(),
             layout,
             tokenizer,
             model,
+            timings,
         })
+    }
+
+    /// Where the time of loading went.
+    pub fn load_timings(&self) -> LoadTimings {
+        self.timings
     }
 
     /// The directory the model was loaded from.
@@ -169,6 +206,11 @@ impl NeuralEmbedder {
     /// `ENGRAM_NEURAL_AVX512=0` turn the first two off.
     pub fn matmul_kind(&self) -> &'static str {
         self.model.matmul_kind()
+    }
+
+    /// The tokenizer as loaded (its truncation set to the model's window).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
     }
 
     /// How many tokens of `text` the model sees (special tokens included, after
@@ -288,6 +330,136 @@ impl Embedder for NeuralEmbedder {
             reason: e.to_string(),
         })
     }
+}
+
+/// A known model whose directory has been found but which is loaded only when a text
+/// must be embedded: a command that only reads keywords, or whose texts are all
+/// already embedded, never pays for loading it. Its name and dimensions come from the
+/// table of known models; a load that fails is reported by every `embed` call.
+pub struct LazyNeural {
+    model: &'static models::KnownModel,
+    dir: PathBuf,
+    loaded: std::sync::OnceLock<Result<NeuralEmbedder, NeuralError>>,
+}
+
+impl std::fmt::Debug for LazyNeural {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyNeural")
+            .field("name", &self.model.name)
+            .field("dir", &self.dir)
+            .field("loaded", &self.is_loaded())
+            .finish()
+    }
+}
+
+impl LazyNeural {
+    /// The known model `name` (or alias) from `configured` or the default models
+    /// directory, as [`NeuralEmbedder::load_named`] finds it, not loaded yet.
+    pub fn new(name: &str, configured: Option<&Path>) -> Result<LazyNeural, NeuralError> {
+        let (model, dir) = find_named(name, configured)?;
+        Ok(LazyNeural {
+            model,
+            dir,
+            loaded: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The model's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// True once the model has been loaded (or its load has failed).
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.get().is_some()
+    }
+
+    /// The model, loaded on first use.
+    pub fn get(&self) -> Result<&NeuralEmbedder, &NeuralError> {
+        self.loaded
+            .get_or_init(|| {
+                let e = NeuralEmbedder::load(self.model.name, &self.dir)?;
+                if e.dimensions() != self.model.dimensions {
+                    return Err(NeuralError::Dimensions {
+                        dir: self.dir.clone(),
+                        found: e.dimensions(),
+                        expected: self.model.dimensions,
+                    });
+                }
+                let t = e.load_timings();
+                tracing::debug!(
+                    "loaded {} from {} in {:.1} ms (verify {:.1}, layout {:.1}, tokenizer {:.1}, weights {:.1})",
+                    self.model.name,
+                    self.dir.display(),
+                    ms(t.total()),
+                    ms(t.verify),
+                    ms(t.layout),
+                    ms(t.tokenizer),
+                    ms(t.weights)
+                );
+                Ok(e)
+            })
+            .as_ref()
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl Embedder for LazyNeural {
+    fn name(&self) -> &str {
+        self.model.name
+    }
+
+    fn dimensions(&self) -> usize {
+        self.model.dimensions
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.iter().all(|t| t.trim().is_empty()) {
+            // Nothing to embed: all-zero vectors, without loading the model.
+            return Ok(vec![vec![0.0; self.model.dimensions]; texts.len()]);
+        }
+        // EmbedError is the embedder interface's, shared by every kind: it holds
+        // the reason as text.
+        let e = self.get().map_err(|reason| EmbedError::Failed {
+            embedder: self.model.name.to_string(),
+            reason: reason.to_string(),
+        })?;
+        e.embed(texts)
+    }
+}
+
+/// The known model `name` and the directory that holds it.
+fn find_named(
+    name: &str,
+    configured: Option<&Path>,
+) -> Result<(&'static models::KnownModel, PathBuf), NeuralError> {
+    let Some(model) = models::find(name) else {
+        return Err(NeuralError::NotFound {
+            name: name.into(),
+            looked: "nowhere".into(),
+            hint: format!("unknown model; known: {}", models::names()),
+        });
+    };
+    let dir = models::resolve_dir(model, configured).map_err(|looked| {
+        let looked = if looked.is_empty() {
+            "no directory: set model_dir / ENGRAM_MODEL_DIR, or HOME".to_string()
+        } else {
+            looked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        NeuralError::NotFound {
+            name: model.name.into(),
+            looked,
+            hint: fetch_hint(model),
+        }
+    })?;
+    Ok((model, dir))
 }
 
 /// How to get a known model's files, for error messages.

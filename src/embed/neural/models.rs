@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 pub struct ModelFile {
     pub path: &'static str,
     pub bytes: u64,
-    /// Lowercase hex; `None` when not pinned (then fetch refuses the file).
+    /// Lowercase hex; `None` when not pinned (then fetch refuses the file, and loading
+    /// does not check it).
     pub sha256: Option<&'static str>,
 }
 
@@ -87,9 +88,40 @@ pub const KNOWN_MODELS: &[KnownModel] = &[
         repo: "BAAI/bge-small-en-v1.5",
         revision: "main",
         dimensions: 384,
-        // Not pinned here yet: `engram model fetch` refuses it until sizes and
-        // checksums are recorded; a directory put in place by hand loads.
-        files: &[],
+        // The sizes and checksums the model hub publishes for these files (revision
+        // 5c38ec7c), as recorded by several independent projects that pin them.
+        files: &[
+            ModelFile {
+                path: "config.json",
+                bytes: 743,
+                sha256: Some("094f8e891b932f2000c92cfc663bac4c62069f5d8af5b5278c4306aef3084750"),
+            },
+            ModelFile {
+                path: "tokenizer.json",
+                bytes: 711_396,
+                sha256: Some("d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66"),
+            },
+            ModelFile {
+                path: "model.safetensors",
+                bytes: 133_466_304,
+                sha256: Some("3c9f31665447c8911517620762200d2245a2518d6e7208acc78cd9db317e21ad"),
+            },
+            ModelFile {
+                path: "modules.json",
+                bytes: 349,
+                sha256: Some("84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+            },
+            ModelFile {
+                path: "sentence_bert_config.json",
+                bytes: 52,
+                sha256: Some("84e39fda68ccbff05bfa723ae9c0e70e23e2ec373b76e0f8c6e71af72a693cbf"),
+            },
+            ModelFile {
+                path: "1_Pooling/config.json",
+                bytes: 190,
+                sha256: Some("d1caf60c96f5fba2157c0c26b76d80818fad6cf0b8eb5e73ec372ff9818eba5c"),
+            },
+        ],
     },
 ];
 

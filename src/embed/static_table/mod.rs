@@ -17,7 +17,7 @@ mod wordpiece;
 
 use std::path::Path;
 
-pub use wordpiece::Vocab;
+pub use wordpiece::{Vocab, VocabError};
 
 use super::{EmbedError, Embedder};
 
@@ -38,6 +38,8 @@ pub enum TableError {
     },
     #[error("not a static token table: {0}")]
     Format(String),
+    #[error("not a static token table: {0}")]
+    Vocab(#[from] VocabError),
 }
 
 /// A quantised static token table: a vocabulary and one int8 row per piece.
@@ -154,7 +156,7 @@ impl StaticTable {
             let len = usize::from(r.take(1)?[0]);
             pieces.push(r.string(len)?);
         }
-        let vocab = Vocab::new(pieces).map_err(TableError::Format)?;
+        let vocab = Vocab::new(pieces)?;
         let scales: Vec<f32> = r
             .take(count * 4)?
             .chunks_exact(4)

@@ -11,6 +11,19 @@ use std::collections::HashMap;
 
 use crate::text::split_identifier;
 
+/// Why a list of pieces is no vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VocabError {
+    #[error("empty vocabulary")]
+    Empty,
+    #[error("{count} pieces: too many")]
+    TooMany { count: usize },
+    #[error("piece {index} is longer than 255 bytes")]
+    TooLong { index: usize },
+    #[error("piece {piece:?} appears twice")]
+    Repeated { piece: String },
+}
+
 /// Longest word WordPiece tries, in characters, as BERT's tokenizer (longer: unknown).
 const MAX_WORD_CHARS: usize = 100;
 
@@ -25,20 +38,22 @@ impl Vocab {
     /// A vocabulary from its pieces in id order (as in BERT's `vocab.txt`). Refused
     /// when empty, when a piece repeats or is longer than 255 bytes, or when there are
     /// more than `u32::MAX` pieces.
-    pub fn new(pieces: Vec<String>) -> Result<Vocab, String> {
+    pub fn new(pieces: Vec<String>) -> Result<Vocab, VocabError> {
         if pieces.is_empty() {
-            return Err("empty vocabulary".into());
+            return Err(VocabError::Empty);
         }
         if u32::try_from(pieces.len()).is_err() {
-            return Err(format!("{} pieces: too many", pieces.len()));
+            return Err(VocabError::TooMany {
+                count: pieces.len(),
+            });
         }
         let mut ids = HashMap::with_capacity(pieces.len());
         for (i, p) in pieces.iter().enumerate() {
             if p.len() > 255 {
-                return Err(format!("piece {i} is longer than 255 bytes"));
+                return Err(VocabError::TooLong { index: i });
             }
             if ids.insert(p.clone(), i as u32).is_some() {
-                return Err(format!("piece {p:?} appears twice"));
+                return Err(VocabError::Repeated { piece: p.clone() });
             }
         }
         Ok(Vocab { pieces, ids })
@@ -141,7 +156,7 @@ fn is_cjk(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::Vocab;
+    use super::{Vocab, VocabError};
 
     fn vocab() -> Vocab {
         let pieces = [
@@ -176,8 +191,14 @@ mod tests {
 
     #[test]
     fn bad_vocabularies_are_refused() {
-        assert!(Vocab::new(Vec::new()).is_err());
-        assert!(Vocab::new(vec!["a".into(), "a".into()]).is_err());
-        assert!(Vocab::new(vec!["x".repeat(300)]).is_err());
+        assert_eq!(Vocab::new(Vec::new()).err(), Some(VocabError::Empty));
+        assert_eq!(
+            Vocab::new(vec!["a".into(), "a".into()]).err(),
+            Some(VocabError::Repeated { piece: "a".into() })
+        );
+        assert_eq!(
+            Vocab::new(vec!["x".repeat(300)]).err(),
+            Some(VocabError::TooLong { index: 0 })
+        );
     }
 }

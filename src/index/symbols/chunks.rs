@@ -65,6 +65,8 @@ struct Segment {
     parent: Option<String>,
     /// A file's header: never merged with a symbol.
     header: bool,
+    /// Lines between symbols (`symbol` may still name the type they are inside).
+    gap: bool,
 }
 
 impl Segment {
@@ -174,6 +176,7 @@ impl<'a> Tree<'a> {
                     symbol: None,
                     parent: parent.clone(),
                     header,
+                    gap: true,
                 });
             }
         };
@@ -208,6 +211,7 @@ impl<'a> Tree<'a> {
                     symbol: Some(k),
                     parent: s.parent.clone(),
                     header: false,
+                    gap: false,
                 });
             }
             at = end + 1;
@@ -242,7 +246,7 @@ fn merge(lines: &[&str], segments: Vec<Segment>) -> Vec<Segment> {
     let mut pending: Option<usize> = None;
     let n = segments.len();
     for (i, mut seg) in segments.into_iter().enumerate() {
-        let stray = seg.symbol.is_none() && seg.len() <= 3 && !seg.header;
+        let stray = seg.gap && seg.len() <= 3 && !seg.header;
         let closing = stray && only_closing(lines, &seg);
         if let Some(start) = pending.take() {
             seg.start = start;
@@ -366,9 +370,12 @@ fn pieces(lines: &[&str], a: usize, b: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// A Markdown section: first and last line, and its heading.
+type Section = (usize, usize, Option<String>);
+
 /// Markdown sections: each heading (outside code fences) starts one; small ones merge.
 fn sections(lines: &[&str]) -> Vec<SymbolChunk> {
-    let mut segs: Vec<(usize, usize, Option<String>)> = Vec::new();
+    let mut segs: Vec<Section> = Vec::new();
     let mut fenced = false;
     let mut current = (1usize, 0usize, None::<String>);
     for (i, l) in lines.iter().enumerate() {
@@ -392,7 +399,7 @@ fn sections(lines: &[&str]) -> Vec<SymbolChunk> {
     segs.push(current);
     // Neighbours merged while the result stays within one window; a merged chunk is
     // named by its largest named part.
-    let mut merged: Vec<((usize, usize, Option<String>), usize)> = Vec::new();
+    let mut merged: Vec<(Section, usize)> = Vec::new();
     for seg in segs {
         let len = seg.1 + 1 - seg.0;
         let owned = if seg.2.is_some() { len } else { 0 };

@@ -8,7 +8,9 @@ use std::borrow::Cow;
 
 use tree_sitter::{Node, Tree};
 
+use super::bindings::{self, Binds, Placed};
 use super::lang::{Rules, BRANCHES};
+use super::{imports, sites};
 use super::{FileSymbols, Symbol, SymbolKind};
 
 /// A place that gives names to what it contains: a symbol, or a container such as
@@ -18,6 +20,8 @@ struct Scope {
     holds_methods: bool,
     /// The innermost symbol at or above this scope (where calls are counted).
     symbol: Option<usize>,
+    /// The scope this one is in.
+    parent: Option<usize>,
 }
 
 /// Longest signature kept.
@@ -30,6 +34,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
     let mut stack: Vec<(Node, Option<usize>)> = vec![(tree.root_node(), None)];
     let mut cursor = tree.walk();
     let mut comments = Comments::default();
+    let mut placed: Vec<Placed> = Vec::new();
     while let Some((node, scope)) = stack.pop() {
         let kind = node.kind();
         if kind.contains("comment") {
@@ -76,6 +81,7 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                     qualified,
                     holds_methods: sk.holds_methods(),
                     symbol: Some(idx),
+                    parent: scope,
                 });
                 inner = Some(scopes.len() - 1);
             }
@@ -92,25 +98,50 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
                     qualified,
                     holds_methods: true,
                     symbol: innermost,
+                    parent: scope,
                 });
                 inner = Some(scopes.len() - 1);
             }
         }
-        if let Some(sym) = innermost {
-            if let Some(&(_, field)) = rules.calls.iter().find(|(k, _)| *k == kind) {
-                if let Some(name) = node
-                    .child_by_field_name(field)
-                    .and_then(|c| last_identifier(&text(c, src)))
-                {
-                    calls[sym].push(name);
+        if let Some(&(_, field)) = rules.calls.iter().find(|(k, _)| *k == kind) {
+            if let Some(site) = node
+                .child_by_field_name(field)
+                .and_then(|c| sites::call_site(node, c, src, innermost))
+            {
+                if let Some(sym) = innermost {
+                    calls[sym].push(site.name.clone());
                 }
+                out.refs.push(site);
             }
+        }
+        if rules.binds != Binds::None {
+            let found = bindings::of(node, src, rules.binds);
+            if !found.is_empty() {
+                // The nearest enclosing type: what `self.o` and fields belong to.
+                let mut s = scope;
+                while let Some(i) = s.filter(|&i| !scopes[i].holds_methods) {
+                    s = scopes[i].parent;
+                }
+                let owner = s.map(|i| scopes[i].qualified.clone());
+                placed.extend(found.into_iter().map(|binding| Placed {
+                    binding,
+                    symbol: innermost,
+                    owner: owner.clone(),
+                }));
+            }
+        }
+        if let Some(sym) = innermost {
             if BRANCHES.contains(&kind) || is_logical(node, src) {
                 out.symbols[sym].complexity += 1;
             }
         }
-        if rules.imports.contains(&kind) {
-            out.imports.push(one_line(&text(node, src), 200));
+        if rules.imports.contains(&kind) || is_reexport(node, rules) {
+            let statement = text(node, src);
+            out.imports.push(one_line(&statement, 200));
+            let line = node.start_position().row as u64 + 1;
+            let mut items = imports::parse(rules.import_style, &statement, line);
+            imports::place(&mut items, &statement, line);
+            out.import_items.extend(items);
             continue;
         }
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -123,7 +154,17 @@ pub(super) fn walk(tree: &Tree, src: &[u8], rules: &Rules) -> FileSymbols {
         c.dedup();
         sym.calls = c;
     }
+    bindings::type_receivers(&out.symbols, &mut out.refs, &placed, rules.sep);
     out
+}
+
+/// `export { f as g } from './m'` and `export * from './m'`: an ECMAScript export
+/// naming a module re-exports what it takes from it, so it reads as an import (an
+/// `export` without `from` declares, and its children are walked as definitions).
+fn is_reexport(node: Node, rules: &Rules) -> bool {
+    rules.import_style == imports::Style::Ecma
+        && node.kind() == "export_statement"
+        && node.child_by_field_name("source").is_some()
 }
 
 /// A definition's name, kind and a parent implied by the definition itself (a Go
@@ -268,14 +309,18 @@ fn type_name(t: &str) -> String {
 }
 
 /// The last identifier in `t` (`self.client.get` → `get`, `Foo::new` → `new`).
-fn last_identifier(t: &str) -> Option<String> {
+pub(super) fn last_identifier(t: &str) -> Option<String> {
     let t = t.trim_end_matches(|c: char| c == '!' || c.is_whitespace());
-    let start = t
+    let mut start = t
         .char_indices()
         .rev()
         .take_while(|(_, c)| c.is_alphanumeric() || *c == '_' || *c == '$')
         .last()
         .map(|(i, _)| i)?;
+    // An ECMAScript private name: `this.#flush()` calls `#flush`, as it is defined.
+    if t[..start].ends_with(".#") {
+        start -= 1;
+    }
     let id = &t[start..];
     (!id.is_empty() && !id.starts_with(|c: char| c.is_ascii_digit())).then(|| id.to_string())
 }

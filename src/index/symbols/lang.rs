@@ -6,6 +6,8 @@
 
 use tree_sitter::Language;
 
+use super::bindings::Binds;
+use super::imports::Style;
 use super::SymbolKind;
 
 /// How to read one language's tree.
@@ -22,9 +24,13 @@ pub(super) struct Rules {
     pub calls: &'static [(&'static str, &'static str)],
     /// Import node kinds (their text is kept, one line each).
     pub imports: &'static [&'static str],
+    /// How the import statements read (what each binds).
+    pub import_style: Style,
     /// Whether any comment above a definition is its doc (false: only doc-comment
     /// forms, as in Rust where `//` is not documentation).
     pub any_comment_is_doc: bool,
+    /// How a name is declared or constructed as a type (receivers of method calls).
+    pub binds: Binds,
 }
 
 use SymbolKind::*;
@@ -53,7 +59,9 @@ static RUST: Rules = Rules {
         ("macro_invocation", "macro"),
     ],
     imports: &["use_declaration", "extern_crate_declaration"],
+    import_style: Style::Rust,
     any_comment_is_doc: false,
+    binds: Binds::Rust,
 };
 
 static PYTHON: Rules = Rules {
@@ -67,7 +75,9 @@ static PYTHON: Rules = Rules {
     containers: &[],
     calls: &[("call", "function")],
     imports: &["import_statement", "import_from_statement"],
+    import_style: Style::Python,
     any_comment_is_doc: true,
+    binds: Binds::Python,
 };
 
 static GO: Rules = Rules {
@@ -83,7 +93,9 @@ static GO: Rules = Rules {
     containers: &[],
     calls: BRACE_CALLS,
     imports: &["import_spec"],
+    import_style: Style::Go,
     any_comment_is_doc: true,
+    binds: Binds::Go,
 };
 
 static JAVASCRIPT: Rules = Rules {
@@ -102,7 +114,9 @@ static JAVASCRIPT: Rules = Rules {
         ("new_expression", "constructor"),
     ],
     imports: &["import_statement"],
+    import_style: Style::Ecma,
     any_comment_is_doc: true,
+    binds: Binds::Ecma,
 };
 
 const TS_DEFS: &[(&str, SymbolKind)] = &[
@@ -132,7 +146,9 @@ static TYPESCRIPT: Rules = Rules {
         ("new_expression", "constructor"),
     ],
     imports: &["import_statement"],
+    import_style: Style::Ecma,
     any_comment_is_doc: true,
+    binds: Binds::Ecma,
 };
 
 static TSX: Rules = Rules {
@@ -159,7 +175,9 @@ static JAVA: Rules = Rules {
         ("object_creation_expression", "type"),
     ],
     imports: &["import_declaration"],
+    import_style: Style::Java,
     any_comment_is_doc: true,
+    binds: Binds::Java,
 };
 
 const C_DEFS: &[(&str, SymbolKind)] = &[
@@ -178,7 +196,9 @@ static C: Rules = Rules {
     containers: &[],
     calls: BRACE_CALLS,
     imports: &["preproc_include"],
+    import_style: Style::C,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static CPP: Rules = Rules {
@@ -197,7 +217,9 @@ static CPP: Rules = Rules {
     containers: &[],
     calls: BRACE_CALLS,
     imports: &["preproc_include", "using_declaration"],
+    import_style: Style::C,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static CSHARP: Rules = Rules {
@@ -221,7 +243,9 @@ static CSHARP: Rules = Rules {
         ("object_creation_expression", "type"),
     ],
     imports: &["using_directive"],
+    import_style: Style::CSharp,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static RUBY: Rules = Rules {
@@ -237,7 +261,9 @@ static RUBY: Rules = Rules {
     containers: &[],
     calls: &[("call", "method")],
     imports: &[],
+    import_style: Style::None,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 static PHP: Rules = Rules {
@@ -260,7 +286,9 @@ static PHP: Rules = Rules {
         ("object_creation_expression", "class"),
     ],
     imports: &["namespace_use_declaration"],
+    import_style: Style::Php,
     any_comment_is_doc: true,
+    binds: Binds::None,
 };
 
 /// The rules of a language as [`crate::index::language`] names it.

@@ -5,9 +5,12 @@
 //! code parses with error nodes and yields what is recognisable — and nothing here
 //! recurses on the tree, so absurdly nested input cannot overflow the stack.
 
+mod bindings;
 mod chunks;
 mod extract;
+mod imports;
 mod lang;
+mod sites;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -15,6 +18,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 pub use chunks::{chunk_file, SymbolChunk};
+pub use imports::Import;
+pub use sites::CallSite;
 
 /// What a symbol is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -90,6 +95,10 @@ pub struct FileSymbols {
     pub symbols: Vec<Symbol>,
     /// Import statements, one line each (`use std::io;`, `from a import b`).
     pub imports: Vec<String>,
+    /// What the import statements bind, one entry per name.
+    pub import_items: Vec<Import>,
+    /// Every call and construction, in document order.
+    pub refs: Vec<CallSite>,
 }
 
 /// True when `lang` has a grammar here.

@@ -9,6 +9,18 @@ use crate::memory::{
 use crate::memory_pg::{PgMemories, RETRIES};
 
 impl PgMemories {
+    /// Give `session`, when it is unset, the active session for a caller that started
+    /// `started`: read just before the record's own transaction (the database has no
+    /// store writer lock to decide both under).
+    pub(super) fn join(&self, session: &mut Option<String>, started: Option<&str>) -> Result<()> {
+        if session.is_none() {
+            *session = MemoryBackend::active_session(self, started)?
+                .id()
+                .map(String::from);
+        }
+        Ok(())
+    }
+
     /// `note_set`: claim the name (or queue behind its holder) and write the entry.
     pub(super) fn set_note(
         &self,

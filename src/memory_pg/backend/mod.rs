@@ -230,12 +230,21 @@ impl MemoryBackend for PgMemories {
         })
     }
 
-    fn record_error(&self, e: &ErrorReport, tags: &[String]) -> Result<Memory> {
-        self.count_error(e, tags)
+    fn record_error(
+        &self,
+        e: &ErrorReport,
+        tags: &[String],
+        started: Option<&str>,
+    ) -> Result<Memory> {
+        let mut e = e.clone();
+        self.join(&mut e.session, started)?;
+        self.count_error(&e, tags)
     }
 
-    fn record_decision(&self, d: &Decision) -> Result<Memory> {
-        MemoryBackend::write(self, memory::decision_entry(d)?)
+    fn record_decision(&self, d: &Decision, started: Option<&str>) -> Result<Memory> {
+        let mut m = memory::decision_entry(d)?;
+        self.join(&mut m.session, started)?;
+        MemoryBackend::write(self, m)
     }
 
     fn start_session(&self, description: &str, tags: &[String]) -> Result<Memory> {
@@ -246,8 +255,10 @@ impl MemoryBackend for PgMemories {
         self.close_session(id, success, user_summary)
     }
 
-    fn track_file_change(&self, c: &FileChange) -> Result<Memory> {
-        MemoryBackend::write(self, memory::change_entry(c)?)
+    fn track_file_change(&self, c: &FileChange, started: Option<&str>) -> Result<Memory> {
+        let mut m = memory::change_entry(c)?;
+        self.join(&mut m.session, started)?;
+        MemoryBackend::write(self, m)
     }
 
     fn related(&self, start: &str, hops: u32) -> Result<Vec<Related>> {
@@ -274,7 +285,7 @@ impl MemoryBackend for PgMemories {
         self.export_jsonl(out)
     }
 
-    fn import_file(&self, path: &Path) -> Result<ImportReport> {
-        self.import_jsonl(path)
+    fn import_file_limited(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
+        self.import_jsonl(path, max_line_bytes)
     }
 }

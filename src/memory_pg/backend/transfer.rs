@@ -115,12 +115,12 @@ impl PgMemories {
     /// ([`Sizer`]). It may run as long as it keeps writing: only
     /// a server that answers no batch within the deadline ends it
     /// ([`PgMemories::run_bulk`]).
-    pub(super) fn import_jsonl(&self, path: &Path) -> Result<ImportReport> {
+    pub(super) fn import_jsonl(&self, path: &Path, max_line_bytes: u64) -> Result<ImportReport> {
         // No code index here: a legacy hash64 symbol resolves to nothing.
         let memory::Prepared {
             memories: prepared,
             report,
-        } = memory::prepare_import(path, &|_| Ok(None))?;
+        } = memory::prepare_import(path, &|_| Ok(None), max_line_bytes)?;
         if prepared.is_empty() {
             return Ok(report);
         }

@@ -271,7 +271,7 @@ impl PgMemories {
     /// Validate, redact and anchor an entry about to be written (anchored after
     /// redaction, as the local store does, so the anchors are those of what is kept).
     pub(super) fn prepare(&self, mut m: Memory) -> Result<Memory> {
-        m.validate().map_err(MemoryError::Invalid)?;
+        m.validate()?;
         m.redacted = memory::redact_memory(&mut m)?;
         if let Some(source) = &self.anchors {
             m.anchors = source.anchors(&m)?;

@@ -26,7 +26,9 @@ impl VectorCache {
             && to.stride_i8 == from.stride_i8
             && to.scales.is_some() == from.scales.is_some()
             && to.i8_rows.is_some() == from.i8_rows.is_some()
-            && to.i8_columns.is_some() == from.i8_columns.is_some();
+            && to.i8_columns.is_some() == from.i8_columns.is_some()
+            && to.bits.is_some() == from.bits.is_some()
+            && to.stride_bits == from.stride_bits;
         if !same_shape || !self.index.is_empty() || self.header.count.get() != 0 {
             return Ok(false);
         }
@@ -47,6 +49,9 @@ impl VectorCache {
         }
         if let (Some(f), Some(t)) = (from.i8_rows, to.i8_rows) {
             runs.push((f, t, n * from.stride_i8));
+        }
+        if let (Some(f), Some(t)) = (from.bits, to.bits) {
+            runs.push((f, t, n * from.stride_bits));
         }
         // Column blocks sit at the same offsets from the section's start whatever
         // the capacity; within the last block only the slots below `n` are copied.

@@ -76,6 +76,17 @@ pub enum VectorCacheError {
         /// Whether the caller asked for them.
         expected: bool,
     },
+    /// The file's sign-bit section presence differs from the caller's `with_bits`
+    /// (a file from an engram before format version 3 has none).
+    #[error("vector cache {path:?} has sign bits = {found}, expected {expected}; delete the file; it is rebuilt from the log")]
+    BitsMismatch {
+        /// File that failed validation.
+        path: PathBuf,
+        /// Whether the file has sign bits.
+        found: bool,
+        /// Whether the caller asked for them.
+        expected: bool,
+    },
     /// A vector or query has the wrong number of elements.
     #[error("vector has {found} elements but the cache dimension is {expected}")]
     DimensionMismatch {
@@ -98,6 +109,9 @@ pub enum VectorCacheError {
     /// `ScanMode::I8Rerank` on a cache created without i8 rows.
     #[error("i8 scan requested but this cache has no i8 rows; create it with with_i8 = true or use ScanMode::F32")]
     NoI8Rows,
+    /// `ScanMode::Binary` on a cache created without sign bits.
+    #[error("binary scan requested but this cache has no sign bits; create it with with_bits = true or use ScanMode::Auto")]
+    NoBits,
     /// Options that can never describe a valid cache.
     #[error("invalid vector cache options: {0}")]
     InvalidOptions(String),

@@ -1,8 +1,8 @@
 //! File and mapping helpers for the vector cache: sizing and mapping a new file,
 //! writing one slot's row data, and typed views of mapped sections.
 //!
-//! Owns: the byte-level writes of a slot's row, norm, i8 codes (by row and by
-//! column) and scale.
+//! Owns: the byte-level writes of a slot's row, norm, sign bits, i8 codes (by row
+//! and by column) and scale.
 //! Must never: decide slot order or publish a slot (key, live flag, count); the
 //! caller does that after these writes, which is what keeps readers safe.
 
@@ -73,6 +73,15 @@ pub(crate) fn write_row_into(map: &mut [u8], layout: &VectorFileLayout, slot: u6
     let at = (layout.norms + slot * 4) as usize;
     if let Some(dst) = map.get_mut(at..at + 4) {
         dst.copy_from_slice(&vector_file::l2_norm(v).to_le_bytes());
+    }
+    if let Some(bits) = layout.bits {
+        let at = (bits + slot * layout.stride_bits) as usize;
+        let words = map
+            .get_mut(at..at + layout.stride_bits as usize)
+            .and_then(|dst| <[u64]>::mut_from_bytes(dst).ok());
+        if let Some(words) = words {
+            vector_file::sign_bits(v, words);
+        }
     }
     if let (Some(scales), Some(rows)) = (layout.scales, layout.i8_rows) {
         let row_at = (rows + slot * layout.stride_i8) as usize;

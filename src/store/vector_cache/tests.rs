@@ -33,6 +33,7 @@ fn opts(dim: u32, with_i8: bool, cap: u64) -> VectorCacheOptions {
         embedder_id: embedder_id("test-embedder"),
         with_i8,
         with_i8_columns: with_i8,
+        with_bits: with_i8,
         initial_capacity: cap,
     }
 }
@@ -328,12 +329,12 @@ fn corrupt_files_give_typed_errors() {
     corrupt(open_with(&b, &o), "CRC");
 
     let mut b = good.clone();
-    edit_header(&mut b, |h| h.version = U32::new(3), true);
+    edit_header(&mut b, |h| h.version = U32::new(4), true);
     assert!(matches!(
         open_with(&b, &o),
         Err(VectorCacheError::VersionTooNew {
-            found: 3,
-            supported: 2,
+            found: 4,
+            supported: 3,
             ..
         })
     ));
@@ -375,6 +376,19 @@ fn corrupt_files_give_typed_errors() {
     assert!(matches!(
         open_with(&good, &rows_only),
         Err(VectorCacheError::ColumnsMismatch {
+            found: true,
+            expected: false,
+            ..
+        })
+    ));
+    // A file written before the sign bits existed: rebuilt, not searched.
+    let no_bits = VectorCacheOptions {
+        with_bits: false,
+        ..o.clone()
+    };
+    assert!(matches!(
+        open_with(&good, &no_bits),
+        Err(VectorCacheError::BitsMismatch {
             found: true,
             expected: false,
             ..
@@ -513,3 +527,5 @@ fn a_copy_of_whole_sections_is_the_row_by_row_copy_byte_for_byte() {
     assert!(!d.copy_slots_from(&old).unwrap());
     assert!(c.is_empty() && d.is_empty());
 }
+
+mod binary;

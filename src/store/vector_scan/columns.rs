@@ -239,6 +239,7 @@ mod tests {
             f32_rows,
             i8_rows,
             i8_columns: columns,
+            bits: Vec::new(),
             dim,
         };
         let s = rows.sections();

@@ -1,0 +1,526 @@
+//! Resolving a call site to the definitions it may reach, with a confidence:
+//! the file or an enclosing scope defines the name (`resolved`); the file imports a
+//! module that defines it, or shares a package with one (`imported`); one definition
+//! of that name in the repository (`same-name`); several (`ambiguous`).
+//!
+//! Syntax only, no type inference: `obj.get()` reaches the `get` of the type the
+//! file declares or constructs `obj` as (`obj: Client`, `obj = Client()`), else every
+//! method named `get` (by name); `self.get()` the enclosing class's own `get` when
+//! the file defines it. Reads the code tables; writes nothing. One [`Resolver`] caches what it reads
+//! for the length of one query.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use rusqlite::Connection;
+
+use super::modules;
+use super::types::{bare_calls_skip_methods, is_type, segments};
+pub(crate) use super::types::{call_row, family, parent_of, separator, CALL_COLUMNS};
+pub use super::types::{CallRow, Confidence, ImportRow};
+use crate::index::symbol_search::{row as symbol_row, SymbolInfo, COLUMNS};
+use crate::store::Result;
+
+/// How many re-exports an imported name is followed through (a barrel of barrels
+/// of barrels is the deepest seen in practice, plus slack).
+const REEXPORT_HOPS: u32 = 5;
+
+const SELF_NAMES: &[&str] = &["self", "this", "cls", "Self", "$this", "static", "@"];
+
+/// Caches of one query's reads.
+pub struct Resolver<'c> {
+    db: &'c Connection,
+    defs_by_path: HashMap<String, Rc<Vec<SymbolInfo>>>,
+    defs_by_name: HashMap<String, Rc<Vec<SymbolInfo>>>,
+    imports_by_path: HashMap<String, Rc<Vec<ImportRow>>>,
+    modules: modules::Files,
+}
+
+/// Definitions found, all at one confidence.
+pub type Found = (Vec<SymbolInfo>, Confidence);
+
+impl<'c> Resolver<'c> {
+    pub fn new(db: &'c Connection) -> Resolver<'c> {
+        Resolver {
+            db,
+            defs_by_path: HashMap::new(),
+            defs_by_name: HashMap::new(),
+            imports_by_path: HashMap::new(),
+            modules: modules::Files::new(),
+        }
+    }
+
+    pub fn db(&self) -> &'c Connection {
+        self.db
+    }
+
+    /// The definitions in `path`, in line order.
+    pub fn defs_in(&mut self, path: &str) -> Result<Rc<Vec<SymbolInfo>>> {
+        if let Some(d) = self.defs_by_path.get(path) {
+            return Ok(d.clone());
+        }
+        let mut stmt = self.db.prepare_cached(&format!(
+            "SELECT {COLUMNS} WHERE s.path = ?1 ORDER BY s.start_line, s.end_line DESC"
+        ))?;
+        let rows = stmt.query_map([path], symbol_row)?;
+        let d = Rc::new(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        self.defs_by_path.insert(path.to_string(), d.clone());
+        Ok(d)
+    }
+
+    /// Every definition named `name` (exactly), in path order.
+    pub fn defs_named(&mut self, name: &str) -> Result<Rc<Vec<SymbolInfo>>> {
+        if let Some(d) = self.defs_by_name.get(name) {
+            return Ok(d.clone());
+        }
+        let mut stmt = self.db.prepare_cached(&format!(
+            "SELECT {COLUMNS} WHERE s.name = ?1 ORDER BY s.path, s.start_line"
+        ))?;
+        let rows = stmt.query_map([name], symbol_row)?;
+        // `name` COLLATE NOCASE is the index; the exact case is wanted.
+        let d: Vec<SymbolInfo> = rows
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|s| s.name == name)
+            .collect();
+        let d = Rc::new(d);
+        self.defs_by_name.insert(name.to_string(), d.clone());
+        Ok(d)
+    }
+
+    /// The imported names of `path`, in line order.
+    pub fn imports_of(&mut self, path: &str) -> Result<Rc<Vec<ImportRow>>> {
+        if let Some(d) = self.imports_by_path.get(path) {
+            return Ok(d.clone());
+        }
+        let mut stmt = self.db.prepare_cached(
+            "SELECT path, module, name, bind, line FROM code_imports WHERE path = ?1 ORDER BY line, rowid",
+        )?;
+        let rows = stmt.query_map([path], |r| {
+            Ok(ImportRow {
+                path: r.get(0)?,
+                module: r.get(1)?,
+                name: r.get(2)?,
+                bind: r.get(3)?,
+                line: r.get::<_, i64>(4)? as u64,
+            })
+        })?;
+        let d = Rc::new(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        self.imports_by_path.insert(path.to_string(), d.clone());
+        Ok(d)
+    }
+
+    /// The repository files a module names, as seen from `importer` (in `lang`).
+    pub fn module_files(
+        &mut self,
+        lang: &str,
+        importer: &str,
+        module: &str,
+    ) -> Result<Vec<String>> {
+        self.modules.resolve(self.db, lang, importer, module)
+    }
+
+    /// The definitions the call `c` may reach and how sure that is; empty when it
+    /// reaches nothing in the repository (a library call, a builtin).
+    pub fn resolve(&mut self, c: &CallRow) -> Result<Option<Found>> {
+        let sep = separator(&c.lang);
+        let in_file = self.defs_in(&c.path)?;
+        let caller = c
+            .caller
+            .as_ref()
+            .and_then(|k| in_file.iter().find(|d| &d.key == k).cloned());
+        let segs = segments(&c.qual);
+        if c.qual.is_empty() {
+            return self.resolve_bare(c, caller.as_ref(), &in_file);
+        }
+        if SELF_NAMES.contains(&c.qual.as_str()) {
+            return self.resolve_self(c, caller.as_ref(), &in_file);
+        }
+        let q0 = segs.first().copied().unwrap_or_default();
+        // Rust paths from the crate, the module or its parent.
+        if c.lang == "rust" && matches!(q0, "crate" | "self" | "super") {
+            let found = self.import_targets(&c.lang, &c.path, &c.qual, &c.name, 0)?;
+            if !found.is_empty() {
+                return Ok(Some((found, Confidence::Imported)));
+            }
+        }
+        // Through a name an import binds (`np.array`, `Foo::new`, `mod.f`).
+        let imports = self.imports_of(&c.path)?;
+        let rest: Vec<&str> = segs.iter().skip(1).copied().collect();
+        let mut external = false;
+        for imp in imports.iter().filter(|i| i.bind.as_deref() == Some(q0)) {
+            let found = self.through_import(&c.lang, imp, &rest, &c.name)?;
+            if !found.is_empty() {
+                return Ok(Some((found, Confidence::Imported)));
+            }
+            external |= self.module_files(&c.lang, &c.path, &imp.module)?.is_empty();
+        }
+        if external {
+            return Ok(None);
+        }
+        // A receiver the file declares or constructs as a type (`o = Foo()`, `o: Foo`).
+        if let Some(ty) = c.recv.as_deref() {
+            let at = (c.path.as_str(), c.lang.as_str(), c.line);
+            if let Some(found) = self.member_of_type(at, ty, &c.name, 0)? {
+                return Ok(Some(found));
+            }
+        }
+        // A type this file defines (`Foo.create()`, `Foo::new()`).
+        let full = format!("{}{sep}{}", segs.join(sep), c.name);
+        let here: Vec<SymbolInfo> = in_file
+            .iter()
+            .filter(|d| d.qualified_name == full)
+            .cloned()
+            .collect();
+        if !here.is_empty() {
+            return Ok(Some((here, Confidence::Resolved)));
+        }
+        // By name only: members of a type of that name, or any method so named.
+        let named = self.defs_named(&c.name)?;
+        let fam = family(&c.lang);
+        let last = segs.last().copied().unwrap_or_default();
+        let typed = last.starts_with(|ch: char| ch.is_uppercase());
+        let candidates: Vec<SymbolInfo> = named
+            .iter()
+            .filter(|d| family(&d.lang) == fam)
+            .filter(|d| {
+                let parent = parent_of(&d.qualified_name, separator(&d.lang));
+                if typed {
+                    parent.is_some_and(|p| p.rsplit(separator(&d.lang)).next() == Some(last))
+                } else {
+                    d.kind == "method"
+                }
+            })
+            .cloned()
+            .collect();
+        Ok(by_count(candidates))
+    }
+
+    /// A call without a receiver (`helper()`, `Thing()`).
+    fn resolve_bare(
+        &mut self,
+        c: &CallRow,
+        caller: Option<&SymbolInfo>,
+        in_file: &[SymbolInfo],
+    ) -> Result<Option<Found>> {
+        let sep = separator(&c.lang);
+        let skip_methods = bare_calls_skip_methods(&c.lang);
+        // Enclosing scopes, innermost first, then the file's top level.
+        let mut scope = caller.map(|s| s.qualified_name.as_str());
+        loop {
+            let want = match scope {
+                Some(s) => format!("{s}{sep}{}", c.name),
+                None => c.name.clone(),
+            };
+            let here: Vec<SymbolInfo> = in_file
+                .iter()
+                .filter(|d| d.qualified_name == want && !(skip_methods && d.kind == "method"))
+                .cloned()
+                .collect();
+            if !here.is_empty() {
+                return Ok(Some((here, Confidence::Resolved)));
+            }
+            match scope {
+                Some(s) => scope = parent_of(s, sep),
+                None => break,
+            }
+        }
+        // A name an import binds.
+        let imports = self.imports_of(&c.path)?;
+        let mut external = false;
+        for imp in imports
+            .iter()
+            .filter(|i| i.bind.as_deref() == Some(c.name.as_str()))
+        {
+            let found = match imp.name.as_deref() {
+                Some("default") => self.defs_in_module(&c.lang, &c.path, &imp.module, &c.name)?,
+                Some(n) => self.import_targets(&c.lang, &c.path, &imp.module, n, 0)?,
+                None => Vec::new(),
+            };
+            if !found.is_empty() {
+                return Ok(Some((found, Confidence::Imported)));
+            }
+            external |= self.module_files(&c.lang, &c.path, &imp.module)?.is_empty();
+        }
+        if external {
+            return Ok(None);
+        }
+        // Glob imports, and the package a Go or Java file shares with its neighbours.
+        let mut found = Vec::new();
+        for imp in imports.iter().filter(|i| i.name.as_deref() == Some("*")) {
+            found.extend(self.defs_in_module(&c.lang, &c.path, &imp.module, &c.name)?);
+        }
+        if found.is_empty() && matches!(c.lang.as_str(), "go" | "java") {
+            let dir = c.path.rsplit_once('/').map_or("", |(d, _)| d);
+            let named = self.defs_named(&c.name)?;
+            found.extend(
+                named
+                    .iter()
+                    .filter(|d| d.lang == c.lang && d.path != c.path)
+                    .filter(|d| d.path.rsplit_once('/').map_or("", |(d, _)| d) == dir)
+                    .filter(|d| d.qualified_name == d.name || c.lang == "java")
+                    .cloned(),
+            );
+        }
+        if !found.is_empty() {
+            dedup(&mut found);
+            return Ok(Some((found, Confidence::Imported)));
+        }
+        // The repository, by name.
+        let named = self.defs_named(&c.name)?;
+        let fam = family(&c.lang);
+        let candidates: Vec<SymbolInfo> = named
+            .iter()
+            .filter(|d| family(&d.lang) == fam && !(skip_methods && d.kind == "method"))
+            .cloned()
+            .collect();
+        Ok(by_count(candidates))
+    }
+
+    /// A call through `self`, `this` or their kin: the enclosing type's own member.
+    fn resolve_self(
+        &mut self,
+        c: &CallRow,
+        caller: Option<&SymbolInfo>,
+        in_file: &[SymbolInfo],
+    ) -> Result<Option<Found>> {
+        let sep = separator(&c.lang);
+        // The nearest enclosing type this file defines, else the caller's parent
+        // (a Rust `impl` of a type defined elsewhere).
+        let mut class: Option<String> = None;
+        let mut scope = caller.and_then(|s| parent_of(&s.qualified_name, sep));
+        let first = scope;
+        while let Some(s) = scope {
+            if in_file
+                .iter()
+                .any(|d| d.qualified_name == s && is_type(&d.kind))
+            {
+                class = Some(s.to_string());
+                break;
+            }
+            scope = parent_of(s, sep);
+        }
+        let class = class.or_else(|| first.map(String::from));
+        if let Some(class) = &class {
+            let want = format!("{class}{sep}{}", c.name);
+            let here: Vec<SymbolInfo> = in_file
+                .iter()
+                .filter(|d| d.qualified_name == want)
+                .cloned()
+                .collect();
+            if !here.is_empty() {
+                return Ok(Some((here, Confidence::Resolved)));
+            }
+        }
+        // A base class the signature names.
+        let class_def = class.as_deref().and_then(|cl| {
+            in_file
+                .iter()
+                .find(|d| d.qualified_name == cl && is_type(&d.kind))
+                .cloned()
+        });
+        if let Some(class_def) = class_def {
+            if let Some(found) = self.through_bases(&class_def, &c.name, 0)? {
+                return Ok(Some(found));
+            }
+        }
+        // Defined elsewhere (another `impl` block, a base out of reach): by name.
+        let named = self.defs_named(&c.name)?;
+        let fam = family(&c.lang);
+        let class_last = class
+            .as_deref()
+            .map(|c| c.rsplit(sep).next().unwrap_or(c).to_string());
+        let same_type: Vec<SymbolInfo> = named
+            .iter()
+            .filter(|d| family(&d.lang) == fam)
+            .filter(|d| {
+                let dsep = separator(&d.lang);
+                parent_of(&d.qualified_name, dsep).map(|p| p.rsplit(dsep).next().unwrap_or(p))
+                    == class_last.as_deref()
+            })
+            .cloned()
+            .collect();
+        if !same_type.is_empty() {
+            return Ok(by_count(same_type));
+        }
+        let methods: Vec<SymbolInfo> = named
+            .iter()
+            .filter(|d| family(&d.lang) == fam && d.kind == "method")
+            .cloned()
+            .collect();
+        Ok(by_count(methods))
+    }
+
+    /// What `rest` and `name` reach through import `imp` (which binds the
+    /// qualifier's first segment).
+    fn through_import(
+        &mut self,
+        lang: &str,
+        imp: &ImportRow,
+        rest: &[&str],
+        name: &str,
+    ) -> Result<Vec<SymbolInfo>> {
+        let sep = separator(lang);
+        let msep = modules::module_separator(lang);
+        match imp.name.as_deref() {
+            // The module itself is bound (`import a.b as m`, `import a.b`).
+            None => {
+                let base = match imp.bind.as_deref() {
+                    // `import a.b` binds `a`: the qualifier names the rest.
+                    Some(b)
+                        if lang == "python"
+                            && imp.module != b
+                            && imp.module.starts_with(&format!("{b}.")) =>
+                    {
+                        b.to_string()
+                    }
+                    _ => imp.module.clone(),
+                };
+                let mut module = base.clone();
+                for r in rest {
+                    module = format!("{module}{msep}{r}");
+                }
+                let found = self.defs_in_module(lang, &imp.path, &module, name)?;
+                if !found.is_empty() || rest.is_empty() {
+                    return Ok(found);
+                }
+                // `mod.Class.method`: a member of a type in the module.
+                let qualified = format!("{}{sep}{name}", rest.join(sep));
+                self.defs_in_module(lang, &imp.path, &base, &qualified)
+            }
+            Some("*") => Ok(Vec::new()),
+            Some(item) => {
+                // The item may be a module (`from pkg import mod`) …
+                let mut module = if imp.module.ends_with('.') {
+                    format!("{}{item}", imp.module)
+                } else {
+                    format!("{}{msep}{item}", imp.module)
+                };
+                for r in rest {
+                    module = format!("{module}{msep}{r}");
+                }
+                let found = self.defs_in_module(lang, &imp.path, &module, name)?;
+                if !found.is_empty() {
+                    return Ok(found);
+                }
+                // … or a type (`from m import Foo; Foo.create()`): find where it is
+                // defined (through re-exports), then its member there.
+                let mut out = Vec::new();
+                for ty in self.import_targets(lang, &imp.path, &imp.module, item, 0)? {
+                    let tsep = separator(&ty.lang);
+                    let mut want = ty.qualified_name.clone();
+                    for r in rest {
+                        want = format!("{want}{tsep}{r}");
+                    }
+                    want = format!("{want}{tsep}{name}");
+                    out.extend(
+                        self.defs_in(&ty.path)?
+                            .iter()
+                            .filter(|d| d.qualified_name == want)
+                            .cloned(),
+                    );
+                }
+                dedup(&mut out);
+                Ok(out)
+            }
+        }
+    }
+
+    /// Definitions in the files `module` names whose qualified name is `qualified`: a
+    /// top-level name, or a type's member (`Class.method`).
+    fn defs_in_module(
+        &mut self,
+        lang: &str,
+        importer: &str,
+        module: &str,
+        qualified: &str,
+    ) -> Result<Vec<SymbolInfo>> {
+        let mut out = Vec::new();
+        for f in self.module_files(lang, importer, module)? {
+            out.extend(
+                self.defs_in(&f)?
+                    .iter()
+                    .filter(|d| d.qualified_name == qualified)
+                    .cloned(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Where `name`, imported from `module` by `importer`, is defined: at the top
+    /// level of the module's files, or further through their own imports (a
+    /// re-export: `pub use`, `from .x import name` in an `__init__.py`, `export { f
+    /// as g } from './f'`, a barrel's `export * from './atom'`), at most
+    /// `REEXPORT_HOPS` hops, each file asked about each name once (so an import
+    /// cycle between barrels ends).
+    pub fn import_targets(
+        &mut self,
+        lang: &str,
+        importer: &str,
+        module: &str,
+        name: &str,
+        depth: u32,
+    ) -> Result<Vec<SymbolInfo>> {
+        let mut seen = HashSet::new();
+        self.targets_through(lang, importer, module, name, depth, &mut seen)
+    }
+
+    fn targets_through(
+        &mut self,
+        lang: &str,
+        importer: &str,
+        module: &str,
+        name: &str,
+        depth: u32,
+        seen: &mut HashSet<(String, String)>,
+    ) -> Result<Vec<SymbolInfo>> {
+        let files: Vec<String> = self
+            .module_files(lang, importer, module)?
+            .into_iter()
+            .filter(|f| seen.insert((f.clone(), name.to_string())))
+            .collect();
+        let mut out = Vec::new();
+        for f in &files {
+            // A method named at the top level sits in an object literal or a
+            // function expression (`{ get(t) {…} }`): nothing a module exports.
+            out.extend(
+                self.defs_in(f)?
+                    .iter()
+                    .filter(|d| d.qualified_name == name && d.kind != "method")
+                    .cloned(),
+            );
+        }
+        if !out.is_empty() || depth >= REEXPORT_HOPS {
+            return Ok(out);
+        }
+        for f in &files {
+            for imp in self.imports_of(f)?.iter() {
+                let hop = match imp.name.as_deref() {
+                    Some("*") => Some(name),
+                    Some(n) if imp.bind.as_deref() == Some(name) => Some(n),
+                    _ => None,
+                };
+                if let Some(n) = hop {
+                    out.extend(self.targets_through(lang, f, &imp.module, n, depth + 1, seen)?);
+                }
+            }
+        }
+        dedup(&mut out);
+        Ok(out)
+    }
+}
+
+fn dedup(v: &mut Vec<SymbolInfo>) {
+    let mut seen = HashSet::new();
+    v.retain(|d| seen.insert(d.key.clone()));
+}
+
+/// One candidate is `same-name`, several `ambiguous`, none nothing.
+fn by_count(mut candidates: Vec<SymbolInfo>) -> Option<Found> {
+    dedup(&mut candidates);
+    match candidates.len() {
+        0 => None,
+        1 => Some((candidates, Confidence::SameName)),
+        _ => Some((candidates, Confidence::Ambiguous)),
+    }
+}
