@@ -6,9 +6,9 @@
 //! `ENGRAM_NEURAL_AVX512`), packing a weight matrix on its first use (from the f32
 //! matrix as loaded, usually a view of the mapped file), converting the activations
 //! per call, and `dst (+)= x · Wᵀ + b` over a packed matrix in register tiles. int8
-//! quantises in groups of 64 inputs: the weights per output and group (symmetric), the
+//! quantises in groups of 128 inputs: the weights per output and group (symmetric), the
 //! activations per row and group (between the group's minimum and maximum). That keeps
-//! sentence vectors of texts of 16 tokens or more within a cosine of about 5e-4 of the
+//! sentence vectors of texts of 16 tokens or more within a cosine of about 8e-4 of the
 //! f32 path; shorter texts (queries, mostly, whose vectors one token's noise moves
 //! more, and which cost little) run in f32 from the loaded matrix, so a process that
 //! only embeds queries never packs. bf16 (`ENGRAM_NEURAL_AVX512=bf16`, or a CPU with
@@ -31,8 +31,8 @@ use super::weights::Floats;
 
 /// Outputs per panel: four AVX-512 vectors of 16 lanes.
 const NR: usize = 64;
-/// Inputs per int8 quantisation group: 16 steps of 4.
-const GROUP: usize = 64;
+/// Inputs per int8 quantisation group: 32 steps of 4.
+const GROUP: usize = 128;
 /// Texts with fewer tokens than this never run in int8.
 const INT8_MIN_TOKENS: usize = 16;
 
@@ -133,7 +133,7 @@ struct Int8 {
 ///
 /// The packed forms are made on first use, not at load: a process that embeds only
 /// short texts (a CLI search's query) never packs, and one that indexes packs each
-/// matrix once (int8: a byte per weight plus two floats per 64; bf16: two bytes).
+/// matrix once (int8: a byte per weight plus two floats per 128; bf16: two bytes).
 pub(super) struct PackedWeight {
     kind: Kind,
     out: usize,
@@ -148,7 +148,7 @@ pub(super) struct PackedWeight {
 impl PackedWeight {
     /// Prepare `parts` (row blocks of `inp` columns, `out` rows in all) for `kind`, or
     /// hand them back when the CPU lacks `kind` or the shape does not fill whole
-    /// panels and groups (`out` a multiple of 64, `inp` of 64): such layers stay in
+    /// panels and groups (`out` a multiple of 64, `inp` of 128): such layers stay in
     /// f32. Nothing is packed yet.
     pub(super) fn pack(
         parts: Vec<Floats>,

@@ -184,7 +184,7 @@ impl Tile {
         let mut total = [[_mm512_setzero_ps(); 4]; R];
         for g in 0..d.groups {
             let mut acc = [[_mm512_setzero_si512(); 4]; R];
-            for j in g * 16..(g + 1) * 16 {
+            for j in g * (GROUP / 4)..(g + 1) * (GROUP / 4) {
                 let b = self.b.add(j * 4);
                 let w: [__m512i; 4] = std::array::from_fn(|v| _mm512_load_si512(b.add(v).cast()));
                 for (r, acc) in acc.iter_mut().enumerate() {
@@ -238,9 +238,11 @@ pub(super) unsafe fn convert_bf16(a: &mut [u32], x: &[f32]) {
 pub(super) unsafe fn quantise_rows(a: &mut [u32], rows: &mut Vec<(f32, f32)>, x: &[f32]) {
     debug_assert!(a.len() * 4 == x.len() && x.len().is_multiple_of(GROUP));
     for (d, s) in a.chunks_exact_mut(GROUP / 4).zip(x.chunks_exact(GROUP)) {
-        let v: [__m512; 4] = std::array::from_fn(|i| _mm512_loadu_ps(s.as_ptr().add(16 * i)));
-        let lo = _mm512_min_ps(_mm512_min_ps(v[0], v[1]), _mm512_min_ps(v[2], v[3]));
-        let hi = _mm512_max_ps(_mm512_max_ps(v[0], v[1]), _mm512_max_ps(v[2], v[3]));
+        let v: [__m512; GROUP / 16] =
+            std::array::from_fn(|i| _mm512_loadu_ps(s.as_ptr().add(16 * i)));
+        let (lo, hi) = v[1..].iter().fold((v[0], v[0]), |(lo, hi), v| {
+            (_mm512_min_ps(lo, *v), _mm512_max_ps(hi, *v))
+        });
         let (min, max) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
         let scale = if max > min { (max - min) / 255.0 } else { 1.0 };
         rows.push((scale, min));

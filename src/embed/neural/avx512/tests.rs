@@ -72,7 +72,7 @@ fn shapes_that_do_not_fill_panels_are_not_packed() {
     for kind in [Kind::Bf16, Kind::Int8] {
         let m = |n: usize| vec![Floats::Owned(vec![0.0; n])];
         assert!(PackedWeight::pack(m(48 * 64), 48, 64, kind).is_err());
-        assert!(PackedWeight::pack(m(64 * 96), 64, 96, kind).is_err());
+        assert!(PackedWeight::pack(m(64 * (GROUP + 32)), 64, GROUP + 32, kind).is_err());
         assert!(PackedWeight::pack(m(10), 64, 64, kind).is_err());
     }
 }
@@ -85,11 +85,11 @@ fn packed_products_equal_their_reference() {
             continue;
         }
         for (l, inp, out) in [
-            (1, 64, 64),
-            (5, 64, 64),
-            (16, 128, 64),
+            (1, GROUP, 64),
+            (5, GROUP, 64),
+            (16, 2 * GROUP, 64),
             (19, 384, 192),
-            (40, 192, 128),
+            (40, 3 * GROUP, 128),
         ] {
             let x = values(l * inp, 7 + l as u64);
             let w = values(out * inp, 11 + out as u64);
