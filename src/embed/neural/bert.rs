@@ -85,8 +85,9 @@ impl Weight {
 enum Qkv {
     /// Stacked when packed for AVX-512: one product of 3H outputs.
     Fused(avx512::PackedWeight),
-    /// Three products, each writing its own H columns.
-    Split([Weight; 3]),
+    /// Three products, each writing its own H columns (boxed: a Weight is large, and
+    /// there is one Qkv per layer).
+    Split(Box<[Weight; 3]>),
 }
 
 impl Qkv {
@@ -98,14 +99,14 @@ impl Qkv {
                     Err(parts) => {
                         let mut it = parts.into_iter().map(Weight::F32);
                         if let (Some(q), Some(k), Some(v)) = (it.next(), it.next(), it.next()) {
-                            return Qkv::Split([q, k, v]);
+                            return Qkv::Split(Box::new([q, k, v]));
                         }
                         unreachable!("pack hands back the three blocks it was given");
                     }
                 }
             }
         }
-        Qkv::Split([q, k, v].map(|w| Weight::new(w, h, h)))
+        Qkv::Split(Box::new([q, k, v].map(|w| Weight::new(w, h, h))))
     }
 
     /// `qkv` (l × 3h) = x · [Wq; Wk; Wv]ᵀ + b; `part` is scratch of l × h.
