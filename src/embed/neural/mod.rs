@@ -8,11 +8,15 @@
 //! normalisation; checked against its output by `tests/it/neural_reference.rs`). Texts
 //! are tokenised in parallel and each runs through the encoder at its own length
 //! (`bert`: no padding, no mask), longest first, one text per core at a time; on CPUs
-//! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`). It never
+//! with Intel AMX the linear layers multiply in bf16 on its tiles (`amx`), on CPUs
+//! with AVX-512 in int8 or bf16 (`avx512`, attention in `attention_bf16`). It never
 //! downloads anything and never touches the store:
 //! a missing directory is an error that says how to get the files.
 
 mod amx;
+mod attention;
+mod attention_bf16;
+mod avx512;
 mod bert;
 #[cfg(feature = "model-fetch")]
 pub mod fetch;
@@ -197,7 +201,9 @@ impl NeuralEmbedder {
 
     /// How the linear layers' matrix products run here: `"bf16 on AMX tiles"` when the
     /// CPU has Intel AMX and Linux grants it (sentence vectors then differ from f32's by
-    /// a cosine of about 1e-5), else `"f32"`. `ENGRAM_NEURAL_AMX=0` forces f32.
+    /// a cosine of about 1e-5), else `"int8 (AVX512-VNNI)"` or `"bf16 (AVX512-BF16)"`
+    /// where the CPU has those, else `"f32"`. `ENGRAM_NEURAL_AMX=0` and
+    /// `ENGRAM_NEURAL_AVX512=0` turn the first two off.
     pub fn matmul_kind(&self) -> &'static str {
         self.model.matmul_kind()
     }
