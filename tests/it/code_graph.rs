@@ -212,7 +212,7 @@ fn rust_edges_resolve_use_aliases_and_self_calls() {
 /// Calls inside a Rust macro's arguments are call sites too: tree-sitter leaves them a
 /// token tree, read for `self.f(`, `Type::f(` and `f(` (most of the calls
 /// rust-analyzer finds that engram missed on regex-syntax sat in `assert_eq!` and
-/// `vec!`). A `fn` a macro defines is no call.
+/// `vec!`). A `fn` a macro defines is no call. A struct literal constructs its type.
 #[test]
 fn rust_calls_inside_macro_arguments_are_edges() {
     let repo = tempfile::tempdir().unwrap();
@@ -247,6 +247,15 @@ macro_rules! define {
         fn helper() {}
     };
 }
+
+pub struct Point {
+    pub x: u32,
+}
+
+pub fn origin() -> Vec<Point> {
+    let p = Point { x: helper(0) };
+    vec![Point { x: 1 }, p]
+}
 "#,
     )
     .unwrap();
@@ -255,6 +264,8 @@ macro_rules! define {
     index_once(&store, repo.path());
     let check = "sym:src/lib.rs#Parser::check:method:8:12";
     let helper = "sym:src/lib.rs#helper:function:19:21";
+    let origin = "sym:src/lib.rs#origin:function:33:36";
+    let point = "sym:src/lib.rs#Point:struct:29:31";
     assert_eq!(
         edges(&store, "src/lib.rs"),
         [
@@ -274,6 +285,10 @@ macro_rules! define {
                 Resolved
             ),
             e(11, 42, check, helper, Resolved),
+            // Struct literals construct their type, in code and in `vec![…]`.
+            e(34, 13, origin, point, Resolved),
+            e(34, 24, origin, helper, Resolved),
+            e(35, 10, origin, point, Resolved),
         ]
     );
 }

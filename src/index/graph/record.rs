@@ -14,7 +14,8 @@ use crate::index::symbols::{CallSite, FileSymbols, Import};
 pub const REFS_TYPE: &str = "code_refs";
 
 /// What a `refs:` record's extraction knows, in its metadata (`graph`): 2 adds
-/// receivers' types (`recv`), 3 calls inside Rust macros' arguments. A file whose
+/// receivers' types (`recv`), 3 calls inside Rust macros' arguments and Rust
+/// struct literals (`construct`). A file whose
 /// record is older is indexed again.
 pub const GRAPH_VERSION: u32 = 3;
 

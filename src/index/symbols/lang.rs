@@ -63,6 +63,8 @@ static RUST: Rules = Rules {
     calls: &[
         ("call_expression", "function"),
         ("macro_invocation", "macro"),
+        // `ast::Concat { span, asts }`: a struct literal constructs its type.
+        ("struct_expression", "name"),
     ],
     imports: &["use_declaration", "extern_crate_declaration"],
     import_style: Style::Rust,

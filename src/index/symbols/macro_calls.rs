@@ -3,7 +3,8 @@
 //! calls in it are no `call_expression` and the walker would never see them. A token
 //! tree's own tokens are read for the shapes of a call: a name followed by a `(` tree,
 //! reached through `.` (`self.char(`, `x.y.f(`), through a `::` path (`Ast::f(`), or
-//! bare (`s(`).
+//! bare (`s(`); and of a struct literal, a capitalised name before a `{` tree
+//! (`ast::Concat {`) that no item keyword opens.
 //!
 //! Syntax only, as `sites` is, and one level at a time: each nested token tree is read
 //! when the walker reaches it. It never reports a name after `fn` (a macro that
@@ -26,7 +27,12 @@ pub(super) fn sites(tree: Node, src: &[u8], symbol: Option<usize>) -> Vec<CallSi
         // tree tokenises as the type.
         let after_dot = matches!(text(&tokens[i - 1]), "." | "::");
         let named = name.kind() == "identifier" || (after_dot && name.kind() == "primitive_type");
-        if !named || args.kind() != "token_tree" || !text(&args).starts_with('(') {
+        // A struct literal (`ast::Concat { .. }` in `vec![…]`): a capitalised name
+        // before a `{` tree that no item keyword opens (`impl S {`, `struct S {`).
+        let literal = name.kind() == "identifier"
+            && text(&name).starts_with(|c: char| c.is_ascii_uppercase())
+            && text(&args).starts_with('{');
+        if !named || args.kind() != "token_tree" || !(text(&args).starts_with('(') || literal) {
             continue;
         }
         let mut qual = Vec::new();
@@ -45,7 +51,11 @@ pub(super) fn sites(tree: Node, src: &[u8], symbol: Option<usize>) -> Vec<CallSi
             j -= 2;
         }
         let before = if j >= 1 { text(&tokens[j - 1]) } else { "" };
-        if before == "fn" || before.ends_with(['$', '.', ':']) {
+        let item = matches!(
+            before,
+            "impl" | "struct" | "enum" | "union" | "trait" | "for" | "where" | "->" | "mod"
+        );
+        if before == "fn" || before.ends_with(['$', '.', ':']) || (literal && item) {
             // A definition, a metavariable, or a call reached through something that
             // is no name (`(a).f(`, `x?.f(`, `Vec::<u8>::new(`): nothing to resolve it by.
             continue;
@@ -59,7 +69,7 @@ pub(super) fn sites(tree: Node, src: &[u8], symbol: Option<usize>) -> Vec<CallSi
             qual,
             line: start.row as u64 + 1,
             column: start.column as u64 + 1,
-            kind: "call".to_string(),
+            kind: if literal { "construct" } else { "call" }.to_string(),
             symbol,
             recv: None,
         });

@@ -19,7 +19,7 @@ pub struct CallSite {
     /// 1-based line and column (in bytes) of the name.
     pub line: u64,
     pub column: u64,
-    /// `call`, or `construct` for `new Foo()` and its kin.
+    /// `call`, or `construct` for `new Foo()` and its kin (a Rust struct literal).
     pub kind: String,
     /// Index in [`super::FileSymbols::symbols`] of the innermost enclosing symbol;
     /// none at file level.
@@ -62,7 +62,10 @@ pub(super) fn call_site(
         }
     }
     let kind = match node.kind() {
-        "new_expression" | "object_creation_expression" | "instance_expression" => "construct",
+        "new_expression"
+        | "object_creation_expression"
+        | "instance_expression"
+        | "struct_expression" => "construct",
         _ => "call",
     };
     Some(CallSite {
