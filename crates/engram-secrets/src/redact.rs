@@ -330,7 +330,7 @@ impl Redactor {
                         || has_masked_tail(&bytes[s..e])
                         || is_glued_in_base64url(bytes, s, end, e)))
             });
-            let span = span.and_then(|(s, e)| self.secret_part(rule, r, bytes, start, end, s, e));
+            let span = span.and_then(|span| self.secret_part(rule, bytes, (start, end), span));
             if let Some((start, end)) = span {
                 out.push(Finding { rule, start, end });
             }
@@ -338,24 +338,21 @@ impl Redactor {
         Ok(())
     }
 
-    /// The part of a judged span `s..e` that is the secret: from the rule's secret
-    /// group (found in the Hyperscan match `start..end`) to `e`, or the whole span when
-    /// the rule has none or the group is not where the match starts. `None` when the
-    /// rule has an entropy floor (other than the entropy check's own) that the secret
-    /// does not reach. Only the start moves, and only forward; the end stays where the
-    /// check put it, but for the quote closing a value whose opening quote is kept, so
-    /// no byte judged secret is let through.
-    #[allow(clippy::too_many_arguments)]
+    /// The part of a judged span `span` that is the secret: from the secret group of
+    /// rule `index` (found in the Hyperscan match `hit`) to the span's end, or the whole
+    /// span when the rule has none or the group is not where the match starts. `None`
+    /// when the rule has an entropy floor (other than the entropy check's own) that the
+    /// secret does not reach. Only the start moves, and only forward; the end stays where
+    /// the check put it, but for the quote closing a value whose opening quote is kept,
+    /// so no byte judged secret is let through.
     fn secret_part(
         &self,
         index: usize,
-        rule: &SecretRule,
         bytes: &[u8],
-        start: usize,
-        end: usize,
-        s: usize,
-        e: usize,
+        (start, end): (usize, usize),
+        (s, e): (usize, usize),
     ) -> Option<(usize, usize)> {
+        let rule = self.rules.get(index)?;
         let (mut s, mut e) = (s, e);
         if rule.secret_group > 0 && s == start {
             let regex = self.groups.get(index).and_then(|cell| {

@@ -469,7 +469,7 @@ fn an_entropy_floor_turns_down_a_repetition_and_keeps_a_random_value() {
     let high = "TWILIO_AUTH_TOKEN=\"9c1e7d3a4b5f60829a7bc4d3e2f1a0b8\"";
     let span = |text: &str| {
         let end = text.len() - 1;
-        r.secret_part(index, rule, text.as_bytes(), 0, end, 0, end)
+        r.secret_part(index, text.as_bytes(), (0, end), (0, end))
     };
     assert_eq!(span(low), None, "entropy 2.0 is under the floor");
     assert_eq!(span(high), Some((19, high.len() - 1)));
