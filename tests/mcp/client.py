@@ -130,10 +130,14 @@ async def scenario(session, bench):
     r = await call(session, "jit_index_file", {"path": "src/new.py"})
     if r["files_indexed"] != 1:
         fail(f"jit_index_file: {r}")
-    r = await call(session, "register_file", {"path": "src/new.py"})
-    hits = (await call(session, "jit_search", {"query": "freshly_written_helper"}))["hits"]
+    registered = await call(session, "register_file", {"path": "src/new.py"})
+    found = await call(session, "jit_search", {"query": "freshly_written_helper"})
+    hits = found["hits"]
     if not hits or hits[0]["path"] != "src/new.py":
-        fail(f"jit_search: {hits}")
+        # Seen once under a loaded full suite and never reproduced alone: say what
+        # each step saw, so the next failure can be told apart from a ranking change.
+        syms = await call(session, "symbol_search", {"name": "freshly_written_helper"})
+        fail(f"jit_search: {found}; jit_index_file: {r}; register_file: {registered}; symbol_search: {syms}")
 
     # The code graph (listed under --tools all, callable under the default).
     with open(sys.argv[3] + "/src/route.rs", "w") as f:
