@@ -305,6 +305,23 @@ impl PackedWeight {
         let mut col = 0;
         for w in &self.parts {
             let n = w.len() / inp;
+            // A short text: stream W's rows once rather than have `gemm` pack them
+            // (a packed copy of every matrix for a dozen tokens is most of a CLI
+            // search's query embedding).
+            if l < INT8_MIN_TOKENS && f32_kernels() {
+                assert!(
+                    inp.is_multiple_of(16)
+                        && w.len() == n * inp
+                        && x.len() >= l * inp
+                        && dst.len() >= (l - 1) * out + col + n,
+                    "row product out of bounds"
+                );
+                // SAFETY: `f32_kernels` found AVX-512F; the lengths it reads and
+                // writes were checked just above.
+                unsafe { rows_product(dst, (out, col), x, l, inp, w) };
+                col += n;
+                continue;
+            }
             mm(
                 &mut dst[col..],
                 l,
@@ -445,9 +462,19 @@ mod kernels {
     pub(super) unsafe fn quantise_rows(_: &mut [u32], _: &mut Vec<(f32, f32)>, _: &[f32]) {
         unreachable!("the AVX-512 products are only ever chosen on x86_64")
     }
+    pub(super) unsafe fn rows_product(
+        _: &mut [f32],
+        _: (usize, usize),
+        _: &[f32],
+        _: usize,
+        _: usize,
+        _: &[f32],
+    ) {
+        unreachable!("the AVX-512 products are only ever chosen on x86_64")
+    }
 }
 
-use kernels::{convert_bf16, quantise_rows};
+use kernels::{convert_bf16, quantise_rows, rows_product};
 
 #[cfg(test)]
 mod tests;

@@ -255,3 +255,63 @@ pub(super) unsafe fn quantise_rows(a: &mut [u32], rows: &mut Vec<(f32, f32)>, x:
         }
     }
 }
+
+/// Weight rows per pass of `rows_product`: their 4 × `inp` floats stay in L1 while
+/// every row of x runs over them.
+const ROWS_F32: usize = 4;
+
+/// `dst[m][col + j] += x[m] · w[j]` for the `w.len() / inp` rows of one block of W,
+/// straight from W as loaded (no packing): for a short text, each weight is used
+/// `l` times only, so what costs is streaming W once, not the arithmetic. `dst` rows
+/// are `out` apart.
+///
+/// # Safety
+/// AVX-512F present; `inp` a multiple of 16 and of `w.len()`'s row length,
+/// `x.len() >= l * inp`, `dst.len() >= (l - 1) * out + col + w.len() / inp` (the
+/// caller checks these).
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn rows_product(
+    dst: &mut [f32],
+    (out, col): (usize, usize),
+    x: &[f32],
+    l: usize,
+    inp: usize,
+    w: &[f32],
+) {
+    let n = w.len() / inp;
+    let (x, w, d) = (x.as_ptr(), w.as_ptr(), dst.as_mut_ptr());
+    let mut j = 0;
+    while j + ROWS_F32 <= n {
+        let w0 = w.add(j * inp);
+        for m in 0..l {
+            let xm = x.add(m * inp);
+            let mut s = [_mm512_setzero_ps(); ROWS_F32];
+            let mut k = 0;
+            while k < inp {
+                let xv = _mm512_loadu_ps(xm.add(k));
+                for (r, s) in s.iter_mut().enumerate() {
+                    *s = _mm512_fmadd_ps(xv, _mm512_loadu_ps(w0.add(r * inp + k)), *s);
+                }
+                k += 16;
+            }
+            let dm = d.add(m * out + col + j);
+            for (r, s) in s.iter().enumerate() {
+                *dm.add(r) += _mm512_reduce_add_ps(*s);
+            }
+        }
+        j += ROWS_F32;
+    }
+    for j in j..n {
+        let wj = w.add(j * inp);
+        for m in 0..l {
+            let xm = x.add(m * inp);
+            let mut s = _mm512_setzero_ps();
+            let mut k = 0;
+            while k < inp {
+                s = _mm512_fmadd_ps(_mm512_loadu_ps(xm.add(k)), _mm512_loadu_ps(wj.add(k)), s);
+                k += 16;
+            }
+            *d.add(m * out + col + j) += _mm512_reduce_add_ps(s);
+        }
+    }
+}

@@ -171,3 +171,34 @@ fn a_matrix_in_blocks_equals_it_whole() {
         }
     }
 }
+
+/// The short-text product writes only its block's columns, for a block whose rows
+/// are not a multiple of the four it takes at a time.
+#[test]
+fn the_row_product_writes_its_columns_of_a_short_text() {
+    if !f32_kernels() {
+        eprintln!("SKIPPED: this CPU lacks AVX-512F");
+        return;
+    }
+    let (l, inp, n, out, col) = (3, 32, 7, 12, 4);
+    let x = values(l * inp, 3);
+    let w = values(n * inp, 9);
+    let want = reference(None, &x, &w, l, inp, n);
+    let mut dst = vec![0.5f32; l * out];
+    // SAFETY: AVX-512F found; inp is a multiple of 16, x holds l rows, dst l rows of
+    // `out` reaching column col + n.
+    unsafe { rows_product(&mut dst, (out, col), &x, l, inp, &w) };
+    for m in 0..l {
+        for c in 0..out {
+            let got = f64::from(dst[m * out + c]);
+            let want = match c.checked_sub(col) {
+                Some(j) if j < n => 0.5 + want[m * n + j],
+                _ => 0.5,
+            };
+            assert!(
+                (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "row {m} column {c}: {got} vs {want}"
+            );
+        }
+    }
+}
