@@ -264,7 +264,7 @@ fn a_memory_anchored_before_callee_anchors_existed_reports_nothing_and_says_so()
         &file,
         format!(
             "{}\n",
-            json!({"text": "total rounds after the rate", "anchors": [anchor]})
+            json!({"text": "`total` rounds after the rate", "anchors": [anchor]})
         ),
     )
     .unwrap();
