@@ -348,3 +348,50 @@ fn mcp_memory_stale_takes_impact() {
         .call("memory_stale", &args(json!({"impact": true, "depth": 7})))
         .is_err());
 }
+
+#[test]
+fn verify_checks_callee_anchors_and_rebuild_mends_them() {
+    let (tmp, _repo, store) = setup();
+    let m = ok_json(&store, &["remember", "`total` rounds after the rate"]);
+    let id = m["id"].as_str().unwrap().to_string();
+    // An older memory's unchecked row is checked as well.
+    let file = tmp.path().join("in.jsonl");
+    let line = json!({"text": "`total` is old", "anchors": [m["anchors"][0].clone()]});
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    ok_json(&store, &["import", file.to_str().unwrap()]);
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+
+    let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
+    let n = db
+        .execute(
+            "UPDATE stale_callees SET hash = 'feed' WHERE mem_id = ?1 AND depth = 1",
+            [id.as_str()],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let out = engram(&store, &["verify", "--json"]);
+    assert!(
+        !out.status.success(),
+        "verify passed a changed stale_callees"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let named = v["problems"].as_array().unwrap().iter().any(|p| {
+        let w = p["what"].as_str().unwrap_or_default();
+        w.contains("table stale_callees:") && w.contains(id.as_str())
+    });
+    assert!(named, "no problem names stale_callees and {id}: {v}");
+    ok_json(&store, &["rebuild"]);
+    assert_eq!(ok_json(&store, &["verify"])["sound"], true);
+    // Forgetting a memory removes its rows.
+    ok_json(&store, &["forget", &id]);
+    let db = rusqlite::Connection::open(store.join("tracker.db")).unwrap();
+    let left: i64 = db
+        .query_row("SELECT count(*) FROM stale_callees", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+    let unchecked: i64 = db
+        .query_row("SELECT count(*) FROM stale_unchecked", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(unchecked, 1);
+}
