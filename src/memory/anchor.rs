@@ -36,7 +36,7 @@ pub struct Anchor {
 }
 
 /// Most callee anchors one memory may hold.
-pub const MAX_CALLEE_ANCHORS: usize = 128;
+pub const MAX_CALLEE_ANCHORS: usize = 64;
 
 /// A definition an anchored symbol called when the memory was written, with what it
 /// was then: the memory may be affected when it changes. Opaque here like [`Anchor`].
@@ -273,6 +273,58 @@ mod tests {
         let back = Memory::from_parts(&m.id, &meta, m.text.as_bytes()).unwrap();
         assert_eq!(back.anchors, m.anchors);
         assert!(back.extra.is_empty());
+    }
+
+    #[test]
+    fn callee_anchors_round_trip_and_bad_ones_are_refused() {
+        let callee = CalleeAnchor {
+            of: "sym:app.py#total:function:4:6".into(),
+            key: "sym:util.py#rate:function:5:7".into(),
+            hash: "0123456789abcdef".into(),
+            depth: 1,
+            confidence: "imported".into(),
+        };
+        let mut m = Memory::new("`total` rounds after the rate");
+        m.id = "mem:0000abcd".into();
+        m.callees = Some(vec![callee.clone()]);
+        m.validate().unwrap();
+        let meta = m.to_meta();
+        assert_eq!(meta["callees"][0]["depth"], 1);
+        let back = Memory::from_parts(&m.id, &meta, m.text.as_bytes()).unwrap();
+        assert_eq!(back.callees, m.callees);
+        // Checked but empty is stored as such; never checked is absent.
+        m.callees = Some(Vec::new());
+        assert_eq!(m.to_meta()["callees"], serde_json::json!([]));
+        assert!(Memory::new("x").to_meta().get("callees").is_none());
+
+        for bad in [
+            CalleeAnchor {
+                of: "file:app.py".into(),
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                key: "mem:0000abcd".into(),
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                hash: String::new(),
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                depth: 0,
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                depth: 4,
+                ..callee.clone()
+            },
+        ] {
+            m.callees = Some(vec![bad]);
+            let e = m.validate().unwrap_err();
+            assert!(e.to_string().contains("callee anchor"), "{e}");
+        }
+        m.callees = Some(vec![callee; MAX_CALLEE_ANCHORS + 1]);
+        assert!(m.validate().unwrap_err().to_string().contains("at most"));
     }
 
     #[test]

@@ -157,11 +157,7 @@ impl Anchorer for CodeAnchorer {
         let mut out = Vec::new();
         for a in symbols {
             let found = graph::callees_in(db, &graph::Target::Name(a.key.clone()), ask)?;
-            // Depth first, so that the cap keeps the direct calls.
             for l in found.items {
-                if out.len() == MAX_CALLEE_ANCHORS {
-                    return Ok(Some(out));
-                }
                 let Some(t) = target_of(&l.key).filter(|t| t.kind != "file") else {
                     continue;
                 };
@@ -179,6 +175,10 @@ impl Anchorer for CodeAnchorer {
                 });
             }
         }
+        // Nearest first over all anchors (stable: each anchor's own order stays), so
+        // the cap drops the farthest calls, never one anchor's direct ones.
+        out.sort_by_key(|c| c.depth);
+        out.truncate(MAX_CALLEE_ANCHORS);
         Ok(Some(out))
     }
 

@@ -347,6 +347,13 @@ fn mcp_memory_stale_takes_impact() {
     assert!(engine
         .call("memory_stale", &args(json!({"impact": true, "depth": 7})))
         .is_err());
+    // Callee anchors are bookkeeping: not spent from an agent's reply budget.
+    let got = engine
+        .call("memory_get", &args(json!({"id": id.as_str()})))
+        .unwrap();
+    assert_eq!(got["memory"]["id"], id.as_str(), "{got}");
+    assert!(got["memory"].get("callees").is_none(), "{got}");
+    assert!(got["memory"].get("anchors").is_some(), "{got}");
 }
 
 #[test]
