@@ -139,6 +139,14 @@ pub enum Command {
     Stale {
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Also list memories possibly affected by a change to a function their
+        /// symbols call (since the memory was written), apart from the stale ones.
+        #[arg(long)]
+        impact: bool,
+        /// With --impact: 1 (what the symbol calls) or 2 (and what those call).
+        #[arg(long, default_value_t = 1, requires = "impact",
+              value_parser = clap::value_parser!(u32).range(1..=2))]
+        depth: u32,
     },
     /// Re-anchor a stale memory to the code as it is now (a new version, fresh again).
     Confirm { id: String },

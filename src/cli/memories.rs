@@ -176,11 +176,20 @@ pub fn run(backend: &Backend, cli: &Cli, out: &Output) -> Result<ExitCode> {
                     .join("\n\n")
             })?;
         }
-        Command::Stale { limit } => {
+        Command::Stale {
+            limit,
+            impact,
+            depth,
+        } => {
             if memories.code().is_none() {
                 eprintln!("engram: no local code index in {}: the memories' anchors have nothing to be compared with (engram index first)", backend.dir.display());
             }
-            print_stale(out, &memories.stale(*limit)?)?;
+            let stale = memories.stale(*limit)?;
+            if *impact {
+                print_impact(out, &stale, &memories.impact(*depth, *limit)?)?;
+            } else {
+                print_stale(out, &stale)?;
+            }
         }
         Command::Confirm { id } => {
             if memories.code().is_none() {
@@ -367,19 +376,64 @@ fn recall(
 
 /// `engram stale`: the stale memories and why.
 fn print_stale(out: &Output, list: &[engram::stale::StaleMemory]) -> Result<()> {
+    out.value(&json!({"stale": list}), || stale_text(list))
+}
+
+/// The stale memories for people, each with why.
+fn stale_text(list: &[engram::stale::StaleMemory]) -> String {
     let now = engram::store::now_ms();
-    out.value(&json!({"stale": list}), || {
-        list.iter()
-            .map(|s| {
-                let why: Vec<String> = s
-                    .stale
-                    .iter()
-                    .map(|x| format!("  {} ({})", x.label(now), x.summary))
-                    .collect();
-                format!("{}\n{}", human(&s.memory).trim_end(), why.join("\n"))
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n")
+    list.iter()
+        .map(|s| {
+            let why: Vec<String> = s
+                .stale
+                .iter()
+                .map(|x| format!("  {} ({})", x.label(now), x.summary))
+                .collect();
+            format!("{}\n{}", human(&s.memory).trim_end(), why.join("\n"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// `engram stale --impact`: the stale memories, then those possibly affected by a
+/// change to what their symbols call, then how many could not be judged.
+fn print_impact(
+    out: &Output,
+    stale: &[engram::stale::StaleMemory],
+    impact: &engram::stale::Impact,
+) -> Result<()> {
+    let answer = json!({
+        "stale": stale,
+        "affected": impact.affected,
+        "unchecked": impact.unchecked,
+    });
+    out.value(&answer, || {
+        let mut parts = Vec::new();
+        if !stale.is_empty() {
+            parts.push(stale_text(stale));
+        }
+        for a in &impact.affected {
+            let via: Vec<String> = a.via.iter().map(|v| format!("    via {}", v.label())).collect();
+            parts.push(format!(
+                "{}\n  possibly affected: {} ({}) calls what changed\n{}",
+                human(&a.memory).trim_end(),
+                a.symbol,
+                a.target,
+                via.join("\n")
+            ));
+        }
+        if impact.unchecked_total > 0 {
+            parts.push(format!(
+                "{} memories were anchored before callee anchors were recorded, so a change to what they call cannot be seen; `engram confirm ID` records them: {}{}",
+                impact.unchecked_total,
+                impact.unchecked.join(", "),
+                if impact.unchecked_total > impact.unchecked.len() { ", …" } else { "" }
+            ));
+        }
+        if parts.is_empty() {
+            parts.push("nothing stale or possibly affected".into());
+        }
+        parts.join("\n\n")
     })
 }
 

@@ -2,7 +2,7 @@
 //! call: `memory_update` (`Memories::update`), `memory_delete` (`Memories::forget`),
 //! `delete_note` and `search_notes` (notes), `memory_stats` (what
 //! `GET /api/memory/{repo}/stats` reports); and staleness: `memory_stale`
-//! (`stale::list`) and `memory_confirm` (`stale::confirm`), through the engine's
+//! (`stale::list`, with `impact` also `stale::impact`) and `memory_confirm` (`stale::confirm`), through the engine's
 //! [`crate::manager::BackendProviders`] on either backend (the team backend's memories
 //! judged against the local code index). Listed in the `memory` profile, not `core`.
 
@@ -50,7 +50,9 @@ pub static EXTRA_TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "memory_stale",
         description: "Memories whose code changed, moved or was deleted since they were written, each with what changed. Use it to review them: memory_confirm if one still holds, memory_update if not.",
-        params: &[opt("limit", Ty::Int, "Most memories (default 20); also top_k, k.").aka(&["top_k", "topK", "k"])],
+        params: &[opt("limit", Ty::Int, "Most memories (default 20); also top_k, k.").aka(&["top_k", "topK", "k"]),
+            opt("impact", Ty::Bool, "Also list, under `affected`, memories whose symbols call a function that changed since they were written (not stale themselves: worth a look)."),
+            opt("depth", Ty::Int, "With impact: 1 (what the symbol calls, the default) or 2 (and what those call).")],
         profiles: MEMORY,
     },
     ToolSpec {
@@ -146,7 +148,29 @@ impl Engine {
             shown["stale"] = json!(s.stale);
             items.push(shown);
         }
-        Ok(super::shape::listed("stale", items, &budget))
+        let mut extra = Map::new();
+        if a.get("impact").and_then(Value::as_bool) == Some(true) {
+            let depth = a.get("depth").and_then(Value::as_u64).unwrap_or(1);
+            let depth = u32::try_from(depth).unwrap_or(u32::MAX);
+            let impact = self.providers.impact(depth, limit).map_err(err)?;
+            let mut affected = Vec::new();
+            for x in &impact.affected {
+                let Some(mut shown) = super::shape::memory(&x.memory, &mut budget) else {
+                    break;
+                };
+                shown["symbol"] = json!(x.symbol);
+                shown["target"] = json!(x.target);
+                shown["via"] = json!(x.via);
+                affected.push(shown);
+            }
+            extra.insert("affected".into(), json!(affected));
+            extra.insert("unchecked".into(), json!(impact.unchecked));
+        }
+        let mut answer = super::shape::listed("stale", items, &budget);
+        if let Value::Object(o) = &mut answer {
+            o.extend(extra);
+        }
+        Ok(answer)
     }
 
     fn memory_confirm(&self, a: &Map<String, Value>) -> ToolResult {

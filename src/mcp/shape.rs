@@ -72,6 +72,9 @@ pub fn memory(m: &Memory, budget: &mut Budget) -> Option<Value> {
     // a decision's rationale): every other string goes through the same budget.
     if let Some(obj) = v.as_object_mut() {
         obj.remove("text");
+        // Bookkeeping for `memory_stale` with `impact` (up to 64 keys and hashes):
+        // not worth an agent's reply budget on every memory shown.
+        obj.remove("callees");
         let mut flags = clean.flags.clone();
         for field in obj.values_mut() {
             cap_strings(field, budget, &mut flags);

@@ -1,5 +1,6 @@
 //! Anchors: what code a memory referenced, and a hash of that code when the memory
-//! was written (`format-spec/staleness.md`).
+//! was written; callee anchors: what the functions an anchored symbol called were
+//! then (`format-spec/staleness.md`).
 //!
 //! This layer stores anchors as opaque data in the memory record and checks only
 //! their shape. It never resolves a reference or reads a code table: whoever opens the
@@ -34,6 +35,28 @@ pub struct Anchor {
     pub lines: Option<u64>,
 }
 
+/// Most callee anchors one memory may hold.
+pub const MAX_CALLEE_ANCHORS: usize = 64;
+
+/// A definition an anchored symbol called when the memory was written, with what it
+/// was then: the memory may be affected when it changes. Opaque here like [`Anchor`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalleeAnchor {
+    /// The `sym:` key of the anchored symbol (an [`Anchor`]'s key) that calls it.
+    pub of: String,
+    /// The callee's `sym:` key, as it was at write time.
+    pub key: String,
+    /// The content hash of the callee then.
+    pub hash: String,
+    /// Calls from `of` to reach it: 1 for a direct call.
+    pub depth: u32,
+    /// How sure the call graph was that the call reaches it (`resolved`,
+    /// `imported`): the weakest step on the way.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub confidence: String,
+}
+
 /// An anchor of the wrong shape (each names the anchor by its key).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnchorError {
@@ -45,6 +68,10 @@ pub enum AnchorError {
     SignatureTooLong { key: String },
     #[error("a memory holds at most {MAX_ANCHORS} anchors, this one has {count}")]
     TooMany { count: usize },
+    #[error("callee anchor {key:?} of {of:?}: `of` and `key` must be symbol keys, `hash` 1 to 64 characters, `depth` 1 to 3")]
+    BadCallee { of: String, key: String },
+    #[error("a memory holds at most {MAX_CALLEE_ANCHORS} callee anchors, this one has {count}")]
+    TooManyCallees { count: usize },
 }
 
 impl Anchor {
@@ -75,6 +102,37 @@ pub(super) fn validate_all(anchors: &[Anchor]) -> Result<(), AnchorError> {
     anchors.iter().try_for_each(Anchor::validate)
 }
 
+impl CalleeAnchor {
+    /// Check the shape: symbol keys, a hash of 1 to 64 characters, a depth of 1 to 3.
+    pub fn validate(&self) -> Result<(), AnchorError> {
+        let sym = |k: &str| matches!(Key::parse(k), Ok(Key::Symbol { .. }));
+        let ok = sym(&self.of)
+            && sym(&self.key)
+            && !self.hash.is_empty()
+            && self.hash.len() <= 64
+            && (1..=3).contains(&self.depth)
+            && self.confidence.len() <= 16;
+        if ok {
+            Ok(())
+        } else {
+            Err(AnchorError::BadCallee {
+                of: self.of.clone(),
+                key: self.key.clone(),
+            })
+        }
+    }
+}
+
+/// Check every callee anchor of a memory and how many there are.
+pub(super) fn validate_callees(callees: &[CalleeAnchor]) -> Result<(), AnchorError> {
+    if callees.len() > MAX_CALLEE_ANCHORS {
+        return Err(AnchorError::TooManyCallees {
+            count: callees.len(),
+        });
+    }
+    callees.iter().try_for_each(CalleeAnchor::validate)
+}
+
 /// Computes a memory's anchors against the code the store holds. Called under the
 /// writer lock with the tracker as of the lock, for every memory written or updated.
 pub trait Anchorer: Send + Sync {
@@ -99,6 +157,18 @@ pub trait Anchorer: Send + Sync {
     ) -> crate::store::Result<Option<String>> {
         let _ = (db, hash);
         Ok(Some(key.to_string()))
+    }
+
+    /// The callee anchors of a memory with `anchors` (what its `sym:` anchors call),
+    /// each with the current content hash of the callee; `None` when there is nothing
+    /// to record them for, or no call graph. The default knows no code: `None`.
+    fn callees(
+        &self,
+        db: &rusqlite::Connection,
+        anchors: &[Anchor],
+    ) -> crate::store::Result<Option<Vec<CalleeAnchor>>> {
+        let _ = (db, anchors);
+        Ok(None)
     }
 }
 
@@ -152,10 +222,16 @@ impl Memories {
         })
     }
 
-    /// Fill `memory.anchors` from the anchorer, as of the lock.
+    /// Fill `memory.anchors` and `memory.callees` from the anchorer, as of the lock.
     pub(super) fn anchor_locked(&self, l: &Locked<'_>, memory: &mut Memory) -> Result<()> {
         if let Some(a) = &self.anchorer {
-            memory.anchors = l.with_tracker(|db| a.anchors(db, memory))?;
+            let (anchors, callees) = l.with_tracker(|db| {
+                let anchors = a.anchors(db, memory)?;
+                let callees = a.callees(db, &anchors)?;
+                Ok((anchors, callees))
+            })?;
+            memory.anchors = anchors;
+            memory.callees = callees;
         }
         Ok(())
     }
@@ -197,6 +273,58 @@ mod tests {
         let back = Memory::from_parts(&m.id, &meta, m.text.as_bytes()).unwrap();
         assert_eq!(back.anchors, m.anchors);
         assert!(back.extra.is_empty());
+    }
+
+    #[test]
+    fn callee_anchors_round_trip_and_bad_ones_are_refused() {
+        let callee = CalleeAnchor {
+            of: "sym:app.py#total:function:4:6".into(),
+            key: "sym:util.py#rate:function:5:7".into(),
+            hash: "0123456789abcdef".into(),
+            depth: 1,
+            confidence: "imported".into(),
+        };
+        let mut m = Memory::new("`total` rounds after the rate");
+        m.id = "mem:0000abcd".into();
+        m.callees = Some(vec![callee.clone()]);
+        m.validate().unwrap();
+        let meta = m.to_meta();
+        assert_eq!(meta["callees"][0]["depth"], 1);
+        let back = Memory::from_parts(&m.id, &meta, m.text.as_bytes()).unwrap();
+        assert_eq!(back.callees, m.callees);
+        // Checked but empty is stored as such; never checked is absent.
+        m.callees = Some(Vec::new());
+        assert_eq!(m.to_meta()["callees"], serde_json::json!([]));
+        assert!(Memory::new("x").to_meta().get("callees").is_none());
+
+        for bad in [
+            CalleeAnchor {
+                of: "file:app.py".into(),
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                key: "mem:0000abcd".into(),
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                hash: String::new(),
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                depth: 0,
+                ..callee.clone()
+            },
+            CalleeAnchor {
+                depth: 4,
+                ..callee.clone()
+            },
+        ] {
+            m.callees = Some(vec![bad]);
+            let e = m.validate().unwrap_err();
+            assert!(e.to_string().contains("callee anchor"), "{e}");
+        }
+        m.callees = Some(vec![callee; MAX_CALLEE_ANCHORS + 1]);
+        assert!(m.validate().unwrap_err().to_string().contains("at most"));
     }
 
     #[test]

@@ -36,7 +36,9 @@ use rusqlite::OptionalExtension;
 use serde_json::{Map, Value};
 
 pub use active::{active_among, is_open_session, ActiveSession};
-pub use anchor::{Anchor, AnchorError, AnchorSource, Anchorer, MAX_ANCHORS};
+pub use anchor::{
+    Anchor, AnchorError, AnchorSource, Anchorer, CalleeAnchor, MAX_ANCHORS, MAX_CALLEE_ANCHORS,
+};
 pub use audit::{read_audit, AuditEvent, AuditLog, LlmCall};
 pub(crate) use backend::recall_fetch;
 pub use backend::{fuse_ranked, MemoryBackend, MemoryText, MIN_VECTOR_SIMILARITY};

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::anchor::{Anchor, AnchorError};
+use super::anchor::{Anchor, AnchorError, CalleeAnchor};
 use super::taxonomy::{self, Axis, TaxonomyError};
 use crate::key::Key;
 use crate::store::Record;
@@ -49,6 +49,11 @@ pub struct Memory {
     /// [`Anchorer`](super::Anchorer) when it has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anchors: Vec<Anchor>,
+    /// What the functions its `sym:` anchors call were when this version was
+    /// written (`format-spec/staleness.md`, "Callee anchors"); `None` for a memory
+    /// anchored before callee anchors were recorded (or with no symbol anchor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callees: Option<Vec<CalleeAnchor>>,
     /// `user_stated`, `agent_observed`, `llm_extracted` or `inferred`.
     #[serde(default = "default_provenance")]
     pub provenance: String,
@@ -150,6 +155,7 @@ impl Memory {
             tags: Vec::new(),
             symbols: Vec::new(),
             anchors: Vec::new(),
+            callees: None,
             provenance: default_provenance(),
             trust: None,
             session: None,
@@ -194,6 +200,9 @@ impl Memory {
             }
         }
         super::anchor::validate_all(&self.anchors)?;
+        if let Some(c) = &self.callees {
+            super::anchor::validate_callees(c)?;
+        }
         self.provenance = taxonomy::provenance(&self.provenance)
             .ok_or_else(|| InvalidMemory::Provenance {
                 provenance: self.provenance.clone(),
@@ -270,6 +279,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "tags",
     "symbols",
     "anchors",
+    "callees",
     "provenance",
     "trust",
     "session",

@@ -1,6 +1,6 @@
 //! The paths a memory names, through the redactor the code index stores paths with
 //! (`patterns::redact_path`): the path inside each key it references (`symbols`,
-//! anchors) and the path fields of its metadata (a file change's `path` and
+//! anchors, callee anchors) and the path fields of its metadata (a file change's `path` and
 //! `related_files`, a decision's `related_files`, an error's `file`).
 //!
 //! A secret in a path becomes the same stored form the index gives that file, a pure
@@ -29,6 +29,10 @@ pub(crate) fn redact_memory_paths(m: &mut Memory) -> Result<u64> {
     }
     for anchor in &mut m.anchors {
         n += redact_key(&mut anchor.key)?;
+    }
+    for callee in m.callees.iter_mut().flatten() {
+        n += redact_key(&mut callee.of)?;
+        n += redact_key(&mut callee.key)?;
     }
     for field in PATH_FIELDS {
         match m.metadata.get_mut(field) {

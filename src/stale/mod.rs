@@ -4,13 +4,15 @@
 //! `index` may make (they are peers): it resolves what a memory references into
 //! anchors when the memory is written ([`CodeAnchorer`], run under the writer lock by
 //! the memory layer), derives from the log which anchors no longer hold
-//! ([`StaleProjection`]), and answers which memories are stale and why. It must never
+//! ([`StaleProjection`]), and answers which memories are stale and why, and which are
+//! possibly affected by a change to what their symbols call ([`impact()`]). It must never
 //! write a record of its own and never delete or hide a memory: staleness is a mark,
 //! derived from memory and code records, that a rebuild reproduces
 //! (`format-spec/staleness.md`). Memories another backend holds (the team backend) are
 //! anchored and judged against the local code index too, on read (`backend.rs`).
 
 mod backend;
+mod impact;
 mod projection;
 mod resolve;
 
@@ -24,8 +26,9 @@ use crate::memory::{Memories, Memory, MemoryError};
 use crate::store::Store;
 
 pub use backend::{confirm_in, list_in, marks_against, project_context_in, LocalCodeAnchors};
+pub use impact::{impact, Affected, Impact, Via, MAX_DEPTH};
 pub use projection::StaleProjection;
-pub use resolve::{references, CodeAnchorer, MAX_AUTO_ANCHORS};
+pub use resolve::{references, CodeAnchorer, CALLEE_DEPTH, MAX_AUTO_ANCHORS};
 
 /// What can go wrong reading staleness.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,8 @@ pub enum StaleError {
     Memory(#[from] MemoryError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error("impact depth {depth} is out of range: 1 (what a memory's symbols call) or {MAX_DEPTH} (and what those call)")]
+    Depth { depth: u32 },
 }
 
 /// Shorthand for staleness results.

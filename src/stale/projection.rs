@@ -1,6 +1,7 @@
 //! The `stale` tables in `tracker.db`: the current state of every code target, the
-//! anchors of live memories, and the marks of anchors whose code is no longer as
-//! anchored. Derived from code and memory records in log order, as
+//! anchors of live memories, the marks of anchors whose code is no longer as
+//! anchored, and the callee anchors of live memories (judged when asked, by
+//! `impact.rs`). Derived from code and memory records in log order, as
 //! `format-spec/staleness.md` says; nothing here is not in the log, and every time kept
 //! is a record's timestamp, so a rebuild gives the same tables.
 
@@ -10,11 +11,11 @@ use serde_json::{Map, Value};
 use super::target_of;
 use crate::index::{FILE_TYPE, SYMBOL_TYPE};
 use crate::key::hash64;
-use crate::memory::Anchor;
+use crate::memory::{Anchor, CalleeAnchor};
 use crate::store::{Change, CheckedTable, Projection, Result, RowsOf};
 
-/// Projection of code and memory records into `stale_code`, `stale_anchors` and
-/// `stale_marks`.
+/// Projection of code and memory records into `stale_code`, `stale_anchors`,
+/// `stale_marks`, `stale_callees` and `stale_unchecked`.
 pub struct StaleProjection;
 
 impl Projection for StaleProjection {
@@ -25,8 +26,10 @@ impl Projection for StaleProjection {
     fn version(&self) -> u32 {
         // 3: a `stale_code` row names its record by `seq` (joined to `records` by row
         // id), not by key hash: the index that hash needed took each batch's rows at
-        // random places and rewrote most of its pages every batch.
-        3
+        // random places and rewrote most of its pages every batch. 4: the callee
+        // anchors of memories (`stale_callees`), and which memories were anchored
+        // before they were recorded (`stale_unchecked`).
+        4
     }
 
     fn create(&self, db: &Connection) -> rusqlite::Result<()> {
@@ -48,7 +51,14 @@ impl Projection for StaleProjection {
                 now_target TEXT, signature TEXT, lines INTEGER,
                 PRIMARY KEY (mem_hash, target)) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS stale_marks_by_since ON stale_marks (since_ms);
-             CREATE INDEX IF NOT EXISTS stale_marks_by_now ON stale_marks (now_target);",
+             CREATE INDEX IF NOT EXISTS stale_marks_by_now ON stale_marks (now_target);
+             CREATE TABLE IF NOT EXISTS stale_callees (
+                mem_hash INTEGER NOT NULL, mem_id TEXT NOT NULL, of_target TEXT NOT NULL,
+                target TEXT NOT NULL, key TEXT NOT NULL, hash TEXT NOT NULL,
+                depth INTEGER NOT NULL, confidence TEXT NOT NULL,
+                PRIMARY KEY (mem_hash, of_target, target)) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS stale_unchecked (
+                mem_hash INTEGER PRIMARY KEY, mem_id TEXT NOT NULL);",
         )
     }
 
@@ -60,13 +70,16 @@ impl Projection for StaleProjection {
             CheckedTable::new("stale_anchors", RowsOf::KeyHash("mem_hash")),
             // Marks follow from the order of records: tied to live memories only.
             CheckedTable::new("stale_marks", RowsOf::KeyHash("mem_hash")).not_sampled(),
+            CheckedTable::new("stale_callees", RowsOf::KeyHash("mem_hash")),
+            CheckedTable::new("stale_unchecked", RowsOf::KeyHash("mem_hash")),
         ]
     }
 
     fn drop_tables(&self, db: &Connection) -> rusqlite::Result<()> {
         db.execute_batch(
             "DROP TABLE IF EXISTS stale_code; DROP TABLE IF EXISTS stale_anchors;
-             DROP TABLE IF EXISTS stale_marks;",
+             DROP TABLE IF EXISTS stale_marks; DROP TABLE IF EXISTS stale_callees;
+             DROP TABLE IF EXISTS stale_unchecked;",
         )
     }
 
@@ -216,6 +229,7 @@ fn put_memory(
         db.prepare_cached("DELETE FROM stale_anchors WHERE mem_hash = ?1")?
             .execute([h])?;
     }
+    put_callees(db, id, h, meta, &anchors, replaces)?;
     let mut due = Vec::new();
     for a in &anchors {
         let Some(target) = target_of(&a.key) else {
@@ -247,6 +261,65 @@ fn put_memory(
         }
     }
     evaluate_all(db, due, t)
+}
+
+/// A memory's rows in `stale_callees` (its callee anchors of one of its anchors), or
+/// its row in `stale_unchecked` when it has a `sym:` anchor and no `callees` field
+/// (written before callee anchors were recorded).
+fn put_callees(
+    db: &Connection,
+    id: &str,
+    h: i64,
+    meta: &Map<String, Value>,
+    anchors: &[Anchor],
+    replaces: bool,
+) -> Result<()> {
+    if replaces {
+        db.prepare_cached("DELETE FROM stale_callees WHERE mem_hash = ?1")?
+            .execute([h])?;
+        db.prepare_cached("DELETE FROM stale_unchecked WHERE mem_hash = ?1")?
+            .execute([h])?;
+    }
+    let Some(Value::Array(callees)) = meta.get("callees") else {
+        if anchors.iter().any(|a| a.key.starts_with("sym:")) {
+            db.prepare_cached(
+                "INSERT OR REPLACE INTO stale_unchecked (mem_hash, mem_id) VALUES (?1, ?2)",
+            )?
+            .execute(params![h, id])?;
+        }
+        return Ok(());
+    };
+    let mut insert = db.prepare_cached(
+        "INSERT OR IGNORE INTO stale_callees
+           (mem_hash, mem_id, of_target, target, key, hash, depth, confidence)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for c in callees
+        .iter()
+        .filter_map(|v| serde_json::from_value::<CalleeAnchor>(v.clone()).ok())
+        .filter(|c| c.validate().is_ok())
+    {
+        let (Some(of), Some(target)) = (target_of(&c.of), target_of(&c.key)) else {
+            continue;
+        };
+        let anchored = anchors
+            .iter()
+            .any(|a| target_of(&a.key).is_some_and(|t| t.target == of.target));
+        if !anchored {
+            continue;
+        }
+        insert.execute(params![
+            h,
+            id,
+            of.target,
+            target.target,
+            c.key,
+            c.hash,
+            c.depth,
+            c.confidence
+        ])?;
+    }
+    Ok(())
 }
 
 /// `live`: the key deleted and the sequence number of its value, when it was live.
@@ -281,6 +354,11 @@ fn delete(db: &Connection, h: i64, live: Option<(&str, u64)>, t: i64) -> Result<
         db.prepare_cached("DELETE FROM stale_anchors WHERE mem_hash = ?1")?
             .execute([h])?;
         db.prepare_cached("DELETE FROM stale_marks WHERE mem_hash = ?1")?
+            .execute([h])?;
+        // Rows there are only ever of a memory with a `sym:` anchor.
+        db.prepare_cached("DELETE FROM stale_callees WHERE mem_hash = ?1")?
+            .execute([h])?;
+        db.prepare_cached("DELETE FROM stale_unchecked WHERE mem_hash = ?1")?
             .execute([h])?;
     }
     Ok(())

@@ -10,11 +10,18 @@ use regex::Regex;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::target_of;
+use crate::index::graph::{self, Ask, Confidence};
 use crate::key::Key;
-use crate::memory::{Anchor, Anchorer, Memory};
+use crate::memory::{Anchor, Anchorer, CalleeAnchor, Memory, MAX_CALLEE_ANCHORS};
 
 /// Most anchors made for one memory.
 pub const MAX_AUTO_ANCHORS: usize = 32;
+/// How far callee anchors follow calls: the functions an anchored symbol calls, and
+/// the functions those call.
+pub const CALLEE_DEPTH: u32 = 2;
+/// The weakest call edge a callee anchor follows: a call resolved through the
+/// file's scopes or its imports, never a repository-wide name match.
+const CALLEE_CONFIDENCE: Confidence = Confidence::Imported;
 /// A qualified name naming more symbols than this is too vague to anchor.
 const MAX_PER_NAME: usize = 4;
 
@@ -128,6 +135,51 @@ impl Anchorer for CodeAnchorer {
             }
         }
         Ok(out)
+    }
+
+    fn callees(
+        &self,
+        db: &Connection,
+        anchors: &[Anchor],
+    ) -> crate::store::Result<Option<Vec<CalleeAnchor>>> {
+        let symbols: Vec<&Anchor> = anchors
+            .iter()
+            .filter(|a| a.key.starts_with("sym:"))
+            .collect();
+        if symbols.is_empty() {
+            return Ok(None);
+        }
+        let ask = Ask {
+            min_confidence: CALLEE_CONFIDENCE,
+            depth: CALLEE_DEPTH,
+            limit: MAX_CALLEE_ANCHORS,
+        };
+        let mut out = Vec::new();
+        for a in symbols {
+            let found = graph::callees_in(db, &graph::Target::Name(a.key.clone()), ask)?;
+            for l in found.items {
+                let Some(t) = target_of(&l.key).filter(|t| t.kind != "file") else {
+                    continue;
+                };
+                let hash: Option<String> = db
+                    .prepare_cached("SELECT hash FROM stale_code WHERE target = ?1")?
+                    .query_row([&t.target], |r| r.get(0))
+                    .optional()?;
+                let Some(hash) = hash else { continue };
+                out.push(CalleeAnchor {
+                    of: a.key.clone(),
+                    key: l.key,
+                    hash,
+                    depth: l.depth,
+                    confidence: l.confidence.as_str().to_string(),
+                });
+            }
+        }
+        // Nearest first over all anchors (stable: each anchor's own order stays), so
+        // the cap drops the farthest calls, never one anchor's direct ones.
+        out.sort_by_key(|c| c.depth);
+        out.truncate(MAX_CALLEE_ANCHORS);
+        Ok(Some(out))
     }
 
     fn current_key(

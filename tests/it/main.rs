@@ -63,6 +63,7 @@ mod secrets_redactor;
 mod seed_conformance;
 mod seed_files;
 mod stale;
+mod stale_impact;
 mod stale_model;
 mod store_basics;
 mod store_model;

@@ -81,6 +81,16 @@ pub fn edges_of_file(store: &Store, path: &str) -> Result<Vec<Edge>, IndexError>
     })?)
 }
 
+/// [`callees`] on a tracker connection the caller already holds (the stale layer's
+/// anchorer runs under the writer lock, inside the store's tracker).
+pub fn callees_in(
+    db: &rusqlite::Connection,
+    target: &Target,
+    ask: Ask,
+) -> crate::store::Result<GraphAnswer<Linked>> {
+    query::callees(db, target, ask)
+}
+
 /// Every reference to the target's definitions (calls, constructions, imports) at
 /// `ask.min_confidence` or better, at most `ask.limit`.
 pub fn refs(store: &Store, target: &Target, ask: Ask) -> Result<GraphAnswer<Ref>, IndexError> {
