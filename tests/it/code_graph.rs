@@ -1414,3 +1414,54 @@ fn kotlin_swift_and_scala_receivers_reach_the_type_the_file_declares() {
         "a class parameter, new, a parameter, this.val"
     );
 }
+
+/// `super().f()` reaches the bases' `f`, never the class's own override; `o =
+/// cast(T, x)` types `o` as `T` (quoted or not); TypeScript's `super.f()` too.
+#[test]
+fn super_calls_reach_the_bases_and_casts_type_their_receiver() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "pkg/base.py",
+            "class Base:\n    def parse(self, a):\n        return a\n\n\nclass Other:\n    def parse(self, a):\n        return a\n",
+        ),
+        (
+            "pkg/child.py",
+            "import typing as t\nfrom pkg.base import Base, Other\n\n\nclass Child(Base):\n    def parse(self, a):\n        return super().parse(a)\n\n    def old(self, a):\n        return super(Child, self).parse(a)\n\n\ndef use(x):\n    o = t.cast(Other, x)\n    o.parse(1)\n    q = t.cast(\"Other\", x)\n    q.parse(2)\n",
+        ),
+        (
+            "src/base.ts",
+            "export class Base {\n  run(): number {\n    return 1;\n  }\n}\n",
+        ),
+        (
+            "src/child.ts",
+            "import { Base } from './base';\n\nexport class Child extends Base {\n  run(): number {\n    return super.run() + 1;\n  }\n}\n",
+        ),
+    ]);
+    let base_parse = "sym:pkg/base.py#Base.parse:method:2:3".to_string();
+    let other_parse = "sym:pkg/base.py#Other.parse:method:7:8".to_string();
+    let py: Vec<_> = targets(&store, "pkg/child.py")
+        .into_iter()
+        .filter(|t| t.1.contains("parse"))
+        .collect();
+    assert_eq!(
+        py,
+        [
+            (7, base_parse.clone(), Imported),
+            (10, base_parse, Imported),
+            (15, other_parse.clone(), Imported),
+            (17, other_parse, Imported),
+        ],
+    );
+    let ts: Vec<_> = targets(&store, "src/child.ts")
+        .into_iter()
+        .filter(|t| t.1.contains("run"))
+        .collect();
+    assert_eq!(
+        ts,
+        [(
+            5,
+            "sym:src/base.ts#Base.run:method:2:4".to_string(),
+            Imported
+        )]
+    );
+}

@@ -129,6 +129,8 @@ def main():
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--work")
     ap.add_argument("--floor", help="PRECISION,RECALL at `imported`: exit 1 below either")
+    ap.add_argument("--misses", action="store_true",
+                    help="also list jedi's call and import references engram misses at `imported`, with their line")
     a = ap.parse_args()
     import jedi
 
@@ -140,6 +142,7 @@ def main():
     project = jedi.Project(src)
     # Per level: engram refs, of them correct, jedi call refs, of them found, every jedi use, of them found.
     tally = {lv: [0, 0, 0, 0, 0, 0] for lv in LEVELS}
+    missed = []
     lines_of_code = sum(
         sum(1 for _ in open(os.path.join(d, f), encoding="utf-8", errors="replace"))
         for d, _, fs in os.walk(src) for f in fs if f.endswith(".py"))
@@ -160,6 +163,8 @@ def main():
             t[3] += len(jcalls & mine)
             t[4] += len(juses)
             t[5] += len(juses & mine)
+            if lv == "imported" and a.misses:
+                missed += [(name, k) for k in sorted(jcalls - mine, key=str)]
     ratio = lambda a, b: a / b if b else float("nan")
     print(f"package {a.package} ({lines_of_code} lines of Python), jedi {jedi.__version__}, "
           f"{len(chosen)} of {total} definitions")
@@ -168,6 +173,12 @@ def main():
     for lv in LEVELS:
         e, ok, jc, jf, ju, uf = tally[lv]
         print(f"| {lv} | {e} | {ratio(ok, e):.3f} | {jc} | {ratio(jf, jc):.3f} | {ju} | {ratio(uf, ju):.3f} |")
+    if missed:
+        print(f"\nmissed at imported ({len(missed)}):")
+        for name, (rel, line, col) in missed:
+            with open(os.path.join(src, rel), encoding="utf-8") as fh:
+                text = fh.read().splitlines()[line - 1].strip()
+            print(f"  {name:28} {rel}:{line}:{col or ''}  {text[:100]}")
     if a.floor:
         want_p, want_r = (float(x) for x in a.floor.split(","))
         e, ok, jc, jf, _, _ = tally["imported"]

@@ -15,9 +15,9 @@ pub const REFS_TYPE: &str = "code_refs";
 
 /// What a `refs:` record's extraction knows, in its metadata (`graph`): 2 adds
 /// receivers' types (`recv`), 3 calls inside Rust macros' arguments and Rust
-/// struct literals (`construct`). A file whose
+/// struct literals (`construct`), 4 Python receivers typed by `cast(T, x)`. A file whose
 /// record is older is indexed again.
-pub const GRAPH_VERSION: u32 = 3;
+pub const GRAPH_VERSION: u32 = 4;
 
 /// The key of a file's references record.
 pub fn refs_key(path: &str) -> String {

@@ -136,6 +136,9 @@ impl<'c> Resolver<'c> {
         if SELF_NAMES.contains(&c.qual.as_str()) {
             return self.resolve_self(c, caller.as_ref(), &in_file);
         }
+        if is_super(&c.lang, &c.qual) {
+            return self.resolve_super(c, caller.as_ref(), &in_file);
+        }
         let q0 = segs.first().copied().unwrap_or_default();
         // Rust paths from the crate, the module or its parent.
         if c.lang == "rust" && matches!(q0, "crate" | "self" | "super") {
@@ -285,22 +288,7 @@ impl<'c> Resolver<'c> {
         in_file: &[SymbolInfo],
     ) -> Result<Option<Found>> {
         let sep = separator(&c.lang);
-        // The nearest enclosing type this file defines, else the caller's parent
-        // (a Rust `impl` of a type defined elsewhere).
-        let mut class: Option<String> = None;
-        let mut scope = caller.and_then(|s| parent_of(&s.qualified_name, sep));
-        let first = scope;
-        while let Some(s) = scope {
-            if in_file
-                .iter()
-                .any(|d| d.qualified_name == s && is_type(&d.kind))
-            {
-                class = Some(s.to_string());
-                break;
-            }
-            scope = parent_of(s, sep);
-        }
-        let class = class.or_else(|| first.map(String::from));
+        let class = enclosing_type(caller, in_file, sep);
         if let Some(class) = &class {
             let want = format!("{class}{sep}{}", c.name);
             let here: Vec<SymbolInfo> = in_file
@@ -344,6 +332,37 @@ impl<'c> Resolver<'c> {
             return Ok(by_count(same_type));
         }
         let methods: Vec<SymbolInfo> = named
+            .iter()
+            .filter(|d| family(&d.lang) == fam && d.kind == "method")
+            .cloned()
+            .collect();
+        Ok(by_count(methods))
+    }
+
+    /// A call through `super()` / `super`: a member of the enclosing type's bases
+    /// (never its own: that is what `super` skips), as the bases' signatures name
+    /// them; else, by name, any method so called.
+    fn resolve_super(
+        &mut self,
+        c: &CallRow,
+        caller: Option<&SymbolInfo>,
+        in_file: &[SymbolInfo],
+    ) -> Result<Option<Found>> {
+        let sep = separator(&c.lang);
+        let class_def = enclosing_type(caller, in_file, sep).and_then(|cl| {
+            in_file
+                .iter()
+                .find(|d| d.qualified_name == cl && is_type(&d.kind))
+                .cloned()
+        });
+        if let Some(class_def) = class_def {
+            if let Some(found) = self.through_bases(&class_def, &c.name, 0)? {
+                return Ok(Some(found));
+            }
+        }
+        let fam = family(&c.lang);
+        let methods: Vec<SymbolInfo> = self
+            .defs_named(&c.name)?
             .iter()
             .filter(|d| family(&d.lang) == fam && d.kind == "method")
             .cloned()
@@ -534,6 +553,37 @@ fn dedup(v: &mut Vec<SymbolInfo>) {
 }
 
 /// One candidate is `same-name`, several `ambiguous`, none nothing.
+/// The nearest type enclosing `caller` that this file defines, else the caller's
+/// parent (a Rust `impl` of a type defined elsewhere).
+fn enclosing_type(
+    caller: Option<&SymbolInfo>,
+    in_file: &[SymbolInfo],
+    sep: &str,
+) -> Option<String> {
+    let mut scope = caller.and_then(|s| parent_of(&s.qualified_name, sep));
+    let first = scope;
+    while let Some(s) = scope {
+        if in_file
+            .iter()
+            .any(|d| d.qualified_name == s && is_type(&d.kind))
+        {
+            return Some(s.to_string());
+        }
+        scope = parent_of(s, sep);
+    }
+    first.map(String::from)
+}
+
+/// Whether a call's receiver is the parent class: `super()` and `super(Cls, self)`
+/// in Python, `super` in the languages that spell it so. Rust's `super::` is a
+/// module path, read with the other paths.
+fn is_super(lang: &str, qual: &str) -> bool {
+    lang != "rust"
+        && (qual == "super"
+            || qual == "super()"
+            || (lang == "python" && qual.starts_with("super(") && qual.ends_with(')')))
+}
+
 fn by_count(mut candidates: Vec<SymbolInfo>) -> Option<Found> {
     dedup(&mut candidates);
     match candidates.len() {

@@ -1,5 +1,5 @@
 //! Which type a call's receiver is, where the file itself says so: `o = Foo()`,
-//! `const o = new Foo()`, `let o: Foo`, `o: Foo` as a parameter, `self.o = Foo()`,
+//! `o = cast(Foo, x)`, `const o = new Foo()`, `let o: Foo`, `o: Foo` as a parameter, `self.o = Foo()`,
 //! a field `o: Foo` of the enclosing type, Go's `func (s *Server)`.
 //!
 //! Syntax only, within one file: a name bound to a type by a declaration or a
@@ -311,7 +311,14 @@ fn constructed(value: Node, src: &[u8], binds: Binds) -> Option<String> {
     let ty = match (binds, value.kind()) {
         (Binds::Python, "call") => {
             let f = text(value.child_by_field_name("function")?);
-            capitalised(&f).then_some(f)?
+            if f == "cast" || f.ends_with(".cast") {
+                // `typing.cast(Foo, x)` says the type in its first argument (a
+                // forward reference may quote it).
+                let first = value.child_by_field_name("arguments")?.named_child(0)?;
+                text(first).trim_matches(['"', '\'']).to_string()
+            } else {
+                capitalised(&f).then_some(f)?
+            }
         }
         (Binds::Ecma, "new_expression") | (Binds::Java, "object_creation_expression") => {
             let f = value
