@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use fuse::{fuse, fuse_with, lift, RankedList, K as RRF_K};
-pub use weights::{FusionWeights, SEARCH_K};
+pub use weights::{FusionWeights, GraphSignal, SEARCH_K};
 
 use sources::{keyword_lists, vector_list, KeywordLists, Sources};
 
@@ -113,6 +113,10 @@ pub struct SearchOptions {
     /// How much each source counts in the fusion; `None`: engram's choice for the
     /// query ([`FusionWeights::for_query`]).
     pub weights: Option<FusionWeights>,
+    /// The graph signal (code linked by calls to the best hits); `None`: engram's
+    /// choice ([`GraphSignal::default`]). For measuring it; not a user setting.
+    #[doc(hidden)]
+    pub graph: Option<GraphSignal>,
 }
 
 impl Default for SearchOptions {
@@ -129,6 +133,7 @@ impl Default for SearchOptions {
             embedder: Arc::new(default_embedder()),
             fallback_embedders: Vec::new(),
             weights: None,
+            graph: None,
         }
     }
 }
@@ -350,6 +355,27 @@ pub fn search(
     let mut fused = fuse_with(&lists, SEARCH_K);
     lift(&mut fused, &named);
     lift(&mut fused, &named_same_case);
+    let graph = opts.graph.unwrap_or_default();
+    if code && graph.weight > 0.0 && opts.kind != Some(HitKind::Symbol) {
+        let seeds: Vec<String> = fused
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with("chunk:"))
+            .take(graph.seeds)
+            .cloned()
+            .collect();
+        if !seeds.is_empty() {
+            let keys =
+                crate::index::graph::linked_chunks(store, &seeds, graph.min_confidence, fetch)?;
+            lists.push(RankedList {
+                keys,
+                weight: graph.weight,
+            });
+            fused = fuse_with(&lists, SEARCH_K);
+            lift(&mut fused, &named);
+            lift(&mut fused, &named_same_case);
+        }
+    }
     let hits = resolve::hits(store, query, &fused, opts, &filter, top_k)?;
     Ok(SearchResults {
         hits,

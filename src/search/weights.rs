@@ -93,6 +93,31 @@ impl FusionWeights {
     }
 }
 
+/// The graph signal: one more list in the fusion, the chunks linked by calls (one step,
+/// either way) to the best chunks of the fused keyword, symbol and vector lists
+/// (`index::graph::linked_chunks`), then fused again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GraphSignal {
+    /// How much the linked list's ranks count; 0 leaves it out (no graph reads).
+    pub weight: f64,
+    /// How many of the fused list's best chunks are followed.
+    pub seeds: usize,
+    /// Only edges at least this sure.
+    pub min_confidence: crate::index::graph::Confidence,
+}
+
+impl Default for GraphSignal {
+    /// Off: measured on the localization eval, see `benches/RESULTS.md`
+    /// ("localize_eval").
+    fn default() -> Self {
+        GraphSignal {
+            weight: 0.0,
+            seeds: 3,
+            min_confidence: crate::index::graph::Confidence::Imported,
+        }
+    }
+}
+
 /// One token with the marks of code: `_`, `.`, `::`, `#`, `$`, `/`, or a lower-case
 /// letter followed by a capital (camelCase). A single plain word (`retry`) is not:
 /// its synonyms are what the vector list is for.
