@@ -18,7 +18,8 @@
 //!   path and line, `ENGRAM_BENCH_GRAPH_QUERIES` (default 200) evenly spaced, each asked
 //!   once by place (`--at PATH:LINE`) and once by name. Copies repeat every name, so
 //!   a name has as many definitions and call sites as there are copies: a harder
-//!   store for `refs` than one of distinct code.
+//!   store for `refs` than one of distinct code. Then search for files (`kind: file`)
+//!   in the same store, with search's graph signal and without it.
 //!
 //! `ENGRAM_BENCH=graph cargo bench --profile ci --bench index` (not run unless
 //! named; `graph-cost` or `graph-refs` runs one part); `ENGRAM_BENCH_GRAPH_PAIRS` (on/off pairs per package, default 1);
@@ -337,6 +338,59 @@ fn refs_latency(pkgs: &[PathBuf]) {
             println!("    slow: {:>8.2} ms  {what}", d.as_secs_f64() * 1e3);
         }
     }
+    search_latency(&store);
+}
+
+/// File search latency in the refs store with the graph signal (its default for
+/// files) and without it (each query once to warm, then three rounds, alternating).
+fn search_latency(store: &Store) {
+    use engram::search::{search, GraphSignal, HitKind, SearchOptions};
+    let queries = [
+        "parse http request headers",
+        "retry with backoff",
+        "iterate over map entries",
+        "observable computed value",
+        "websocket close frame",
+        "format help text for a command",
+        "invalidate cached queries",
+        "chunk an iterable into lists",
+        "split bytes at index",
+        "curry a function",
+        "insert into an ordered map",
+        "flatten nested lists",
+    ];
+    let off = GraphSignal {
+        weight: 0.0,
+        ..GraphSignal::default()
+    };
+    let (mut lat_off, mut lat_on) = (Vec::new(), Vec::new());
+    for round in 0..4 {
+        for q in queries {
+            // Files: the kind of question the signal is on for by default.
+            for (graph, lat) in [(Some(off), &mut lat_off), (None, &mut lat_on)] {
+                let opts = SearchOptions {
+                    kind: Some(HitKind::File),
+                    graph,
+                    ..SearchOptions::default()
+                };
+                let t = Instant::now();
+                std::hint::black_box(search(store, q, &opts).expect("search"));
+                if round > 0 {
+                    lat.push(t.elapsed());
+                }
+            }
+        }
+    }
+    lat_off.sort();
+    lat_on.sort();
+    println!(
+        "  search for files, {} queries x 3: without the graph signal p50 {:.2} ms p99 {:.2} ms; with it (the default for files) p50 {:.2} ms p99 {:.2} ms",
+        queries.len(),
+        percentile(&lat_off, 0.5),
+        percentile(&lat_off, 0.99),
+        percentile(&lat_on, 0.5),
+        percentile(&lat_on, 0.99)
+    );
 }
 
 /// Both parts, cost first.

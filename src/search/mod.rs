@@ -114,7 +114,7 @@ pub struct SearchOptions {
     /// query ([`FusionWeights::for_query`]).
     pub weights: Option<FusionWeights>,
     /// The graph signal (code linked by calls to the best hits); `None`: engram's
-    /// choice ([`GraphSignal::default`]). For measuring it; not a user setting.
+    /// choice ([`GraphSignal::for_kind`]). For measuring it; not a user setting.
     #[doc(hidden)]
     pub graph: Option<GraphSignal>,
 }
@@ -355,7 +355,9 @@ pub fn search(
     let mut fused = fuse_with(&lists, SEARCH_K);
     lift(&mut fused, &named);
     lift(&mut fused, &named_same_case);
-    let graph = opts.graph.unwrap_or_default();
+    let graph = opts
+        .graph
+        .unwrap_or_else(|| GraphSignal::for_kind(opts.kind));
     if code && graph.weight > 0.0 && opts.kind != Some(HitKind::Symbol) {
         let seeds: Vec<String> = fused
             .iter()

@@ -477,14 +477,10 @@ fn the_graph_signal_brings_in_code_the_best_hits_call_and_are_called_by() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
-    let files = |weight: f64| -> Vec<String> {
+    let files = |graph: Option<GraphSignal>| -> Vec<String> {
         let opts = SearchOptions {
             kind: Some(HitKind::File),
-            graph: Some(GraphSignal {
-                weight,
-                seeds: 3,
-                min_confidence: Confidence::Imported,
-            }),
+            graph,
             ..SearchOptions::default()
         };
         search(&store, "checkout cart", &opts)
@@ -494,27 +490,25 @@ fn the_graph_signal_brings_in_code_the_best_hits_call_and_are_called_by() {
             .map(|h| path(h).to_string())
             .collect()
     };
-    let without = files(0.0);
+    let signal = |weight| {
+        Some(GraphSignal {
+            weight,
+            seeds: 3,
+            min_confidence: Confidence::Imported,
+        })
+    };
+    let without = files(signal(0.0));
     assert_eq!(without.first().map(String::as_str), Some("shop/orders.py"));
-    assert!(
-        !without.iter().any(|p| p == "shop/tally.py"),
-        "{without:?}"
-    );
-    let with = files(1.0);
+    assert!(!without.iter().any(|p| p == "shop/tally.py"), "{without:?}");
+    let with = files(signal(1.0));
     assert_eq!(with.first().map(String::as_str), Some("shop/orders.py"));
     assert!(with.iter().any(|p| p == "shop/tally.py"), "{with:?}");
     assert!(with.iter().any(|p| p == "shop/views.py"), "{with:?}");
     assert!(!with.iter().any(|p| p == "shop/misc.py"), "{with:?}");
-    // Off by default: the default search is the one without the signal.
-    let default = search(
-        &store,
-        "checkout cart",
-        &SearchOptions {
-            kind: Some(HitKind::File),
-            ..SearchOptions::default()
-        },
-    )
-    .unwrap();
-    let default: Vec<String> = default.hits.iter().map(|h| path(h).to_string()).collect();
-    assert_eq!(default, without);
+    // By default on for files, and off for chunks.
+    let default = files(None);
+    assert!(default.iter().any(|p| p == "shop/tally.py"), "{default:?}");
+    let chunks = search(&store, "checkout cart", &SearchOptions::default()).unwrap();
+    let chunk_paths: Vec<&str> = chunks.hits.iter().map(path).collect();
+    assert!(!chunk_paths.contains(&"shop/tally.py"), "{chunk_paths:?}");
 }
