@@ -203,7 +203,7 @@ fn cost(pkgs: &[PathBuf]) {
         for pair in 0..pairs {
             // Alternate which goes first, so a warming cache or a busy neighbour does
             // not always favour the same side.
-            if (i as u64 + pair) % 2 == 0 {
+            if (i as u64 + pair).is_multiple_of(2) {
                 on.add(&cold(p, true));
                 off.add(&cold(p, false));
             } else {
