@@ -4,7 +4,9 @@
 //! Sources: BM25 over chunks (`index`), BM25 over memories (`memory`), nearest vectors
 //! of the query's embedding (`store`'s vector cache, which holds chunks and memories in
 //! one space per embedder) and symbol names. Each gives a ranked list; [`fuse`] merges
-//! them by rank. This layer reads only; it never writes the store.
+//! them by rank. For a file question one more list joins, the code linked by calls to
+//! the best fused hits ([`GraphSignal`]), and the lists are fused again. This layer
+//! reads only; it never writes the store.
 
 mod fuse;
 mod resolve;
