@@ -21,12 +21,17 @@
 //!   files at a time (default 8, about what one 100 ms batch holds) with an index run
 //!   after each; then the same tree's cold index time.
 //!
+//! - graph (only when named): what the code graph costs, index time and store size
+//!   with it and without, and `refs` latency in a 100K-chunk store (`index/graph.rs`).
+//!
 //! `cargo bench --bench index`; `ENGRAM_BENCH=index,query,wal` picks parts;
 //! `ENGRAM_BENCH_LINES=N` sets the index corpus size (default 100000);
 //! `ENGRAM_BENCH_QUERY_LINES=N` the query store's (default 5000000; 50000000 makes
 //! about 1M chunks).
 
 mod common;
+#[path = "index/graph.rs"]
+mod graph_cost;
 #[path = "index/sqlite_baseline.rs"]
 mod sqlite_baseline;
 #[path = "index/wal.rs"]
@@ -438,9 +443,20 @@ fn bench_query() {
     }
 }
 
+/// Whether `ENGRAM_BENCH` names `part`: for the parts that run only when named.
+fn wanted_exactly(part: &str) -> bool {
+    std::env::var("ENGRAM_BENCH").is_ok_and(|v| v.split(',').any(|p| p == part))
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
+    }
+    if ["graph", "graph-cost", "graph-refs"]
+        .iter()
+        .any(|p| wanted_exactly(p))
+    {
+        graph_cost::run();
     }
     if wanted("index") {
         bench_index();

@@ -17,7 +17,10 @@
 //! baselines use the last one. Results: printed, and written as JSON to
 //! `results.json` there with every query's rank per configuration in
 //! `ranks.tsv` beside it (and with `ENGRAM_EVAL_TOP=1` each configuration's first three
-//! files per query in `top.tsv`). A missing repository is reported and the bench
+//! files per query in `top.tsv`). `ENGRAM_EVAL_GRAPH`: graph-signal settings to add,
+//! comma-separated `WEIGHT/SEEDS[/CONFIDENCE]` (e.g. `0.5/3/imported`; `0/0` is the
+//! signal off), each as `engram[EMB] graph=…` (files) and `… graph=… first-chunk`
+//! (`engram::search::GraphSignal`). A missing repository is reported and the bench
 //! exits 2.
 
 mod common;
@@ -32,8 +35,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use engram::embed::Embedder;
+use engram::index::graph::Confidence;
 use engram::index::{self, IndexOptions};
-use engram::search::{fuse, search, HitKind, RankedList, SearchOptions};
+use engram::search::{fuse, search, GraphSignal, HitKind, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use metrics::{files_in_order, first_gold_rank, summarize};
 use serde_json::json;
@@ -228,6 +232,10 @@ fn config_names(embedders: &[Arc<dyn Embedder>], dense: &str) -> Vec<String> {
         for w in aggregation_weights() {
             out.push(format!("engram[{}] agg={w}", e.name()));
         }
+        for (label, _) in graph_settings() {
+            out.push(format!("engram[{}] graph={label}", e.name()));
+            out.push(format!("engram[{}] graph={label} first-chunk", e.name()));
+        }
     }
     out.push("engram-keyword".into());
     out
@@ -235,11 +243,17 @@ fn config_names(embedders: &[Arc<dyn Embedder>], dense: &str) -> Vec<String> {
 
 /// engram's answer to a file-level question: `kind: file`, files ranked by their
 /// chunks (`FILE_EVIDENCE` in src/search/resolve.rs).
-fn engram_files(store: &Store, query: &str, embedder: &Arc<dyn Embedder>) -> Vec<String> {
+fn engram_files(
+    store: &Store,
+    query: &str,
+    embedder: &Arc<dyn Embedder>,
+    graph: Option<GraphSignal>,
+) -> Vec<String> {
     let opts = SearchOptions {
         top_k: FILES,
         kind: Some(HitKind::File),
         embedder: embedder.clone(),
+        graph,
         ..Default::default()
     };
     search(store, query, &opts)
@@ -256,11 +270,13 @@ fn engram_hits(
     query: &str,
     embedder: &Arc<dyn Embedder>,
     keyword_only: bool,
+    graph: Option<GraphSignal>,
 ) -> Vec<(String, f64)> {
     let opts = SearchOptions {
         top_k: 100,
         keyword_only,
         embedder: embedder.clone(),
+        graph,
         ..Default::default()
     };
     search(store, query, &opts)
@@ -290,6 +306,41 @@ fn aggregated_files(hits: &[(String, f64)], rest: f64) -> Vec<String> {
     }
     by_file.sort_by(|a, b| b.1.total_cmp(&a.1));
     by_file.into_iter().take(FILES).map(|(p, _)| p).collect()
+}
+
+/// The graph-signal settings `ENGRAM_EVAL_GRAPH` asks to measure, with their labels.
+fn graph_settings() -> Vec<(String, GraphSignal)> {
+    let Ok(v) = std::env::var("ENGRAM_EVAL_GRAPH") else {
+        return Vec::new();
+    };
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let f: Vec<&str> = s.split('/').collect();
+            let bad = || -> ! {
+                eprintln!("localize_eval: ENGRAM_EVAL_GRAPH {s:?}: expected WEIGHT/SEEDS[/resolved|imported|same-name|ambiguous]");
+                std::process::exit(2)
+            };
+            let weight: f64 = f.first().and_then(|w| w.parse().ok()).unwrap_or_else(|| bad());
+            let seeds: usize = f.get(1).and_then(|w| w.parse().ok()).unwrap_or_else(|| bad());
+            let min_confidence = match f.get(2).copied() {
+                None | Some("imported") => Confidence::Imported,
+                Some("resolved") => Confidence::Resolved,
+                Some("same-name") => Confidence::SameName,
+                Some("ambiguous") => Confidence::Ambiguous,
+                Some(_) => bad(),
+            };
+            (
+                s.to_string(),
+                GraphSignal {
+                    weight,
+                    seeds,
+                    min_confidence,
+                },
+            )
+        })
+        .collect()
 }
 
 /// The file-aggregation weights `ENGRAM_EVAL_AGG` asks to measure (comma-separated).
@@ -430,9 +481,19 @@ fn main() {
             for (e, (_, store)) in embedders.iter().zip(&stores) {
                 put(
                     &format!("engram[{}]", e.name()),
-                    engram_files(store, &q.text, e),
+                    engram_files(store, &q.text, e, None),
                 );
-                let hits = engram_hits(store, &q.text, e, false);
+                for (label, g) in graph_settings() {
+                    put(
+                        &format!("engram[{}] graph={label}", e.name()),
+                        engram_files(store, &q.text, e, Some(g)),
+                    );
+                    put(
+                        &format!("engram[{}] graph={label} first-chunk", e.name()),
+                        first_hit_files(&engram_hits(store, &q.text, e, false, Some(g))),
+                    );
+                }
+                let hits = engram_hits(store, &q.text, e, false, None);
                 put(
                     &format!("engram[{}] first-chunk", e.name()),
                     first_hit_files(&hits),
@@ -446,7 +507,13 @@ fn main() {
             }
             put(
                 "engram-keyword",
-                first_hit_files(&engram_hits(&stores[0].1, &q.text, &embedders[0], true)),
+                first_hit_files(&engram_hits(
+                    &stores[0].1,
+                    &q.text,
+                    &embedders[0],
+                    true,
+                    None,
+                )),
             );
         }
     }
@@ -508,6 +575,39 @@ fn report(
                        "acc1_vs_fusion_ci": [ci_acc.0, ci_acc.1], "mrr10_vs_fusion_ci": [ci_mrr.0, ci_mrr.1]}),
             );
         }
+        // Each graph-signal setting against the same ranking without it.
+        let mut graph_rows = serde_json::Map::new();
+        for name in names.iter().filter(|n| n.contains(" graph=")) {
+            let Some((head, rest)) = name.split_once(" graph=") else {
+                continue;
+            };
+            let base = if rest.ends_with(" first-chunk") {
+                format!("{head} first-chunk")
+            } else {
+                head.to_string()
+            };
+            let (r, b) = (sub(name), sub(&base));
+            let ci_acc = metrics::bootstrap_ci(&metrics::paired(&r, &b, |x| metrics::hit_at(x, 1)));
+            let ci_mrr = metrics::bootstrap_ci(&metrics::paired(&r, &b, metrics::rr10));
+            let (s, sb) = (summarize(&r), summarize(&b));
+            println!(
+                "  {name:<44} vs without: Acc@1 {:+.3} [{:+.3}, {:+.3}]  MRR@10 {:+.3} [{:+.3}, {:+.3}]",
+                s.acc1 - sb.acc1,
+                ci_acc.0,
+                ci_acc.1,
+                s.mrr10 - sb.mrr10,
+                ci_mrr.0,
+                ci_mrr.1
+            );
+            graph_rows.insert(
+                name.clone(),
+                json!({"acc1_vs_without_ci": [ci_acc.0, ci_acc.1], "mrr10_vs_without_ci": [ci_mrr.0, ci_mrr.1]}),
+            );
+        }
+        rows.insert(
+            "graph_vs_without".into(),
+            serde_json::Value::Object(graph_rows),
+        );
         out[split] = serde_json::Value::Object(rows);
     }
     println!("\nindex seconds: {index_seconds:?}");

@@ -22,7 +22,9 @@
 //!   weights (the usual BM25 + embeddings hybrid).
 //!
 //! `ENGRAM_EVAL_WEIGHTS` adds engram's hybrid under other fusion weights
-//! (`symbol/keyword/vector` triples separated by `;`), named `engram[EMB] w=S/K/V`.
+//! (`symbol/keyword/vector` triples separated by `;`), named `engram[EMB] w=S/K/V`;
+//! `ENGRAM_EVAL_GRAPH` under other graph-signal settings (`weight/seeds` pairs
+//! separated by `,`), named `engram[EMB] graph=W/S`.
 //!
 //! Embedders come from `ENGRAM_EVAL_EMBEDDERS` (comma-separated names that
 //! `engram::embed::embedder_by_name` knows; default `hash-v2-256`). Every embedder gets
@@ -66,7 +68,7 @@ use std::time::Instant;
 use corpus::{Package, Prepared, Query};
 use engram::embed::Embedder;
 use engram::index::{self, IndexOptions};
-use engram::search::{fuse, search, FusionWeights, RankedList, SearchOptions};
+use engram::search::{fuse, search, FusionWeights, GraphSignal, RankedList, SearchOptions};
 use engram::store::{Store, StoreOptions};
 use metrics::bootstrap_ci;
 use serde_json::json;
@@ -131,6 +133,8 @@ struct Config {
     embedder: usize,
     /// Fusion weights of a hybrid configuration (engram's defaults when `None`).
     weights: Option<FusionWeights>,
+    /// The graph signal of a hybrid configuration (engram's default when `None`).
+    graph: Option<GraphSignal>,
 }
 
 /// Extra weightings of engram's hybrid to measure, from `ENGRAM_EVAL_WEIGHTS`:
@@ -156,6 +160,28 @@ fn extra_weights() -> Vec<FusionWeights> {
         .collect()
 }
 
+/// Graph-signal settings of engram's hybrid to measure, from `ENGRAM_EVAL_GRAPH`:
+/// `weight/seeds` pairs separated by `,` (e.g. `0/0,1.5/5`; `0/0` is the signal off).
+fn graph_settings() -> Vec<(String, GraphSignal)> {
+    let Ok(spec) = std::env::var("ENGRAM_EVAL_GRAPH") else {
+        return Vec::new();
+    };
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|pair| {
+            let w: Vec<&str> = pair.split('/').collect();
+            assert_eq!(w.len(), 2, "ENGRAM_EVAL_GRAPH: weight/seeds");
+            let g = GraphSignal {
+                weight: w[0].parse().expect("ENGRAM_EVAL_GRAPH: a weight"),
+                seeds: w[1].parse().expect("ENGRAM_EVAL_GRAPH: a seed count"),
+                ..GraphSignal::default()
+            };
+            (pair.to_string(), g)
+        })
+        .collect()
+}
+
 /// Every configuration measured. The keyword ones run on the first embedder's index.
 fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
     let mut out = Vec::new();
@@ -165,7 +191,17 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             mode: Mode::Hybrid,
             embedder: i,
             weights: None,
+            graph: None,
         });
+        for (label, g) in graph_settings() {
+            out.push(Config {
+                name: format!("engram[{}] graph={label}", e.name()),
+                mode: Mode::Hybrid,
+                embedder: i,
+                weights: None,
+                graph: Some(g),
+            });
+        }
         for w in extra_weights() {
             out.push(Config {
                 name: format!(
@@ -178,6 +214,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
                 mode: Mode::Hybrid,
                 embedder: i,
                 weights: Some(w),
+                graph: None,
             });
         }
     }
@@ -191,6 +228,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             mode,
             embedder: 0,
             weights: None,
+            graph: None,
         });
     }
     for (i, e) in embedders.iter().enumerate() {
@@ -199,6 +237,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             mode: Mode::Dense,
             embedder: i,
             weights: None,
+            graph: None,
         });
     }
     for (i, e) in embedders.iter().enumerate() {
@@ -207,6 +246,7 @@ fn configurations(embedders: &[Arc<dyn Embedder>]) -> Vec<Config> {
             mode: Mode::Bm25Dense,
             embedder: i,
             weights: None,
+            graph: None,
         });
     }
     out
@@ -295,7 +335,7 @@ impl PlainBm25 {
 /// The top results of `query` under `mode`.
 fn run(
     mode: Mode,
-    weights: Option<FusionWeights>,
+    (weights, graph): (Option<FusionWeights>, Option<GraphSignal>),
     store: &Store,
     embedder: &Arc<dyn Embedder>,
     plain: &PlainBm25,
@@ -308,6 +348,7 @@ fn run(
                 keyword_only: mode == Mode::KeywordOnly,
                 embedder: embedder.clone(),
                 weights,
+                graph,
                 ..Default::default()
             };
             search(store, query, &opts)
@@ -350,7 +391,14 @@ fn run(
             };
             let lists = [
                 ranked(plain.search(query)),
-                ranked(run(Mode::Dense, None, store, embedder, plain, query)),
+                ranked(run(
+                    Mode::Dense,
+                    (None, None),
+                    store,
+                    embedder,
+                    plain,
+                    query,
+                )),
             ];
             fuse(&lists)
                 .into_iter()
@@ -544,7 +592,7 @@ fn main() {
             for q in queries {
                 let found = run(
                     c.mode,
-                    c.weights,
+                    (c.weights, c.graph),
                     store,
                     &embedders[c.embedder],
                     &plain,

@@ -72,6 +72,8 @@ pub(super) struct Context<'s> {
     pub secret_action: SecretAction,
     pub embedder: &'s dyn Embedder,
     pub redactions: &'s mut BTreeMap<String, u64>,
+    /// Whether to build the `refs:` record ([`super::IndexOptions::graph`]).
+    pub graph: bool,
 }
 
 /// The key of a symbol (`sym:{path}#{name}:{kind}:{start}:{end}`); `#` cannot be
@@ -192,7 +194,7 @@ pub(super) fn prepare(
         out.written.symbols += 1;
     }
 
-    if symbols::has_grammar(lang) {
+    if cx.graph && symbols::has_grammar(lang) {
         let (meta, body) = graph::record::build(path, lang, &parsed, |i| {
             parsed.symbols.get(i).map(|s| symbol_key(path, s))
         });

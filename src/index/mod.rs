@@ -79,6 +79,12 @@ pub struct IndexOptions {
     /// configured embedder's vectors (a neural model takes minutes on a large tree).
     /// Default true.
     pub keywords_first: bool,
+    /// Whether each file's `refs:` record (the code graph's calls and imports) is
+    /// written. Default true. Off only to measure what the graph costs (the index
+    /// bench's `graph` part); not a setting: the CLI and the config never clear it,
+    /// and a store indexed without it answers graph queries with nothing.
+    #[doc(hidden)]
+    pub graph: bool,
 }
 
 impl Default for IndexOptions {
@@ -90,6 +96,7 @@ impl Default for IndexOptions {
             progress: None,
             threads: 0,
             keywords_first: true,
+            graph: true,
         }
     }
 }

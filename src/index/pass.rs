@@ -163,7 +163,7 @@ fn index_pass(
     // existed: it is read and indexed again, once.
     let graphed = store.with_tracker(super::graph::table::graphed_paths)?;
     hint.retain(|path, _| {
-        graphed.contains(path) || !super::symbols::has_grammar(walk::language(path))
+        !opts.graph || graphed.contains(path) || !super::symbols::has_grammar(walk::language(path))
     });
 
     let (files, skipped) = walk::walk(root, opts.max_file_bytes)?;

@@ -96,6 +96,7 @@ impl PrepareJob<'_> {
                 secret_action: self.opts.secret_action,
                 embedder: self.opts.embedder.as_ref(),
                 redactions: &mut redactions,
+                graph: self.opts.graph,
             };
             let mut prepare = || file::prepare(&f.rel, lang, text, &mut cx);
             Some(if self.embed_here {

@@ -4,7 +4,9 @@
 //! Sources: BM25 over chunks (`index`), BM25 over memories (`memory`), nearest vectors
 //! of the query's embedding (`store`'s vector cache, which holds chunks and memories in
 //! one space per embedder) and symbol names. Each gives a ranked list; [`fuse`] merges
-//! them by rank. This layer reads only; it never writes the store.
+//! them by rank. For a file question one more list joins, the code linked by calls to
+//! the best fused hits ([`GraphSignal`]), and the lists are fused again. This layer
+//! reads only; it never writes the store.
 
 mod fuse;
 mod resolve;
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use fuse::{fuse, fuse_with, lift, RankedList, K as RRF_K};
-pub use weights::{FusionWeights, SEARCH_K};
+pub use weights::{FusionWeights, GraphSignal, SEARCH_K};
 
 use sources::{keyword_lists, vector_list, KeywordLists, Sources};
 
@@ -113,6 +115,10 @@ pub struct SearchOptions {
     /// How much each source counts in the fusion; `None`: engram's choice for the
     /// query ([`FusionWeights::for_query`]).
     pub weights: Option<FusionWeights>,
+    /// The graph signal (code linked by calls to the best hits); `None`: engram's
+    /// choice ([`GraphSignal::for_kind`]). For measuring it; not a user setting.
+    #[doc(hidden)]
+    pub graph: Option<GraphSignal>,
 }
 
 impl Default for SearchOptions {
@@ -129,6 +135,7 @@ impl Default for SearchOptions {
             embedder: Arc::new(default_embedder()),
             fallback_embedders: Vec::new(),
             weights: None,
+            graph: None,
         }
     }
 }
@@ -350,6 +357,29 @@ pub fn search(
     let mut fused = fuse_with(&lists, SEARCH_K);
     lift(&mut fused, &named);
     lift(&mut fused, &named_same_case);
+    let graph = opts
+        .graph
+        .unwrap_or_else(|| GraphSignal::for_kind(opts.kind));
+    if code && graph.weight > 0.0 && opts.kind != Some(HitKind::Symbol) {
+        let seeds: Vec<String> = fused
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with("chunk:"))
+            .take(graph.seeds)
+            .cloned()
+            .collect();
+        if !seeds.is_empty() {
+            let keys =
+                crate::index::graph::linked_chunks(store, &seeds, graph.min_confidence, fetch)?;
+            lists.push(RankedList {
+                keys,
+                weight: graph.weight,
+            });
+            fused = fuse_with(&lists, SEARCH_K);
+            lift(&mut fused, &named);
+            lift(&mut fused, &named_same_case);
+        }
+    }
     let hits = resolve::hits(store, query, &fused, opts, &filter, top_k)?;
     Ok(SearchResults {
         hits,

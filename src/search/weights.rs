@@ -93,6 +93,51 @@ impl FusionWeights {
     }
 }
 
+/// The graph signal: one more list in the fusion, the chunks linked by calls (one step,
+/// either way) to the best chunks of the fused keyword, symbol and vector lists
+/// (`index::graph::linked_chunks`), then fused again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GraphSignal {
+    /// How much the linked list's ranks count; 0 leaves it out (no graph reads).
+    pub weight: f64,
+    /// How many of the fused list's best chunks are followed.
+    pub seeds: usize,
+    /// Only edges at least this sure.
+    pub min_confidence: crate::index::graph::Confidence,
+}
+
+impl Default for GraphSignal {
+    /// Off.
+    fn default() -> Self {
+        GraphSignal {
+            weight: 0.0,
+            seeds: 5,
+            min_confidence: crate::index::graph::Confidence::Imported,
+        }
+    }
+}
+
+impl GraphSignal {
+    /// The signal engram uses when none is given: on for a file-level question
+    /// (`kind: file`), weight 1.5 and 5 seeds at `imported` or better, off otherwise.
+    /// Chosen on the tune half of the localization eval (commit messages against the
+    /// files they changed; weights 0.3 to 3.0, 1 to 5 seeds); held out, files ranked
+    /// with it went from Acc@1 0.348 to 0.366 and MRR@10 0.496 to 0.508. For chunk
+    /// and symbol hits it stays off: on the search eval (function retrieval) it moved
+    /// doc-sentence queries' MRR@10 from 0.429 to 0.382 (benches/RESULTS.md,
+    /// "localize_eval").
+    pub fn for_kind(kind: Option<super::HitKind>) -> GraphSignal {
+        if kind == Some(super::HitKind::File) {
+            GraphSignal {
+                weight: 1.5,
+                ..GraphSignal::default()
+            }
+        } else {
+            GraphSignal::default()
+        }
+    }
+}
+
 /// One token with the marks of code: `_`, `.`, `::`, `#`, `$`, `/`, or a lower-case
 /// letter followed by a capital (camelCase). A single plain word (`retry`) is not:
 /// its synonyms are what the vector list is for.

@@ -447,3 +447,68 @@ fn a_path_row_of_the_allowlists_applies_only_to_its_files_and_rules() {
     );
     assert_eq!(report.redactions.get("database_url_password"), Some(&1));
 }
+
+#[test]
+fn the_graph_signal_brings_in_code_the_best_hits_call_and_are_called_by() {
+    use engram::index::graph::Confidence;
+    use engram::search::{GraphSignal, HitKind};
+    let repo = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        "shop/orders.py",
+        "from shop.tally import tally_rows\n\n\ndef checkout_cart(cart):\n    \"\"\"Checkout the cart.\"\"\"\n    n = tally_rows(cart.items)\n    return n\n",
+    );
+    // Shares no word with the query: only the call from `checkout_cart` links it.
+    write(
+        repo.path(),
+        "shop/tally.py",
+        "def tally_rows(rows):\n    return len(rows)\n",
+    );
+    write(
+        repo.path(),
+        "shop/views.py",
+        "from shop.orders import checkout_cart\n\n\ndef on_button(request):\n    return checkout_cart(request.session)\n",
+    );
+    write(
+        repo.path(),
+        "shop/misc.py",
+        "def format_banner(text):\n    return text.upper()\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    let files = |graph: Option<GraphSignal>| -> Vec<String> {
+        let opts = SearchOptions {
+            kind: Some(HitKind::File),
+            graph,
+            ..SearchOptions::default()
+        };
+        search(&store, "checkout cart", &opts)
+            .unwrap()
+            .hits
+            .iter()
+            .map(|h| path(h).to_string())
+            .collect()
+    };
+    let signal = |weight| {
+        Some(GraphSignal {
+            weight,
+            seeds: 3,
+            min_confidence: Confidence::Imported,
+        })
+    };
+    let without = files(signal(0.0));
+    assert_eq!(without.first().map(String::as_str), Some("shop/orders.py"));
+    assert!(!without.iter().any(|p| p == "shop/tally.py"), "{without:?}");
+    let with = files(signal(1.0));
+    assert_eq!(with.first().map(String::as_str), Some("shop/orders.py"));
+    assert!(with.iter().any(|p| p == "shop/tally.py"), "{with:?}");
+    assert!(with.iter().any(|p| p == "shop/views.py"), "{with:?}");
+    assert!(!with.iter().any(|p| p == "shop/misc.py"), "{with:?}");
+    // By default on for files, and off for chunks.
+    let default = files(None);
+    assert!(default.iter().any(|p| p == "shop/tally.py"), "{default:?}");
+    let chunks = search(&store, "checkout cart", &SearchOptions::default()).unwrap();
+    let chunk_paths: Vec<&str> = chunks.hits.iter().map(path).collect();
+    assert!(!chunk_paths.contains(&"shop/tally.py"), "{chunk_paths:?}");
+}

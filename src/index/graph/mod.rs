@@ -10,6 +10,7 @@
 //! records the index pass writes.
 
 mod inherit;
+mod linked;
 pub(crate) mod modules;
 mod outline;
 mod query;
@@ -89,6 +90,18 @@ pub fn callees_in(
     ask: Ask,
 ) -> crate::store::Result<GraphAnswer<Linked>> {
     query::callees(db, target, ask)
+}
+
+/// Chunks linked by calls to `seeds` (chunk keys, best first), one step either way, at
+/// `min` or better, best first, at most `limit`: search's graph signal (see
+/// `linked.rs`).
+pub fn linked_chunks(
+    store: &Store,
+    seeds: &[String],
+    min: Confidence,
+    limit: usize,
+) -> Result<Vec<String>, IndexError> {
+    Ok(store.with_tracker(|db| linked::linked_chunks(db, seeds, min, limit))?)
 }
 
 /// Every reference to the target's definitions (calls, constructions, imports) at

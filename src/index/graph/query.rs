@@ -286,27 +286,27 @@ pub fn refs(db: &Connection, target: &Target, ask: Ask) -> Result<GraphAnswer<Re
     let mut out = Vec::new();
     let names: Vec<String> = unique(defs.iter().map(|d| d.name.clone()));
     for name in &names {
-        let mut calls = Vec::new();
+        // Read in place: a common name's calls each hold every definition they may
+        // reach, and copying them cost more than resolving them.
         for spelled in g.spellings(name)? {
-            calls.extend(g.calls_named(&spelled)?.iter().cloned());
-        }
-        for (c, found) in &calls {
-            let Some((reached, confidence)) = found else {
-                continue;
-            };
-            if *confidence < ask.min_confidence {
-                continue;
-            }
-            for d in reached.iter().filter(|d| keys.contains(d.key.as_str())) {
-                out.push(Ref {
-                    path: c.path.clone(),
-                    line: c.line,
-                    column: Some(c.column),
-                    kind: c.kind.clone(),
-                    confidence: *confidence,
-                    symbol: c.caller.as_deref().and_then(symbol_name),
-                    target: d.key.clone(),
-                });
+            for (c, found) in g.calls_named(&spelled)?.iter() {
+                let Some((reached, confidence)) = found else {
+                    continue;
+                };
+                if *confidence < ask.min_confidence {
+                    continue;
+                }
+                for d in reached.iter().filter(|d| keys.contains(d.key.as_str())) {
+                    out.push(Ref {
+                        path: c.path.clone(),
+                        line: c.line,
+                        column: Some(c.column),
+                        kind: c.kind.clone(),
+                        confidence: *confidence,
+                        symbol: c.caller.as_deref().and_then(symbol_name),
+                        target: d.key.clone(),
+                    });
+                }
             }
         }
         if ask.min_confidence <= Confidence::Imported {

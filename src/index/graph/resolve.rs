@@ -74,10 +74,11 @@ impl<'c> Resolver<'c> {
             return Ok(d.clone());
         }
         let mut stmt = self.db.prepare_cached(&format!(
-            "SELECT {COLUMNS} WHERE s.name = ?1 ORDER BY s.path, s.start_line"
+            "SELECT {COLUMNS} WHERE s.name = ?1 COLLATE NOCASE ORDER BY s.path, s.start_line"
         ))?;
         let rows = stmt.query_map([name], symbol_row)?;
-        // `name` COLLATE NOCASE is the index; the exact case is wanted.
+        // `name` COLLATE NOCASE is the index (a plain `=` cannot use it and scanned
+        // every symbol, once per name a query resolves); the exact case is wanted.
         let d: Vec<SymbolInfo> = rows
             .collect::<rusqlite::Result<Vec<_>>>()?
             .into_iter()
