@@ -11,7 +11,7 @@
 //!   `getrusage` of the children) and wall time per call.
 //!
 //! `cargo bench --profile ci --all-features --bench open_cost`; `ENGRAM_BENCH=header,real,cli`
-//! picks parts, `ENGRAM_BENCH_ITERS` sets the iterations (default 300), `ENGRAM_BIN`
+//! picks parts (`header_restored`, `header_absent`: half of `header`), `ENGRAM_BENCH_ITERS` sets the iterations (default 300), `ENGRAM_BIN`
 //! the engram binary (default: the one beside this bench's build).
 
 mod common;
@@ -60,6 +60,15 @@ fn header(n: usize) {
     drop(Store::open(path, StoreOptions::default(), engram::projections()).expect("open"));
     let template = tracker.image().expect("image");
     for restored in [true, false] {
+        // `header_restored` / `header_absent` pick one of the two (for a profile).
+        let part = if restored {
+            "header_restored"
+        } else {
+            "header_absent"
+        };
+        if !(wanted("header") || wanted(part)) {
+            continue;
+        }
         let (mut v1, mut open, mut v2) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         let all = Instant::now();
         for _ in 0..n {
@@ -182,7 +191,7 @@ fn cli(bin: &Path, store: &Path, n: usize) {
 
 fn main() {
     let n = iters();
-    if wanted("header") {
+    if wanted("header") || wanted("header_restored") || wanted("header_absent") {
         header(n);
     }
     if wanted("real") || wanted("cli") {
