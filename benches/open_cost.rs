@@ -7,12 +7,13 @@
 //!   `Store::open`, drop, `verify`; and the same with no tracker (the open makes it);
 //! - `real`: a store of 300 memories made by `engram import`, its tracker a file:
 //!   a clean `Store::open` with every projection, and `verify_with` them;
-//! - `cli`: `engram --store S search foo` on that store, CPU (user + system, from
-//!   `getrusage` of the children) and wall time per call.
+//! - `cli`: `engram --store S search foo` on that store (and `search --keyword-only`,
+//!   `get`), CPU (user + system, from `getrusage` of the children) and wall time per call.
 //!
 //! `cargo bench --profile ci --all-features --bench open_cost`; `ENGRAM_BENCH=header,real,cli`
-//! picks parts (`header_restored`, `header_absent`: half of `header`), `ENGRAM_BENCH_ITERS` sets the iterations (default 300), `ENGRAM_BIN`
-//! the engram binary (default: the one beside this bench's build).
+//! picks parts (`header_restored`, `header_absent`: half of `header`),
+//! `ENGRAM_BENCH_ITERS` sets the iterations (default 300), `ENGRAM_BIN` the engram
+//! binary (default: the one beside this bench's build).
 
 mod common;
 use common::wanted;
@@ -168,14 +169,14 @@ fn children_cpu() -> Duration {
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-fn cli(bin: &Path, store: &Path, n: usize) {
+fn cli(bin: &Path, store: &Path, n: usize, args: &[&str]) {
     let cpu0 = children_cpu();
     let t = Instant::now();
     for _ in 0..n {
         let out = Command::new(bin)
             .arg("--store")
             .arg(store)
-            .args(["search", "foo"])
+            .args(args)
             .output()
             .expect("run engram search");
         assert!(out.status.success(), "engram search failed");
@@ -183,7 +184,8 @@ fn cli(bin: &Path, store: &Path, n: usize) {
     let wall = t.elapsed();
     let cpu = children_cpu() - cpu0;
     println!(
-        "engram --store S search foo: {n} calls, CPU {:.2} ms per call (user+sys), wall {:.2} ms",
+        "engram --store S {}: {n} calls, CPU {:.2} ms per call (user+sys), wall {:.2} ms",
+        args.join(" "),
         ms(cpu, n),
         ms(wall, n)
     );
@@ -202,7 +204,16 @@ fn main() {
             real(&store, n);
         }
         if wanted("cli") {
-            cli(&bin, &store, n.min(100));
+            // The query's embedding (the neural model's load and run) is most of a
+            // search; without it, what is left is closer to the store's own cost.
+            cli(&bin, &store, n.min(100), &["search", "foo"]);
+            cli(
+                &bin,
+                &store,
+                n.min(100),
+                &["search", "--keyword-only", "foo"],
+            );
+            cli(&bin, &store, n.min(100), &["get", "mem:0000b000"]);
         }
     }
 }
