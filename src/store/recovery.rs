@@ -265,9 +265,7 @@ impl Store {
             // there is a batch the tracker has not seen, or a torn one.
             let dirty = if thorough {
                 let snap = blob.snapshot(len)?;
-                snap.bytes()[meta.applied_end as usize..]
-                    .iter()
-                    .any(|&b| b != 0)
+                !all_zero(&snap.bytes()[meta.applied_end as usize..])
             } else {
                 let mut next = [0u8; 4];
                 let n = blob.read_at(meta.applied_end, &mut next)?;
@@ -472,6 +470,14 @@ impl Store {
         report.truncated_reason = Some(why);
         Ok(())
     }
+}
+
+/// Whether every byte is zero: by blocks folded with `|`, which the compiler vectorises
+/// (byte by byte, every open's scan of the 4 MiB written ahead of the data took ~1 ms).
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(4096)
+        .all(|block| block.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
 /// Lowercase hex of a byte string.

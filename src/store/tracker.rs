@@ -16,6 +16,10 @@ use crate::format::RecordView;
 use crate::key::hash64;
 
 pub use super::tracker_apply::{apply_batch, note_applied};
+pub(crate) use schema::create_schema;
+pub use schema::reset;
+
+mod schema;
 pub use super::verify_projections::{CheckedTable, RowsOf};
 
 /// A change a committed batch makes, as projections see it.
@@ -104,19 +108,7 @@ pub struct TrackerMeta {
     pub schema: String,
 }
 
-const CORE_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS records (
-    seq INTEGER PRIMARY KEY, key_hash INTEGER NOT NULL UNIQUE, key TEXT NOT NULL,
-    offset INTEGER NOT NULL, length INTEGER NOT NULL, timestamp_ms INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS vectors (
-    key_hash INTEGER NOT NULL, embedder TEXT NOT NULL, offset INTEGER NOT NULL,
-    dim INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key_hash, embedder)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS embedders (
-    name TEXT PRIMARY KEY, dim INTEGER NOT NULL, count INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
-";
-
-/// Version of the core tables above; part of the schema fingerprint.
+/// Version of the core tables (`schema::CORE_SCHEMA`); part of the schema fingerprint.
 ///
 /// 5: `embedders.count` is kept by [`apply_batch`] instead of triggers on `vectors`.
 /// A statement that fires a trigger opens a statement journal, and opening one makes
@@ -219,48 +211,8 @@ pub(super) fn open_reporting(
     super::fts_rank::register(&db)?;
     super::fts_postings::register(&db)?;
     let mut db = db;
-    // Tables that exist already need no write: `CREATE … IF NOT EXISTS` of an existing
-    // one only reads. So the schema is first made in a DEFERRED transaction, and an
-    // open never waits for a writer's transaction, however long (a streamed batch
-    // applied while it is written holds one for the whole batch). When something is
-    // missing the upgrade to a write fails at once with BUSY if another connection
-    // writes, and it is done again in one IMMEDIATE transaction, so processes opening
-    // a new store at once queue on the busy handler.
-    let created = match create_schema(
-        &mut db,
-        projections,
-        rusqlite::TransactionBehavior::Deferred,
-    ) {
-        Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)))
-            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
-        {
-            create_schema(
-                &mut db,
-                projections,
-                rusqlite::TransactionBehavior::Immediate,
-            )?
-        }
-        other => other?,
-    };
+    let created = schema::ensure(&mut db, projections)?;
     Ok((db, created))
-}
-
-/// Create what is missing, in one transaction; `true` when the database held no
-/// schema at all before (read in the same transaction, so no other process's tables
-/// can be among what it then holds).
-pub(super) fn create_schema(
-    db: &mut Connection,
-    projections: &[&dyn Projection],
-    behavior: rusqlite::TransactionBehavior,
-) -> Result<bool> {
-    let tx = db.transaction_with_behavior(behavior)?;
-    let empty: bool = tx.query_row("SELECT count(*) = 0 FROM sqlite_master", [], |r| r.get(0))?;
-    tx.execute_batch(CORE_SCHEMA)?;
-    for p in projections {
-        p.create(&tx)?;
-    }
-    tx.commit()?;
-    Ok(empty)
 }
 
 /// Open the tracker for reading in one read transaction, check its structure with
@@ -402,21 +354,6 @@ pub fn sealed_key_id(db: &Connection) -> Result<Option<String>> {
 pub fn write_identity(db: &Connection, m: &TrackerMeta) -> Result<()> {
     db.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES ('identity', ?1)")?
         .execute([format!("{}:{}:{}", m.generation, m.store_id, m.schema)])?;
-    Ok(())
-}
-
-/// Drop every table (core and projections) and create them empty.
-pub fn reset(db: &Connection, projections: &[&dyn Projection]) -> Result<()> {
-    db.execute_batch(
-        "DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS vectors; DROP TABLE IF EXISTS embedders; DROP TABLE IF EXISTS meta;",
-    )?;
-    for p in projections {
-        p.drop_tables(db)?;
-    }
-    db.execute_batch(CORE_SCHEMA)?;
-    for p in projections {
-        p.create(db)?;
-    }
     Ok(())
 }
 
