@@ -98,13 +98,13 @@ impl BackendProviders {
     }
 
     /// The memories possibly affected by a change to what their symbols call, up to
-    /// `depth` calls away (`stale --impact`). Only the local store's memories carry
-    /// callee anchors: refused for another backend.
+    /// `depth` calls away (`stale --impact`). Judged from the local store's stale
+    /// tables only: refused for another backend.
     pub fn impact(&self, depth: u32, limit: usize) -> Result<crate::stale::Impact, ManagerError> {
         match &self.judge {
             Judge::Own(m) => Ok(crate::stale::impact(m, depth, limit)?),
             Judge::Beside(_) => Err(ManagerError::Invalid(
-                "impact judges the local store's memories only: the team backend's memories carry no callee anchors (engram stale without --impact lists its stale ones)".into(),
+                "impact judges the local store's memories only, not the team backend's (engram stale without --impact lists its stale ones)".into(),
             )),
         }
     }

@@ -178,6 +178,13 @@ pub trait Anchorer: Send + Sync {
 pub trait AnchorSource: Send + Sync {
     /// The anchors of `memory`, each with the current content hash of what it names.
     fn anchors(&self, memory: &Memory) -> Result<Vec<Anchor>>;
+
+    /// The callee anchors of a memory with `anchors`, as [`Anchorer::callees`] gives
+    /// them. The default knows no code: `None`.
+    fn callees(&self, anchors: &[Anchor]) -> Result<Option<Vec<CalleeAnchor>>> {
+        let _ = anchors;
+        Ok(None)
+    }
 }
 
 impl Memories {

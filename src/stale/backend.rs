@@ -25,8 +25,8 @@ use super::projection::{code_row, moved_to, Code, CODE_ROW};
 use super::{summary, target_of, CodeAnchorer, Reason, Result, StaleMemory, Staleness};
 use crate::key::hash64;
 use crate::memory::{
-    self, Anchor, AnchorSource, Anchorer, Memories, Memory, MemoryBackend, MemoryError,
-    MemoryFilter,
+    self, Anchor, AnchorSource, Anchorer, CalleeAnchor, Memories, Memory, MemoryBackend,
+    MemoryError, MemoryFilter,
 };
 use crate::store::Store;
 
@@ -53,6 +53,13 @@ impl AnchorSource for LocalCodeAnchors {
             .code
             .store()
             .with_tracker(|db| CodeAnchorer.anchors(db, memory))?)
+    }
+
+    fn callees(&self, anchors: &[Anchor]) -> memory::Result<Option<Vec<CalleeAnchor>>> {
+        Ok(self
+            .code
+            .store()
+            .with_tracker(|db| CodeAnchorer.callees(db, anchors))?)
     }
 }
 

@@ -302,16 +302,8 @@ impl<'c> Resolver<'c> {
             }
         }
         // A base class the signature names.
-        let class_def = class.as_deref().and_then(|cl| {
-            in_file
-                .iter()
-                .find(|d| d.qualified_name == cl && is_type(&d.kind))
-                .cloned()
-        });
-        if let Some(class_def) = class_def {
-            if let Some(found) = self.through_bases(&class_def, &c.name, 0)? {
-                return Ok(Some(found));
-            }
+        if let Some(found) = self.in_bases(class.as_deref(), in_file, &c.name)? {
+            return Ok(Some(found));
         }
         // Defined elsewhere (another `impl` block, a base out of reach): by name.
         let named = self.defs_named(&c.name)?;
@@ -332,12 +324,7 @@ impl<'c> Resolver<'c> {
         if !same_type.is_empty() {
             return Ok(by_count(same_type));
         }
-        let methods: Vec<SymbolInfo> = named
-            .iter()
-            .filter(|d| family(&d.lang) == fam && d.kind == "method")
-            .cloned()
-            .collect();
-        Ok(by_count(methods))
+        Ok(by_count(methods_of(&named, fam)))
     }
 
     /// A call through `super()` / `super`: a member of the enclosing type's bases
@@ -349,26 +336,32 @@ impl<'c> Resolver<'c> {
         caller: Option<&SymbolInfo>,
         in_file: &[SymbolInfo],
     ) -> Result<Option<Found>> {
-        let sep = separator(&c.lang);
-        let class_def = enclosing_type(caller, in_file, sep).and_then(|cl| {
+        let class = enclosing_type(caller, in_file, separator(&c.lang));
+        if let Some(found) = self.in_bases(class.as_deref(), in_file, &c.name)? {
+            return Ok(Some(found));
+        }
+        let named = self.defs_named(&c.name)?;
+        Ok(by_count(methods_of(&named, family(&c.lang))))
+    }
+
+    /// `name` as a member of the bases that `class`'s signature names (`class` a type
+    /// this file defines), nearest first.
+    fn in_bases(
+        &mut self,
+        class: Option<&str>,
+        in_file: &[SymbolInfo],
+        name: &str,
+    ) -> Result<Option<Found>> {
+        let class_def = class.and_then(|cl| {
             in_file
                 .iter()
                 .find(|d| d.qualified_name == cl && is_type(&d.kind))
                 .cloned()
         });
-        if let Some(class_def) = class_def {
-            if let Some(found) = self.through_bases(&class_def, &c.name, 0)? {
-                return Ok(Some(found));
-            }
+        match class_def {
+            Some(class_def) => self.through_bases(&class_def, name, 0),
+            None => Ok(None),
         }
-        let fam = family(&c.lang);
-        let methods: Vec<SymbolInfo> = self
-            .defs_named(&c.name)?
-            .iter()
-            .filter(|d| family(&d.lang) == fam && d.kind == "method")
-            .cloned()
-            .collect();
-        Ok(by_count(methods))
     }
 
     /// What `rest` and `name` reach through import `imp` (which binds the
@@ -583,6 +576,15 @@ fn is_super(lang: &str, qual: &str) -> bool {
         && (qual == "super"
             || qual == "super()"
             || (lang == "python" && qual.starts_with("super(") && qual.ends_with(')')))
+}
+
+/// The methods among `named` in the language family `fam`.
+fn methods_of(named: &[SymbolInfo], fam: &str) -> Vec<SymbolInfo> {
+    named
+        .iter()
+        .filter(|d| family(&d.lang) == fam && d.kind == "method")
+        .cloned()
+        .collect()
 }
 
 fn by_count(mut candidates: Vec<SymbolInfo>) -> Option<Found> {

@@ -275,6 +275,7 @@ impl PgMemories {
         m.redacted = memory::redact_memory(&mut m)?;
         if let Some(source) = &self.anchors {
             m.anchors = source.anchors(&m)?;
+            m.callees = source.callees(&m.anchors)?;
         }
         Ok(m)
     }
