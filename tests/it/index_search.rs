@@ -512,3 +512,43 @@ fn the_graph_signal_brings_in_code_the_best_hits_call_and_are_called_by() {
     let chunk_paths: Vec<&str> = chunks.hits.iter().map(path).collect();
     assert!(!chunk_paths.contains(&"shop/tally.py"), "{chunk_paths:?}");
 }
+
+/// A Markdown heading holding the question's words does not take the first place
+/// from the code that does the thing: in code search, sections count through the
+/// keyword and vector lists, not at a symbol name's weight. Asked for symbols, the
+/// section is still found.
+#[test]
+fn a_markdown_heading_does_not_outrank_the_code_it_describes() {
+    use engram::search::HitKind;
+    let repo = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        "docs/guide.md",
+        "# Guide\n\n## Retry failed webhook deliveries\n\nThe service retries.\n",
+    );
+    write(
+        repo.path(),
+        "app/hooks.py",
+        "def retry_failed_deliveries(queue):\n    \"\"\"Retry failed webhook deliveries from the queue.\"\"\"\n    for item in queue:\n        item.send()\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    index::index(&store, repo.path(), &IndexOptions::default()).unwrap();
+    let query = "retry failed webhook deliveries";
+    let hits = search(&store, query, &SearchOptions::default())
+        .unwrap()
+        .hits;
+    assert_eq!(hits.first().map(path), Some("app/hooks.py"), "{hits:?}");
+    assert!(hits.iter().any(|h| path(h) == "docs/guide.md"), "{hits:?}");
+    let symbols = SearchOptions {
+        kind: Some(HitKind::Symbol),
+        ..SearchOptions::default()
+    };
+    let found = search(&store, query, &symbols).unwrap().hits;
+    assert!(
+        found
+            .iter()
+            .any(|h| h.key.contains("Retry failed webhook deliveries:section")),
+        "{found:?}"
+    );
+}
