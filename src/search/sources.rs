@@ -187,5 +187,5 @@ pub(super) fn vector_list(
 
 /// Whether a `sym:` key names a Markdown section (`sym:PATH#NAME:section:START:END`).
 fn is_section(key: &str) -> bool {
-    key.rsplitn(4, ':').nth(2) == Some("section")
+    key.rsplit(':').nth(2) == Some("section")
 }
