@@ -23,6 +23,7 @@ use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use gemm::Parallelism;
+use rayon::prelude::*;
 
 use candle_transformers::models::bert::HiddenAct;
 
@@ -316,9 +317,36 @@ impl PackedWeight {
                         && dst.len() >= (l - 1) * out + col + n,
                     "row product out of bounds"
                 );
-                // SAFETY: `f32_kernels` found AVX-512F; the lengths it reads and
-                // writes were checked just above.
-                unsafe { rows_product(dst, (out, col), x, l, inp, w) };
+                match par {
+                    // One text on several cores (a query): each streams its share
+                    // of W's rows into its own block, added into dst after. A CLI
+                    // search reads the whole model once from the page cache, and
+                    // one core alone does not reach the memory's bandwidth.
+                    Parallelism::Rayon(threads) if threads > 1 && n >= 64 * threads => {
+                        let share = n.div_ceil(threads);
+                        let parts: Vec<(usize, Vec<f32>)> = w
+                            .par_chunks(share * inp)
+                            .enumerate()
+                            .map(|(i, rows)| {
+                                let k = rows.len() / inp;
+                                let mut block = vec![0.0f32; l * k];
+                                // SAFETY: as below, for `block`: l rows of k.
+                                unsafe { rows_product(&mut block, (k, 0), x, l, inp, rows) };
+                                (i * share, block)
+                            })
+                            .collect();
+                        for (first, block) in parts {
+                            let k = block.len() / l;
+                            for (m, r) in block.chunks_exact(k).enumerate() {
+                                let d = &mut dst[m * out + col + first..][..k];
+                                d.iter_mut().zip(r).for_each(|(d, r)| *d += r);
+                            }
+                        }
+                    }
+                    // SAFETY: `f32_kernels` found AVX-512F; the lengths it reads and
+                    // writes were checked just above.
+                    _ => unsafe { rows_product(dst, (out, col), x, l, inp, w) },
+                }
                 col += n;
                 continue;
             }

@@ -1,5 +1,6 @@
 //! A local sentence-transformer embedder: BERT run in-process with candle (pure Rust,
-//! CPU), tokenised with the `tokenizers` crate, weights read from a Hugging Face
+//! CPU), tokenised by engram's own BERT WordPiece (`wordpiece`; the `tokenizers`
+//! crate for any other tokenizer file), weights read from a Hugging Face
 //! layout directory (`config.json`, `tokenizer.json`, `model.safetensors`, and the
 //! sentence-transformers files that say how to pool).
 //!
@@ -26,11 +27,12 @@ mod ops;
 mod tokenizer;
 pub mod verify;
 mod weights;
+mod wordpiece;
 
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use tokenizers::Tokenizer;
+use tokenizer::Tokens;
 
 use layout::Layout;
 pub use layout::Pooling;
@@ -90,7 +92,7 @@ pub enum NeuralError {
 pub struct NeuralEmbedder {
     name: String,
     layout: Layout,
-    tokenizer: Tokenizer,
+    tokenizer: Tokens,
     model: bert::Bert,
     timings: LoadTimings,
 }
@@ -153,20 +155,7 @@ impl NeuralEmbedder {
         timings.verify = lap();
         let layout = Layout::read(dir)?;
         timings.layout = lap();
-        let tk_path = dir.join("tokenizer.json");
-        let mut tokenizer = tokenizer::load(&tk_path)?;
-        // Batches are padded here, not by the tokenizer; its own truncation setting
-        // (128 in all-MiniLM-L6-v2's file) is replaced by the model's window.
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(tokenizers::TruncationParams {
-                max_length: layout.max_tokens,
-                ..Default::default()
-            }))
-            .map_err(|e| NeuralError::Tokenizer {
-                path: tk_path.clone(),
-                reason: e.to_string(),
-            })?;
+        let tokenizer = Tokens::load(&dir.join("tokenizer.json"), layout.max_tokens)?;
         timings.tokenizer = lap();
         let model = bert::Bert::load(&dir.join("model.safetensors"), &layout.bert)?;
         timings.weights = lap();
@@ -208,17 +197,29 @@ impl NeuralEmbedder {
         self.model.matmul_kind()
     }
 
-    /// The tokenizer as loaded (its truncation set to the model's window).
-    pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
+    /// The token ids the model reads for `text` (special tokens included, cut at the
+    /// window), as sentence-transformers' tokenizer gives them.
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, NeuralError> {
+        self.tokenizer.encode(text)
+    }
+
+    /// Entries in the tokenizer's vocabulary, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.tokenizer.vocab_size()
+    }
+
+    /// How tokenizer.json was read: `"wordpiece"` (engram's own BERT tokenizer) or
+    /// `"tokenizers"` (the crate, for any other kind of file).
+    pub fn tokenizer_kind(&self) -> &'static str {
+        self.tokenizer.kind()
     }
 
     /// How many tokens of `text` the model sees (special tokens included, after
     /// truncation at the window).
     pub fn token_count(&self, text: &str) -> usize {
         self.tokenizer
-            .encode(text.trim(), true)
-            .map_or(0, |e| e.get_ids().len())
+            .encode(text.trim())
+            .map_or(0, |ids| ids.len())
     }
 
     /// Vectors for `texts`, in order. Blank texts get all-zero vectors.
@@ -245,12 +246,7 @@ impl NeuralEmbedder {
         }
         let mut encoded: Vec<(usize, Vec<u32>)> = inputs
             .into_par_iter()
-            .map(|(i, t)| {
-                self.tokenizer
-                    .encode(t, true)
-                    .map(|e| (i, e.get_ids().to_vec()))
-                    .map_err(|e| NeuralError::Tokenize(e.to_string()))
-            })
+            .map(|(i, t)| self.tokenizer.encode(&t).map(|ids| (i, ids)))
             .collect::<Result<_, _>>()?;
         // Longest first, so the costly texts start early and the cores finish together.
         encoded.sort_by_key(|(_, ids)| std::cmp::Reverse(ids.len()));
