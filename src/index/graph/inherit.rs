@@ -80,7 +80,7 @@ impl Resolver<'_> {
         let Some((defs, conf)) = self.resolve(&row)? else {
             return Ok(None);
         };
-        let types: Vec<SymbolInfo> = defs.into_iter().filter(|d| is_type(&d.kind)).collect();
+        let types: Vec<SymbolInfo> = defs.iter().filter(|d| is_type(&d.kind)).cloned().collect();
         let mut members = Vec::new();
         for d in &types {
             let want = format!("{}{}{name}", d.qualified_name, separator(&d.lang));
@@ -92,7 +92,7 @@ impl Resolver<'_> {
             );
         }
         if !members.is_empty() {
-            return Ok(Some((members, conf)));
+            return Ok(Some((members.into(), conf)));
         }
         for d in &types {
             if let Some((m, c)) = self.through_bases(d, name, level + 1)? {

@@ -48,7 +48,7 @@ pub fn linked_chunks(
         for c in &calls {
             if let Some((targets, conf)) = g.r.resolve(c)? {
                 if conf >= min {
-                    linked.extend(targets.into_iter().map(|t| t.key));
+                    linked.extend(targets.iter().map(|t| t.key.clone()));
                 }
             }
         }

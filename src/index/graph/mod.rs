@@ -64,7 +64,7 @@ pub fn edges_of_file(store: &Store, path: &str) -> Result<Vec<Edge>, IndexError>
         let mut out = Vec::new();
         for c in calls {
             if let Some((defs, confidence)) = r.resolve(&c)? {
-                for d in defs {
+                for d in defs.iter() {
                     out.push(Edge {
                         caller: c.caller.clone(),
                         path: c.path.clone(),
@@ -72,7 +72,7 @@ pub fn edges_of_file(store: &Store, path: &str) -> Result<Vec<Edge>, IndexError>
                         column: c.column,
                         kind: c.kind.clone(),
                         name: c.name.clone(),
-                        target: d.key,
+                        target: d.key.clone(),
                         confidence,
                     });
                 }

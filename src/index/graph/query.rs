@@ -384,17 +384,17 @@ pub fn callees(db: &Connection, target: &Target, ask: Ask) -> Result<GraphAnswer
                 if confidence < ask.min_confidence {
                     continue;
                 }
-                for t in targets {
+                for t in targets.iter() {
                     if seen.contains(&t.key) {
                         continue;
                     }
                     let conf = confidence.min(*so_far);
                     let e = step
                         .entry(t.key.clone())
-                        .or_insert_with(|| linked(&t, depth, conf, &from.key));
+                        .or_insert_with(|| linked(t, depth, conf, &from.key));
                     e.calls += 1;
                     e.confidence = e.confidence.max(conf);
-                    next_defs.insert(t.key.clone(), t);
+                    next_defs.insert(t.key.clone(), t.clone());
                 }
             }
         }

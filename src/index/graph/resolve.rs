@@ -33,11 +33,16 @@ pub struct Resolver<'c> {
     defs_by_path: HashMap<String, Rc<Vec<SymbolInfo>>>,
     defs_by_name: HashMap<String, Rc<Vec<SymbolInfo>>>,
     imports_by_path: HashMap<String, Rc<Vec<ImportRow>>>,
+    /// The by-name fallbacks' answers, by name and rule: a common name (`get`,
+    /// `len`) is called at thousands of places, and each such call reaches the same
+    /// candidates, which were copied once per call before.
+    named_found: HashMap<(String, String), Option<Found>>,
     modules: modules::Files,
 }
 
-/// Definitions found, all at one confidence.
-pub type Found = (Vec<SymbolInfo>, Confidence);
+/// Definitions found, all at one confidence (shared: one by-name answer may serve
+/// thousands of calls).
+pub type Found = (Rc<[SymbolInfo]>, Confidence);
 
 impl<'c> Resolver<'c> {
     pub fn new(db: &'c Connection) -> Resolver<'c> {
@@ -46,6 +51,7 @@ impl<'c> Resolver<'c> {
             defs_by_path: HashMap::new(),
             defs_by_name: HashMap::new(),
             imports_by_path: HashMap::new(),
+            named_found: HashMap::new(),
             modules: modules::Files::new(),
         }
     }
@@ -145,7 +151,7 @@ impl<'c> Resolver<'c> {
         if c.lang == "rust" && matches!(q0, "crate" | "self" | "super") {
             let found = self.import_targets(&c.lang, &c.path, &c.qual, &c.name, 0)?;
             if !found.is_empty() {
-                return Ok(Some((found, Confidence::Imported)));
+                return Ok(Some((found.into(), Confidence::Imported)));
             }
         }
         // Through a name an import binds (`np.array`, `Foo::new`, `mod.f`).
@@ -155,7 +161,7 @@ impl<'c> Resolver<'c> {
         for imp in imports.iter().filter(|i| i.bind.as_deref() == Some(q0)) {
             let found = self.through_import(&c.lang, imp, &rest, &c.name)?;
             if !found.is_empty() {
-                return Ok(Some((found, Confidence::Imported)));
+                return Ok(Some((found.into(), Confidence::Imported)));
             }
             external |= self.module_files(&c.lang, &c.path, &imp.module)?.is_empty();
         }
@@ -177,27 +183,46 @@ impl<'c> Resolver<'c> {
             .cloned()
             .collect();
         if !here.is_empty() {
-            return Ok(Some((here, Confidence::Resolved)));
+            return Ok(Some((here.into(), Confidence::Resolved)));
         }
         // By name only: members of a type of that name, or any method so named.
-        let named = self.defs_named(&c.name)?;
         let fam = family(&c.lang);
         let last = segs.last().copied().unwrap_or_default();
         let typed = last.starts_with(|ch: char| ch.is_uppercase());
-        let candidates: Vec<SymbolInfo> = named
-            .iter()
-            .filter(|d| family(&d.lang) == fam)
-            .filter(|d| {
-                let parent = parent_of(&d.qualified_name, separator(&d.lang));
-                if typed {
-                    parent.is_some_and(|p| p.rsplit(separator(&d.lang)).next() == Some(last))
-                } else {
-                    d.kind == "method"
-                }
-            })
-            .cloned()
-            .collect();
-        Ok(by_count(candidates))
+        let rule = format!("member {fam} {}", if typed { last } else { "" });
+        self.by_name(&c.name, rule, |named| {
+            named
+                .iter()
+                .filter(|d| family(&d.lang) == fam)
+                .filter(|d| {
+                    let parent = parent_of(&d.qualified_name, separator(&d.lang));
+                    if typed {
+                        parent.is_some_and(|p| p.rsplit(separator(&d.lang)).next() == Some(last))
+                    } else {
+                        d.kind == "method"
+                    }
+                })
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// What a by-name fallback rule `rule` picks from the definitions named `name`,
+    /// counted (`by_count`), worked out once per name and rule.
+    fn by_name(
+        &mut self,
+        name: &str,
+        rule: String,
+        pick: impl FnOnce(&[SymbolInfo]) -> Vec<SymbolInfo>,
+    ) -> Result<Option<Found>> {
+        let key = (name.to_string(), rule);
+        if let Some(found) = self.named_found.get(&key) {
+            return Ok(found.clone());
+        }
+        let named = self.defs_named(name)?;
+        let found = by_count(pick(&named));
+        self.named_found.insert(key, found.clone());
+        Ok(found)
     }
 
     /// A call without a receiver (`helper()`, `Thing()`).
@@ -222,7 +247,7 @@ impl<'c> Resolver<'c> {
                 .cloned()
                 .collect();
             if !here.is_empty() {
-                return Ok(Some((here, Confidence::Resolved)));
+                return Ok(Some((here.into(), Confidence::Resolved)));
             }
             match scope {
                 Some(s) => scope = parent_of(s, sep),
@@ -242,7 +267,7 @@ impl<'c> Resolver<'c> {
                 None => Vec::new(),
             };
             if !found.is_empty() {
-                return Ok(Some((found, Confidence::Imported)));
+                return Ok(Some((found.into(), Confidence::Imported)));
             }
             external |= self.module_files(&c.lang, &c.path, &imp.module)?.is_empty();
         }
@@ -268,17 +293,17 @@ impl<'c> Resolver<'c> {
         }
         if !found.is_empty() {
             dedup(&mut found);
-            return Ok(Some((found, Confidence::Imported)));
+            return Ok(Some((found.into(), Confidence::Imported)));
         }
         // The repository, by name.
-        let named = self.defs_named(&c.name)?;
         let fam = family(&c.lang);
-        let candidates: Vec<SymbolInfo> = named
-            .iter()
-            .filter(|d| family(&d.lang) == fam && !(skip_methods && d.kind == "method"))
-            .cloned()
-            .collect();
-        Ok(by_count(candidates))
+        self.by_name(&c.name, format!("bare {fam} {skip_methods}"), |named| {
+            named
+                .iter()
+                .filter(|d| family(&d.lang) == fam && !(skip_methods && d.kind == "method"))
+                .cloned()
+                .collect()
+        })
     }
 
     /// A call through `self`, `this` or their kin: the enclosing type's own member.
@@ -298,33 +323,37 @@ impl<'c> Resolver<'c> {
                 .cloned()
                 .collect();
             if !here.is_empty() {
-                return Ok(Some((here, Confidence::Resolved)));
+                return Ok(Some((here.into(), Confidence::Resolved)));
             }
         }
         // A base class the signature names.
         if let Some(found) = self.in_bases(class.as_deref(), in_file, &c.name)? {
             return Ok(Some(found));
         }
-        // Defined elsewhere (another `impl` block, a base out of reach): by name.
-        let named = self.defs_named(&c.name)?;
+        // Defined elsewhere (another `impl` block, a base out of reach): by name,
+        // members of a type named as the enclosing one, else any method so named.
         let fam = family(&c.lang);
         let class_last = class
             .as_deref()
             .map(|c| c.rsplit(sep).next().unwrap_or(c).to_string());
-        let same_type: Vec<SymbolInfo> = named
-            .iter()
-            .filter(|d| family(&d.lang) == fam)
-            .filter(|d| {
-                let dsep = separator(&d.lang);
-                parent_of(&d.qualified_name, dsep).map(|p| p.rsplit(dsep).next().unwrap_or(p))
-                    == class_last.as_deref()
-            })
-            .cloned()
-            .collect();
-        if !same_type.is_empty() {
-            return Ok(by_count(same_type));
-        }
-        Ok(by_count(methods_of(&named, fam)))
+        let rule = format!("self {fam} {}", class_last.as_deref().unwrap_or("\n"));
+        self.by_name(&c.name, rule, |named| {
+            let same_type: Vec<SymbolInfo> = named
+                .iter()
+                .filter(|d| family(&d.lang) == fam)
+                .filter(|d| {
+                    let dsep = separator(&d.lang);
+                    parent_of(&d.qualified_name, dsep).map(|p| p.rsplit(dsep).next().unwrap_or(p))
+                        == class_last.as_deref()
+                })
+                .cloned()
+                .collect();
+            if same_type.is_empty() {
+                methods_of(named, fam)
+            } else {
+                same_type
+            }
+        })
     }
 
     /// A call through `super()` / `super`: a member of the enclosing type's bases
@@ -340,8 +369,10 @@ impl<'c> Resolver<'c> {
         if let Some(found) = self.in_bases(class.as_deref(), in_file, &c.name)? {
             return Ok(Some(found));
         }
-        let named = self.defs_named(&c.name)?;
-        Ok(by_count(methods_of(&named, family(&c.lang))))
+        let fam = family(&c.lang);
+        self.by_name(&c.name, format!("methods {fam}"), |named| {
+            methods_of(named, fam)
+        })
     }
 
     /// `name` as a member of the bases that `class`'s signature names (`class` a type
@@ -591,7 +622,7 @@ fn by_count(mut candidates: Vec<SymbolInfo>) -> Option<Found> {
     dedup(&mut candidates);
     match candidates.len() {
         0 => None,
-        1 => Some((candidates, Confidence::SameName)),
-        _ => Some((candidates, Confidence::Ambiguous)),
+        1 => Some((candidates.into(), Confidence::SameName)),
+        _ => Some((candidates.into(), Confidence::Ambiguous)),
     }
 }
