@@ -1465,3 +1465,38 @@ fn super_calls_reach_the_bases_and_casts_type_their_receiver() {
         )]
     );
 }
+
+/// `o = f()` types `o` as what `f` is declared to return (`-> "Context"`,
+/// `-> t.Optional[Context]`), no surer than `f`'s own resolution; a function without
+/// a return annotation types nothing, and its result's methods are found by name; a
+/// binding's own value is typed by the binding above it.
+#[test]
+fn python_receivers_bound_to_a_call_take_its_declared_return_type() {
+    let (_repo, _dir, store) = indexed(&[
+        (
+            "pkg/ctx.py",
+            "import typing as t\n\n\nclass Context:\n    def scope(self):\n        return self\n\n\nclass Other:\n    def scope(self):\n        return self\n\n\ndef current() -> \"Context\":\n    return Context()\n\n\ndef maybe() -> t.Optional[Context]:\n    return None\n\n\ndef plain():\n    return Context()\n",
+        ),
+        (
+            "pkg/use.py",
+            "from pkg.ctx import current, maybe, plain\n\n\ndef run():\n    c = current()\n    c.scope()\n    m = maybe()\n    m.scope()\n    p = plain()\n    p.scope()\n    c = c.scope()\n",
+        ),
+    ]);
+    let context_scope = "sym:pkg/ctx.py#Context.scope:method:5:6".to_string();
+    let other_scope = "sym:pkg/ctx.py#Other.scope:method:10:11".to_string();
+    let found: Vec<_> = targets(&store, "pkg/use.py")
+        .into_iter()
+        .filter(|t| t.1.contains("scope"))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (6, context_scope.clone(), Imported),
+            (8, context_scope.clone(), Imported),
+            (10, context_scope.clone(), Ambiguous),
+            (10, other_scope, Ambiguous),
+            // `c = c.scope()`: the call's receiver is the `c` bound above.
+            (11, context_scope, Imported),
+        ],
+    );
+}

@@ -103,6 +103,47 @@ impl Resolver<'_> {
     }
 }
 
+impl Resolver<'_> {
+    /// `c`'s name as a member of the type that `callee` (`f`, `a.f`, called at `c`'s
+    /// place) is declared to return (`def f() -> Foo`), no surer than the callee's
+    /// own resolution.
+    pub(crate) fn member_of_returned(&mut self, c: &CallRow, callee: &str) -> Result<Option<Found>> {
+        let (qual, last) = callee.rsplit_once('.').unwrap_or(("", callee));
+        let row = CallRow {
+            name: last.to_string(),
+            qual: qual.to_string(),
+            kind: "call".into(),
+            // The callee's own receiver is not typed here: one step only.
+            recv: None,
+            ..c.clone()
+        };
+        let Some((defs, conf)) = self.resolve(&row)? else {
+            return Ok(None);
+        };
+        for d in defs.iter() {
+            let Some(ty) = returned_type(&d.signature, &d.lang) else {
+                continue;
+            };
+            // The annotation is written in the definition's file: read it there.
+            let at = (d.path.as_str(), d.lang.as_str(), d.start_line);
+            if let Some((m, mc)) = self.member_of_type(at, &ty, &c.name, 1)? {
+                return Ok(Some((m, mc.min(conf))));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The type a Python function's signature says it returns (`def f(…) -> Foo:`,
+/// `-> "Foo"`, `-> Optional[Foo]`), as `declared` reads a written type.
+fn returned_type(signature: &str, lang: &str) -> Option<String> {
+    if lang != "python" {
+        return None;
+    }
+    let (_, ret) = signature.rsplit_once("->")?;
+    crate::index::symbols::declared(ret.trim().trim_end_matches(':').trim_end())
+}
+
 /// The bases a class signature names, as written (`m.Base`, `Base`), generics and
 /// modifiers dropped.
 pub(crate) fn bases(signature: &str, lang: &str) -> Vec<String> {

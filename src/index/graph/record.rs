@@ -15,9 +15,10 @@ pub const REFS_TYPE: &str = "code_refs";
 
 /// What a `refs:` record's extraction knows, in its metadata (`graph`): 2 adds
 /// receivers' types (`recv`), 3 calls inside Rust macros' arguments and Rust
-/// struct literals (`construct`), 4 Python receivers typed by `cast(T, x)`. A file whose
-/// record is older is indexed again.
-pub const GRAPH_VERSION: u32 = 4;
+/// struct literals (`construct`), 4 Python receivers typed by `cast(T, x)`, 5 Python
+/// receivers bound to what a call returns (`f()` markers). A file whose record is
+/// older is indexed again.
+pub const GRAPH_VERSION: u32 = 5;
 
 /// The key of a file's references record.
 pub fn refs_key(path: &str) -> String {

@@ -168,10 +168,15 @@ impl<'c> Resolver<'c> {
         if external {
             return Ok(None);
         }
-        // A receiver the file declares or constructs as a type (`o = Foo()`, `o: Foo`).
+        // A receiver the file declares or constructs as a type (`o = Foo()`, `o: Foo`),
+        // or binds to what a function returns (`o = f()`).
         if let Some(ty) = c.recv.as_deref() {
             let at = (c.path.as_str(), c.lang.as_str(), c.line);
-            if let Some(found) = self.member_of_type(at, ty, &c.name, 0)? {
+            let found = match ty.strip_suffix("()") {
+                Some(callee) => self.member_of_returned(c, callee)?,
+                None => self.member_of_type(at, ty, &c.name, 0)?,
+            };
+            if let Some(found) = found {
                 return Ok(Some(found));
             }
         }

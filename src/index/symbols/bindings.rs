@@ -4,8 +4,10 @@
 //!
 //! Syntax only, within one file: a name bound to a type by a declaration or a
 //! construction, looked up from the call outwards (the function, its enclosing
-//! functions, the enclosing type's members, the file). What a function returns is
-//! not followed, nor any flow: the last binding above the call wins. The type is
+//! functions, the enclosing type's members, the file). A Python name bound to what a
+//! function returns (`o = f()`, `o = a.f()`) is kept as the marker `f()` / `a.f()`,
+//! for the graph to read the return annotation at query time. No flow is followed:
+//! the last binding above the call wins. The type is
 //! kept as written (`Foo`, `mod.Foo`, `a::b::Foo`), wrappers a method call sees
 //! through (`Box<Foo>`, `Optional[Foo]`, `Foo | None`) removed; resolving it to a
 //! definition is the graph's business, at query time. Must never guess a type from
@@ -144,7 +146,14 @@ const NOT_A_TYPE: &[&str] = &[
 ];
 
 /// Wrappers whose methods are the wrapped type's (a call goes through them).
-const SEE_THROUGH: &[&str] = &["Optional[", "Box<", "Rc<", "Arc<"];
+const SEE_THROUGH: &[&str] = &[
+    "Optional[",
+    "t.Optional[",
+    "typing.Optional[",
+    "Box<",
+    "Rc<",
+    "Arc<",
+];
 
 /// The bindings `node` makes.
 pub(super) fn of(node: Node, src: &[u8], binds: Binds) -> Vec<Binding> {
@@ -316,8 +325,18 @@ fn constructed(value: Node, src: &[u8], binds: Binds) -> Option<String> {
                 // forward reference may quote it).
                 let first = value.child_by_field_name("arguments")?.named_child(0)?;
                 text(first).trim_matches(['"', '\'']).to_string()
+            } else if capitalised(&f) {
+                f
+            } else if f
+                .split('.')
+                .all(|s| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            {
+                // `ctx = get_current_context()`, `sub = cmd.make_context(…)`: what
+                // the function returns, as its definition declares, worked out at
+                // query time from the marker `f()` (`graph::resolve`).
+                return Some(format!("{f}()"));
             } else {
-                capitalised(&f).then_some(f)?
+                return None;
             }
         }
         (Binds::Ecma, "new_expression") | (Binds::Java, "object_creation_expression") => {
@@ -351,7 +370,7 @@ fn capitalised(path: &str) -> bool {
 
 /// A written type as the name of a type a repository may define: `Foo`, `m.Foo`,
 /// `a::b::Foo`; `None` for a builtin, a union of several types, a function type.
-pub(super) fn declared(written: &str) -> Option<String> {
+pub(crate) fn declared(written: &str) -> Option<String> {
     let mut t = written.trim().trim_start_matches(':').trim();
     t = t.trim_matches(|c| c == '"' || c == '\'');
     // `Foo | None`, `Foo | undefined`: the one type that is not nothing.
@@ -422,7 +441,12 @@ pub(super) fn type_receivers(
         let Some(named) = by_name.get(call.qual.as_str()) else {
             continue;
         };
-        let above = |p: &&&Placed| p.binding.line <= call.line;
+        // A binding to what a call returns is not the receiver of the calls in its
+        // own value (`url = url.replace(…)`: the old `url` is).
+        let above = |p: &&&Placed| {
+            p.binding.line < call.line
+                || (p.binding.line == call.line && !p.binding.ty.ends_with("()"))
+        };
         // Locals, from the innermost function outwards.
         let mut scope = call.symbol;
         let mut ty = None;

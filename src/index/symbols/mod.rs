@@ -25,6 +25,7 @@ use serde::Serialize;
 pub use chunks::{chunk_file, SymbolChunk};
 pub use imports::Import;
 pub use sites::CallSite;
+pub(crate) use bindings::declared;
 
 /// What a symbol is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
