@@ -107,7 +107,11 @@ impl Resolver<'_> {
     /// `c`'s name as a member of the type that `callee` (`f`, `a.f`, called at `c`'s
     /// place) is declared to return (`def f() -> Foo`), no surer than the callee's
     /// own resolution.
-    pub(crate) fn member_of_returned(&mut self, c: &CallRow, callee: &str) -> Result<Option<Found>> {
+    pub(crate) fn member_of_returned(
+        &mut self,
+        c: &CallRow,
+        callee: &str,
+    ) -> Result<Option<Found>> {
         let (qual, last) = callee.rsplit_once('.').unwrap_or(("", callee));
         let row = CallRow {
             name: last.to_string(),

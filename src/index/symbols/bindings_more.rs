@@ -9,7 +9,8 @@
 
 use tree_sitter::Node;
 
-use super::bindings::{declared, Binding, Binds};
+use super::bindings::{Binding, Binds};
+use super::written_type::declared;
 
 /// The bindings `node` makes, in one of the languages this file reads.
 pub(super) fn of(node: Node, src: &[u8], binds: Binds) -> Vec<Binding> {

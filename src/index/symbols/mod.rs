@@ -16,6 +16,7 @@ mod lang_more;
 mod macro_calls;
 mod markdown;
 mod sites;
+mod written_type;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use serde::Serialize;
 pub use chunks::{chunk_file, SymbolChunk};
 pub use imports::Import;
 pub use sites::CallSite;
-pub(crate) use bindings::declared;
+pub(crate) use written_type::declared;
 
 /// What a symbol is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
