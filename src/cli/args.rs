@@ -253,8 +253,9 @@ pub enum Command {
     },
     /// Every reference to a definition (calls, constructions, imports), each with its
     /// enclosing symbol and how sure the match is (resolved, imported, same-name,
-    /// ambiguous). Names are matched without type inference: `obj.get()` refers to
-    /// every method named `get`.
+    /// ambiguous). A receiver's type is known where its file says it (`o = Foo()`,
+    /// `o: Foo`, `o = f()` with `f` declared `-> Foo`); otherwise `obj.get()` refers to
+    /// every method named `get`, at a lower confidence.
     Refs {
         #[command(flatten)]
         target: GraphTarget,
