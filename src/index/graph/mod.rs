@@ -16,6 +16,7 @@ mod outline;
 mod query;
 pub mod record;
 pub mod resolve;
+mod self_calls;
 pub(crate) mod table;
 mod types;
 
