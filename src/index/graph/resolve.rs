@@ -183,13 +183,8 @@ impl<'c> Resolver<'c> {
         }
         // A type this file defines (`Foo.create()`, `Foo::new()`).
         let full = format!("{}{sep}{}", segs.join(sep), c.name);
-        let here: Vec<SymbolInfo> = in_file
-            .iter()
-            .filter(|d| d.qualified_name == full)
-            .cloned()
-            .collect();
-        if !here.is_empty() {
-            return Ok(Some((here.into(), Confidence::Resolved)));
+        if let Some(found) = defined_here(&in_file, &full, false) {
+            return Ok(Some(found));
         }
         // By name only: members of a type of that name, or any method so named.
         let fam = family(&c.lang);
@@ -247,13 +242,8 @@ impl<'c> Resolver<'c> {
                 Some(s) => format!("{s}{sep}{}", c.name),
                 None => c.name.clone(),
             };
-            let here: Vec<SymbolInfo> = in_file
-                .iter()
-                .filter(|d| d.qualified_name == want && !(skip_methods && d.kind == "method"))
-                .cloned()
-                .collect();
-            if !here.is_empty() {
-                return Ok(Some((here.into(), Confidence::Resolved)));
+            if let Some(found) = defined_here(in_file, &want, skip_methods) {
+                return Ok(Some(found));
             }
             match scope {
                 Some(s) => scope = parent_of(s, sep),
@@ -492,6 +482,21 @@ fn same_package(lang: &str) -> bool {
 fn dedup(v: &mut Vec<SymbolInfo>) {
     let mut seen = HashSet::new();
     v.retain(|d| seen.insert(d.key.clone()));
+}
+
+/// The definitions of this file named `qualified` (methods left out when
+/// `skip_methods`), `resolved`; `None` when there are none.
+pub(super) fn defined_here(
+    in_file: &[SymbolInfo],
+    qualified: &str,
+    skip_methods: bool,
+) -> Option<Found> {
+    let here: Vec<SymbolInfo> = in_file
+        .iter()
+        .filter(|d| d.qualified_name == qualified && !(skip_methods && d.kind == "method"))
+        .cloned()
+        .collect();
+    (!here.is_empty()).then(|| (here.into(), Confidence::Resolved))
 }
 
 /// One candidate is `same-name`, several `ambiguous`, none nothing.

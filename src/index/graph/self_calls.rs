@@ -2,7 +2,7 @@
 //! type's own member, else one of the bases its signature names, else by name. Part
 //! of the resolver (`resolve`); reads the code tables through it, writes nothing.
 
-use super::resolve::{family, parent_of, separator, CallRow, Confidence, Found, Resolver};
+use super::resolve::{defined_here, family, parent_of, separator, CallRow, Found, Resolver};
 use super::types::is_type;
 use crate::index::symbol_search::SymbolInfo;
 use crate::store::Result;
@@ -19,13 +19,8 @@ impl Resolver<'_> {
         let class = enclosing_type(caller, in_file, sep);
         if let Some(class) = &class {
             let want = format!("{class}{sep}{}", c.name);
-            let here: Vec<SymbolInfo> = in_file
-                .iter()
-                .filter(|d| d.qualified_name == want)
-                .cloned()
-                .collect();
-            if !here.is_empty() {
-                return Ok(Some((here.into(), Confidence::Resolved)));
+            if let Some(found) = defined_here(in_file, &want, false) {
+                return Ok(Some(found));
             }
         }
         // A base class the signature names.
