@@ -5,9 +5,10 @@
 //! and what its imports bind. The code projection keeps them in `code_calls` and
 //! `code_imports` (`table.rs`). Which definition a call reaches depends on every other
 //! file, so it is decided when asked ([`resolve`]), each edge with a
-//! [`Confidence`]. There is no type inference: a call through an attribute
-//! (`obj.get()`) reaches definitions by name only. Reads only, apart from the
-//! records the index pass writes.
+//! [`Confidence`]. There is no flow analysis: a call through an attribute
+//! (`obj.get()`) reaches the type its file says `obj` is (declared, constructed, or
+//! a Python function's declared return), else definitions by name only. Reads only,
+//! apart from the records the index pass writes.
 
 mod inherit;
 mod linked;
