@@ -24,6 +24,7 @@ mod pattern_sets;
 mod projection;
 mod recall;
 mod recall_scan;
+mod recall_topk;
 mod redact_paths;
 mod sessions;
 mod stored_secrets;

@@ -5,32 +5,30 @@
 //! In a million memories two common words are held by hundreds of thousands of rows;
 //! FTS5 merges their position lists and the ranking function reads each row's instances
 //! on every query (about 240 ms). Here the lists of each token (rowid, count per column,
-//! row length) are read once per database state (`store::fts_postings`), merged by rowid
-//! and scored with `bm25()`'s formula, operations and inputs, so the scores are equal to
-//! the bit and ties go, as in the statement, to the later row.
+//! row length) are read once per database state (`store::fts_postings`) and the best
+//! rows found by [`super::recall_topk`], which passes over whole blocks of rows that
+//! cannot reach the best `k`; scores use `bm25()`'s formula, operations and inputs, so
+//! they are equal to the bit and ties go, as in the statement, to the later row.
 //!
 //! It takes the expressions engram writes when they are flat (phrases all joined by AND,
 //! or all by OR) and every phrase is one ASCII token; anything else, a saturated list,
 //! an explicit transaction, or a filter that rejects too many of the best rows returns
 //! `None` and the caller runs the statement.
 //!
-//! Owns: parsing those expressions, the merge, the scores and the order. Must never write.
+//! Owns: parsing those expressions, the idf and the check of the best rows against a
+//! filter. Must never write.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
+use super::recall_topk::{top_k, Scoring};
 use crate::store::fts_postings::{self, Postings};
 
 /// The memories' full-text table and its column weights (text, tags).
 const TABLE: &str = "memories_fts";
 const WEIGHTS: [f64; 2] = [1.0, 2.0];
-
-/// BM25's constants, as FTS5's `bm25()` has them.
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
 
 /// Rows checked against a filter at most before the statement is cheaper.
 const MAX_FILTER_CHECKS: usize = 4096;
@@ -83,20 +81,6 @@ fn parse_flat(expr: &str) -> Option<Flat> {
     })
 }
 
-/// A scored row: `bm25()`'s score (higher is better) and its rowid.
-#[derive(Clone, Copy)]
-struct Scored {
-    score: f64,
-    rowid: i64,
-}
-
-/// The statement's order: best score first, then the later row.
-fn better(a: &Scored, b: &Scored) -> Ordering {
-    b.score
-        .total_cmp(&a.score)
-        .then_with(|| b.rowid.cmp(&a.rowid))
-}
-
 /// `(id, score)` of the best `limit` memories matching `expr` among those `cond` keeps
 /// (with `filter_args`, from [`super::MemoryFilter::sql_per_row`]), best first, ties
 /// to the later write; `None` when this path cannot answer exactly (see the module).
@@ -134,23 +118,29 @@ pub(super) fn ranked(
     let Some((n_row, n_token)) = fts_postings::totals(db, TABLE, first.0)? else {
         return Ok(None);
     };
-    let mut scored = score_all(&lists, flat.all, n_row, n_token);
+    let idf = idf_of(&lists, n_row);
+    let scoring = Scoring {
+        idf: &idf,
+        weights: WEIGHTS,
+        avgdl: n_token as f64 / n_row as f64,
+    };
+    let refs: Vec<&Postings> = lists.iter().map(|l| &**l).collect();
     let mut id_of = db.prepare_cached(&format!(
         "SELECT m.id FROM memories m WHERE m.seq = ?{cond}"
     ))?;
-    let mut out = Vec::with_capacity(limit.min(scored.len()));
+    let mut out = Vec::with_capacity(limit.min(1024));
+    // The best `want` rows; a row without its memory (a projection bug) or one the
+    // filter rejects makes way for the next, so while rows are rejected `want` grows
+    // and the ranking runs again (its first rows are the same: they are checked once).
+    let mut want = if cond.is_empty() {
+        limit
+    } else {
+        limit.max(64)
+    };
     let mut checked = 0usize;
-    let mut start = 0usize;
-    // The best rows a chunk at a time: a row without its memory (a projection bug) or
-    // one the filter rejects makes way for the next.
-    while out.len() < limit && start < scored.len() {
-        let want = (limit - out.len()).max(64).min(scored.len() - start);
-        let rest = &mut scored[start..];
-        if want < rest.len() {
-            rest.select_nth_unstable_by(want - 1, better);
-        }
-        rest[..want].sort_unstable_by(better);
-        for s in &rest[..want] {
+    loop {
+        let best = top_k(&refs, &scoring, flat.all, want);
+        for s in &best[checked.min(best.len())..] {
             if out.len() == limit {
                 break;
             }
@@ -166,15 +156,16 @@ pub(super) fn ranked(
                 out.push((r.get::<_, String>(0)?, s.score));
             }
         }
-        start += want;
+        if out.len() == limit || best.len() < want {
+            return Ok(Some(out));
+        }
+        want = want.saturating_mul(4);
     }
-    Ok(Some(out))
 }
 
-/// Every row matching the flat expression over `lists`, with its score.
-fn score_all(lists: &[Arc<Postings>], all: bool, n_row: i64, n_token: i64) -> Vec<Scored> {
-    let avgdl = n_token as f64 / n_row as f64;
-    let idf: Vec<f64> = lists
+/// Each list's token's idf, as `bm25()` computes it (never below a millionth).
+fn idf_of(lists: &[Arc<Postings>], n_row: i64) -> Vec<f64> {
+    lists
         .iter()
         .map(|l| {
             let hits = l.rows.len() as i64;
@@ -185,75 +176,7 @@ fn score_all(lists: &[Arc<Postings>], all: bool, n_row: i64, n_token: i64) -> Ve
                 v
             }
         })
-        .collect();
-    let mut at = vec![0usize; lists.len()];
-    let mut freq = vec![0.0f64; lists.len()];
-    let cap = if all {
-        lists.iter().map(|l| l.rows.len()).min().unwrap_or(0)
-    } else {
-        lists.iter().map(|l| l.rows.len()).max().unwrap_or(0)
-    };
-    let mut out = Vec::with_capacity(cap);
-    loop {
-        // The next rowid: for AND the largest head (every list must reach it), for OR
-        // the smallest.
-        let mut next: Option<i64> = None;
-        for (l, &i) in lists.iter().zip(&at) {
-            match l.rows.get(i) {
-                Some(p) => {
-                    next = Some(match next {
-                        None => p.rowid,
-                        Some(n) if all => n.max(p.rowid),
-                        Some(n) => n.min(p.rowid),
-                    })
-                }
-                None if all => return out,
-                None => {}
-            }
-        }
-        let Some(rowid) = next else {
-            return out;
-        };
-        let mut held = 0usize;
-        let mut len = 0u32;
-        for (k, l) in lists.iter().enumerate() {
-            let rows = &l.rows[at[k]..];
-            // Skip ahead to `rowid`: galloping, since an AND may pass long runs.
-            at[k] += if all { gallop(rows, rowid) } else { 0 };
-            freq[k] = 0.0;
-            if let Some(p) = l.rows.get(at[k]) {
-                if p.rowid == rowid {
-                    freq[k] = f64::from(p.tf[0]) * WEIGHTS[0] + f64::from(p.tf[1]) * WEIGHTS[1];
-                    len = p.len;
-                    held += 1;
-                    at[k] += 1;
-                }
-            }
-        }
-        if all && held < lists.len() {
-            continue;
-        }
-        let mut score = 0.0;
-        let norm = 1.0 - B + B * f64::from(len) / avgdl;
-        for (idf, f) in idf.iter().zip(&freq) {
-            score += idf * ((f * (K1 + 1.0)) / (f + K1 * norm));
-        }
-        out.push(Scored { score, rowid });
-    }
-}
-
-/// How many leading rows of `rows` are before `rowid`.
-fn gallop(rows: &[fts_postings::Posting], rowid: i64) -> usize {
-    if rows.first().is_none_or(|p| p.rowid >= rowid) {
-        return 0;
-    }
-    let mut hi = 1usize;
-    while hi < rows.len() && rows[hi].rowid < rowid {
-        hi *= 2;
-    }
-    let lo = hi / 2;
-    let hi = hi.min(rows.len());
-    lo + rows[lo..hi].partition_point(|p| p.rowid < rowid)
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,10 @@
 //! A list holds, for each row holding the token, its rowid, the token's count in each
 //! of the first two columns and the row's length in tokens (all columns): what
 //! FTS5's `bm25()` reads of a row for a one-token phrase. With the table's row count
-//! and token total ([`totals`]) a caller computes `bm25()`'s score to the bit.
+//! and token total ([`totals`]) a caller computes `bm25()`'s score to the bit. Per
+//! block of [`BLOCK`] rows a list also keeps the largest weighted count and the
+//! shortest row ([`Postings::block_max`]), which bound any row's score in the block,
+//! so a top-k caller can pass over blocks that cannot reach its best rows.
 //!
 //! A list is used as it is only in the state of the database it was read in (SQLite's
 //! data version and the connection's change count, as `fts_rank`'s phrase counts are),
@@ -18,9 +21,10 @@
 //! Owns: the `fts_row_stats` auxiliary function and the per-connection lists. Must
 //! never write.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::ffi;
 use rusqlite::Connection;
@@ -47,6 +51,59 @@ pub struct Postings {
     /// third column, or a row longer than `u32::MAX` tokens): the list cannot give
     /// exact scores.
     pub saturated: bool,
+    /// [`Postings::block_max`] for the column weights (as bits) it was made with.
+    block_max: OnceLock<([u64; 2], Vec<BlockMax>)>,
+}
+
+/// Rows per block of [`Postings::block_max`].
+pub const BLOCK: usize = 32;
+
+/// What bounds the score of any row of one block: its largest weighted count and its
+/// shortest row. BM25's share of a token grows with the count and falls with the row's
+/// length, so the share computed from these two is at least every row's in the block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockMax {
+    pub max_freq: f64,
+    pub min_len: u32,
+}
+
+impl Postings {
+    /// A list of these rows, as read.
+    pub fn new(rows: Vec<Posting>, saturated: bool) -> Self {
+        Postings {
+            rows,
+            saturated,
+            block_max: OnceLock::new(),
+        }
+    }
+
+    /// Per block of [`BLOCK`] rows (block `b` is `rows[b * BLOCK..]`), the largest
+    /// `weights[0] * tf[0] + weights[1] * tf[1]` and the shortest row. Made once per
+    /// list for the first weights asked for (a list is immutable once shared); other
+    /// weights get a fresh copy.
+    pub fn block_max(&self, weights: [f64; 2]) -> Cow<'_, [BlockMax]> {
+        let key = weights.map(f64::to_bits);
+        let made = self
+            .block_max
+            .get_or_init(|| (key, block_max_of(&self.rows, weights)));
+        if made.0 == key {
+            Cow::Borrowed(&made.1)
+        } else {
+            Cow::Owned(block_max_of(&self.rows, weights))
+        }
+    }
+}
+
+fn block_max_of(rows: &[Posting], weights: [f64; 2]) -> Vec<BlockMax> {
+    rows.chunks(BLOCK)
+        .map(|block| BlockMax {
+            max_freq: block
+                .iter()
+                .map(|p| f64::from(p.tf[0]) * weights[0] + f64::from(p.tf[1]) * weights[1])
+                .fold(0.0, f64::max),
+            min_len: block.iter().map(|p| p.len).min().unwrap_or(0),
+        })
+        .collect()
 }
 
 /// Postings held per connection at most (16 bytes each).
@@ -314,13 +371,13 @@ fn refreshed(db: &Connection, table: &str, token: &str, old: Arc<Postings>) -> R
         tracing::debug!(table, token, "rows were deleted: the list is read again");
         return read_list(db, table, token, None);
     }
-    let mut list = Arc::try_unwrap(old).unwrap_or_else(|shared| Postings {
-        rows: shared.rows.clone(),
-        saturated: shared.saturated,
-    });
-    list.rows.extend_from_slice(&tail.rows);
-    list.saturated |= tail.saturated;
-    Ok(list)
+    let (mut rows, saturated) = match Arc::try_unwrap(old) {
+        Ok(list) => (list.rows, list.saturated),
+        Err(shared) => (shared.rows.clone(), shared.saturated),
+    };
+    rows.extend_from_slice(&tail.rows);
+    // A new list: the old one's block maxima do not cover the tail.
+    Ok(Postings::new(rows, saturated | tail.saturated))
 }
 
 /// The rows holding `token`, all of them or those past rowid `after`.
