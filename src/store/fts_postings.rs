@@ -56,7 +56,7 @@ pub struct Postings {
 }
 
 /// Rows per block of [`Postings::block_max`].
-pub const BLOCK: usize = 32;
+pub const BLOCK: usize = 16;
 
 /// What bounds the score of any row of one block: its largest weighted count and its
 /// shortest row. BM25's share of a token grows with the count and falls with the row's
