@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peak memory of `engram index` by tree size: the trees are the first N `.rs`, `.md`
 # and `.toml` files of the local cargo registry's sources (sorted by crate, then path),
-# copied into a scratch directory; each is indexed into a fresh store with the built-in
+# copied into a scratch directory (past the registry's files, the same files again
+# under `rep-K/`); each is indexed into a fresh store with the built-in
 # embedder while /proc/PID/status is sampled every 0.2 s.
 #
 #   tools/index-rss.sh ENGRAM_BIN [FILES...]      (default sizes: 2000 8000)
@@ -28,8 +29,13 @@ for crate in sorted(os.listdir(root)):
         dn.sort()
         files += [os.path.join(dp, f) for f in sorted(fn) if f.endswith((".rs", ".md", ".toml"))]
 lines = 0
-for f in files[:n]:
-    t = os.path.join(dst, os.path.relpath(f, root))
+# Past the registry's own files the list starts over under `rep-K/` (same sources,
+# other paths), so a tree of any size can be made: issue 43 asks for 10M lines.
+for i in range(n):
+    f = files[i % len(files)]
+    rep = i // len(files)
+    rel = os.path.relpath(f, root)
+    t = os.path.join(dst, f"rep-{rep}", rel) if rep else os.path.join(dst, rel)
     os.makedirs(os.path.dirname(t), exist_ok=True)
     shutil.copyfile(f, t)
     with open(f, "rb") as h:

@@ -432,6 +432,20 @@ impl VectorCache {
         Ok(())
     }
 
+    /// Drop this process's page mappings of the file. The bytes, written or not yet
+    /// written back, stay in the OS page cache, and the next read maps them again.
+    /// The writer calls it after each batch it follows: an index writes every row
+    /// once and reads none back, so without it the resident set grows with the cache
+    /// (about 1.5 KB a chunk at 384 dimensions) for the whole run.
+    pub fn release_pages(&self) {
+        if self.is_in_memory() {
+            // An anonymous map has no file to fault back from: dropping its pages
+            // would zero them.
+            return;
+        }
+        self.map.release_file_range(0, self.map.len());
+    }
+
     /// Path of the backing file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -217,6 +217,7 @@ fn follow_commit(
                 cache.flush()?;
             }
             cache.set_seq(meta.applied_seq)?;
+            cache.release_pages();
             store.writer_caches.keep(&embedder, cache);
         }
     }

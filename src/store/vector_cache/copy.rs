@@ -11,6 +11,9 @@ use zerocopy::little_endian::U64;
 use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::COLUMN_BLOCK;
 
+/// Bytes copied between releases of both files' pages.
+const COPY_PIECE: usize = 8 << 20;
+
 impl VectorCache {
     /// Copy every slot of `old` into this empty cache, section by section, leaving
     /// it as `upsert` of `old`'s live rows in slot order would: byte for byte the
@@ -36,7 +39,6 @@ impl VectorCache {
             return Ok(false);
         }
         let src: &[u8] = &old.map;
-        let dst = self.map.bytes_mut();
         // (source offset, destination offset, bytes) of each slot-indexed section.
         let mut runs: Vec<(u64, u64, u64)> = vec![
             (from.key_hashes, to.key_hashes, n * 8),
@@ -65,15 +67,27 @@ impl VectorCache {
                 }
             }
         }
+        // In pieces, each one's pages let go of once copied (file-backed maps only),
+        // so that a copy of a large cache does not hold both files resident.
+        let release = !self.is_in_memory() && !old.is_in_memory();
         for &(f, t, len) in &runs {
-            let (f, t, len) = (f as usize, t as usize, len as usize);
-            match (src.get(f..f + len), dst.get_mut(t..t + len)) {
-                (Some(s), Some(d)) => d.copy_from_slice(s),
-                _ => {
-                    return Err(VectorCacheError::InvalidOptions(
-                        "a cache's sections lie outside its file".into(),
-                    ))
+            let (mut f, mut t, mut len) = (f as usize, t as usize, len as usize);
+            while len > 0 {
+                let piece = len.min(COPY_PIECE);
+                let dst = self.map.bytes_mut();
+                match (src.get(f..f + piece), dst.get_mut(t..t + piece)) {
+                    (Some(s), Some(d)) => d.copy_from_slice(s),
+                    _ => {
+                        return Err(VectorCacheError::InvalidOptions(
+                            "a cache's sections lie outside its file".into(),
+                        ))
+                    }
                 }
+                if release && piece == COPY_PIECE {
+                    old.map.release_file_range(f, piece);
+                    self.map.release_file_range(t, piece);
+                }
+                (f, t, len) = (f + piece, t + piece, len - piece);
             }
         }
         self.index = old.index.clone();

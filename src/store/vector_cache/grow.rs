@@ -13,9 +13,14 @@ use zerocopy::IntoBytes;
 
 use super::error::format_error;
 use super::mapping::CacheMap;
-use super::mapping::{create_anon, create_mapped, tmp_path, write_row_into, CreateError};
+use super::mapping::{
+    create_anon, create_mapped, release_file_pages, tmp_path, write_row_into, CreateError,
+};
 use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
+
+/// Rows a grow copies between releases of both files' pages.
+const RELEASE_EVERY: u64 = 8192;
 
 impl VectorCache {
     /// Call `f` with each live row's key hash and vector, in slot order: what a copy
@@ -72,6 +77,13 @@ impl VectorCache {
                 map[(layout.live + next) as usize] = SLOT_LIVE;
                 index.insert(key, next);
                 next += 1;
+                // Both files are read or written whole: let go of their pages as
+                // the copy goes, or the two together stay resident (three times the
+                // old file at the peak of a long index).
+                if file.is_some() && next.is_multiple_of(RELEASE_EVERY) {
+                    self.release_pages();
+                    release_file_pages(&map, &map, 0, map.len());
+                }
                 Ok(())
             })?;
             header.count = U64::new(next);

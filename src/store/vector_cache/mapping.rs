@@ -158,7 +158,51 @@ impl std::ops::Deref for CacheMap {
     }
 }
 
+/// Drop this process's page table entries for `len` bytes at `at` of a shared map of
+/// a regular file (memmap2 widens the range to whole pages). The bytes stay in the
+/// page cache, dirty ones included, and any later access faults them back in: what a
+/// long write through the map needs so that its resident set does not grow with the
+/// file. Never call it on an anonymous map, whose pages would be zeroed.
+pub(crate) fn release_file_pages(map: &[u8], raw: &dyn Advise, at: usize, len: usize) {
+    let len = len.min(map.len().saturating_sub(at));
+    if len == 0 {
+        return;
+    }
+    if let Err(e) = raw.dont_need(at, len) {
+        tracing::debug!("madvise(DONTNEED) on a vector cache: {e}");
+    }
+}
+
+/// `madvise(DONTNEED)` over a range of a map, for [`release_file_pages`].
+pub(crate) trait Advise {
+    fn dont_need(&self, at: usize, len: usize) -> std::io::Result<()>;
+}
+
+impl Advise for MmapMut {
+    fn dont_need(&self, at: usize, len: usize) -> std::io::Result<()> {
+        // SAFETY: callers only pass shared maps of regular files (see
+        // `release_file_pages`): dropping their page table entries loses no byte.
+        unsafe { self.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) }
+    }
+}
+
+impl Advise for Mmap {
+    fn dont_need(&self, at: usize, len: usize) -> std::io::Result<()> {
+        // SAFETY: as for `MmapMut`.
+        unsafe { self.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) }
+    }
+}
+
 impl CacheMap {
+    /// [`release_file_pages`] over `len` bytes at `at`; the caller knows the map is a
+    /// file's.
+    pub(crate) fn release_file_range(&self, at: usize, len: usize) {
+        match self {
+            CacheMap::Writable(m) => release_file_pages(m, m, at, len),
+            CacheMap::ReadOnly(m) => release_file_pages(m, m, at, len),
+        }
+    }
+
     /// The bytes to write; empty for a read-only map (mutating entry points check
     /// `VectorCache::require_writable` first, so nothing is silently skipped).
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {

@@ -529,3 +529,74 @@ fn a_copy_of_whole_sections_is_the_row_by_row_copy_byte_for_byte() {
 }
 
 mod binary;
+
+/// The resident KiB of this process's mappings of `path`, from `/proc/self/smaps`.
+fn resident_kib_of(path: &std::path::Path) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let name = path.to_str().unwrap();
+    let mut inside = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            inside = line.ends_with(name);
+        } else if inside && first == "Rss:" {
+            kib += line
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap();
+        }
+    }
+    kib
+}
+
+/// Released pages leave the resident set and lose nothing: the rows read back, search,
+/// and survive a reopen without a flush (they were in the page cache all along).
+#[test]
+fn released_pages_leave_the_resident_set_and_keep_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.cache");
+    let o = opts(64, false, 4096);
+    let mut c = VectorCache::create(&path, &o).unwrap();
+    // Each row its own direction: its number in the first dimension.
+    let row = |i: u64| -> Vec<f32> {
+        (0..64)
+            .map(|d| {
+                if d == 0 {
+                    i as f32 + 1.0
+                } else {
+                    ((i * 31 + d) % 17) as f32 - 8.0
+                }
+            })
+            .collect()
+    };
+    for i in 0..3000u64 {
+        c.upsert(i + 1, &row(i)).unwrap();
+    }
+    let before = resident_kib_of(&path);
+    assert!(before >= 512, "the rows written are resident: {before} KiB");
+    c.release_pages();
+    let after = resident_kib_of(&path);
+    assert!(
+        after < before / 8,
+        "{before} KiB resident before, {after} after"
+    );
+    assert_eq!(c.get(1234), Some(row(1233)));
+    let hits = c
+        .search(&row(77), 1, Metric::Cosine, ScanMode::F32)
+        .unwrap();
+    assert_eq!(ids(&hits), vec![78]);
+    c.set_seq(9).unwrap();
+    drop(c);
+    let c = VectorCache::open(&path, &o).unwrap();
+    assert_eq!((c.len(), c.seq()), (3000, 9));
+    assert_eq!(c.get(3000), Some(row(2999)));
+
+    // A cache in memory has no file behind it: releasing is a no-op, not a wipe.
+    let mut m = VectorCache::in_memory(&o).unwrap();
+    m.upsert(5, &row(4)).unwrap();
+    m.release_pages();
+    assert_eq!(m.get(5), Some(row(4)));
+}
