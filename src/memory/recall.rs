@@ -69,18 +69,17 @@ pub fn keyword_ranked(
     let limit = top_k.clamp(1, i64::MAX as usize);
     let (cond, filter_args) = filter.sql();
     let (row_cond, row_args) = filter.sql_per_row();
-    let found = store.with_tracker(|db| {
-        // The posting lists in memory when they can answer exactly, else the statement.
-        let rank = |fts: &str| match recall_scan::ranked(db, fts, &row_cond, &row_args, limit)? {
+    // The posting lists in memory when they can answer exactly, else the statement.
+    let rank = |fts: &str| -> Result<Vec<(String, f64)>> {
+        match recall_scan::ranked(store, fts, &row_cond, &row_args, limit)? {
             Some(found) => Ok(found),
-            None => ranked(db, fts, &cond, &filter_args, limit),
-        };
-        let mut found = rank(&all)?;
-        if found.len() < limit && any != all {
-            found = rank(&any)?;
+            None => Ok(store.with_tracker(|db| ranked(db, fts, &cond, &filter_args, limit))?),
         }
-        Ok(found)
-    })?;
+    };
+    let mut found = rank(&all)?;
+    if found.len() < limit && any != all {
+        found = rank(&any)?;
+    }
     Ok(found)
 }
 

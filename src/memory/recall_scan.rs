@@ -25,6 +25,7 @@ use rusqlite::Connection;
 
 use super::recall_topk::{top_k, Scoring};
 use crate::store::fts_postings::{self, Postings};
+use crate::store::Store;
 
 /// The memories' full-text table and its column weights (text, tags).
 const TABLE: &str = "memories_fts";
@@ -84,8 +85,13 @@ fn parse_flat(expr: &str) -> Option<Flat> {
 /// `(id, score)` of the best `limit` memories matching `expr` among those `cond` keeps
 /// (with `filter_args`, from [`super::MemoryFilter::sql_per_row`]), best first, ties
 /// to the later write; `None` when this path cannot answer exactly (see the module).
+///
+/// The tracker connection is held to read the lists and to look the best rows up, not
+/// while they are ranked: a search's vector half, on another thread, needs it
+/// meanwhile. A write in between can only take a row's memory away (its rowid is then
+/// found in no memory), which makes way for the next row, as a projection bug would.
 pub(super) fn ranked(
-    db: &Connection,
+    store: &Store,
     expr: &str,
     cond: &str,
     filter_args: &[Value],
@@ -94,6 +100,69 @@ pub(super) fn ranked(
     let Some(flat) = parse_flat(expr) else {
         return Ok(None);
     };
+    let Some((lists, n_row, n_token)) = store.with_tracker(|db| lists_of(db, &flat))? else {
+        return Ok(None);
+    };
+    if lists.iter().all(|l| l.rows.is_empty()) {
+        return Ok(Some(Vec::new()));
+    }
+    let idf = idf_of(&lists, n_row);
+    let scoring = Scoring {
+        idf: &idf,
+        weights: WEIGHTS,
+        avgdl: n_token as f64 / n_row as f64,
+    };
+    let refs: Vec<&Postings> = lists.iter().map(|l| &**l).collect();
+    let mut out = Vec::with_capacity(limit.min(1024));
+    // The best `want` rows; a row without its memory (a projection bug) or one the
+    // filter rejects makes way for the next, so while rows are rejected `want` grows
+    // and the ranking runs again (its first rows are the same: they are checked once).
+    let mut want = if cond.is_empty() {
+        limit
+    } else {
+        limit.max(64)
+    };
+    let mut checked = 0usize;
+    loop {
+        let best = top_k(&refs, &scoring, flat.all, want);
+        let answered = store.with_tracker(|db| {
+            let mut id_of = db.prepare_cached(&format!(
+                "SELECT m.id FROM memories m WHERE m.seq = ?{cond}"
+            ))?;
+            for s in &best[checked.min(best.len())..] {
+                if out.len() == limit {
+                    break;
+                }
+                checked += 1;
+                if !cond.is_empty() && checked > MAX_FILTER_CHECKS {
+                    return Ok(false);
+                }
+                let mut args = Vec::with_capacity(1 + filter_args.len());
+                args.push(Value::Integer(s.rowid));
+                args.extend(filter_args.iter().cloned());
+                let mut rows = id_of.query(rusqlite::params_from_iter(args))?;
+                if let Some(r) = rows.next()? {
+                    out.push((r.get::<_, String>(0)?, s.score));
+                }
+            }
+            Ok(true)
+        })?;
+        if !answered {
+            return Ok(None);
+        }
+        if out.len() == limit || best.len() < want {
+            return Ok(Some(out));
+        }
+        want = want.saturating_mul(4);
+    }
+}
+
+/// A query's lists, in its tokens' order, with the table's row count and token total.
+type Lists = (Vec<Arc<Postings>>, i64, i64);
+
+/// The lists of `flat`'s tokens, with the table's row count and token total; `None`
+/// when one cannot be used (see the module).
+fn lists_of(db: &Connection, flat: &Flat) -> crate::store::Result<Option<Lists>> {
     // Every token is asked for, even after one is missing, so that the next query of
     // the same words finds all their lists (see `fts_postings::postings`).
     let mut lists: Vec<Arc<Postings>> = Vec::with_capacity(flat.tokens.len());
@@ -113,54 +182,12 @@ pub(super) fn ranked(
         .zip(&lists)
         .find(|(_, l)| !l.rows.is_empty())
     else {
-        return Ok(Some(Vec::new()));
+        return Ok(Some((lists, 0, 0)));
     };
     let Some((n_row, n_token)) = fts_postings::totals(db, TABLE, first.0)? else {
         return Ok(None);
     };
-    let idf = idf_of(&lists, n_row);
-    let scoring = Scoring {
-        idf: &idf,
-        weights: WEIGHTS,
-        avgdl: n_token as f64 / n_row as f64,
-    };
-    let refs: Vec<&Postings> = lists.iter().map(|l| &**l).collect();
-    let mut id_of = db.prepare_cached(&format!(
-        "SELECT m.id FROM memories m WHERE m.seq = ?{cond}"
-    ))?;
-    let mut out = Vec::with_capacity(limit.min(1024));
-    // The best `want` rows; a row without its memory (a projection bug) or one the
-    // filter rejects makes way for the next, so while rows are rejected `want` grows
-    // and the ranking runs again (its first rows are the same: they are checked once).
-    let mut want = if cond.is_empty() {
-        limit
-    } else {
-        limit.max(64)
-    };
-    let mut checked = 0usize;
-    loop {
-        let best = top_k(&refs, &scoring, flat.all, want);
-        for s in &best[checked.min(best.len())..] {
-            if out.len() == limit {
-                break;
-            }
-            checked += 1;
-            if !cond.is_empty() && checked > MAX_FILTER_CHECKS {
-                return Ok(None);
-            }
-            let mut args = Vec::with_capacity(1 + filter_args.len());
-            args.push(Value::Integer(s.rowid));
-            args.extend(filter_args.iter().cloned());
-            let mut rows = id_of.query(rusqlite::params_from_iter(args))?;
-            if let Some(r) = rows.next()? {
-                out.push((r.get::<_, String>(0)?, s.score));
-            }
-        }
-        if out.len() == limit || best.len() < want {
-            return Ok(Some(out));
-        }
-        want = want.saturating_mul(4);
-    }
+    Ok(Some((lists, n_row, n_token)))
 }
 
 /// Each list's token's idf, as `bm25()` computes it (never below a millionth).
@@ -211,13 +238,12 @@ mod tests {
             ..MemoryFilter::default()
         };
         // A word's first ask goes to the statement; the second reads its list.
-        m.store()
-            .with_tracker(|db| {
-                assert!(ranked(db, r#""queue""#, "", &[], 3)?.is_none());
-                assert!(ranked(db, r#""queue""#, "", &[], 3)?.is_some());
-                Ok(())
-            })
-            .unwrap();
+        assert!(ranked(m.store(), r#""queue""#, "", &[], 3)
+            .unwrap()
+            .is_none());
+        assert!(ranked(m.store(), r#""queue""#, "", &[], 3)
+            .unwrap()
+            .is_some());
         let check = |m: &Memories| {
             for expr in [
                 r#""cache""#,
@@ -228,22 +254,20 @@ mod tests {
                 for filter in [&MemoryFilter::default(), &debug] {
                     let (cond, args) = filter.sql();
                     let (row_cond, row_args) = filter.sql_per_row();
-                    m.store()
-                        .with_tracker(|db| {
-                            // The first ask of a word is left to the statement; the
-                            // second reads and keeps its list.
-                            let first = ranked(db, expr, &row_cond, &row_args, 7)?;
-                            let got = match first {
-                                Some(got) => got,
-                                None => ranked(db, expr, &row_cond, &row_args, 7)?
-                                    .expect("the scan answers the second time"),
-                            };
-                            let want = super::super::recall::ranked(db, expr, &cond, &args, 7)?;
-                            assert!(!want.is_empty(), "{expr}");
-                            assert_eq!(got, want, "{expr}, {filter:?}");
-                            Ok(())
-                        })
+                    // The first ask of a word is left to the statement; the second
+                    // reads and keeps its list.
+                    let store = m.store();
+                    let got = match ranked(store, expr, &row_cond, &row_args, 7).unwrap() {
+                        Some(got) => got,
+                        None => ranked(store, expr, &row_cond, &row_args, 7)
+                            .unwrap()
+                            .expect("the scan answers the second time"),
+                    };
+                    let want = store
+                        .with_tracker(|db| super::super::recall::ranked(db, expr, &cond, &args, 7))
                         .unwrap();
+                    assert!(!want.is_empty(), "{expr}");
+                    assert_eq!(got, want, "{expr}, {filter:?}");
                 }
             }
         };

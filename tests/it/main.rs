@@ -24,6 +24,7 @@ mod format_vectors;
 mod gate;
 mod group_commit;
 mod index_parallel;
+mod index_resident;
 mod index_search;
 mod layers;
 mod llm_assist;

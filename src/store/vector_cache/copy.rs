@@ -11,8 +11,9 @@ use zerocopy::little_endian::U64;
 use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::COLUMN_BLOCK;
 
-/// Bytes copied between releases of both files' pages.
-const COPY_PIECE: usize = 8 << 20;
+/// Bytes copied between releases of both files' pages (small under test, so that the
+/// tests' caches go through many pieces and releases).
+const COPY_PIECE: usize = if cfg!(test) { 4096 } else { 8 << 20 };
 
 impl VectorCache {
     /// Copy every slot of `old` into this empty cache, section by section, leaving

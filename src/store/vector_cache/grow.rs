@@ -19,8 +19,9 @@ use super::mapping::{
 use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
 
-/// Rows a grow copies between releases of both files' pages.
-const RELEASE_EVERY: u64 = 8192;
+/// Rows a grow copies between releases of both files' pages (few under test, so that
+/// the tests' grows release pages many times).
+const RELEASE_EVERY: u64 = if cfg!(test) { 16 } else { 2048 };
 
 impl VectorCache {
     /// Call `f` with each live row's key hash and vector, in slot order: what a copy
