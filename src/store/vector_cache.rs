@@ -426,10 +426,7 @@ impl VectorCache {
         if self.is_in_memory() {
             return Ok(());
         }
-        if let CacheMap::Writable(m) = &self.map {
-            m.flush()?;
-        }
-        Ok(())
+        Ok(self.map.flush()?)
     }
 
     /// Drop this process's page mappings of the file. The bytes, written or not yet

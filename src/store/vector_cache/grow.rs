@@ -13,9 +13,7 @@ use zerocopy::IntoBytes;
 
 use super::error::format_error;
 use super::mapping::CacheMap;
-use super::mapping::{
-    create_anon, create_mapped, release_file_pages, tmp_path, write_row_into, CreateError,
-};
+use super::mapping::{create_anon, create_mapped, tmp_path, write_row_into, CreateError};
 use super::{VectorCache, VectorCacheError};
 use crate::format::vector_file::{HEADER_LEN, SLOT_LIVE};
 
@@ -56,7 +54,7 @@ impl VectorCache {
         } else {
             create_mapped(&tmp, &header).map(|(file, map, layout)| (Some(file), map, layout))
         };
-        let (file, mut map, layout) = created.map_err(|e| {
+        let (file, map, layout) = created.map_err(|e| {
             if !self.is_in_memory() {
                 let _ = fs::remove_file(&tmp);
             }
@@ -65,6 +63,7 @@ impl VectorCache {
                 CreateError::Format(e) => format_error(&self.path, e),
             }
         })?;
+        let mut map = CacheMap::Writable(map);
         let result = (|| {
             let mut index = HashMap::with_capacity(self.index.len());
             let mut next = 0u64;
@@ -72,10 +71,11 @@ impl VectorCache {
                 if next >= capacity {
                     return Err(self.corrupt("more live slots than indexed keys".into()));
                 }
-                write_row_into(&mut map, &layout, next, row);
+                let bytes = map.bytes_mut();
+                write_row_into(bytes, &layout, next, row);
                 let at = (layout.key_hashes + next * 8) as usize;
-                map[at..at + 8].copy_from_slice(&key.to_le_bytes());
-                map[(layout.live + next) as usize] = SLOT_LIVE;
+                bytes[at..at + 8].copy_from_slice(&key.to_le_bytes());
+                bytes[(layout.live + next) as usize] = SLOT_LIVE;
                 index.insert(key, next);
                 next += 1;
                 // Both files are read or written whole: let go of their pages as
@@ -83,13 +83,13 @@ impl VectorCache {
                 // old file at the peak of a long index).
                 if file.is_some() && next.is_multiple_of(RELEASE_EVERY) {
                     self.release_pages();
-                    release_file_pages(&map, &map, 0, map.len());
+                    map.release_file_range(0, map.len());
                 }
                 Ok(())
             })?;
             header.count = U64::new(next);
             header.seal();
-            map[..HEADER_LEN].copy_from_slice(header.as_bytes());
+            map.bytes_mut()[..HEADER_LEN].copy_from_slice(header.as_bytes());
             if let Some(file) = &file {
                 map.flush()?;
                 crate::store::io::sync_all(file, &tmp)?;
@@ -113,7 +113,7 @@ impl VectorCache {
             }
         }
         self.file = file;
-        self.map = CacheMap::Writable(map);
+        self.map = map;
         self.header = header;
         self.layout = layout;
         self.index = index;

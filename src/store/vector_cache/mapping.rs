@@ -158,48 +158,37 @@ impl std::ops::Deref for CacheMap {
     }
 }
 
-/// Drop this process's page table entries for `len` bytes at `at` of a shared map of
-/// a regular file (memmap2 widens the range to whole pages). The bytes stay in the
-/// page cache, dirty ones included, and any later access faults them back in: what a
-/// long write through the map needs so that its resident set does not grow with the
-/// file. Never call it on an anonymous map, whose pages would be zeroed.
-pub(crate) fn release_file_pages(map: &[u8], raw: &dyn Advise, at: usize, len: usize) {
-    let len = len.min(map.len().saturating_sub(at));
-    if len == 0 {
-        return;
-    }
-    if let Err(e) = raw.dont_need(at, len) {
-        tracing::debug!("madvise(DONTNEED) on a vector cache: {e}");
-    }
-}
-
-/// `madvise(DONTNEED)` over a range of a map, for [`release_file_pages`].
-pub(crate) trait Advise {
-    fn dont_need(&self, at: usize, len: usize) -> std::io::Result<()>;
-}
-
-impl Advise for MmapMut {
-    fn dont_need(&self, at: usize, len: usize) -> std::io::Result<()> {
-        // SAFETY: callers only pass shared maps of regular files (see
-        // `release_file_pages`): dropping their page table entries loses no byte.
-        unsafe { self.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) }
-    }
-}
-
-impl Advise for Mmap {
-    fn dont_need(&self, at: usize, len: usize) -> std::io::Result<()> {
-        // SAFETY: as for `MmapMut`.
-        unsafe { self.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) }
-    }
-}
-
 impl CacheMap {
-    /// [`release_file_pages`] over `len` bytes at `at`; the caller knows the map is a
-    /// file's.
+    /// Drop this process's page table entries for `len` bytes at `at` (memmap2 widens
+    /// the range to whole pages). The bytes stay in the page cache, dirty ones
+    /// included, and any later access faults them back in: what a long write through
+    /// the map needs so that its resident set does not grow with the file. Only for a
+    /// map of a file: an anonymous map's pages would be zeroed.
     pub(crate) fn release_file_range(&self, at: usize, len: usize) {
+        let len = len.min(self.len().saturating_sub(at));
+        if len == 0 {
+            return;
+        }
+        let dont_need = memmap2::UncheckedAdvice::DontNeed;
+        // SAFETY: callers pass maps of regular files, which memmap2 maps shared:
+        // dropping their page table entries moves dirty bits to the page cache, so no
+        // byte is lost, and a later read faults the same bytes back in.
+        let released = unsafe {
+            match self {
+                CacheMap::Writable(m) => m.unchecked_advise_range(dont_need, at, len),
+                CacheMap::ReadOnly(m) => m.unchecked_advise_range(dont_need, at, len),
+            }
+        };
+        if let Err(e) = released {
+            tracing::debug!("madvise(DONTNEED) on a vector cache: {e}");
+        }
+    }
+
+    /// Write dirty pages to the file (msync) and wait; nothing for a read-only map.
+    pub(crate) fn flush(&self) -> std::io::Result<()> {
         match self {
-            CacheMap::Writable(m) => release_file_pages(m, m, at, len),
-            CacheMap::ReadOnly(m) => release_file_pages(m, m, at, len),
+            CacheMap::Writable(m) => m.flush(),
+            CacheMap::ReadOnly(_) => Ok(()),
         }
     }
 
